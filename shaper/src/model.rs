@@ -1,0 +1,94 @@
+//! The cluster view `decide()` reads and the plan it returns.
+//!
+//! These types are the contract between the shaper and its three callers
+//! (agent, central shaper, simulator): keep them plain data.
+
+use serde::{Deserialize, Serialize};
+pub use tailor_core::{Class, Predictive, Resource, Resources};
+
+/// Host identifier, unique within one cluster view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct HostId(pub u64);
+
+/// Application identifier, unique within one cluster view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct AppId(pub u64);
+
+/// Component identifier, unique within one cluster view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ComponentId(pub u64);
+
+/// A host (node) and what it can hold.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Host {
+    pub id: HostId,
+    pub capacity: Resources,
+}
+
+/// Per-resource forecasts of a component's usage.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Forecasts {
+    pub cpu: Predictive,
+    pub mem: Predictive,
+}
+
+impl Forecasts {
+    pub fn get(&self, r: Resource) -> &Predictive {
+        match r {
+            Resource::Cpu => &self.cpu,
+            Resource::Mem => &self.mem,
+        }
+    }
+}
+
+/// A running component (a task, a container).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Component {
+    pub id: ComponentId,
+    pub class: Class,
+    pub host: HostId,
+    /// What the component asked for at submission (the default ceiling).
+    pub request: Resources,
+    /// When it started running on its host (seconds, caller's clock).
+    pub started_s: f64,
+    /// What it is allowed now.
+    pub allocation: Resources,
+    /// What it uses now (latest sample).
+    pub usage: Resources,
+    /// Forecast of its usage over the next horizon; `None` when no model
+    /// has an answer yet (the component then keeps its request).
+    pub forecast: Option<Forecasts>,
+    /// Never shrunk nor evicted.
+    #[serde(default)]
+    pub protected: bool,
+    /// Work done so far in seconds (for the least-work-lost victim order);
+    /// callers that do not know pass the time alive.
+    #[serde(default)]
+    pub work_done_s: f64,
+}
+
+/// A running application: a set of components, possibly on several hosts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Application {
+    pub id: AppId,
+    /// Submission time (seconds, caller's clock): the FIFO key.
+    pub submitted_s: f64,
+    /// Larger is more important.
+    pub priority: i32,
+    /// How many times it has failed or been preempted so far.
+    pub failures: u32,
+    /// Expected remaining run time, the SJF key; `None` sorts last.
+    #[serde(default)]
+    pub expected_remaining_s: Option<f64>,
+    pub components: Vec<Component>,
+}
+
+/// Everything `decide()` looks at.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterView {
+    pub hosts: Vec<Host>,
+    pub apps: Vec<Application>,
+}

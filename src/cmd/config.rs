@@ -1,0 +1,8 @@
+//! `tailor config` (being built).
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<()> {
+    anyhow::bail!("`tailor config` is not built yet")
+}

@@ -1,0 +1,8 @@
+//! `tailor forecast` (being built).
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<()> {
+    anyhow::bail!("`tailor forecast` is not built yet")
+}

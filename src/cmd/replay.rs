@@ -1,0 +1,8 @@
+//! `tailor replay` (being built).
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<()> {
+    anyhow::bail!("`tailor replay` is not built yet")
+}

@@ -1,0 +1,8 @@
+//! `tailor tune` (being built).
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<()> {
+    anyhow::bail!("`tailor tune` is not built yet")
+}
