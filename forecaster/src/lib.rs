@@ -40,3 +40,9 @@ pub trait Forecaster: Send {
     /// Number of samples observed so far.
     fn observed(&self) -> usize;
 }
+
+pub mod arima;
+pub mod baselines;
+pub mod calibration;
+pub mod config;
+pub mod gp;

@@ -1,0 +1,1 @@
+//! Cluster mode: central shaper server, agent client, wire protocol (being built).
