@@ -1,0 +1,695 @@
+//! Loading real usage series from the trace formats found in `../shared/data`.
+//!
+//! [`load_series`] autodetects the format of a file and returns one or more
+//! named series of one column. The formats, how they are recognised, and the
+//! column read when `column` is `None`:
+//!
+//! | format | recognised by | series | default column |
+//! |---|---|---|---|
+//! | Bitbrains GWA-T-12 per-VM file | header fields separated by `;` + TAB | one per file | `CPU usage [MHZ]` |
+//! | Google 2019 `instance_usage` export | header with `collection_id` and `avg_cpu_usage` | one per `unique_id` (per instance) | `avg_cpu_usage` |
+//! | Google 2011 derived per-job series | no header, 18 numeric columns | one per file | `meanCPUUsage` (index 3) |
+//! | `GCD_VMs.tar.gz` (1,600 Google 2011 derived daily series) | file name ends in `.tar.gz`/`.tgz`/`.tar` | one per archive member | `cpu` (`mem` for the second column) |
+//! | Alibaba 2018 `container_usage` | no header, 11 columns, 2nd field `m_...` | one per `container_id`, sorted by time | `cpu_util_percent` |
+//! | plain CSV | anything else | one per file | the only column; with several columns, the first whose header contains `cpu` |
+//!
+//! CPU is the default everywhere so that a caller that does not name a column
+//! gets comparable series; pass a column to get memory (`Memory usage [KB]`,
+//! `avg_memory_usage`, `canonical_memory_usage`, `mem`, `mem_util_percent`).
+//!
+//! A column is named by its header name (case-insensitive; for the headerless
+//! formats, the documented names below) or by its 0-based index.
+//! Files may be gzip-compressed (detected by content). Values must be finite
+//! numbers; an empty or malformed value is an error naming file and line.
+
+use crate::io::{first_line, open};
+use crate::DatasetError;
+use std::collections::HashMap;
+use std::io::{BufRead, Read};
+use std::path::{Path, PathBuf};
+
+/// One real series: a name saying where it comes from and its values in the
+/// file's unit, in time order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NamedSeries {
+    /// `<file stem>:<column>` or `<file stem>/<group>:<column>` for grouped formats.
+    pub name: String,
+    pub values: Vec<f64>,
+}
+
+/// The formats [`load_series`] recognises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeriesFormat {
+    Bitbrains,
+    Google2019InstanceUsage,
+    Google2011Derived,
+    GcdVmsTar,
+    AlibabaContainerUsage,
+    Csv,
+}
+
+/// Column names of the Google 2011 derived per-job series (no header in the file).
+pub const GOOGLE2011_DERIVED_COLUMNS: [&str; 18] = [
+    "time_stamp",
+    "numberOfTaskIndex",
+    "numberOfMachineId",
+    "meanCPUUsage",
+    "canonical_memory_usage",
+    "AssignMem",
+    "unmapped_cache_usage",
+    "page_cache_usage",
+    "max_mem_usage",
+    "mean_diskIO_time",
+    "mean_local_disk_space",
+    "max_cpu_usage",
+    "max_disk_io_time",
+    "cpi",
+    "mai",
+    "sampling_portion",
+    "agg_type",
+    "sampled_cpu_usage",
+];
+
+/// Column names of Alibaba 2018 `container_usage` (no header in the file).
+pub const ALIBABA_CONTAINER_USAGE_COLUMNS: [&str; 11] = [
+    "container_id",
+    "machine_id",
+    "time_stamp",
+    "cpu_util_percent",
+    "mem_util_percent",
+    "cpi",
+    "mem_gps",
+    "mpki",
+    "net_in",
+    "net_out",
+    "disk_io_percent",
+];
+
+/// Column names of the two columns in each `GCD_VMs` member.
+pub const GCD_VMS_COLUMNS: [&str; 2] = ["cpu", "mem"];
+
+const FIRST_LINE_LIMIT: u64 = 64 * 1024;
+
+/// Detects the format of `path` from its name and first line.
+pub fn detect_format(path: &Path) -> Result<SeriesFormat, DatasetError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    if name.ends_with(".tar.gz") || name.ends_with(".tgz") || name.ends_with(".tar") {
+        return Ok(SeriesFormat::GcdVmsTar);
+    }
+    let line = first_line(path, FIRST_LINE_LIMIT)?;
+    if line.trim().is_empty() {
+        return Err(DatasetError::format(path, "empty file (no first line)"));
+    }
+    Ok(detect_from_first_line(&line))
+}
+
+fn detect_from_first_line(line: &str) -> SeriesFormat {
+    if line.contains(";\t") {
+        return SeriesFormat::Bitbrains;
+    }
+    let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+    if fields.contains(&"collection_id") && fields.contains(&"avg_cpu_usage") {
+        return SeriesFormat::Google2019InstanceUsage;
+    }
+    if fields.len() == 11 && fields[1].starts_with("m_") {
+        return SeriesFormat::AlibabaContainerUsage;
+    }
+    if fields.len() == 18 && fields.iter().all(|f| f.parse::<f64>().is_ok()) {
+        return SeriesFormat::Google2011Derived;
+    }
+    SeriesFormat::Csv
+}
+
+/// Loads the series in `path` (format autodetected, see the module docs),
+/// reading `column` (header name, documented name or 0-based index) or the
+/// format's default column when `None`.
+pub fn load_series(path: &Path, column: Option<&str>) -> Result<Vec<NamedSeries>, DatasetError> {
+    let format = detect_format(path)?;
+    tracing::debug!(path = %path.display(), ?format, "loading series");
+    match format {
+        SeriesFormat::GcdVmsTar => load_gcd_tar(path, column),
+        SeriesFormat::Bitbrains => load_delimited(path, column, Layout::bitbrains()),
+        SeriesFormat::Google2019InstanceUsage => load_delimited(path, column, Layout::google2019()),
+        SeriesFormat::Google2011Derived => {
+            load_delimited(path, column, Layout::google2011_derived())
+        }
+        SeriesFormat::AlibabaContainerUsage => load_delimited(path, column, Layout::alibaba()),
+        SeriesFormat::Csv => load_delimited(path, column, Layout::plain()),
+    }
+}
+
+/// How to read one delimited format.
+struct Layout {
+    delimiter: u8,
+    /// Column names when the file has no header.
+    fixed_names: Option<&'static [&'static str]>,
+    /// `None`: the first row is a header iff one of its fields is not a number.
+    has_header: Option<bool>,
+    default_column: Option<&'static str>,
+    /// Column whose value groups rows into series.
+    group_by: Option<&'static str>,
+    /// Column to sort each group by (stable).
+    sort_by: Option<&'static str>,
+}
+
+impl Layout {
+    fn bitbrains() -> Self {
+        Layout {
+            delimiter: b';',
+            fixed_names: None,
+            has_header: Some(true),
+            default_column: Some("CPU usage [MHZ]"),
+            group_by: None,
+            sort_by: None,
+        }
+    }
+    fn google2019() -> Self {
+        Layout {
+            delimiter: b',',
+            fixed_names: None,
+            has_header: Some(true),
+            default_column: Some("avg_cpu_usage"),
+            group_by: Some("unique_id"),
+            sort_by: Some("time"),
+        }
+    }
+    fn google2011_derived() -> Self {
+        Layout {
+            delimiter: b',',
+            fixed_names: Some(&GOOGLE2011_DERIVED_COLUMNS),
+            has_header: Some(false),
+            default_column: Some("meanCPUUsage"),
+            group_by: None,
+            sort_by: None,
+        }
+    }
+    fn alibaba() -> Self {
+        Layout {
+            delimiter: b',',
+            fixed_names: Some(&ALIBABA_CONTAINER_USAGE_COLUMNS),
+            has_header: Some(false),
+            default_column: Some("cpu_util_percent"),
+            group_by: Some("container_id"),
+            sort_by: Some("time_stamp"),
+        }
+    }
+    fn plain() -> Self {
+        Layout {
+            delimiter: b',',
+            fixed_names: None,
+            has_header: None,
+            default_column: None,
+            group_by: None,
+            sort_by: None,
+        }
+    }
+}
+
+fn file_stem(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for ext in [".csv.gz", ".csv", ".txt.gz", ".txt", ".gz"] {
+        if let Some(stem) = name.strip_suffix(ext) {
+            return stem.to_string();
+        }
+    }
+    name
+}
+
+/// Resolves a column given by name (case-insensitive) or 0-based index.
+fn resolve_column(names: &[String], column: &str) -> Option<usize> {
+    let want = column.trim();
+    if let Some(i) = names.iter().position(|n| n.eq_ignore_ascii_case(want)) {
+        return Some(i);
+    }
+    match want.parse::<usize>() {
+        Ok(i) if names.is_empty() || i < names.len() => Some(i),
+        _ => None,
+    }
+}
+
+fn parse_value(field: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(field).ok()?.trim();
+    let v: f64 = s.parse().ok()?;
+    v.is_finite().then_some(v)
+}
+
+fn load_delimited(
+    path: &Path,
+    column: Option<&str>,
+    layout: Layout,
+) -> Result<Vec<NamedSeries>, DatasetError> {
+    let reader = open(path)?;
+    let mut csv = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .delimiter(layout.delimiter)
+        .trim(csv::Trim::All)
+        .buffer_capacity(crate::io::BUF_BYTES)
+        .from_reader(reader);
+    let mut record = csv::ByteRecord::new();
+    let mut first = true;
+    let mut names: Vec<String> = layout
+        .fixed_names
+        .map(|n| n.iter().map(|s| s.to_string()).collect())
+        .unwrap_or_default();
+    let mut col: Option<usize> = None;
+    let mut group_col: Option<usize> = None;
+    let mut sort_col: Option<usize> = None;
+    let mut col_name = String::new();
+    // group key -> index in `groups`; groups keep first-appearance order.
+    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut groups: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    let mut row_no: u64 = 0;
+    loop {
+        let more = csv.read_byte_record(&mut record).map_err(|e| {
+            let line = e.position().map(|p| p.line()).unwrap_or(0);
+            DatasetError::row(path, line, e.to_string())
+        })?;
+        if !more {
+            break;
+        }
+        let line = record.position().map(|p| p.line()).unwrap_or(0);
+        if record.len() == 1 && record[0].is_empty() {
+            continue; // blank line
+        }
+        if first {
+            first = false;
+            let header = match layout.has_header {
+                Some(h) => h,
+                None => record.iter().any(|f| parse_value(f).is_none()),
+            };
+            if header {
+                names = record
+                    .iter()
+                    .map(|f| String::from_utf8_lossy(f).trim().to_string())
+                    .collect();
+            }
+            let width = if names.is_empty() {
+                record.len()
+            } else {
+                names.len()
+            };
+            let chosen = match column.or(layout.default_column) {
+                Some(c) => resolve_column(&names, c)
+                    .filter(|&i| i < width)
+                    .ok_or_else(|| {
+                        DatasetError::format(
+                            path,
+                            format!(
+                                "no column {c:?}; columns are {}",
+                                describe_columns(&names, width)
+                            ),
+                        )
+                    })?,
+                None if width == 1 => 0,
+                None => names
+                    .iter()
+                    .position(|n| n.to_ascii_lowercase().contains("cpu"))
+                    .ok_or_else(|| {
+                        DatasetError::format(
+                            path,
+                            format!(
+                                "{width} columns and none named like cpu: choose one of {}",
+                                describe_columns(&names, width)
+                            ),
+                        )
+                    })?,
+            };
+            col = Some(chosen);
+            col_name = names
+                .get(chosen)
+                .cloned()
+                .unwrap_or_else(|| chosen.to_string());
+            if let Some(g) = layout.group_by {
+                group_col = resolve_column(&names, g);
+            }
+            if let Some(s) = layout.sort_by {
+                sort_col = resolve_column(&names, s);
+            }
+            if header {
+                continue;
+            }
+        }
+        row_no += 1;
+        let c = col.unwrap_or(0);
+        let field = record.get(c).ok_or_else(|| {
+            DatasetError::row(
+                path,
+                line,
+                format!(
+                    "row has {} fields, column {col_name:?} is field {}",
+                    record.len(),
+                    c + 1
+                ),
+            )
+        })?;
+        let value = parse_value(field).ok_or_else(|| {
+            DatasetError::row(
+                path,
+                line,
+                format!(
+                    "{col_name}: {:?} is not a finite number",
+                    String::from_utf8_lossy(field)
+                ),
+            )
+        })?;
+        let key: &[u8] = match group_col {
+            Some(g) => record.get(g).unwrap_or(b""),
+            None => b"",
+        };
+        let sort_key = match sort_col {
+            Some(s) => match record.get(s).and_then(parse_value) {
+                Some(v) => v,
+                None => {
+                    return Err(DatasetError::row(
+                        path,
+                        line,
+                        "time field is not a finite number",
+                    ));
+                }
+            },
+            None => row_no as f64,
+        };
+        let gi = match index.get(key) {
+            Some(&gi) => gi,
+            None => {
+                let label = if group_col.is_some() {
+                    let k = String::from_utf8_lossy(key);
+                    if k.is_empty() {
+                        format!("/(empty {})", layout.group_by.unwrap_or("group"))
+                    } else {
+                        format!("/{k}")
+                    }
+                } else {
+                    String::new()
+                };
+                groups.push((label, Vec::new()));
+                index.insert(key.to_vec(), groups.len() - 1);
+                groups.len() - 1
+            }
+        };
+        groups[gi].1.push((sort_key, value));
+    }
+    if groups.is_empty() {
+        return Err(DatasetError::format(path, "no data rows"));
+    }
+    let stem = file_stem(path);
+    let single_plain = layout.group_by.is_none() && names.len() <= 1;
+    Ok(groups
+        .into_iter()
+        .map(|(label, mut rows)| {
+            if sort_col.is_some() {
+                rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+            }
+            let name = if single_plain {
+                format!("{stem}{label}")
+            } else {
+                format!("{stem}{label}:{col_name}")
+            };
+            NamedSeries {
+                name,
+                values: rows.into_iter().map(|r| r.1).collect(),
+            }
+        })
+        .collect())
+}
+
+fn describe_columns(names: &[String], width: usize) -> String {
+    if names.is_empty() {
+        format!("0..{} (no header)", width.saturating_sub(1))
+    } else {
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| format!("{i}={n:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Reads a `GCD_VMs.tar.gz`-style archive: every regular member is a series
+/// file with whitespace-separated columns (`cpu`, `mem`).
+fn load_gcd_tar(path: &Path, column: Option<&str>) -> Result<Vec<NamedSeries>, DatasetError> {
+    let names: Vec<String> = GCD_VMS_COLUMNS.iter().map(|s| s.to_string()).collect();
+    let c = match column {
+        Some(c) => resolve_column(&names, c).ok_or_else(|| {
+            DatasetError::format(
+                path,
+                format!("no column {c:?}; columns are 0=\"cpu\", 1=\"mem\""),
+            )
+        })?,
+        None => 0,
+    };
+    let col_name = names.get(c).cloned().unwrap_or_else(|| c.to_string());
+    let reader = open(path)?;
+    let mut archive = tar::Archive::new(reader);
+    let entries = archive.entries().map_err(|e| DatasetError::io(path, e))?;
+    let mut out = Vec::new();
+    for entry in entries {
+        let mut entry = entry.map_err(|e| DatasetError::io(path, e))?;
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let member: PathBuf = entry
+            .path()
+            .map(|p| p.into_owned())
+            .unwrap_or_else(|_| PathBuf::from("?"));
+        let member_path = path.join(&member);
+        let mut text = String::new();
+        entry
+            .read_to_string(&mut text)
+            .map_err(|e| DatasetError::io(&member_path, e))?;
+        let mut values = Vec::with_capacity(288);
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let field = line.split_whitespace().nth(c).ok_or_else(|| {
+                DatasetError::row(
+                    &member_path,
+                    i as u64 + 1,
+                    format!("no field {} ({col_name})", c + 1),
+                )
+            })?;
+            let v = parse_value(field.as_bytes()).ok_or_else(|| {
+                DatasetError::row(
+                    &member_path,
+                    i as u64 + 1,
+                    format!("{col_name}: {field:?} is not a finite number"),
+                )
+            })?;
+            values.push(v);
+        }
+        if values.is_empty() {
+            continue;
+        }
+        let stem = member
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        out.push(NamedSeries {
+            name: format!("{stem}:{col_name}"),
+            values,
+        });
+    }
+    if out.is_empty() {
+        return Err(DatasetError::format(path, "archive holds no series"));
+    }
+    Ok(out)
+}
+
+/// Reads all series in `r` as a plain one-column CSV (optional header);
+/// used for embedded data. `name` labels errors and the series.
+pub fn read_plain_series<R: BufRead>(name: &str, r: R) -> Result<Vec<f64>, DatasetError> {
+    let mut values = Vec::new();
+    for (i, line) in r.lines().enumerate() {
+        let line = line.map_err(|e| DatasetError::io(name, e))?;
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        match parse_value(t.as_bytes()) {
+            Some(v) => values.push(v),
+            None if i == 0 => {} // header
+            None => {
+                return Err(DatasetError::row(
+                    name,
+                    i as u64 + 1,
+                    format!("{t:?} is not a finite number"),
+                ));
+            }
+        }
+    }
+    Ok(values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+        let p = dir.path().join(name);
+        let mut f = std::fs::File::create(&p).expect("create");
+        f.write_all(text.as_bytes()).expect("write");
+        p
+    }
+
+    #[test]
+    fn detects_formats_from_first_line() {
+        assert_eq!(
+            detect_from_first_line("Timestamp [ms];\tCPU cores;\tCPU usage [MHZ]"),
+            SeriesFormat::Bitbrains
+        );
+        assert_eq!(
+            detect_from_first_line("time,unique_id,collection_id,instance_index,avg_cpu_usage"),
+            SeriesFormat::Google2019InstanceUsage
+        );
+        assert_eq!(
+            detect_from_first_line("c_1,m_2,3,4,5,,,,0,0,2"),
+            SeriesFormat::AlibabaContainerUsage
+        );
+        assert_eq!(
+            detect_from_first_line(",m_108,696330,20,56,,,,0,0,2"),
+            SeriesFormat::AlibabaContainerUsage
+        );
+        let derived = (0..18)
+            .map(|i| format!("{i}.5"))
+            .collect::<Vec<_>>()
+            .join(",");
+        assert_eq!(
+            detect_from_first_line(&derived),
+            SeriesFormat::Google2011Derived
+        );
+        assert_eq!(detect_from_first_line("0.5"), SeriesFormat::Csv);
+    }
+
+    #[test]
+    fn bitbrains_by_header_name() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = write(
+            &dir,
+            "7.csv",
+            "Timestamp [ms];\tCPU usage [MHZ];\tMemory usage [KB]\n1;\t10.5;\t100\n2;\t11;\t200\n",
+        );
+        let cpu = load_series(&p, None).expect("load");
+        assert_eq!(
+            cpu,
+            vec![NamedSeries {
+                name: "7:CPU usage [MHZ]".into(),
+                values: vec![10.5, 11.0]
+            }]
+        );
+        let mem = load_series(&p, Some("memory usage [kb]")).expect("load");
+        assert_eq!(mem[0].values, vec![100.0, 200.0]);
+        let err = load_series(&p, Some("nope")).expect_err("missing column");
+        assert!(err.to_string().contains("no column"), "{err}");
+    }
+
+    #[test]
+    fn alibaba_groups_per_container_and_sorts_by_time() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = write(
+            &dir,
+            "cu.csv",
+            ",m_1,5,20,56,,,,0,0,2\nc_1,m_2,20,3,40,,,,0,0,1\nc_1,m_2,10,4,41,,,,0,0,1\nc_2,m_2,10,9,42,,,,0,0,1\n",
+        );
+        let s = load_series(&p, None).expect("load");
+        assert_eq!(s.len(), 3);
+        assert_eq!(s[0].name, "cu/(empty container_id):cpu_util_percent");
+        assert_eq!(s[1].name, "cu/c_1:cpu_util_percent");
+        assert_eq!(s[1].values, vec![4.0, 3.0]);
+        let m = load_series(&p, Some("mem_util_percent")).expect("load");
+        assert_eq!(m[1].values, vec![41.0, 40.0]);
+    }
+
+    #[test]
+    fn plain_csv_with_and_without_header() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let a = write(&dir, "a.csv", "load\n1\n2.5\n\n3\n");
+        assert_eq!(
+            load_series(&a, None).expect("a")[0],
+            NamedSeries {
+                name: "a".into(),
+                values: vec![1.0, 2.5, 3.0]
+            }
+        );
+        let b = write(&dir, "b.csv", "1\n2\n");
+        assert_eq!(load_series(&b, None).expect("b")[0].values, vec![1.0, 2.0]);
+        let c = write(&dir, "c.csv", "timestamp,cpu_usage,mem\n0,5,6\n300,7,8\n");
+        let s = load_series(&c, None).expect("c");
+        assert_eq!(s[0].name, "c:cpu_usage");
+        assert_eq!(s[0].values, vec![5.0, 7.0]);
+        assert_eq!(
+            load_series(&c, Some("2")).expect("c2")[0].values,
+            vec![6.0, 8.0]
+        );
+    }
+
+    #[test]
+    fn bad_value_names_file_and_line() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = write(&dir, "bad.csv", "x\n1\n2\nabc\n");
+        let err = load_series(&p, None).expect_err("bad");
+        let msg = err.to_string();
+        assert!(msg.contains("bad.csv:4:"), "{msg}");
+        let empty = write(&dir, "empty.csv", "");
+        assert!(load_series(&empty, None).is_err());
+        let nan = write(&dir, "nan.csv", "1\nNaN\n");
+        assert!(load_series(&nan, None)
+            .expect_err("nan")
+            .to_string()
+            .contains("nan.csv:2:"));
+    }
+
+    #[test]
+    fn gzip_detected_by_content() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("s.csv.gz");
+        let f = std::fs::File::create(&p).expect("create");
+        let mut gz = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
+        gz.write_all(b"1\n2\n3\n").expect("write");
+        gz.finish().expect("finish");
+        let s = load_series(&p, None).expect("load");
+        assert_eq!(s[0].name, "s");
+        assert_eq!(s[0].values, vec![1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    fn gcd_tar_members() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("vms.tar.gz");
+        let f = std::fs::File::create(&p).expect("create");
+        let gz = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
+        let mut b = tar::Builder::new(gz);
+        for (name, body) in [
+            ("GCD_VMs/vm_1_0", "10.5 20\n11 21\n"),
+            ("GCD_VMs/vm_2_3", "1 2\n"),
+        ] {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(body.len() as u64);
+            h.set_mode(0o644);
+            h.set_cksum();
+            b.append_data(&mut h, name, body.as_bytes())
+                .expect("append");
+        }
+        b.into_inner().expect("tar").finish().expect("gz");
+        let cpu = load_series(&p, None).expect("cpu");
+        assert_eq!(cpu.len(), 2);
+        assert_eq!(
+            cpu[0],
+            NamedSeries {
+                name: "vm_1_0:cpu".into(),
+                values: vec![10.5, 11.0]
+            }
+        );
+        let mem = load_series(&p, Some("mem")).expect("mem");
+        assert_eq!(mem[1].values, vec![2.0]);
+    }
+}
