@@ -6,7 +6,10 @@
 
 pub use tailor_core::{Calibration, Predictive};
 
-
+pub use baselines::{LastValue, Oracle, PeakConfig, Vpa, VpaConfig, WindowPeak};
+pub use calibration::{Calibrated, CalibrationConfig};
+pub use config::{ModelConfig, ModelKind};
+pub use gp::{Gp, GpConfig, KernelKind};
 
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -41,8 +44,66 @@ pub trait Forecaster: Send {
     fn observed(&self) -> usize;
 }
 
+/// Boxed models are models too (the simulator holds `Box<dyn Forecaster>`
+/// and may wrap it in [`Calibrated`]).
+impl<F: Forecaster + ?Sized> Forecaster for Box<F> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn observe(&mut self, value: f64) -> Result<(), ForecastError> {
+        (**self).observe(value)
+    }
+    fn forecast(&self, horizon: usize) -> Predictive {
+        (**self).forecast(horizon)
+    }
+    fn observed(&self) -> usize {
+        (**self).observed()
+    }
+}
+
 pub mod arima;
 pub mod baselines;
 pub mod calibration;
 pub mod config;
 pub mod gp;
+
+/// Sample standard deviation of the first differences of `values` (0 with
+/// fewer than 3 values or when not finite).
+pub fn diff_std(values: impl IntoIterator<Item = f64>) -> f64 {
+    let mut prev: Option<f64> = None;
+    let (mut n, mut sum, mut sumsq) = (0usize, 0.0f64, 0.0f64);
+    for v in values {
+        if let Some(p) = prev {
+            let d = v - p;
+            n += 1;
+            sum += d;
+            sumsq += d * d;
+        }
+        prev = Some(v);
+    }
+    if n < 2 {
+        return 0.0;
+    }
+    let mean = sum / n as f64;
+    let var = (sumsq - n as f64 * mean * mean) / (n - 1) as f64;
+    if var.is_finite() && var > 0.0 {
+        var.sqrt()
+    } else {
+        0.0
+    }
+}
+
+/// The fallback every model answers with when it has too little history:
+/// last value as the mean (0 when empty), std = the std of the first
+/// differences times `sqrt(horizon)`, never below 10% of the last value's
+/// magnitude (a deliberately wide band) nor below 1e-9.
+pub fn fallback_predictive(
+    values: impl Iterator<Item = f64> + Clone,
+    horizon: usize,
+) -> Predictive {
+    let last = values.clone().last().unwrap_or(0.0);
+    let last = if last.is_finite() { last } else { 0.0 };
+    let sd = diff_std(values) * (horizon.max(1) as f64).sqrt();
+    let std = sd.max(0.1 * last.abs()).max(1e-9);
+    Predictive::gaussian(last, std)
+}

@@ -1,1 +1,529 @@
-//! (being built)
+//! Gaussian process with the history-dependent kernel (thesis eq. 2.5, 2.6,
+//! 4.1, 4.2).
+//!
+//! Each training input is the pattern `[t, y_{t-h}, ..., y_{t-1}]` with
+//! target `y_t`; the training set is the `N` latest patterns (`N = h` by
+//! default). Scaling: targets are standardised by the mean and (population)
+//! standard deviation of the `N` training targets (a zero std becomes 1, as
+//! scikit-learn's `normalize_y`), the history values of every pattern by the
+//! same transform, and the time coordinate is `(t - t_next) / time_scale_steps`.
+//! The kernel is `signal_var * k(r / lengthscale) + noise_var * I` with one
+//! isotropic lengthscale and `k` exponential (Matern 1/2, default) or
+//! squared-exponential. Hyperparameters maximise the log marginal likelihood
+//! ([`lml`]) by L-BFGS with analytic gradients, log-parameterised and kept
+//! inside [`GpConfig`]'s bounds; each step warm-starts from the previous
+//! optimum and every `cold_refit_every` steps a cold fit with `restarts`
+//! deterministic starting points runs. The one-step predictive is Gaussian:
+//! mean from eq. 4.1, variance from eq. 4.2 plus the noise variance.
+//!
+//! `forecast(k)` for `k > 1` iterates the mean forward (each predicted mean
+//! becomes history for the next step); the predictive of the peak has the
+//! largest of those means and the std `sqrt(sum of the one-step variances up
+//! to the step with the largest accumulated std)`, a conservative stand-in
+//! for the exact distribution of a maximum.
+
+pub mod lml;
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{fallback_predictive, ForecastError, Forecaster, Predictive};
+pub use lml::KernelKind;
+use lml::{Bounds, Factor, TrainSet};
+
+/// Configuration of [`Gp`]. Every field has a default (shown on each field).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GpConfig {
+    /// History window `h`: values per pattern (default 20; thesis 10..40).
+    pub history: usize,
+    /// Training patterns `N` (default: `None` = `history`, as in the thesis).
+    pub train_size: Option<usize>,
+    /// Kernel (default `exponential`).
+    pub kernel: KernelKind,
+    /// Time coordinate unit in samples: patterns `time_scale_steps` apart
+    /// are 1 apart in input space (default 20).
+    pub time_scale_steps: f64,
+    /// Fewest training patterns before the GP replaces the last-value
+    /// fallback (default 5).
+    pub min_train: usize,
+    /// Cold refit (with restarts) every this many observations (default 25).
+    pub cold_refit_every: usize,
+    /// Starting points of a cold fit (default 3).
+    pub restarts: usize,
+    /// L-BFGS iterations of a warm refit (default 6).
+    pub warm_max_iters: u64,
+    /// L-BFGS iterations per start of a cold fit (default 60).
+    pub cold_max_iters: u64,
+    /// Gradient tolerance of the warm refit (default 1e-3).
+    pub warm_tol_grad: f64,
+    /// Gradient tolerance of the cold fit (default 1e-6).
+    pub cold_tol_grad: f64,
+    /// Lengthscale bounds in scaled input units (default `[1e-2, 1e3]`).
+    pub lengthscale_bounds: [f64; 2],
+    /// Signal variance bounds, standardised units (default `[1e-3, 1e2]`).
+    pub signal_var_bounds: [f64; 2],
+    /// Noise variance bounds, standardised units (default `[1e-6, 1e1]`).
+    pub noise_var_bounds: [f64; 2],
+}
+
+impl Default for GpConfig {
+    fn default() -> Self {
+        Self {
+            history: 20,
+            train_size: None,
+            kernel: KernelKind::Exponential,
+            time_scale_steps: 20.0,
+            min_train: 5,
+            cold_refit_every: 25,
+            restarts: 3,
+            warm_max_iters: 6,
+            cold_max_iters: 60,
+            warm_tol_grad: 1e-3,
+            cold_tol_grad: 1e-6,
+            lengthscale_bounds: [1e-2, 1e3],
+            signal_var_bounds: [1e-3, 1e2],
+            noise_var_bounds: [1e-6, 1e1],
+        }
+    }
+}
+
+impl GpConfig {
+    /// Number of training patterns.
+    pub fn n_train(&self) -> usize {
+        self.train_size.unwrap_or(self.history)
+    }
+
+    /// Checks every field; reports all problems at once.
+    pub fn validate(&self) -> Result<(), ForecastError> {
+        let mut errs = Vec::new();
+        if !(2..=64).contains(&self.history) {
+            errs.push(format!(
+                "gp.history = {} must be in 2..=64 (thesis: 10..40)",
+                self.history
+            ));
+        }
+        if let Some(n) = self.train_size {
+            if !(2..=200).contains(&n) {
+                errs.push(format!("gp.train_size = {n} must be in 2..=200"));
+            }
+        }
+        if !(self.time_scale_steps.is_finite() && self.time_scale_steps > 0.0) {
+            errs.push(format!(
+                "gp.time_scale_steps = {} must be finite and > 0",
+                self.time_scale_steps
+            ));
+        }
+        if self.min_train < 2 || self.min_train > self.n_train().max(2) {
+            errs.push(format!(
+                "gp.min_train = {} must be in 2..=train_size ({})",
+                self.min_train,
+                self.n_train()
+            ));
+        }
+        if self.cold_refit_every == 0 {
+            errs.push("gp.cold_refit_every must be >= 1".into());
+        }
+        if self.restarts == 0 || self.restarts > 16 {
+            errs.push(format!("gp.restarts = {} must be in 1..=16", self.restarts));
+        }
+        if self.cold_max_iters == 0 {
+            errs.push("gp.cold_max_iters must be >= 1".into());
+        }
+        for (name, v) in [
+            ("warm_tol_grad", self.warm_tol_grad),
+            ("cold_tol_grad", self.cold_tol_grad),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                errs.push(format!("gp.{name} = {v} must be finite and > 0"));
+            }
+        }
+        for (name, b) in [
+            ("lengthscale_bounds", self.lengthscale_bounds),
+            ("signal_var_bounds", self.signal_var_bounds),
+            ("noise_var_bounds", self.noise_var_bounds),
+        ] {
+            if !(b[0].is_finite() && b[1].is_finite() && b[0] > 0.0 && b[0] < b[1]) {
+                errs.push(format!("gp.{name} = {b:?} must be finite with 0 < lo < hi"));
+            }
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(ForecastError::InvalidConfig(errs.join("; ")))
+        }
+    }
+
+    fn bounds(&self) -> Bounds {
+        Bounds {
+            lo: [
+                self.lengthscale_bounds[0],
+                self.signal_var_bounds[0],
+                self.noise_var_bounds[0],
+            ],
+            hi: [
+                self.lengthscale_bounds[1],
+                self.signal_var_bounds[1],
+                self.noise_var_bounds[1],
+            ],
+        }
+    }
+}
+
+/// Scaled training data built from a window of raw values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Patterns {
+    /// Input dimension `h + 1`.
+    pub dim: usize,
+    /// Row-major training inputs (`n` rows of `dim`).
+    pub x: Vec<f64>,
+    /// Standardised targets.
+    pub y: Vec<f64>,
+    /// Test input: the pattern that predicts the value after the window.
+    pub x_test: Vec<f64>,
+    /// Target mean used for standardising.
+    pub y_mean: f64,
+    /// Target scale used for standardising (population std, 0 -> 1).
+    pub y_scale: f64,
+}
+
+/// Builds the history-kernel patterns of `window` (raw values, oldest
+/// first): targets `window[h..]`, inputs `[(j - len) / time_scale, scaled
+/// window[j-h..j]]`, test input `[0, scaled window[len-h..]]`. `None` when
+/// the window has fewer than `h + 1` values or any is not finite.
+pub fn build_patterns(window: &[f64], h: usize, time_scale_steps: f64) -> Option<Patterns> {
+    let len = window.len();
+    if h == 0 || len < h + 1 || window.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let targets = &window[h..];
+    let n = targets.len();
+    let mean = targets.iter().sum::<f64>() / n as f64;
+    let var = targets.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+    let sd = var.sqrt();
+    let scale = if sd > 0.0 && sd.is_finite() && sd > 1e-12 * mean.abs() {
+        sd
+    } else {
+        1.0
+    };
+    let dim = h + 1;
+    let ts = if time_scale_steps > 0.0 {
+        time_scale_steps
+    } else {
+        1.0
+    };
+    let mut x = Vec::with_capacity(n * dim);
+    for j in h..len {
+        x.push((j as f64 - len as f64) / ts);
+        x.extend(window[j - h..j].iter().map(|v| (v - mean) / scale));
+    }
+    let y = targets.iter().map(|v| (v - mean) / scale).collect();
+    let mut x_test = Vec::with_capacity(dim);
+    x_test.push(0.0);
+    x_test.extend(window[len - h..].iter().map(|v| (v - mean) / scale));
+    Some(Patterns {
+        dim,
+        x,
+        y,
+        x_test,
+        y_mean: mean,
+        y_scale: scale,
+    })
+}
+
+fn distances(x: &[f64], dim: usize, q: &[f64]) -> Vec<f64> {
+    x.chunks_exact(dim)
+        .map(|row| {
+            row.iter()
+                .zip(q)
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum::<f64>()
+                .sqrt()
+        })
+        .collect()
+}
+
+/// A fitted model at the latest observation.
+#[derive(Clone, Debug)]
+struct Fitted {
+    pats: Patterns,
+    factor: Factor,
+    theta: [f64; 3],
+}
+
+/// The history-kernel GP forecaster.
+#[derive(Clone, Debug)]
+pub struct Gp {
+    cfg: GpConfig,
+    values: VecDeque<f64>,
+    observed: usize,
+    theta: Option<[f64; 3]>,
+    since_cold: usize,
+    fitted: Option<Fitted>,
+}
+
+impl Gp {
+    /// A new model; fails on an invalid config.
+    pub fn new(cfg: GpConfig) -> Result<Self, ForecastError> {
+        cfg.validate()?;
+        let cap = cfg.n_train() + cfg.history;
+        Ok(Self {
+            cfg,
+            values: VecDeque::with_capacity(cap + 1),
+            observed: 0,
+            theta: None,
+            since_cold: 0,
+            fitted: None,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &GpConfig {
+        &self.cfg
+    }
+
+    /// Current hyperparameters `[lengthscale, signal_var, noise_var]`
+    /// (natural scale, standardised units), once fitted.
+    pub fn hyperparameters(&self) -> Option<[f64; 3]> {
+        self.fitted
+            .as_ref()
+            .map(|f| [f.theta[0].exp(), f.theta[1].exp(), f.theta[2].exp()])
+    }
+
+    /// Log marginal likelihood of the current fit.
+    pub fn log_marginal_likelihood(&self) -> Option<f64> {
+        self.fitted.as_ref().map(|f| f.factor.lml)
+    }
+
+    fn cold_starts(&self, ts: &TrainSet) -> Vec<[f64; 3]> {
+        let md = ts.median_distance().max(1e-6).ln();
+        let all = [
+            [md, 0.0, (0.1f64).ln()],
+            [md + (3.0f64).ln(), 0.0, (0.5f64).ln()],
+            [md - (3.0f64).ln(), 0.0, (0.01f64).ln()],
+            [md + (10.0f64).ln(), (0.5f64).ln(), (0.05f64).ln()],
+            [md - (10.0f64).ln(), (2.0f64).ln(), (1e-3f64).ln()],
+        ];
+        (0..self.cfg.restarts)
+            .map(|i| {
+                let mut s = all[i % all.len()];
+                // beyond the fixed grid: spread the lengthscale further
+                s[0] += (i / all.len()) as f64 * if i % 2 == 0 { 1.0 } else { -1.0 };
+                s
+            })
+            .collect()
+    }
+
+    fn refit(&mut self) {
+        let window: Vec<f64> = self.values.iter().copied().collect();
+        let Some(pats) = build_patterns(&window, self.cfg.history, self.cfg.time_scale_steps)
+        else {
+            self.fitted = None;
+            return;
+        };
+        let ts = TrainSet::new(&pats.x, pats.dim, &pats.y);
+        let bounds = self.cfg.bounds();
+        let kernel = self.cfg.kernel;
+        let cold = self.theta.is_none() || self.since_cold >= self.cfg.cold_refit_every;
+        let mut best: Option<lml::FitResult> = None;
+        let mut consider = |r: lml::FitResult| {
+            if best.map_or(true, |b| r.lml > b.lml) {
+                best = Some(r);
+            }
+        };
+        if cold {
+            self.since_cold = 0;
+            let mut starts = self.cold_starts(&ts);
+            if let Some(t) = self.theta {
+                starts.push(t);
+            }
+            for s in starts {
+                consider(lml::optimise(
+                    &ts,
+                    kernel,
+                    &bounds,
+                    s,
+                    self.cfg.cold_max_iters,
+                    self.cfg.cold_tol_grad,
+                ));
+            }
+        } else if let Some(t) = self.theta {
+            self.since_cold += 1;
+            consider(lml::optimise(
+                &ts,
+                kernel,
+                &bounds,
+                t,
+                self.cfg.warm_max_iters,
+                self.cfg.warm_tol_grad,
+            ));
+        }
+        let theta = match best {
+            Some(b) if b.lml.is_finite() => b.theta,
+            _ => {
+                // nothing factorised: try a very noisy model before giving up
+                let md = ts.median_distance().max(1e-6).ln();
+                bounds.clamp_log([md, 0.0, 0.0])
+            }
+        };
+        match lml::factor(&ts, kernel, theta) {
+            Some(factor) => {
+                self.theta = Some(theta);
+                self.fitted = Some(Fitted {
+                    pats,
+                    factor,
+                    theta,
+                });
+            }
+            None => {
+                tracing::debug!("GP fit failed; using the last-value fallback");
+                self.theta = None;
+                self.fitted = None;
+            }
+        }
+    }
+
+    /// One-step predictive in standardised space at a test pattern.
+    fn predict_std(f: &Fitted, kernel: KernelKind, x_test: &[f64]) -> (f64, f64) {
+        let d = distances(&f.pats.x, f.pats.dim, x_test);
+        let (m, var) = lml::predict(&f.factor, kernel, f.theta, &d);
+        (m, var + f.theta[2].exp())
+    }
+}
+
+impl Forecaster for Gp {
+    fn name(&self) -> &'static str {
+        "gp"
+    }
+
+    fn observe(&mut self, value: f64) -> Result<(), ForecastError> {
+        if !value.is_finite() {
+            return Err(ForecastError::NonFinite { value });
+        }
+        let cap = self.cfg.n_train() + self.cfg.history;
+        if self.values.len() == cap {
+            self.values.pop_front();
+        }
+        self.values.push_back(value);
+        self.observed += 1;
+        if self.values.len() >= self.cfg.history + self.cfg.min_train {
+            self.refit();
+        }
+        Ok(())
+    }
+
+    fn forecast(&self, horizon: usize) -> Predictive {
+        let horizon = horizon.max(1);
+        let Some(f) = &self.fitted else {
+            return fallback_predictive(self.values.iter().copied(), horizon);
+        };
+        let kernel = self.cfg.kernel;
+        let (mu, s) = (f.pats.y_mean, f.pats.y_scale);
+        let h = self.cfg.history;
+        // scaled history for the recursion, oldest first
+        let mut hist: Vec<f64> = f.pats.x_test[1..].to_vec();
+        let mut best_mean = f64::NEG_INFINITY;
+        let mut cum_var = 0.0;
+        let mut best_sd: f64 = 0.0;
+        for step in 0..horizon {
+            let mut q = Vec::with_capacity(h + 1);
+            q.push(step as f64 / self.cfg.time_scale_steps);
+            q.extend_from_slice(&hist[hist.len() - h..]);
+            let (m, v) = Self::predict_std(f, kernel, &q);
+            cum_var += v;
+            best_mean = best_mean.max(m);
+            best_sd = best_sd.max(cum_var.sqrt());
+            hist.push(m);
+        }
+        let mean = mu + s * best_mean;
+        let std = s * best_sd;
+        if mean.is_finite() && std.is_finite() {
+            Predictive::gaussian(mean, std)
+        } else {
+            fallback_predictive(self.values.iter().copied(), horizon)
+        }
+    }
+
+    fn observed(&self) -> usize {
+        self.observed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|i| 10.0 + (i as f64 * 0.4).sin() * 3.0 + ((i * 7919) % 13) as f64 * 0.1)
+            .collect()
+    }
+
+    #[test]
+    fn patterns_layout() {
+        let w: Vec<f64> = (0..6).map(|i| i as f64).collect();
+        let p = build_patterns(&w, 2, 1.0).expect("patterns");
+        assert_eq!(p.dim, 3);
+        assert_eq!(p.y.len(), 4);
+        // targets 2,3,4,5: mean 3.5, population sd sqrt(1.25)
+        assert!((p.y_mean - 3.5).abs() < 1e-12);
+        assert!((p.y_scale - 1.25f64.sqrt()).abs() < 1e-12);
+        // first pattern: time (2-6)/1, history 0,1
+        assert!((p.x[0] + 4.0).abs() < 1e-12);
+        assert!((p.x[1] - (0.0 - 3.5) / p.y_scale).abs() < 1e-12);
+        assert_eq!(p.x_test[0], 0.0);
+        assert!((p.x_test[2] - (5.0 - 3.5) / p.y_scale).abs() < 1e-12);
+    }
+
+    #[test]
+    fn forecasts_finite_and_tracks_level() {
+        let mut gp = Gp::new(GpConfig::default()).expect("cfg");
+        let s = series(120);
+        let mut abs_err = 0.0;
+        let mut naive = 0.0;
+        for (i, &v) in s.iter().enumerate() {
+            if i > 60 {
+                let p = gp.forecast(1);
+                assert!(p.mean.is_finite() && p.std.is_finite() && p.std > 0.0);
+                abs_err += (p.mean - v).abs();
+                naive += (s[i - 1] - v).abs();
+            }
+            gp.observe(v).expect("finite");
+        }
+        assert!(
+            abs_err < naive,
+            "GP MAE {abs_err} not below last-value {naive} on a smooth periodic series"
+        );
+        let p5 = gp.forecast(5);
+        assert!(p5.std >= gp.forecast(1).std);
+    }
+
+    #[test]
+    fn rejects_non_finite_and_handles_constant() {
+        let mut gp = Gp::new(GpConfig::default()).expect("cfg");
+        assert!(gp.observe(f64::NAN).is_err());
+        assert_eq!(gp.observed(), 0);
+        for _ in 0..60 {
+            gp.observe(5.0).expect("finite");
+        }
+        let p = gp.forecast(3);
+        assert!((p.mean - 5.0).abs() < 1e-6, "{p:?}");
+        assert!(p.std.is_finite());
+    }
+
+    #[test]
+    fn validate_reports_all_errors() {
+        let cfg = GpConfig {
+            history: 0,
+            restarts: 0,
+            noise_var_bounds: [1.0, 0.5],
+            ..GpConfig::default()
+        };
+        let e = cfg.validate().expect_err("invalid").to_string();
+        assert!(
+            e.contains("history") && e.contains("restarts") && e.contains("noise_var_bounds"),
+            "{e}"
+        );
+    }
+}
