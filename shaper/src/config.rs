@@ -1,0 +1,386 @@
+//! Shaper parameters: a flat serde struct that the agent, the central shaper
+//! and the simulator embed as a `[shaper]` TOML table, and that `tailor tune`
+//! writes a snippet of.
+//!
+//! ```toml
+//! [shaper]
+//! policy = "pessimistic"          # baseline | optimistic | pessimistic
+//! k1 = 0.05                        # constant buffer term, fraction of the request
+//! k2 = 3.0                         # dynamic buffer term, band level (sigmas)
+//! order = "fifo"                   # fifo | sjf | priority
+//! victim_order = "oldest_first_keep"  # | lowest_priority_first | least_work_lost
+//! grace_period_s = 600.0
+//! failure_limit = 3
+//! max_growth = 1.0                 # ceiling = request * max_growth
+//! min_relative_change = 0.05       # hysteresis
+//! # max_evictions_per_round = 10   # unlimited when absent
+//! min_cpu_cores = 0.0
+//! min_mem_bytes = 0.0
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+/// Which shaping policy `decide()` runs (thesis section 4.3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    /// Allocation = request, forever; no evictions (the reference run).
+    Baseline,
+    /// Borg/Omega-like: resize every component to forecast + buffer, no
+    /// planning, no evictions; overload is left to the OS (or simulator).
+    Optimistic,
+    /// Thesis Algorithm 3: plan allocations in scheduler order and evict
+    /// deliberately what does not fit.
+    #[default]
+    Pessimistic,
+}
+
+impl Policy {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Policy::Baseline => "baseline",
+            Policy::Optimistic => "optimistic",
+            Policy::Pessimistic => "pessimistic",
+        }
+    }
+}
+
+impl std::fmt::Display for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Policy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "baseline" => Ok(Policy::Baseline),
+            "optimistic" => Ok(Policy::Optimistic),
+            "pessimistic" => Ok(Policy::Pessimistic),
+            other => Err(format!(
+                "unknown policy {other:?} (expected \"baseline\", \"optimistic\" or \"pessimistic\")"
+            )),
+        }
+    }
+}
+
+/// The order in which applications are served (Algorithm 3 line 6).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SchedulerOrder {
+    /// Submission time, earliest first (ties: application id).
+    #[default]
+    Fifo,
+    /// Expected remaining run time, shortest first; unknown last (ties:
+    /// submission time, then id).
+    Sjf,
+    /// Priority, highest first (ties: submission time, then id).
+    Priority,
+}
+
+/// Which elastic components are kept first (and so which are evicted first).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VictimOrder {
+    /// The thesis: per application, right after its core components, keep
+    /// elastic components oldest first (longest alive), so the youngest go.
+    #[default]
+    OldestFirstKeep,
+    /// Borg-like: place every application's core components first, then keep
+    /// elastic components cluster-wide by application priority, highest
+    /// first, so the lowest-priority elastic components go first.
+    LowestPriorityFirst,
+    /// Place every application's core components first, then keep elastic
+    /// components cluster-wide by work done (`work_done_s`), most first, so
+    /// the components whose eviction loses the least work go first.
+    LeastWorkLost,
+}
+
+impl VictimOrder {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            VictimOrder::OldestFirstKeep => "oldest_first_keep",
+            VictimOrder::LowestPriorityFirst => "lowest_priority_first",
+            VictimOrder::LeastWorkLost => "least_work_lost",
+        }
+    }
+}
+
+/// Shaper parameters. Every field has a default (see [`ShaperConfig::default`]),
+/// so an empty `[shaper]` table is valid.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShaperConfig {
+    /// Default `pessimistic`.
+    pub policy: Policy,
+    /// Constant buffer term: `k1 * request` per resource. Default 0.05.
+    pub k1: f64,
+    /// Dynamic buffer term: `forecast.upper(k2) - forecast.mean` (`k2 * sigma`
+    /// for a Gaussian forecast). Default 3.0.
+    pub k2: f64,
+    /// Application order. Default `fifo`.
+    pub order: SchedulerOrder,
+    /// Elastic keep/victim order. Default `oldest_first_keep` (the thesis).
+    pub victim_order: VictimOrder,
+    /// Components younger than this keep their request (their models have
+    /// too little history). Default 600 s (thesis: 10 minutes).
+    pub grace_period_s: f64,
+    /// Applications that failed (or were preempted) this many times or more
+    /// are no longer shaped: their components keep their request. Default 3.
+    pub failure_limit: u32,
+    /// Ceiling of a component's allocation = `request * max_growth`.
+    /// Default 1.0 (never above the request). Must be >= 1.
+    pub max_growth: f64,
+    /// Hysteresis: a resize whose relative change is below this in both
+    /// resources is skipped (the component keeps its current allocation),
+    /// except a growth needed to stay above current usage. Default 0.05.
+    pub min_relative_change: f64,
+    /// At most this many components evicted per round; absent = unlimited.
+    /// Would-be victims beyond the cap are kept (see README: "eviction cap").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_evictions_per_round: Option<u32>,
+    /// Allocation floor for CPU (cores), applied before the ceiling. Default 0.
+    pub min_cpu_cores: f64,
+    /// Allocation floor for memory (bytes), applied before the ceiling. Default 0.
+    pub min_mem_bytes: f64,
+}
+
+impl Default for ShaperConfig {
+    fn default() -> Self {
+        Self {
+            policy: Policy::Pessimistic,
+            k1: 0.05,
+            k2: 3.0,
+            order: SchedulerOrder::Fifo,
+            victim_order: VictimOrder::OldestFirstKeep,
+            grace_period_s: 600.0,
+            failure_limit: 3,
+            max_growth: 1.0,
+            min_relative_change: 0.05,
+            max_evictions_per_round: None,
+            min_cpu_cores: 0.0,
+            min_mem_bytes: 0.0,
+        }
+    }
+}
+
+/// One invalid setting: the key (as written in the `[shaper]` table) and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigError {
+    pub key: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.key, self.message)
+    }
+}
+
+/// Every invalid setting found by [`ShaperConfig::validate`], all at once.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigErrors {
+    pub errors: Vec<ConfigError>,
+}
+
+impl ConfigErrors {
+    /// The same errors with `prefix.` in front of every key (e.g. `shaper`).
+    pub fn prefixed(mut self, prefix: &str) -> Self {
+        for e in &mut self.errors {
+            e.key = format!("{prefix}.{}", e.key);
+        }
+        self
+    }
+
+    /// The keys in error, in the order they were found.
+    pub fn keys(&self) -> Vec<&str> {
+        self.errors.iter().map(|e| e.key.as_str()).collect()
+    }
+}
+
+impl std::fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} invalid shaper setting(s): ", self.errors.len())?;
+        for (i, e) in self.errors.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl ShaperConfig {
+    /// Checks every setting and reports every problem at once.
+    pub fn validate(&self) -> Result<(), ConfigErrors> {
+        let mut errors = Vec::new();
+        let mut check = |key: &str, ok: bool, message: String| {
+            if !ok {
+                errors.push(ConfigError {
+                    key: key.to_string(),
+                    message,
+                });
+            }
+        };
+        let nonneg = |x: f64| x.is_finite() && x >= 0.0;
+        check(
+            "k1",
+            nonneg(self.k1),
+            format!("must be a finite number >= 0, got {}", self.k1),
+        );
+        check(
+            "k2",
+            nonneg(self.k2),
+            format!("must be a finite number >= 0, got {}", self.k2),
+        );
+        check(
+            "grace_period_s",
+            nonneg(self.grace_period_s),
+            format!(
+                "must be a finite number of seconds >= 0, got {}",
+                self.grace_period_s
+            ),
+        );
+        check(
+            "failure_limit",
+            self.failure_limit >= 1,
+            "must be >= 1 (0 would leave every application unshaped)".to_string(),
+        );
+        check(
+            "max_growth",
+            self.max_growth.is_finite() && self.max_growth >= 1.0,
+            format!(
+                "must be a finite number >= 1 (ceiling = request * max_growth), got {}",
+                self.max_growth
+            ),
+        );
+        check(
+            "min_relative_change",
+            self.min_relative_change.is_finite() && (0.0..1.0).contains(&self.min_relative_change),
+            format!("must be in [0, 1), got {}", self.min_relative_change),
+        );
+        check(
+            "min_cpu_cores",
+            nonneg(self.min_cpu_cores),
+            format!(
+                "must be a finite number of cores >= 0, got {}",
+                self.min_cpu_cores
+            ),
+        );
+        check(
+            "min_mem_bytes",
+            nonneg(self.min_mem_bytes),
+            format!(
+                "must be a finite number of bytes >= 0, got {}",
+                self.min_mem_bytes
+            ),
+        );
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigErrors { errors })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid_and_documented_values() {
+        let c = ShaperConfig::default();
+        assert!(c.validate().is_ok());
+        assert_eq!(c.policy, Policy::Pessimistic);
+        assert_eq!(c.k1, 0.05);
+        assert_eq!(c.k2, 3.0);
+        assert_eq!(c.grace_period_s, 600.0);
+        assert_eq!(c.max_evictions_per_round, None);
+    }
+
+    #[test]
+    fn empty_table_is_default() {
+        let c: ShaperConfig = toml::from_str("").expect("empty table parses");
+        assert_eq!(c, ShaperConfig::default());
+    }
+
+    #[test]
+    fn tune_snippet_parses_inside_a_table() {
+        #[derive(Deserialize)]
+        struct Outer {
+            shaper: ShaperConfig,
+        }
+        let o: Outer = toml::from_str("[shaper]\nk1 = 0.01\nk2 = 2.0\n").expect("parses");
+        assert_eq!(o.shaper.k1, 0.01);
+        assert_eq!(o.shaper.k2, 2.0);
+        assert_eq!(o.shaper.policy, Policy::Pessimistic);
+    }
+
+    #[test]
+    fn full_table_round_trips() {
+        let c = ShaperConfig {
+            policy: Policy::Optimistic,
+            order: SchedulerOrder::Priority,
+            victim_order: VictimOrder::LeastWorkLost,
+            max_evictions_per_round: Some(7),
+            ..ShaperConfig::default()
+        };
+        let s = toml::to_string(&c).expect("serialises");
+        let back: ShaperConfig = toml::from_str(&s).expect("parses back");
+        assert_eq!(back, c);
+        assert!(s.contains("victim_order = \"least_work_lost\""), "{s}");
+    }
+
+    #[test]
+    fn unknown_key_rejected() {
+        let r: Result<ShaperConfig, _> = toml::from_str("k3 = 1.0\n");
+        let err = r.expect_err("unknown key must fail").to_string();
+        assert!(err.contains("k3"), "{err}");
+    }
+
+    #[test]
+    fn all_errors_reported_at_once_with_keys() {
+        let c = ShaperConfig {
+            k1: -1.0,
+            k2: f64::NAN,
+            grace_period_s: -5.0,
+            failure_limit: 0,
+            max_growth: 0.5,
+            min_relative_change: 1.5,
+            min_cpu_cores: -0.1,
+            min_mem_bytes: f64::INFINITY,
+            ..ShaperConfig::default()
+        };
+        let e = c.validate().expect_err("invalid");
+        assert_eq!(
+            e.keys(),
+            vec![
+                "k1",
+                "k2",
+                "grace_period_s",
+                "failure_limit",
+                "max_growth",
+                "min_relative_change",
+                "min_cpu_cores",
+                "min_mem_bytes"
+            ]
+        );
+        let p = e.prefixed("shaper");
+        assert_eq!(p.errors[0].key, "shaper.k1");
+        let text = p.to_string();
+        assert!(text.starts_with("8 invalid shaper setting(s)"), "{text}");
+        assert!(text.contains("shaper.max_growth"), "{text}");
+    }
+
+    #[test]
+    fn single_error_only_names_its_key() {
+        let c = ShaperConfig {
+            k2: -0.5,
+            ..ShaperConfig::default()
+        };
+        let e = c.validate().expect_err("invalid");
+        assert_eq!(e.keys(), vec!["k2"]);
+    }
+}

@@ -1,0 +1,1192 @@
+//! `decide()`: one shaping round.
+//!
+//! Layout for speed: hosts are indexed by position once (dense ids map
+//! directly, others through one sorted table and a binary search); every
+//! component gets one flat [`Slot`] (no per-component allocation, no hash
+//! maps); sort keys are packed integers.
+
+use crate::config::{Policy, SchedulerOrder, ShaperConfig, VictimOrder};
+use crate::model::{
+    Application, Class, ClusterView, Component, Host, Predictive, Resource, Resources,
+};
+use crate::plan::{Action, Basis, Binding, Bound, Explanation, Plan, PlanSummary, Reason, Sizing};
+
+const UNKNOWN: u32 = u32::MAX;
+const NO_VICTIM: u32 = u32::MAX;
+/// Relative tolerance when checking that a demand fits a host's free room,
+/// so that float rounding in long sums never evicts anything.
+const FIT_TOLERANCE: f64 = 1e-9;
+
+/// A component's target allocation and how it was computed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Target {
+    /// Planned allocation before hysteresis and protection.
+    pub alloc: Resources,
+    pub basis: Basis,
+    pub cpu: Sizing,
+    pub mem: Sizing,
+}
+
+fn sane(x: f64) -> f64 {
+    if x.is_finite() && x > 0.0 {
+        x
+    } else {
+        0.0
+    }
+}
+
+fn usable(p: &Predictive) -> bool {
+    p.mean.is_finite() && p.std.is_finite()
+}
+
+/// The target allocation of one component under `cfg` at `now_s`:
+/// `mean + k1 * request + (upper(k2) - mean)` per resource, raised to the
+/// floor, cut to the ceiling (`request * max_growth`), raised to current
+/// usage. Components in the grace period, without a usable forecast, or in an
+/// application over the failure limit target their request (same clamps);
+/// under the baseline policy the target is exactly the request.
+pub fn component_target(
+    app: &Application,
+    c: &Component,
+    now_s: f64,
+    cfg: &ShaperConfig,
+) -> Target {
+    let basis = if cfg.policy == Policy::Baseline {
+        Basis::Baseline
+    } else if !(now_s - c.started_s >= cfg.grace_period_s) {
+        // also catches NaN start times: conservative
+        Basis::GracePeriod
+    } else if app.failures >= cfg.failure_limit {
+        Basis::FailureLimit
+    } else {
+        match &c.forecast {
+            Some(f) if usable(&f.cpu) && usable(&f.mem) => Basis::Forecast,
+            _ => Basis::NoForecast,
+        }
+    };
+    let growth = if cfg.max_growth.is_finite() && cfg.max_growth >= 1.0 {
+        cfg.max_growth
+    } else {
+        1.0
+    };
+    let k1 = sane(cfg.k1);
+    let k2 = sane(cfg.k2);
+    let one = |r: Resource| -> Sizing {
+        let req = sane(c.request.get(r));
+        let usage = sane(c.usage.get(r));
+        if basis == Basis::Baseline {
+            return Sizing {
+                mean: 0.0,
+                sigma: 0.0,
+                k1_term: 0.0,
+                k2_term: 0.0,
+                target: req,
+                bound: Bound::Buffer,
+            };
+        }
+        let (mean, sigma, k1_term, k2_term, raw) = match (&c.forecast, basis) {
+            (Some(f), Basis::Forecast) => {
+                let p = f.get(r);
+                let k1_term = k1 * req;
+                let k2_term = p.band_above(k2);
+                (p.mean, p.std, k1_term, k2_term, p.mean + k1_term + k2_term)
+            }
+            _ => (0.0, 0.0, 0.0, 0.0, req),
+        };
+        let floor = sane(match r {
+            Resource::Cpu => cfg.min_cpu_cores,
+            Resource::Mem => cfg.min_mem_bytes,
+        });
+        let ceiling = req * growth;
+        let (mut t, mut bound) = if raw.is_finite() {
+            (raw, Bound::Buffer)
+        } else {
+            (ceiling, Bound::Ceiling)
+        };
+        if t < floor {
+            t = floor;
+            bound = Bound::Floor;
+        }
+        if t > ceiling {
+            t = ceiling;
+            bound = Bound::Ceiling;
+        }
+        if t < usage {
+            t = usage;
+            bound = Bound::Usage;
+        }
+        if t < 0.0 {
+            t = 0.0;
+        }
+        Sizing {
+            mean,
+            sigma,
+            k1_term,
+            k2_term,
+            target: t,
+            bound,
+        }
+    };
+    let cpu = one(Resource::Cpu);
+    let mem = one(Resource::Mem);
+    Target {
+        alloc: Resources::new(cpu.target, mem.target),
+        basis,
+        cpu,
+        mem,
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Not decided yet (pessimistic planning).
+    Pending,
+    /// Kept at `eff`.
+    Kept,
+    /// Kept whatever the room: protected, or a core component of an
+    /// application that has a protected component.
+    Forced,
+    /// Its application is evicted.
+    AppEvicted,
+    /// Evicted elastic component.
+    Victim,
+    /// Would be evicted but the eviction cap was hit.
+    Deferred,
+    /// Host not in the view: left alone.
+    Unplaced,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    host: u32,
+    victim: u32,
+    state: State,
+    changed: bool,
+    skipped: bool,
+    planned: Resources,
+    eff: Resources,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Victim {
+    app: u32,
+    /// The component that did not fit (global slot index).
+    slot: u32,
+    whole_app: bool,
+    deferred: bool,
+    binding: Binding,
+}
+
+struct HostIndex {
+    dense: bool,
+    base: u64,
+    n: u64,
+    sorted: Vec<(u64, u32)>,
+}
+
+impl HostIndex {
+    fn new(hosts: &[Host]) -> Self {
+        let n = hosts.len() as u64;
+        let base = hosts.first().map(|h| h.id.0).unwrap_or(0);
+        let dense = hosts
+            .iter()
+            .enumerate()
+            .all(|(i, h)| base.checked_add(i as u64) == Some(h.id.0));
+        let mut sorted = Vec::new();
+        if !dense {
+            sorted = hosts
+                .iter()
+                .enumerate()
+                .map(|(i, h)| (h.id.0, i as u32))
+                .collect();
+            sorted.sort_unstable();
+            let before = sorted.len();
+            sorted.dedup_by_key(|e| e.0);
+            if sorted.len() != before {
+                tracing::warn!(
+                    duplicates = before - sorted.len(),
+                    "duplicate host ids in view: first one wins"
+                );
+            }
+        }
+        Self {
+            dense,
+            base,
+            n,
+            sorted,
+        }
+    }
+
+    fn get(&self, id: u64) -> u32 {
+        if self.dense {
+            let d = id.wrapping_sub(self.base);
+            if d < self.n {
+                d as u32
+            } else {
+                UNKNOWN
+            }
+        } else {
+            match self.sorted.binary_search_by_key(&id, |e| e.0) {
+                Ok(i) => self.sorted[i].1,
+                Err(_) => UNKNOWN,
+            }
+        }
+    }
+}
+
+/// Maps an f64 to a u64 with the same order as `f64::total_cmp`.
+fn fkey(x: f64) -> u64 {
+    let b = x.to_bits();
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | (1 << 63)
+    }
+}
+
+fn prio_desc(p: i32) -> u64 {
+    (i64::from(i32::MAX) - i64::from(p)) as u64
+}
+
+/// Application indexes in scheduler order (ties: submission time, id, position).
+pub(crate) fn scheduler_order(apps: &[Application], order: SchedulerOrder) -> Vec<u32> {
+    let mut keys: Vec<(u64, u64, u64, u32)> = apps
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let sub = fkey(a.submitted_s);
+            let first = match order {
+                SchedulerOrder::Fifo => sub,
+                SchedulerOrder::Sjf => match a.expected_remaining_s {
+                    Some(r) if !r.is_nan() => fkey(r),
+                    _ => u64::MAX,
+                },
+                SchedulerOrder::Priority => prio_desc(a.priority),
+            };
+            (first, sub, a.id.0, i as u32)
+        })
+        .collect();
+    keys.sort_unstable();
+    keys.into_iter().map(|k| k.3).collect()
+}
+
+fn rel_change(to: f64, from: f64) -> f64 {
+    if to == from {
+        0.0
+    } else if from > 0.0 {
+        (to - from).abs() / from
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// Applies protection and hysteresis: returns (allocation in force after
+/// the plan, changed, skipped by hysteresis).
+fn settle(planned: Resources, c: &Component, cfg: &ShaperConfig) -> (Resources, bool, bool) {
+    let cur = c.allocation;
+    let cur_ok = cur.is_finite() && cur.cpu_cores >= 0.0 && cur.mem_bytes >= 0.0;
+    if !cur_ok {
+        return (planned, true, false);
+    }
+    let mut p = planned;
+    if c.protected {
+        p = Resources::new(
+            p.cpu_cores.max(cur.cpu_cores),
+            p.mem_bytes.max(cur.mem_bytes),
+        );
+    }
+    if p == cur {
+        return (cur, false, false);
+    }
+    if cfg.policy == Policy::Baseline {
+        return (p, true, false);
+    }
+    let usage = Resources::new(sane(c.usage.cpu_cores), sane(c.usage.mem_bytes));
+    let need_growth = Resource::ALL
+        .iter()
+        .any(|&r| cur.get(r) < usage.get(r) && p.get(r) > cur.get(r));
+    let m = if cfg.min_relative_change.is_finite() {
+        cfg.min_relative_change
+    } else {
+        0.0
+    };
+    let small = Resource::ALL
+        .iter()
+        .all(|&r| rel_change(p.get(r), cur.get(r)) < m);
+    if small && !need_growth {
+        (cur, false, true)
+    } else {
+        (p, true, false)
+    }
+}
+
+fn fits(free: &Resources, need: &Resources, tol: &Resources) -> Option<Resource> {
+    if free.cpu_cores - need.cpu_cores < -tol.cpu_cores {
+        Some(Resource::Cpu)
+    } else if free.mem_bytes - need.mem_bytes < -tol.mem_bytes {
+        Some(Resource::Mem)
+    } else {
+        None
+    }
+}
+
+/// One shaping round: the cluster view, the time and the parameters in, the
+/// plan out. Pure and deterministic (same inputs, same plan).
+///
+/// `cfg` should have passed [`ShaperConfig::validate`]; with an invalid
+/// config `decide` still never panics and returns finite allocations.
+pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
+    let apps = &view.apps;
+    let hosts = HostIndex::new(&view.hosts);
+    let n_comp: usize = apps.iter().map(|a| a.components.len()).sum();
+    let mut summary = PlanSummary {
+        hosts: view.hosts.len() as u64,
+        apps: apps.len() as u64,
+        components: n_comp as u64,
+        ..PlanSummary::default()
+    };
+
+    // 1. Targets, protection and hysteresis for every component.
+    let mut app_start: Vec<u32> = Vec::with_capacity(apps.len() + 1);
+    let mut slots: Vec<Slot> = Vec::with_capacity(n_comp);
+    let initial = if cfg.policy == Policy::Pessimistic {
+        State::Pending
+    } else {
+        State::Kept
+    };
+    for app in apps {
+        app_start.push(slots.len() as u32);
+        for c in &app.components {
+            let host = hosts.get(c.host.0);
+            if host == UNKNOWN {
+                summary.unknown_host_components += 1;
+                slots.push(Slot {
+                    host,
+                    victim: NO_VICTIM,
+                    state: State::Unplaced,
+                    changed: false,
+                    skipped: false,
+                    planned: c.allocation,
+                    eff: c.allocation,
+                });
+                continue;
+            }
+            let t = component_target(app, c, now_s, cfg);
+            let (eff, changed, skipped) = settle(t.alloc, c, cfg);
+            slots.push(Slot {
+                host,
+                victim: NO_VICTIM,
+                state: initial,
+                changed,
+                skipped,
+                planned: t.alloc,
+                eff,
+            });
+        }
+    }
+    app_start.push(slots.len() as u32);
+    if summary.unknown_host_components > 0 {
+        tracing::warn!(
+            components = summary.unknown_host_components,
+            "components on hosts missing from the view: left alone"
+        );
+    }
+
+    let order = scheduler_order(apps, cfg.order);
+    let mut victims: Vec<Victim> = Vec::new();
+    if cfg.policy == Policy::Pessimistic {
+        victims = plan_pessimistic(view, &order, &app_start, &mut slots, cfg);
+        summary.deferred_components =
+            apply_eviction_cap(apps, &app_start, &mut slots, &mut victims, cfg);
+    }
+
+    // 2. Emit: application evictions, component evictions, shrinks, growths.
+    let mut actions: Vec<Action> = Vec::new();
+    let n_victims = victims.iter().filter(|v| !v.deferred).count();
+    let n_changed = slots
+        .iter()
+        .filter(|s| s.changed && matches!(s.state, State::Kept | State::Forced | State::Deferred))
+        .count();
+    actions.reserve_exact(n_victims + n_changed);
+    for v in victims.iter().filter(|v| !v.deferred && v.whole_app) {
+        let app = &apps[v.app as usize];
+        let first = app_start[v.app as usize];
+        let culprit = &app.components[(v.slot - first) as usize];
+        let t = component_target(app, culprit, now_s, cfg);
+        summary.evicted_apps += 1;
+        summary.evicted_components += app.components.len() as u64;
+        actions.push(Action::EvictApplication {
+            app: app.id,
+            components: app.components.iter().map(|c| c.id).collect(),
+            explanation: Explanation {
+                reason: Reason::CoreDidNotFit {
+                    component: culprit.id,
+                },
+                basis: t.basis,
+                cpu: t.cpu,
+                mem: t.mem,
+                binding: Some(v.binding),
+            },
+        });
+    }
+    for v in victims.iter().filter(|v| !v.deferred && !v.whole_app) {
+        let app = &apps[v.app as usize];
+        let first = app_start[v.app as usize];
+        let c = &app.components[(v.slot - first) as usize];
+        let t = component_target(app, c, now_s, cfg);
+        summary.evicted_components += 1;
+        actions.push(Action::EvictComponent {
+            app: app.id,
+            component: c.id,
+            host: c.host,
+            explanation: Explanation {
+                reason: Reason::ElasticDidNotFit {
+                    victim_order: cfg.victim_order,
+                },
+                basis: t.basis,
+                cpu: t.cpu,
+                mem: t.mem,
+                binding: Some(v.binding),
+            },
+        });
+    }
+    for shrink_pass in [true, false] {
+        for &ai in &order {
+            let app = &apps[ai as usize];
+            let first = app_start[ai as usize] as usize;
+            for (j, c) in app.components.iter().enumerate() {
+                let s = &slots[first + j];
+                if !matches!(s.state, State::Kept | State::Forced | State::Deferred) {
+                    continue;
+                }
+                if shrink_pass {
+                    summary.skipped_by_hysteresis += u64::from(s.skipped);
+                }
+                if !s.changed || s.eff.fits_in(&c.allocation) != shrink_pass {
+                    continue;
+                }
+                let t = component_target(app, c, now_s, cfg);
+                let (reason, binding) = if s.state == State::Deferred {
+                    (
+                        Reason::EvictionDeferred,
+                        victims.get(s.victim as usize).map(|v| v.binding),
+                    )
+                } else if c.protected {
+                    (Reason::Protected, None)
+                } else {
+                    (Reason::Shaped, None)
+                };
+                summary.resized += 1;
+                actions.push(Action::Resize {
+                    app: app.id,
+                    component: c.id,
+                    host: c.host,
+                    from: c.allocation,
+                    to: s.eff,
+                    explanation: Explanation {
+                        reason,
+                        basis: t.basis,
+                        cpu: t.cpu,
+                        mem: t.mem,
+                        binding,
+                    },
+                });
+            }
+        }
+    }
+    tracing::debug!(
+        policy = cfg.policy.as_str(),
+        resized = summary.resized,
+        evicted_apps = summary.evicted_apps,
+        evicted_components = summary.evicted_components,
+        deferred = summary.deferred_components,
+        "shaping round planned"
+    );
+    Plan {
+        policy: cfg.policy,
+        now_s,
+        actions,
+        summary,
+    }
+}
+
+/// Thesis Algorithm 3 over the slots; returns the victims in decision order.
+fn plan_pessimistic(
+    view: &ClusterView,
+    order: &[u32],
+    app_start: &[u32],
+    slots: &mut [Slot],
+    cfg: &ShaperConfig,
+) -> Vec<Victim> {
+    let apps = &view.apps;
+    let mut free: Vec<Resources> = view
+        .hosts
+        .iter()
+        .map(|h| Resources::new(sane(h.capacity.cpu_cores), sane(h.capacity.mem_bytes)))
+        .collect();
+    let tol: Vec<Resources> = free
+        .iter()
+        .map(|c| Resources::new(c.cpu_cores * FIT_TOLERANCE, c.mem_bytes * FIT_TOLERANCE))
+        .collect();
+
+    // Forced allocations first: protected components, and the core
+    // components of applications that have a protected component (evicting
+    // such an application would kill its protected component).
+    for (ai, app) in apps.iter().enumerate() {
+        let first = app_start[ai] as usize;
+        let pinned = app
+            .components
+            .iter()
+            .enumerate()
+            .any(|(j, c)| c.protected && slots[first + j].host != UNKNOWN);
+        if !pinned {
+            continue;
+        }
+        for (j, c) in app.components.iter().enumerate() {
+            let s = &mut slots[first + j];
+            if s.state == State::Pending && (c.protected || c.class == Class::Core) {
+                let f = &mut free[s.host as usize];
+                *f = f.sub(&s.eff);
+                s.state = State::Forced;
+            }
+        }
+    }
+
+    let mut victims: Vec<Victim> = Vec::new();
+    let mut undo: Vec<(u32, Resources)> = Vec::new();
+    let mut elastic: Vec<(u64, u64, u32)> = Vec::new();
+    let interleaved = cfg.victim_order == VictimOrder::OldestFirstKeep;
+    for &ai in order {
+        let app = &apps[ai as usize];
+        let first = app_start[ai as usize] as usize;
+        // Core components: all or nothing across every host.
+        undo.clear();
+        let mut failed: Option<(usize, Binding)> = None;
+        for (j, c) in app.components.iter().enumerate() {
+            let s = &slots[first + j];
+            if c.class != Class::Core || s.state != State::Pending {
+                continue;
+            }
+            let h = s.host as usize;
+            if let Some(r) = fits(&free[h], &s.eff, &tol[h]) {
+                failed = Some((
+                    first + j,
+                    Binding {
+                        host: c.host,
+                        resource: r,
+                        needed: s.eff.get(r),
+                        free: free[h].get(r),
+                    },
+                ));
+                break;
+            }
+            undo.push((h as u32, free[h]));
+            free[h] = free[h].sub(&s.eff);
+        }
+        if let Some((culprit, binding)) = failed {
+            for &(h, before) in undo.iter().rev() {
+                free[h as usize] = before;
+            }
+            let vi = victims.len() as u32;
+            victims.push(Victim {
+                app: ai,
+                slot: culprit as u32,
+                whole_app: true,
+                deferred: false,
+                binding,
+            });
+            for s in &mut slots[first..first + app.components.len()] {
+                if s.state == State::Pending {
+                    s.state = State::AppEvicted;
+                    s.victim = vi;
+                }
+            }
+            continue;
+        }
+        for (j, c) in app.components.iter().enumerate() {
+            let s = &mut slots[first + j];
+            if c.class == Class::Core && s.state == State::Pending {
+                s.state = State::Kept;
+            }
+        }
+        if !interleaved {
+            continue;
+        }
+        // Elastic components, oldest first (thesis line 25).
+        elastic.clear();
+        for (j, c) in app.components.iter().enumerate() {
+            if c.class == Class::Elastic && slots[first + j].state == State::Pending {
+                elastic.push((fkey(c.started_s), c.id.0, (first + j) as u32));
+            }
+        }
+        elastic.sort_unstable();
+        for &(_, _, g) in &elastic {
+            keep_or_evict(ai, g, slots, &mut free, &tol, &mut victims, view, app_start);
+        }
+    }
+
+    if !interleaved {
+        // Every application's core components are placed; now the elastic
+        // components cluster-wide in keep order.
+        let mut keyed: Vec<(u64, u64, u64, u64, u32, u32)> = Vec::new();
+        for (pos, &ai) in order.iter().enumerate() {
+            let app = &apps[ai as usize];
+            let first = app_start[ai as usize] as usize;
+            for (j, c) in app.components.iter().enumerate() {
+                if c.class != Class::Elastic || slots[first + j].state != State::Pending {
+                    continue;
+                }
+                let k0 = match cfg.victim_order {
+                    VictimOrder::LowestPriorityFirst => prio_desc(app.priority),
+                    _ => {
+                        let w = if c.work_done_s.is_finite() {
+                            c.work_done_s
+                        } else {
+                            0.0
+                        };
+                        fkey(-w)
+                    }
+                };
+                keyed.push((
+                    k0,
+                    pos as u64,
+                    fkey(c.started_s),
+                    c.id.0,
+                    (first + j) as u32,
+                    ai,
+                ));
+            }
+        }
+        keyed.sort_unstable();
+        for &(_, _, _, _, g, ai) in &keyed {
+            keep_or_evict(ai, g, slots, &mut free, &tol, &mut victims, view, app_start);
+        }
+    }
+    victims
+}
+
+#[allow(clippy::too_many_arguments)]
+fn keep_or_evict(
+    ai: u32,
+    g: u32,
+    slots: &mut [Slot],
+    free: &mut [Resources],
+    tol: &[Resources],
+    victims: &mut Vec<Victim>,
+    view: &ClusterView,
+    app_start: &[u32],
+) {
+    let s = &mut slots[g as usize];
+    let h = s.host as usize;
+    match fits(&free[h], &s.eff, &tol[h]) {
+        None => {
+            free[h] = free[h].sub(&s.eff);
+            s.state = State::Kept;
+        }
+        Some(r) => {
+            let app = &view.apps[ai as usize];
+            let c = &app.components[(g - app_start[ai as usize]) as usize];
+            s.state = State::Victim;
+            s.victim = victims.len() as u32;
+            victims.push(Victim {
+                app: ai,
+                slot: g,
+                whole_app: false,
+                deferred: false,
+                binding: Binding {
+                    host: c.host,
+                    resource: r,
+                    needed: s.eff.get(r),
+                    free: free[h].get(r),
+                },
+            });
+        }
+    }
+}
+
+/// `max_evictions_per_round`: when the victims would exceed the cap (counted
+/// in components, every component of an evicted application included), the
+/// latest decisions (least important by the scheduler and victim orders) are
+/// evicted first while the budget lasts; a victim that does not fit in what
+/// remains of the budget is deferred: it keeps its current allocation (shrunk
+/// to its target when that is smaller, never grown).
+fn apply_eviction_cap(
+    apps: &[Application],
+    app_start: &[u32],
+    slots: &mut [Slot],
+    victims: &mut [Victim],
+    cfg: &ShaperConfig,
+) -> u64 {
+    let Some(cap) = cfg.max_evictions_per_round else {
+        return 0;
+    };
+    let cost = |v: &Victim| {
+        if v.whole_app {
+            apps[v.app as usize].components.len() as u64
+        } else {
+            1
+        }
+    };
+    let total: u64 = victims.iter().map(cost).sum();
+    if total <= u64::from(cap) {
+        return 0;
+    }
+    let mut budget = u64::from(cap);
+    for v in victims.iter_mut().rev() {
+        let c = cost(v);
+        if c <= budget {
+            budget -= c;
+        } else {
+            v.deferred = true;
+        }
+    }
+    let mut deferred = 0u64;
+    for (vi, v) in victims.iter().enumerate() {
+        if !v.deferred {
+            continue;
+        }
+        let app = &apps[v.app as usize];
+        let first = app_start[v.app as usize] as usize;
+        for (j, c) in app.components.iter().enumerate() {
+            let s = &mut slots[first + j];
+            let mine =
+                s.victim == vi as u32 && matches!(s.state, State::AppEvicted | State::Victim);
+            if !mine {
+                continue;
+            }
+            let cur = c.allocation;
+            let capped = Resources::from_fn(|r| {
+                let x = cur.get(r);
+                if x.is_finite() && x >= 0.0 {
+                    x.min(s.planned.get(r))
+                } else {
+                    s.planned.get(r)
+                }
+            });
+            let (eff, changed, skipped) = settle(capped, c, cfg);
+            s.eff = eff;
+            s.changed = changed;
+            s.skipped = skipped;
+            s.state = State::Deferred;
+            deferred += 1;
+        }
+    }
+    tracing::warn!(
+        cap,
+        would_evict = total,
+        deferred,
+        "max_evictions_per_round reached: victims deferred"
+    );
+    deferred
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{AppId, ComponentId, Forecasts, HostId};
+
+    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+    fn comp(
+        id: u64,
+        class: Class,
+        host: u64,
+        started_s: f64,
+        req: (f64, f64),
+        fc: (f64, f64),
+    ) -> Component {
+        let request = Resources::new(req.0, req.1);
+        Component {
+            id: ComponentId(id),
+            class,
+            host: HostId(host),
+            request,
+            started_s,
+            allocation: request,
+            usage: Resources::new(fc.0 * 0.9, fc.1 * 0.9),
+            forecast: Some(Forecasts {
+                cpu: Predictive::point(fc.0),
+                mem: Predictive::point(fc.1),
+            }),
+            protected: false,
+            work_done_s: 0.0,
+        }
+    }
+
+    fn app(id: u64, submitted_s: f64, components: Vec<Component>) -> Application {
+        Application {
+            id: AppId(id),
+            submitted_s,
+            priority: 0,
+            failures: 0,
+            expected_remaining_s: None,
+            components,
+        }
+    }
+
+    fn host(id: u64, cpu: f64, mem: f64) -> Host {
+        Host {
+            id: HostId(id),
+            capacity: Resources::new(cpu, mem),
+        }
+    }
+
+    fn cfg0() -> ShaperConfig {
+        ShaperConfig {
+            k1: 0.0,
+            k2: 0.0,
+            min_relative_change: 0.0,
+            ..ShaperConfig::default()
+        }
+    }
+
+    /// The thesis's situation: a full host, the first application's core
+    /// component spikes, something must go: the youngest elastic component
+    /// of the last application goes, no core component is killed.
+    #[test]
+    fn spike_evicts_youngest_elastic_of_last_app() {
+        let view = ClusterView {
+            hosts: vec![host(0, 8.0, 16.0 * GIB)],
+            apps: vec![
+                app(
+                    1,
+                    0.0,
+                    vec![comp(
+                        10,
+                        Class::Core,
+                        0,
+                        0.0,
+                        (4.0, 8.0 * GIB),
+                        (2.0, 7.0 * GIB),
+                    )],
+                ),
+                app(
+                    2,
+                    100.0,
+                    vec![
+                        comp(
+                            20,
+                            Class::Core,
+                            0,
+                            100.0,
+                            (2.0, 4.0 * GIB),
+                            (1.0, 3.0 * GIB),
+                        ),
+                        comp(
+                            21,
+                            Class::Elastic,
+                            0,
+                            100.0,
+                            (2.0, 4.0 * GIB),
+                            (1.0, 3.0 * GIB),
+                        ),
+                        comp(
+                            22,
+                            Class::Elastic,
+                            0,
+                            200.0,
+                            (2.0, 4.0 * GIB),
+                            (1.0, 3.0 * GIB),
+                        ),
+                    ],
+                ),
+            ],
+        };
+        // Calm: 7 + 3 + 3 + 3 = 16 GiB fits exactly: nothing evicted.
+        let plan = decide(&view, 10_000.0, &cfg0());
+        assert_eq!(plan.evictions().count(), 0, "{:#?}", plan.actions);
+        // Spike: app 1's core now forecasts 8 GiB -> 17 GiB needed.
+        let mut spiked = view.clone();
+        spiked.apps[0].components[0].forecast = Some(Forecasts {
+            cpu: Predictive::point(2.0),
+            mem: Predictive::point(8.0 * GIB),
+        });
+        let plan = decide(&spiked, 10_000.0, &cfg0());
+        let ev: Vec<&Action> = plan.evictions().collect();
+        assert_eq!(ev.len(), 1, "{:#?}", plan.actions);
+        match ev[0] {
+            Action::EvictComponent {
+                app,
+                component,
+                host,
+                explanation,
+            } => {
+                assert_eq!(*app, AppId(2));
+                assert_eq!(*component, ComponentId(22), "youngest elastic goes");
+                assert_eq!(*host, HostId(0));
+                let b = explanation.binding.expect("binding");
+                assert_eq!(b.resource, Resource::Mem);
+                assert!((b.needed - 3.0 * GIB).abs() < 1.0);
+                assert!((b.free - 2.0 * GIB).abs() < 1.0);
+                assert!(matches!(
+                    explanation.reason,
+                    Reason::ElasticDidNotFit { .. }
+                ));
+                let text = explanation.to_string();
+                assert!(text.contains("on host 0 mem"), "{text}");
+            }
+            other => panic!("expected a component eviction, got {other:?}"),
+        }
+        // The spiking core is grown, the others keep running.
+        assert!(plan
+            .resizes()
+            .any(|a| matches!(a, Action::Resize { component, to, .. }
+            if *component == ComponentId(10) && (to.mem_bytes - 8.0 * GIB).abs() < 1.0)));
+    }
+
+    #[test]
+    fn core_that_does_not_fit_evicts_whole_app_across_hosts() {
+        let view = ClusterView {
+            hosts: vec![host(0, 4.0, 100.0), host(1, 4.0, 100.0)],
+            apps: vec![
+                app(
+                    1,
+                    0.0,
+                    vec![comp(10, Class::Core, 1, 0.0, (4.0, 100.0), (3.0, 80.0))],
+                ),
+                app(
+                    2,
+                    1.0,
+                    vec![
+                        comp(20, Class::Core, 0, 0.0, (2.0, 50.0), (1.0, 10.0)),
+                        comp(21, Class::Core, 1, 0.0, (2.0, 50.0), (1.0, 30.0)),
+                        comp(22, Class::Elastic, 0, 0.0, (2.0, 50.0), (1.0, 10.0)),
+                    ],
+                ),
+            ],
+        };
+        let plan = decide(&view, 10_000.0, &cfg0());
+        let ev: Vec<&Action> = plan.evictions().collect();
+        assert_eq!(ev.len(), 1, "{:#?}", plan.actions);
+        match ev[0] {
+            Action::EvictApplication {
+                app,
+                components,
+                explanation,
+            } => {
+                assert_eq!(*app, AppId(2));
+                assert_eq!(
+                    components,
+                    &vec![ComponentId(20), ComponentId(21), ComponentId(22)]
+                );
+                assert_eq!(
+                    explanation.reason,
+                    Reason::CoreDidNotFit {
+                        component: ComponentId(21)
+                    }
+                );
+                let b = explanation.binding.expect("binding");
+                assert_eq!((b.host, b.resource), (HostId(1), Resource::Mem));
+            }
+            other => panic!("expected an application eviction, got {other:?}"),
+        }
+        // No resize for evicted components.
+        assert!(plan.resizes().all(|a| a.app() == AppId(1)));
+    }
+
+    #[test]
+    fn buffer_terms_and_clamps() {
+        let mut c = comp(1, Class::Core, 0, 0.0, (4.0, 1000.0), (1.0, 400.0));
+        c.forecast = Some(Forecasts {
+            cpu: Predictive::gaussian(1.0, 0.1),
+            mem: Predictive::gaussian(400.0, 50.0),
+        });
+        c.usage = Resources::new(0.5, 300.0);
+        let a = app(1, 0.0, vec![c.clone()]);
+        let cfg = ShaperConfig {
+            k1: 0.05,
+            k2: 3.0,
+            ..ShaperConfig::default()
+        };
+        let t = component_target(&a, &c, 10_000.0, &cfg);
+        assert_eq!(t.basis, Basis::Forecast);
+        assert!((t.cpu.k1_term - 0.2).abs() < 1e-12);
+        assert!((t.cpu.k2_term - 0.3).abs() < 1e-12);
+        assert!((t.alloc.cpu_cores - 1.5).abs() < 1e-12);
+        assert!((t.alloc.mem_bytes - (400.0 + 50.0 + 150.0)).abs() < 1e-9);
+        assert_eq!(t.cpu.bound, Bound::Buffer);
+        // Ceiling: request.
+        let mut big = c.clone();
+        big.forecast = Some(Forecasts {
+            cpu: Predictive::point(9.0),
+            mem: Predictive::point(10.0),
+        });
+        let t = component_target(&a, &big, 10_000.0, &cfg);
+        assert_eq!(t.alloc.cpu_cores, 4.0);
+        assert_eq!(t.cpu.bound, Bound::Ceiling);
+        // Growth allowed above the request.
+        let t = component_target(
+            &a,
+            &big,
+            10_000.0,
+            &ShaperConfig {
+                max_growth: 3.0,
+                ..cfg.clone()
+            },
+        );
+        assert!((t.alloc.cpu_cores - 9.2).abs() < 1e-12);
+        // Usage floor.
+        let mut hot = big.clone();
+        hot.usage = Resources::new(0.1, 500.0);
+        let t = component_target(&a, &hot, 10_000.0, &cfg);
+        assert_eq!(t.alloc.mem_bytes, 500.0);
+        assert_eq!(t.mem.bound, Bound::Usage);
+        // Grace period, failure limit, no forecast: request.
+        let t = component_target(&a, &c, 100.0, &cfg);
+        assert_eq!((t.basis, t.alloc), (Basis::GracePeriod, c.request));
+        let failing = Application {
+            failures: 3,
+            ..a.clone()
+        };
+        let t = component_target(&failing, &c, 10_000.0, &cfg);
+        assert_eq!((t.basis, t.alloc), (Basis::FailureLimit, c.request));
+        let mut blind = c.clone();
+        blind.forecast = None;
+        let t = component_target(&a, &blind, 10_000.0, &cfg);
+        assert_eq!((t.basis, t.alloc), (Basis::NoForecast, c.request));
+    }
+
+    #[test]
+    fn hysteresis_skips_small_changes_but_not_needed_growth() {
+        let mut c = comp(1, Class::Core, 0, 0.0, (4.0, 1000.0), (2.0, 500.0));
+        c.allocation = Resources::new(2.05, 510.0);
+        c.usage = Resources::new(1.0, 400.0);
+        let view = ClusterView {
+            hosts: vec![host(0, 8.0, 4000.0)],
+            apps: vec![app(1, 0.0, vec![c.clone()])],
+        };
+        let cfg = ShaperConfig {
+            k1: 0.0,
+            k2: 0.0,
+            min_relative_change: 0.05,
+            ..ShaperConfig::default()
+        };
+        let plan = decide(&view, 10_000.0, &cfg);
+        assert_eq!(plan.actions.len(), 0);
+        assert_eq!(plan.summary.skipped_by_hysteresis, 1);
+        // Usage above the current allocation: the growth is applied.
+        let mut view2 = view.clone();
+        view2.apps[0].components[0].allocation = Resources::new(2.05, 490.0);
+        view2.apps[0].components[0].usage = Resources::new(1.0, 495.0);
+        let plan = decide(&view2, 10_000.0, &cfg);
+        assert_eq!(plan.resizes().count(), 1, "{:#?}", plan.actions);
+    }
+
+    #[test]
+    fn protected_is_never_shrunk_nor_evicted() {
+        let mut p = comp(1, Class::Elastic, 0, 0.0, (4.0, 100.0), (1.0, 10.0));
+        p.protected = true;
+        let view = ClusterView {
+            hosts: vec![host(0, 4.0, 100.0)],
+            apps: vec![
+                app(
+                    1,
+                    0.0,
+                    vec![comp(10, Class::Core, 0, 0.0, (4.0, 100.0), (3.5, 95.0))],
+                ),
+                app(2, 1.0, vec![p]),
+            ],
+        };
+        let plan = decide(&view, 10_000.0, &cfg0());
+        // The protected one (4 cores) is forced; app 1 no longer fits.
+        assert!(
+            plan.actions.iter().all(|a| a.app() != AppId(2)),
+            "{:#?}",
+            plan.actions
+        );
+        assert!(
+            matches!(plan.evictions().next(), Some(Action::EvictApplication { app, .. }) if *app == AppId(1))
+        );
+    }
+
+    #[test]
+    fn optimistic_and_baseline_never_evict() {
+        let view = ClusterView {
+            hosts: vec![host(0, 1.0, 10.0)],
+            apps: vec![
+                app(
+                    1,
+                    0.0,
+                    vec![comp(10, Class::Core, 0, 0.0, (4.0, 100.0), (3.0, 90.0))],
+                ),
+                app(
+                    2,
+                    1.0,
+                    vec![comp(20, Class::Core, 0, 0.0, (4.0, 100.0), (3.0, 90.0))],
+                ),
+            ],
+        };
+        for policy in [Policy::Optimistic, Policy::Baseline] {
+            let plan = decide(&view, 10_000.0, &ShaperConfig { policy, ..cfg0() });
+            assert_eq!(plan.evictions().count(), 0, "{policy}");
+        }
+        let plan = decide(
+            &view,
+            10_000.0,
+            &ShaperConfig {
+                policy: Policy::Optimistic,
+                ..cfg0()
+            },
+        );
+        assert_eq!(plan.resizes().count(), 2);
+        let mut shrunk = view.clone();
+        shrunk.apps[0].components[0].allocation = Resources::new(1.0, 1.0);
+        let plan = decide(
+            &shrunk,
+            10_000.0,
+            &ShaperConfig {
+                policy: Policy::Baseline,
+                ..cfg0()
+            },
+        );
+        assert_eq!(plan.resizes().count(), 1);
+        assert!(
+            matches!(plan.resizes().next(), Some(Action::Resize { to, .. }) if *to == Resources::new(4.0, 100.0))
+        );
+    }
+
+    #[test]
+    fn unknown_host_is_left_alone_and_sparse_ids_work() {
+        let view = ClusterView {
+            hosts: vec![host(700, 8.0, 100.0), host(5, 8.0, 100.0)],
+            apps: vec![app(
+                1,
+                0.0,
+                vec![
+                    comp(10, Class::Core, 5, 0.0, (4.0, 100.0), (1.0, 10.0)),
+                    comp(11, Class::Core, 700, 0.0, (4.0, 100.0), (1.0, 10.0)),
+                    comp(12, Class::Core, 6, 0.0, (4.0, 100.0), (1.0, 10.0)),
+                ],
+            )],
+        };
+        let plan = decide(&view, 10_000.0, &cfg0());
+        assert_eq!(plan.summary.unknown_host_components, 1);
+        assert_eq!(plan.resizes().count(), 2);
+        assert_eq!(plan.evictions().count(), 0);
+    }
+
+    #[test]
+    fn plan_round_trips_through_json() {
+        let view = ClusterView {
+            hosts: vec![host(0, 4.0, 100.0)],
+            apps: vec![
+                app(
+                    1,
+                    0.0,
+                    vec![comp(10, Class::Core, 0, 0.0, (4.0, 100.0), (3.0, 80.0))],
+                ),
+                app(
+                    2,
+                    1.0,
+                    vec![comp(20, Class::Core, 0, 0.0, (4.0, 100.0), (3.0, 80.0))],
+                ),
+            ],
+        };
+        let plan = decide(&view, 10_000.0, &cfg0());
+        assert_eq!(plan.actions.len(), 2);
+        let json = serde_json::to_string(&plan).expect("serialises");
+        assert!(json.contains("\"action\":\"evict_application\""), "{json}");
+        let back: Plan = serde_json::from_str(&json).expect("parses");
+        assert_eq!(back, plan);
+    }
+}

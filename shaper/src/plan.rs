@@ -1,0 +1,314 @@
+//! The plan `decide()` returns: actions as data, each with its explanation.
+//!
+//! Callers apply the actions **in order**: application evictions, component
+//! evictions, then resizes that only shrink, then resizes that grow (in any
+//! resource). Applying them in that order never needs more room on a host
+//! than the plan frees first.
+
+use crate::config::{Policy, VictimOrder};
+use crate::model::{AppId, ComponentId, HostId, Resource, Resources};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// One thing to do to the cluster.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Action {
+    /// Set a component's allocation (limits) to `to`.
+    Resize {
+        app: AppId,
+        component: ComponentId,
+        host: HostId,
+        from: Resources,
+        to: Resources,
+        explanation: Explanation,
+    },
+    /// Kill one elastic component (its application keeps running).
+    EvictComponent {
+        app: AppId,
+        component: ComponentId,
+        host: HostId,
+        explanation: Explanation,
+    },
+    /// Kill a whole application (every component, on every host); the
+    /// scheduler resubmits it at its original priority.
+    EvictApplication {
+        app: AppId,
+        components: Vec<ComponentId>,
+        explanation: Explanation,
+    },
+}
+
+impl Action {
+    /// The application the action touches.
+    pub fn app(&self) -> AppId {
+        match self {
+            Action::Resize { app, .. }
+            | Action::EvictComponent { app, .. }
+            | Action::EvictApplication { app, .. } => *app,
+        }
+    }
+
+    pub fn explanation(&self) -> &Explanation {
+        match self {
+            Action::Resize { explanation, .. }
+            | Action::EvictComponent { explanation, .. }
+            | Action::EvictApplication { explanation, .. } => explanation,
+        }
+    }
+
+    /// `resize`, `evict_component` or `evict_application` (as serialised).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Action::Resize { .. } => "resize",
+            Action::EvictComponent { .. } => "evict_component",
+            Action::EvictApplication { .. } => "evict_application",
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Action::Resize { app, component, host, from, to, explanation } => write!(
+                f,
+                "resize app {} component {} on host {}: cpu {} -> {} cores, mem {} -> {} bytes ({explanation})",
+                app.0,
+                component.0,
+                host.0,
+                num(from.cpu_cores),
+                num(to.cpu_cores),
+                num(from.mem_bytes),
+                num(to.mem_bytes)
+            ),
+            Action::EvictComponent { app, component, host, explanation } => write!(
+                f,
+                "evict component {} of app {} on host {} ({explanation})",
+                component.0, app.0, host.0
+            ),
+            Action::EvictApplication { app, components, explanation } => write!(
+                f,
+                "evict app {} ({} components) ({explanation})",
+                app.0,
+                components.len()
+            ),
+        }
+    }
+}
+
+/// Why an action was planned.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Explanation {
+    pub reason: Reason,
+    /// Where the component's target came from (for an application eviction:
+    /// the core component that did not fit).
+    pub basis: Basis,
+    pub cpu: Sizing,
+    pub mem: Sizing,
+    /// The host and resource that did not have room (evictions, deferred
+    /// evictions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binding: Option<Binding>,
+}
+
+impl Explanation {
+    pub fn sizing(&self, r: Resource) -> &Sizing {
+        match r {
+            Resource::Cpu => &self.cpu,
+            Resource::Mem => &self.mem,
+        }
+    }
+}
+
+/// The decision behind an action.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Reason {
+    /// Resized to its target (forecast + buffer, or its request).
+    Shaped,
+    /// Protected: only ever grown to its target, never shrunk nor evicted.
+    Protected,
+    /// A core component of the application did not fit: all or nothing.
+    CoreDidNotFit { component: ComponentId },
+    /// This elastic component did not fit after the components kept before it
+    /// in the victim order.
+    ElasticDidNotFit { victim_order: VictimOrder },
+    /// It should have been evicted but the per-round eviction cap was hit; it
+    /// keeps its current allocation (shrunk to its target when that is
+    /// smaller, never grown).
+    EvictionDeferred,
+}
+
+/// Where a component's target allocation came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// forecast mean + k1 * request + (upper(k2) - mean).
+    Forecast,
+    /// Inside the grace period: keeps its request.
+    GracePeriod,
+    /// No (usable) forecast: keeps its request.
+    NoForecast,
+    /// Its application reached the failure limit: keeps its request.
+    FailureLimit,
+    /// Baseline policy: allocation = request.
+    Baseline,
+}
+
+/// How one resource's target was computed. For a request-based basis the
+/// forecast fields are 0.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sizing {
+    /// Forecast mean.
+    pub mean: f64,
+    /// Forecast standard deviation.
+    pub sigma: f64,
+    /// `k1 * request`.
+    pub k1_term: f64,
+    /// `forecast.upper(k2) - mean` (`k2 * sigma` for a Gaussian forecast).
+    pub k2_term: f64,
+    /// The planned allocation before hysteresis and protection.
+    pub target: f64,
+    /// Which limit decided `target`.
+    pub bound: Bound,
+}
+
+/// Which limit decided a target allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    /// mean + buffer (or the request for a request-based basis).
+    Buffer,
+    /// Raised to the configured floor.
+    Floor,
+    /// Cut to the ceiling (request * max_growth).
+    Ceiling,
+    /// Raised to current usage.
+    Usage,
+}
+
+/// A host and resource that had no room.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Binding {
+    pub host: HostId,
+    pub resource: Resource,
+    /// What the component needed on that host.
+    pub needed: f64,
+    /// What was left there when it was considered.
+    pub free: f64,
+}
+
+/// Counts describing a plan.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlanSummary {
+    pub hosts: u64,
+    pub apps: u64,
+    pub components: u64,
+    /// Components resized (one `Resize` action each).
+    pub resized: u64,
+    /// Resizes skipped by hysteresis (`min_relative_change`).
+    pub skipped_by_hysteresis: u64,
+    pub evicted_apps: u64,
+    /// Components killed, counting every component of evicted applications.
+    pub evicted_components: u64,
+    /// Would-be victims kept because of `max_evictions_per_round`.
+    pub deferred_components: u64,
+    /// Components whose host is not in the view: left alone.
+    pub unknown_host_components: u64,
+}
+
+/// The result of one shaping round.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub policy: Policy,
+    pub now_s: f64,
+    /// In application order: evict applications, evict components, shrink
+    /// resizes, other resizes.
+    pub actions: Vec<Action>,
+    pub summary: PlanSummary,
+}
+
+impl Plan {
+    /// The `Resize` actions, in plan order.
+    pub fn resizes(&self) -> impl Iterator<Item = &Action> {
+        self.actions
+            .iter()
+            .filter(|a| matches!(a, Action::Resize { .. }))
+    }
+
+    /// The eviction actions (applications, then components), in plan order.
+    pub fn evictions(&self) -> impl Iterator<Item = &Action> {
+        self.actions
+            .iter()
+            .filter(|a| !matches!(a, Action::Resize { .. }))
+    }
+}
+
+fn num(x: f64) -> String {
+    if x == 0.0 || (1e-3..1e6).contains(&x.abs()) {
+        let s = format!("{x:.3}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        s.to_string()
+    } else {
+        format!("{x:.4e}")
+    }
+}
+
+impl fmt::Display for Sizing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "target {} = mean {} + k1_term {} + k2_term {} (sigma {})",
+            num(self.target),
+            num(self.mean),
+            num(self.k1_term),
+            num(self.k2_term),
+            num(self.sigma)
+        )?;
+        match self.bound {
+            Bound::Buffer => Ok(()),
+            Bound::Floor => f.write_str(", raised to the floor"),
+            Bound::Ceiling => f.write_str(", cut to the ceiling"),
+            Bound::Usage => f.write_str(", raised to current usage"),
+        }
+    }
+}
+
+impl fmt::Display for Explanation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.reason {
+            Reason::Shaped => f.write_str("shaped")?,
+            Reason::Protected => f.write_str("protected: never shrunk")?,
+            Reason::CoreDidNotFit { component } => {
+                write!(f, "core component {} did not fit", component.0)?
+            }
+            Reason::ElasticDidNotFit { victim_order } => write!(
+                f,
+                "elastic component did not fit (victim order {})",
+                victim_order.as_str()
+            )?,
+            Reason::EvictionDeferred => {
+                f.write_str("eviction deferred: max_evictions_per_round reached")?
+            }
+        }
+        if let Some(b) = &self.binding {
+            write!(
+                f,
+                " on host {} {}: needed {}, free {}",
+                b.host.0,
+                b.resource,
+                num(b.needed),
+                num(b.free)
+            )?;
+        }
+        match self.basis {
+            Basis::Forecast => write!(f, "; cpu {}; mem {}", self.cpu, self.mem),
+            Basis::GracePeriod => f.write_str("; in grace period: keeps its request"),
+            Basis::NoForecast => f.write_str("; no forecast: keeps its request"),
+            Basis::FailureLimit => {
+                f.write_str("; application over the failure limit: keeps its request")
+            }
+            Basis::Baseline => f.write_str("; baseline: allocation = request"),
+        }
+    }
+}
