@@ -532,8 +532,11 @@ fn plan_pessimistic(
     // Forced allocations first: protected components, and the core
     // components of applications that have a protected component (evicting
     // such an application would kill its protected component).
-    for (ai, app) in apps.iter().enumerate() {
-        let first = app_start[ai] as usize;
+    // Taken in scheduler order so that the float sums do not depend on the
+    // order of the view.
+    for &ai in order {
+        let app = &apps[ai as usize];
+        let first = app_start[ai as usize] as usize;
         let pinned = app
             .components
             .iter()
@@ -745,6 +748,7 @@ fn apply_eviction_cap(
         if !v.deferred {
             continue;
         }
+        deferred += cost(v);
         let app = &apps[v.app as usize];
         let first = app_start[v.app as usize] as usize;
         for (j, c) in app.components.iter().enumerate() {
@@ -768,7 +772,6 @@ fn apply_eviction_cap(
             s.changed = changed;
             s.skipped = skipped;
             s.state = State::Deferred;
-            deferred += 1;
         }
     }
     tracing::warn!(
