@@ -1,0 +1,310 @@
+//! Automatic order selection: d from KPSS tests, then the Hyndman-Khandakar
+//! stepwise search over (p, q) and the constant, ranked by AICc (or AIC),
+//! as statsforecast's `auto_arima_f` with `period = 1`.
+
+use super::config::{ArimaConfig, InformationCriterion};
+use super::fit::{fit_arima, near_unit_root, ArimaFit, Spec};
+use super::kalman::SsModel;
+use super::kpss::ndiffs;
+use super::ArimaError;
+
+/// statsforecast's limit on the number of models the stepwise search fits.
+const NMODELS: usize = 94;
+/// Largest p + q of the non-stepwise search.
+const MAX_ORDER: usize = 5;
+/// Iteration limit of cold fits (R / statsforecast use 100).
+const COLD_MAX_ITER: usize = 100;
+
+fn is_constant(x: &[f64]) -> bool {
+    x.iter().all(|v| *v == x[0])
+}
+
+fn constant_fit(v: f64, n: usize) -> ArimaFit {
+    let model = SsModel::new(&[], &[], 0).unwrap_or_else(|| unreachable_model());
+    ArimaFit {
+        p: 0,
+        d: 0,
+        q: 0,
+        constant: true,
+        ar: Vec::new(),
+        ma: Vec::new(),
+        beta: Some(v),
+        sigma2: 0.0,
+        sigma2_ml: 0.0,
+        loglik: f64::NAN,
+        aic: f64::NAN,
+        aicc: f64::NAN,
+        n,
+        model,
+        constant_series: Some(v),
+    }
+}
+
+// SsModel::new(&[], &[], 0) cannot fail (r = 1, no AR); keep a total
+// function without unwrap anyway.
+fn unreachable_model() -> SsModel {
+    SsModel {
+        p: 0,
+        q: 0,
+        r: 1,
+        d: 0,
+        rd: 1,
+        phi: [0.0; super::kalman::MAX_R],
+        theta: [0.0; super::kalman::MAX_R],
+        delta: [0.0; super::kalman::MAX_D],
+        a: [0.0; super::kalman::MAX_RD],
+        pmat: [0.0; super::kalman::MAX_RD * super::kalman::MAX_RD],
+        pn: [0.0; super::kalman::MAX_RD * super::kalman::MAX_RD],
+    }
+}
+
+/// Checks a series: non-empty and all finite.
+pub(crate) fn check_series(y: &[f64]) -> Result<(), ArimaError> {
+    if y.is_empty() {
+        return Err(ArimaError::TooShort { n: 0, min: 1 });
+    }
+    if let Some(index) = y.iter().position(|v| !v.is_finite()) {
+        return Err(ArimaError::NonFinite { index });
+    }
+    Ok(())
+}
+
+/// Fits one candidate and scores it like statsforecast's `myarima`:
+/// `f64::INFINITY` when the fit fails or a root is within 1.01 of the unit
+/// circle.
+pub(crate) fn score(x: &[f64], spec: Spec, ic: InformationCriterion) -> (Option<ArimaFit>, f64) {
+    match fit_arima(x, spec, None, None, COLD_MAX_ITER) {
+        Ok(fit) => {
+            let v = match ic {
+                InformationCriterion::Aicc => fit.aicc,
+                InformationCriterion::Aic => fit.aic,
+            };
+            let v = if v.is_nan() || near_unit_root(&fit) {
+                f64::INFINITY
+            } else {
+                v
+            };
+            (Some(fit), v)
+        }
+        Err(e) => {
+            tracing::trace!(?spec, error = %e, "arima candidate failed");
+            (None, f64::INFINITY)
+        }
+    }
+}
+
+/// Offline auto-ARIMA on `y` (statsforecast `AutoARIMA(season_length=1)`
+/// semantics): d from KPSS tests (alpha `cfg.kpss_alpha`, d <= `cfg.max_d`),
+/// then the stepwise (or full) search over p <= max_p, q <= max_q and the
+/// constant (a mean when d = 0, a drift when d = 1), each candidate fitted
+/// by CSS then exact ML.
+///
+/// Errors: an empty series or one with a non-finite value, and series for
+/// which no candidate could be fitted.
+pub fn auto_arima(y: &[f64], cfg: &ArimaConfig) -> Result<ArimaFit, ArimaError> {
+    check_series(y)?;
+    let n = y.len();
+    if is_constant(y) {
+        return Ok(constant_fit(y[0], n));
+    }
+    let max_p = cfg.max_p.min(5).min(n / 3);
+    let max_q = cfg.max_q.min(5).min(n / 3);
+    let ic = if n <= 3 {
+        InformationCriterion::Aic
+    } else {
+        cfg.ic
+    };
+    let d = ndiffs(y, cfg.kpss_alpha, cfg.max_d.min(2));
+    let mut dx = y.to_vec();
+    for _ in 0..d {
+        dx = dx.windows(2).map(|w| w[1] - w[0]).collect();
+    }
+    if dx.is_empty() {
+        return Err(ArimaError::TooShort { n, min: d + 1 });
+    }
+    if is_constant(&dx) {
+        // the series is a line (d = 1) or a parabola (d = 2)
+        let (spec, beta) = if d >= 2 {
+            (
+                Spec {
+                    p: 0,
+                    d: 2,
+                    q: 0,
+                    constant: false,
+                },
+                None,
+            )
+        } else {
+            let m = dx.iter().sum::<f64>() / dx.len() as f64;
+            (
+                Spec {
+                    p: 0,
+                    d,
+                    q: 0,
+                    constant: true,
+                },
+                Some(m),
+            )
+        };
+        return fit_arima(y, spec, None, beta, COLD_MAX_ITER);
+    }
+    let allow_drift = cfg.allow_drift && d == 1;
+    let allow_mean = cfg.allow_mean && d == 0;
+    let mut constant = allow_drift || allow_mean;
+
+    let mut best: Option<ArimaFit> = None;
+    let mut best_ic = f64::INFINITY;
+    let mut tried: Vec<(usize, usize, bool)> = Vec::with_capacity(NMODELS);
+    let mut try_model = |p: usize,
+                         q: usize,
+                         c: bool,
+                         best: &mut Option<ArimaFit>,
+                         best_ic: &mut f64,
+                         tried: &mut Vec<(usize, usize, bool)>|
+     -> bool {
+        tried.push((p, q, c));
+        let (fit, v) = score(
+            y,
+            Spec {
+                p,
+                d,
+                q,
+                constant: c,
+            },
+            ic,
+        );
+        if v < *best_ic {
+            *best_ic = v;
+            *best = fit;
+            true
+        } else {
+            false
+        }
+    };
+
+    if !cfg.stepwise {
+        for p in 0..=max_p {
+            for q in 0..=max_q {
+                if p + q > MAX_ORDER {
+                    continue;
+                }
+                let consts: &[bool] = if constant { &[true, false] } else { &[false] };
+                for &c in consts {
+                    try_model(p, q, c, &mut best, &mut best_ic, &mut tried);
+                }
+            }
+        }
+    } else {
+        let (sp, sq) = if n < 10 { (1, 1) } else { (2, 2) };
+        let mut p = sp.min(max_p);
+        let mut q = sq.min(max_q);
+        try_model(p, q, constant, &mut best, &mut best_ic, &mut tried);
+        if try_model(0, 0, constant, &mut best, &mut best_ic, &mut tried) {
+            p = 0;
+            q = 0;
+        }
+        if max_p > 0 && try_model(1, 0, constant, &mut best, &mut best_ic, &mut tried) {
+            p = 1;
+            q = 0;
+        }
+        if max_q > 0 && try_model(0, 1, constant, &mut best, &mut best_ic, &mut tried) {
+            p = 0;
+            q = 1;
+        }
+        if constant && try_model(0, 0, false, &mut best, &mut best_ic, &mut tried) {
+            // statsforecast keeps `constant` as is here
+            p = 0;
+            q = 0;
+        }
+        let mut startk = 0;
+        while startk < tried.len() && tried.len() < NMODELS {
+            startk = tried.len();
+            let is_new = |tried: &Vec<(usize, usize, bool)>, p: usize, q: usize, c: bool| {
+                !tried.contains(&(p, q, c))
+            };
+            // neighbours in statsforecast's order: (dp, dq)
+            let moves: [(i32, i32); 8] = [
+                (-1, 0),
+                (0, -1),
+                (1, 0),
+                (0, 1),
+                (-1, -1),
+                (-1, 1),
+                (1, -1),
+                (1, 1),
+            ];
+            let mut moved = false;
+            for (dp, dq) in moves {
+                let np = p as i32 + dp;
+                let nq = q as i32 + dq;
+                if np < 0 || nq < 0 || np as usize > max_p || nq as usize > max_q {
+                    continue;
+                }
+                let (np, nq) = (np as usize, nq as usize);
+                if !is_new(&tried, np, nq, constant) {
+                    continue;
+                }
+                if tried.len() >= NMODELS {
+                    break;
+                }
+                if try_model(np, nq, constant, &mut best, &mut best_ic, &mut tried) {
+                    p = np;
+                    q = nq;
+                    moved = true;
+                    break;
+                }
+            }
+            if moved {
+                continue;
+            }
+            if (allow_drift || allow_mean)
+                && is_new(&tried, p, q, !constant)
+                && tried.len() < NMODELS
+                && try_model(p, q, !constant, &mut best, &mut best_ic, &mut tried)
+            {
+                constant = !constant;
+            }
+        }
+    }
+    match best {
+        Some(fit) if best_ic.is_finite() => {
+            tracing::debug!(order = ?fit.order(), constant = fit.constant, ic = best_ic, models = tried.len(), "auto_arima selected");
+            Ok(fit)
+        }
+        _ => Err(ArimaError::NoSuitableModel),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_series_gives_flat_zero_std_forecast() {
+        let fit = auto_arima(&[3.0; 30], &ArimaConfig::default()).expect("fit");
+        assert_eq!(fit.order(), (0, 0, 0));
+        assert_eq!(fit.forecast(3), vec![(3.0, 0.0); 3]);
+    }
+
+    #[test]
+    fn linear_series_is_a_drift_random_walk() {
+        let y: Vec<f64> = (0..40).map(|t| 2.0 + 0.5 * t as f64).collect();
+        let fit = auto_arima(&y, &ArimaConfig::default()).expect("fit");
+        assert_eq!(fit.order().1, 1);
+        let fc = fit.forecast(2);
+        assert!((fc[0].0 - (2.0 + 0.5 * 40.0)).abs() < 1e-6, "{fc:?}");
+        assert!((fc[1].0 - (2.0 + 0.5 * 41.0)).abs() < 1e-6, "{fc:?}");
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        assert!(matches!(
+            auto_arima(&[], &ArimaConfig::default()),
+            Err(ArimaError::TooShort { .. })
+        ));
+        assert!(matches!(
+            auto_arima(&[1.0, f64::NAN], &ArimaConfig::default()),
+            Err(ArimaError::NonFinite { index: 1 })
+        ));
+    }
+}

@@ -1,0 +1,165 @@
+//! Configuration of the auto-ARIMA forecaster.
+
+use serde::{Deserialize, Serialize};
+
+/// Information criterion that ranks candidate orders.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InformationCriterion {
+    /// Small-sample corrected AIC (statsforecast's default).
+    #[default]
+    Aicc,
+    /// Plain AIC.
+    Aic,
+}
+
+/// Auto-ARIMA settings. Every field has a documented default; a TOML/JSON
+/// section may give any subset.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ArimaConfig {
+    /// Samples kept and fitted on (default 60).
+    pub window: usize,
+    /// Largest AR order searched (default 5; also capped at n/3).
+    pub max_p: usize,
+    /// Largest MA order searched (default 5; also capped at n/3).
+    pub max_q: usize,
+    /// Largest number of differences chosen by the KPSS tests (default 2, at most 2).
+    pub max_d: usize,
+    /// Criterion that ranks orders (default AICc).
+    pub ic: InformationCriterion,
+    /// Hyndman-Khandakar stepwise search (default true); false searches
+    /// every (p, q) with p + q <= 5.
+    pub stepwise: bool,
+    /// Significance level of the KPSS tests (default 0.05, clamped to [0.01, 0.1]).
+    pub kpss_alpha: f64,
+    /// Allow a non-zero mean when d = 0 (default true, as statsforecast).
+    pub allow_mean: bool,
+    /// Allow a drift when d = 1 (default true, as statsforecast).
+    pub allow_drift: bool,
+    /// Online: redo the order search every this many observations (default 20).
+    pub research_every: usize,
+    /// Online: number of recent one-step errors watched for degradation (default 10).
+    pub degrade_window: usize,
+    /// Online: redo the order search early when the mean squared
+    /// standardized one-step error of the last `degrade_window` samples
+    /// exceeds this (default 4.0, i.e. errors at twice the model's sigma).
+    pub degrade_ratio: f64,
+    /// Online: fewest samples before a model is fitted (default 10); below
+    /// it the forecast is the last value with a std from recent differences.
+    pub min_samples: usize,
+    /// Online: iteration limit of the warm-started refit (default 30).
+    pub warm_max_iter: usize,
+}
+
+impl Default for ArimaConfig {
+    fn default() -> Self {
+        Self {
+            window: 60,
+            max_p: 5,
+            max_q: 5,
+            max_d: 2,
+            ic: InformationCriterion::Aicc,
+            stepwise: true,
+            kpss_alpha: 0.05,
+            allow_mean: true,
+            allow_drift: true,
+            research_every: 20,
+            degrade_window: 10,
+            degrade_ratio: 4.0,
+            min_samples: 10,
+            warm_max_iter: 30,
+        }
+    }
+}
+
+impl ArimaConfig {
+    /// Checks every field; returns all problems at once.
+    pub fn validate(&self) -> Result<(), Vec<String>> {
+        let mut errs = Vec::new();
+        if self.window < 4 {
+            errs.push(format!("arima.window must be >= 4, got {}", self.window));
+        }
+        if self.window > 10_000 {
+            errs.push(format!(
+                "arima.window must be <= 10000, got {}",
+                self.window
+            ));
+        }
+        if self.max_p > 5 {
+            errs.push(format!("arima.max_p must be <= 5, got {}", self.max_p));
+        }
+        if self.max_q > 5 {
+            errs.push(format!("arima.max_q must be <= 5, got {}", self.max_q));
+        }
+        if self.max_d > 2 {
+            errs.push(format!("arima.max_d must be <= 2, got {}", self.max_d));
+        }
+        if !(self.kpss_alpha.is_finite() && self.kpss_alpha > 0.0 && self.kpss_alpha < 1.0) {
+            errs.push(format!(
+                "arima.kpss_alpha must be in (0, 1), got {}",
+                self.kpss_alpha
+            ));
+        }
+        if self.research_every == 0 {
+            errs.push("arima.research_every must be >= 1".to_string());
+        }
+        if self.degrade_window == 0 {
+            errs.push("arima.degrade_window must be >= 1".to_string());
+        }
+        if !(self.degrade_ratio.is_finite() && self.degrade_ratio > 0.0) {
+            errs.push(format!(
+                "arima.degrade_ratio must be finite and > 0, got {}",
+                self.degrade_ratio
+            ));
+        }
+        if self.min_samples < 4 {
+            errs.push(format!(
+                "arima.min_samples must be >= 4, got {}",
+                self.min_samples
+            ));
+        }
+        if self.min_samples > self.window {
+            errs.push(format!(
+                "arima.min_samples ({}) must be <= arima.window ({})",
+                self.min_samples, self.window
+            ));
+        }
+        if self.warm_max_iter == 0 {
+            errs.push("arima.warm_max_iter must be >= 1".to_string());
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(errs)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid_and_errors_are_all_reported() {
+        assert_eq!(ArimaConfig::default().validate(), Ok(()));
+        let bad = ArimaConfig {
+            window: 2,
+            max_p: 9,
+            kpss_alpha: f64::NAN,
+            research_every: 0,
+            ..Default::default()
+        };
+        let errs = bad.validate().expect_err("invalid");
+        assert!(errs.len() >= 4, "{errs:?}");
+    }
+
+    #[test]
+    fn serde_rejects_unknown_fields_and_fills_defaults() {
+        let c: ArimaConfig = serde_json::from_str(r#"{"window": 30, "ic": "aic"}"#).expect("parse");
+        assert_eq!(c.window, 30);
+        assert_eq!(c.ic, InformationCriterion::Aic);
+        assert_eq!(c.max_p, 5);
+        assert!(serde_json::from_str::<ArimaConfig>(r#"{"windw": 30}"#).is_err());
+    }
+}

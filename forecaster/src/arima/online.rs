@@ -1,0 +1,269 @@
+//! Online auto-ARIMA: a sliding window of the last `window` samples, a warm
+//! started refit of the current order at every sample, and a fresh order
+//! search every `research_every` samples or when the one-step errors
+//! degrade.
+
+use std::collections::VecDeque;
+
+use super::auto::auto_arima;
+use super::config::ArimaConfig;
+use super::fit::{fit_arima, near_unit_root, ArimaFit, Spec, Warm};
+use crate::{ForecastError, Forecaster, Predictive};
+
+/// Online auto-ARIMA forecaster (see the module docs).
+///
+/// `forecast(horizon)` answers for the PEAK of the next `horizon` samples:
+/// from the per-step forecasts `(m_k, s_k)`, k = 1..horizon, the mean is
+/// `max_k m_k` and the std is chosen so that the 2-sigma upper band equals
+/// `max_k (m_k + 2 s_k)`, i.e. `std = (max_k (m_k + 2 s_k) - max_k m_k) / 2`.
+/// This keeps the band that the shaper provisions from at least as high as
+/// every single step's band while the mean stays the most likely peak level.
+#[derive(Clone, Debug)]
+pub struct AutoArima {
+    cfg: ArimaConfig,
+    buf: VecDeque<f64>,
+    observed: usize,
+    fit: Option<ArimaFit>,
+    since_search: usize,
+    /// Recent squared standardized one-step errors.
+    errs: VecDeque<f64>,
+    /// Per-step forecasts cached after each refit (up to `cache_h` steps).
+    cache: Vec<(f64, f64)>,
+    scratch: Vec<f64>,
+}
+
+const CACHE_H: usize = 12;
+
+impl AutoArima {
+    /// A new forecaster; the config is validated.
+    pub fn new(cfg: ArimaConfig) -> Result<AutoArima, ForecastError> {
+        cfg.validate()
+            .map_err(|e| ForecastError::InvalidConfig(e.join("; ")))?;
+        Ok(AutoArima {
+            buf: VecDeque::with_capacity(cfg.window + 1),
+            cfg,
+            observed: 0,
+            fit: None,
+            since_search: 0,
+            errs: VecDeque::new(),
+            cache: Vec::new(),
+            scratch: Vec::new(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ArimaConfig {
+        &self.cfg
+    }
+
+    /// The current model, if one is fitted.
+    pub fn current_fit(&self) -> Option<&ArimaFit> {
+        self.fit.as_ref()
+    }
+
+    /// Per-step forecasts `(mean, std)` for steps 1..=h (fallback when no
+    /// model is fitted: the last value with the fallback std, growing like a
+    /// random walk).
+    pub fn forecast_steps(&self, h: usize) -> Vec<(f64, f64)> {
+        let h = h.max(1);
+        if let Some(fit) = &self.fit {
+            let fc = if h <= self.cache.len() {
+                self.cache[..h].to_vec()
+            } else {
+                fit.forecast(h)
+            };
+            if fc.iter().all(|(m, s)| m.is_finite() && s.is_finite()) {
+                return fc;
+            }
+        }
+        let (last, std) = self.fallback();
+        (1..=h).map(|k| (last, std * (k as f64).sqrt())).collect()
+    }
+
+    /// Last value and a std from the mean absolute difference of the recent
+    /// samples (`1.2533 * mean |diff|`, the Gaussian ratio); with one sample
+    /// 10% of its magnitude.
+    fn fallback(&self) -> (f64, f64) {
+        let Some(&last) = self.buf.back() else {
+            return (0.0, 0.0);
+        };
+        let n = self.buf.len();
+        if n < 2 {
+            return (last, 0.1 * last.abs());
+        }
+        let start = n.saturating_sub(21);
+        let mut acc = 0.0;
+        let mut cnt = 0;
+        for i in (start + 1)..n {
+            acc += (self.buf[i] - self.buf[i - 1]).abs();
+            cnt += 1;
+        }
+        let std = 1.2533 * acc / cnt as f64;
+        (last, if std.is_finite() { std } else { 0.0 })
+    }
+
+    fn degraded(&self) -> bool {
+        self.errs.len() >= self.cfg.degrade_window
+            && self.errs.iter().sum::<f64>() / self.errs.len() as f64 > self.cfg.degrade_ratio
+    }
+
+    fn refit(&mut self) {
+        self.scratch.clear();
+        self.scratch.extend(self.buf.iter().copied());
+        let y = &self.scratch;
+        let search =
+            self.fit.is_none() || self.since_search >= self.cfg.research_every || self.degraded();
+        let mut new_fit = None;
+        if !search {
+            if let Some(old) = &self.fit {
+                if old.constant_series.is_none() {
+                    let spec = Spec {
+                        p: old.p,
+                        d: old.d,
+                        q: old.q,
+                        constant: old.constant,
+                    };
+                    let warm = Warm {
+                        ar: &old.ar,
+                        ma: &old.ma,
+                        beta: old.beta,
+                    };
+                    match fit_arima(y, spec, Some(warm), None, self.cfg.warm_max_iter) {
+                        Ok(f) if !near_unit_root(&f) => new_fit = Some(f),
+                        Ok(_) => tracing::debug!("warm refit near a unit root; re-searching"),
+                        Err(e) => tracing::debug!(error = %e, "warm refit failed; re-searching"),
+                    }
+                }
+            }
+        }
+        if new_fit.is_none() {
+            match auto_arima(y, &self.cfg) {
+                Ok(f) => new_fit = Some(f),
+                Err(e) => tracing::debug!(error = %e, "auto_arima failed; using the fallback"),
+            }
+            self.since_search = 0;
+            self.errs.clear();
+        }
+        self.fit = new_fit;
+        self.cache = match &self.fit {
+            Some(f) => f.forecast(CACHE_H),
+            None => Vec::new(),
+        };
+    }
+}
+
+impl Forecaster for AutoArima {
+    fn name(&self) -> &'static str {
+        "arima"
+    }
+
+    fn observe(&mut self, value: f64) -> Result<(), ForecastError> {
+        if !value.is_finite() {
+            return Err(ForecastError::NonFinite { value });
+        }
+        // one-step error of the previous forecast, standardized
+        if let Some(&(m, s)) = self.cache.first() {
+            if s > 0.0 {
+                let z = (value - m) / s;
+                self.errs.push_back(z * z);
+                while self.errs.len() > self.cfg.degrade_window {
+                    self.errs.pop_front();
+                }
+            }
+        }
+        self.buf.push_back(value);
+        while self.buf.len() > self.cfg.window {
+            self.buf.pop_front();
+        }
+        self.observed += 1;
+        self.since_search += 1;
+        if self.buf.len() >= self.cfg.min_samples {
+            self.refit();
+        }
+        Ok(())
+    }
+
+    fn forecast(&self, horizon: usize) -> Predictive {
+        if self.buf.is_empty() {
+            return Predictive::gaussian(0.0, 0.0);
+        }
+        let steps = self.forecast_steps(horizon.max(1));
+        let mut mean = f64::NEG_INFINITY;
+        let mut upper = f64::NEG_INFINITY;
+        for &(m, s) in &steps {
+            mean = mean.max(m);
+            upper = upper.max(m + 2.0 * s);
+        }
+        Predictive::gaussian(mean, ((upper - mean) / 2.0).max(0.0))
+    }
+
+    fn observed(&self) -> usize {
+        self.observed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fallback_before_min_samples_and_model_after() {
+        let mut m = AutoArima::new(ArimaConfig::default()).expect("cfg");
+        assert_eq!(m.forecast(1), Predictive::gaussian(0.0, 0.0));
+        m.observe(5.0).expect("finite");
+        let p = m.forecast(1);
+        assert_eq!(p.mean, 5.0);
+        assert!((p.std - 0.5).abs() < 1e-12);
+        for i in 0..40 {
+            m.observe(5.0 + ((i * 37) % 11) as f64 * 0.3)
+                .expect("finite");
+        }
+        assert!(m.current_fit().is_some());
+        let p = m.forecast(3);
+        assert!(p.mean.is_finite() && p.std > 0.0);
+        assert_eq!(m.observed(), 41);
+    }
+
+    #[test]
+    fn nan_is_rejected_and_state_unchanged() {
+        let mut m = AutoArima::new(ArimaConfig::default()).expect("cfg");
+        for i in 0..15 {
+            m.observe(i as f64).expect("finite");
+        }
+        let before = m.forecast(2);
+        assert!(matches!(
+            m.observe(f64::NAN),
+            Err(ForecastError::NonFinite { .. })
+        ));
+        assert!(m.observe(f64::INFINITY).is_err());
+        assert_eq!(m.forecast(2), before);
+        assert_eq!(m.observed(), 15);
+    }
+
+    #[test]
+    fn peak_forecast_dominates_every_step() {
+        let mut m = AutoArima::new(ArimaConfig::default()).expect("cfg");
+        for i in 0..60 {
+            m.observe(10.0 + 0.2 * i as f64 + ((i * 13) % 7) as f64 * 0.1)
+                .expect("finite");
+        }
+        let steps = m.forecast_steps(5);
+        let p = m.forecast(5);
+        for (mk, sk) in steps {
+            assert!(p.mean >= mk - 1e-12);
+            assert!(p.upper(2.0) >= mk + 2.0 * sk - 1e-9);
+        }
+    }
+
+    #[test]
+    fn invalid_config_is_refused() {
+        let cfg = ArimaConfig {
+            window: 1,
+            ..Default::default()
+        };
+        assert!(matches!(
+            AutoArima::new(cfg),
+            Err(ForecastError::InvalidConfig(_))
+        ));
+    }
+}
