@@ -4,9 +4,13 @@
 //!   and plain CSV files ([`series::load_series`]).
 //! - [`workload`]: the workload model ([`workload::Workload`]).
 
+pub mod bundled;
 pub mod error;
+pub mod google2011;
 pub mod io;
+pub mod pool;
 pub mod series;
 pub mod workload;
 
+pub use bundled::bundled_workload;
 pub use error::DatasetError;

@@ -1,0 +1,706 @@
+//! Streaming, typed readers for the Google clusterdata-2011-2 tables.
+//!
+//! Each table is read row by row from a `BufRead` (plain CSV, or gzip
+//! detected by content) with the official column order from `schema.csv`;
+//! nothing is loaded whole. Empty optional fields become `None`; an empty
+//! mandatory field, a wrong number of fields, or a value that does not parse
+//! is an error naming the file and the 1-based line. In `lenient` mode such
+//! rows are skipped and counted instead ([`TableReader::skipped`]); I/O and
+//! gzip errors stay fatal in both modes.
+//!
+//! A first row whose first field is not a number (e.g. the header the
+//! task_usage sample carries) is taken as a header and skipped.
+//!
+//! The fast path parses fields from `csv::ByteRecord` bytes directly
+//! (integers by hand, floats via `str::parse` on the borrowed bytes).
+
+use crate::io::{maybe_gunzip, open, open_bytes, BUF_BYTES};
+use crate::DatasetError;
+use serde::{Deserialize, Serialize};
+use std::io::BufRead;
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+/// Trace timestamps are microseconds; events before the trace window have
+/// time 0, events after it `i64::MAX`.
+pub type TimeUs = u64;
+
+/// Task event types (task_events column 6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TaskEventType {
+    Submit = 0,
+    Schedule = 1,
+    Evict = 2,
+    Fail = 3,
+    Finish = 4,
+    Kill = 5,
+    Lost = 6,
+    UpdatePending = 7,
+    UpdateRunning = 8,
+}
+
+impl TaskEventType {
+    pub const ALL: [TaskEventType; 9] = [
+        TaskEventType::Submit,
+        TaskEventType::Schedule,
+        TaskEventType::Evict,
+        TaskEventType::Fail,
+        TaskEventType::Finish,
+        TaskEventType::Kill,
+        TaskEventType::Lost,
+        TaskEventType::UpdatePending,
+        TaskEventType::UpdateRunning,
+    ];
+    pub fn from_code(code: u64) -> Option<Self> {
+        Self::ALL.get(usize::try_from(code).ok()?).copied()
+    }
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskEventType::Submit => "SUBMIT",
+            TaskEventType::Schedule => "SCHEDULE",
+            TaskEventType::Evict => "EVICT",
+            TaskEventType::Fail => "FAIL",
+            TaskEventType::Finish => "FINISH",
+            TaskEventType::Kill => "KILL",
+            TaskEventType::Lost => "LOST",
+            TaskEventType::UpdatePending => "UPDATE_PENDING",
+            TaskEventType::UpdateRunning => "UPDATE_RUNNING",
+        }
+    }
+    /// Events that end a run (or a pending life) of a task.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TaskEventType::Evict
+                | TaskEventType::Fail
+                | TaskEventType::Finish
+                | TaskEventType::Kill
+                | TaskEventType::Lost
+        )
+    }
+}
+
+/// Machine event types (machine_events column 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MachineEventType {
+    Add = 0,
+    Remove = 1,
+    Update = 2,
+}
+
+impl MachineEventType {
+    pub fn from_code(code: u64) -> Option<Self> {
+        match code {
+            0 => Some(MachineEventType::Add),
+            1 => Some(MachineEventType::Remove),
+            2 => Some(MachineEventType::Update),
+            _ => None,
+        }
+    }
+}
+
+/// One row of task_events (13 columns).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskEvent {
+    pub time_us: TimeUs,
+    pub missing_info: Option<u8>,
+    pub job_id: u64,
+    pub task_index: u64,
+    pub machine_id: Option<u64>,
+    pub event_type: TaskEventType,
+    /// Opaque user hash.
+    pub user: Option<String>,
+    pub scheduling_class: Option<u8>,
+    pub priority: u8,
+    /// Normalised to the largest machine's CPU capacity.
+    pub cpu_request: Option<f64>,
+    /// Normalised to the largest machine's memory capacity.
+    pub mem_request: Option<f64>,
+    pub disk_request: Option<f64>,
+    pub different_machines: Option<bool>,
+}
+
+/// One row of job_events (8 columns). Job event types share the codes of
+/// [`TaskEventType`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobEvent {
+    pub time_us: TimeUs,
+    pub missing_info: Option<u8>,
+    pub job_id: u64,
+    pub event_type: TaskEventType,
+    pub user: Option<String>,
+    pub scheduling_class: Option<u8>,
+    pub job_name: Option<String>,
+    pub logical_job_name: Option<String>,
+}
+
+/// One row of machine_events (6 columns).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MachineEvent {
+    pub time_us: TimeUs,
+    pub machine_id: u64,
+    pub event_type: MachineEventType,
+    pub platform_id: Option<String>,
+    /// Normalised to the largest machine.
+    pub cpus: Option<f64>,
+    /// Normalised to the largest machine.
+    pub memory: Option<f64>,
+}
+
+/// One row of task_usage (20 columns): usage of one task over a
+/// measurement window (normally 300 s), normalised like the requests.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskUsage {
+    pub start_time_us: TimeUs,
+    pub end_time_us: TimeUs,
+    pub job_id: u64,
+    pub task_index: u64,
+    pub machine_id: u64,
+    pub cpu_rate: Option<f64>,
+    pub canonical_memory: Option<f64>,
+    pub assigned_memory: Option<f64>,
+    pub unmapped_page_cache: Option<f64>,
+    pub total_page_cache: Option<f64>,
+    pub max_memory: Option<f64>,
+    pub disk_io_time: Option<f64>,
+    pub local_disk_space: Option<f64>,
+    pub max_cpu_rate: Option<f64>,
+    pub max_disk_io_time: Option<f64>,
+    pub cycles_per_instruction: Option<f64>,
+    pub memory_accesses_per_instruction: Option<f64>,
+    pub sample_portion: Option<f64>,
+    pub aggregation_type: Option<bool>,
+    pub sampled_cpu_usage: Option<f64>,
+}
+
+/// A Google 2011 table: its name, width and row parser.
+pub trait Table: Sized {
+    /// Table name as in the trace's folder names.
+    const NAME: &'static str;
+    /// Official column names, in order.
+    const COLUMNS: &'static [&'static str];
+    /// Parses one record with exactly `COLUMNS.len()` fields.
+    fn parse(r: &csv::ByteRecord) -> Result<Self, String>;
+}
+
+// ---- field parsing fast path ----
+
+#[inline]
+fn field<'a>(r: &'a csv::ByteRecord, i: usize) -> &'a [u8] {
+    r.get(i).unwrap_or(b"")
+}
+
+#[inline]
+fn parse_u64_bytes(b: &[u8]) -> Option<u64> {
+    if b.is_empty() || b.len() > 20 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in b {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(d))?;
+    }
+    Some(v)
+}
+
+fn bad(col: &str, b: &[u8], what: &str) -> String {
+    format!("{col}: {:?} is not {what}", String::from_utf8_lossy(b))
+}
+
+#[inline]
+fn req_u64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<u64, String> {
+    let b = field(r, i);
+    if b.is_empty() {
+        return Err(format!("{col}: mandatory field is empty"));
+    }
+    parse_u64_bytes(b).ok_or_else(|| bad(col, b, "a non-negative integer"))
+}
+
+#[inline]
+fn opt_u64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<u64>, String> {
+    let b = field(r, i);
+    if b.is_empty() {
+        return Ok(None);
+    }
+    parse_u64_bytes(b)
+        .map(Some)
+        .ok_or_else(|| bad(col, b, "a non-negative integer"))
+}
+
+#[inline]
+fn opt_small(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<u8>, String> {
+    match opt_u64(r, i, col)? {
+        None => Ok(None),
+        Some(v) => u8::try_from(v)
+            .map(Some)
+            .map_err(|_| format!("{col}: {v} is out of range")),
+    }
+}
+
+#[inline]
+fn opt_f64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<f64>, String> {
+    let b = field(r, i);
+    if b.is_empty() {
+        return Ok(None);
+    }
+    let s = std::str::from_utf8(b).map_err(|_| bad(col, b, "a number"))?;
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(Some(v)),
+        _ => Err(bad(col, b, "a finite number")),
+    }
+}
+
+#[inline]
+fn opt_bool(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<bool>, String> {
+    match field(r, i) {
+        b"" => Ok(None),
+        b"0" | b"false" | b"False" | b"FALSE" => Ok(Some(false)),
+        b"1" | b"true" | b"True" | b"TRUE" => Ok(Some(true)),
+        b => Err(bad(col, b, "a boolean (0/1)")),
+    }
+}
+
+#[inline]
+fn opt_string(r: &csv::ByteRecord, i: usize) -> Option<String> {
+    let b = field(r, i);
+    if b.is_empty() {
+        None
+    } else {
+        Some(String::from_utf8_lossy(b).into_owned())
+    }
+}
+
+fn task_event_type(r: &csv::ByteRecord, i: usize, col: &str) -> Result<TaskEventType, String> {
+    let code = req_u64(r, i, col)?;
+    TaskEventType::from_code(code).ok_or_else(|| format!("{col}: unknown event type {code}"))
+}
+
+impl Table for TaskEvent {
+    const NAME: &'static str = "task_events";
+    const COLUMNS: &'static [&'static str] = &[
+        "time",
+        "missing info",
+        "job ID",
+        "task index",
+        "machine ID",
+        "event type",
+        "user",
+        "scheduling class",
+        "priority",
+        "CPU request",
+        "memory request",
+        "disk space request",
+        "different machines restriction",
+    ];
+    fn parse(r: &csv::ByteRecord) -> Result<Self, String> {
+        let priority = req_u64(r, 8, "priority")?;
+        Ok(TaskEvent {
+            time_us: req_u64(r, 0, "time")?,
+            missing_info: opt_small(r, 1, "missing info")?,
+            job_id: req_u64(r, 2, "job ID")?,
+            task_index: req_u64(r, 3, "task index")?,
+            machine_id: opt_u64(r, 4, "machine ID")?,
+            event_type: task_event_type(r, 5, "event type")?,
+            user: opt_string(r, 6),
+            scheduling_class: opt_small(r, 7, "scheduling class")?,
+            priority: u8::try_from(priority)
+                .map_err(|_| format!("priority: {priority} is out of range"))?,
+            cpu_request: opt_f64(r, 9, "CPU request")?,
+            mem_request: opt_f64(r, 10, "memory request")?,
+            disk_request: opt_f64(r, 11, "disk space request")?,
+            different_machines: opt_bool(r, 12, "different machines restriction")?,
+        })
+    }
+}
+
+impl Table for JobEvent {
+    const NAME: &'static str = "job_events";
+    const COLUMNS: &'static [&'static str] = &[
+        "time",
+        "missing info",
+        "job ID",
+        "event type",
+        "user",
+        "scheduling class",
+        "job name",
+        "logical job name",
+    ];
+    fn parse(r: &csv::ByteRecord) -> Result<Self, String> {
+        Ok(JobEvent {
+            time_us: req_u64(r, 0, "time")?,
+            missing_info: opt_small(r, 1, "missing info")?,
+            job_id: req_u64(r, 2, "job ID")?,
+            event_type: task_event_type(r, 3, "event type")?,
+            user: opt_string(r, 4),
+            scheduling_class: opt_small(r, 5, "scheduling class")?,
+            job_name: opt_string(r, 6),
+            logical_job_name: opt_string(r, 7),
+        })
+    }
+}
+
+impl Table for MachineEvent {
+    const NAME: &'static str = "machine_events";
+    const COLUMNS: &'static [&'static str] = &[
+        "time",
+        "machine ID",
+        "event type",
+        "platform ID",
+        "CPUs",
+        "Memory",
+    ];
+    fn parse(r: &csv::ByteRecord) -> Result<Self, String> {
+        let code = req_u64(r, 2, "event type")?;
+        Ok(MachineEvent {
+            time_us: req_u64(r, 0, "time")?,
+            machine_id: req_u64(r, 1, "machine ID")?,
+            event_type: MachineEventType::from_code(code)
+                .ok_or_else(|| format!("event type: unknown machine event type {code}"))?,
+            platform_id: opt_string(r, 3),
+            cpus: opt_f64(r, 4, "CPUs")?,
+            memory: opt_f64(r, 5, "Memory")?,
+        })
+    }
+}
+
+impl Table for TaskUsage {
+    const NAME: &'static str = "task_usage";
+    const COLUMNS: &'static [&'static str] = &[
+        "start time",
+        "end time",
+        "job ID",
+        "task index",
+        "machine ID",
+        "CPU rate",
+        "canonical memory usage",
+        "assigned memory usage",
+        "unmapped page cache",
+        "total page cache",
+        "maximum memory usage",
+        "disk I/O time",
+        "local disk space usage",
+        "maximum CPU rate",
+        "maximum disk IO time",
+        "cycles per instruction",
+        "memory accesses per instruction",
+        "sample portion",
+        "aggregation type",
+        "sampled CPU usage",
+    ];
+    fn parse(r: &csv::ByteRecord) -> Result<Self, String> {
+        Ok(TaskUsage {
+            start_time_us: req_u64(r, 0, "start time")?,
+            end_time_us: req_u64(r, 1, "end time")?,
+            job_id: req_u64(r, 2, "job ID")?,
+            task_index: req_u64(r, 3, "task index")?,
+            machine_id: req_u64(r, 4, "machine ID")?,
+            cpu_rate: opt_f64(r, 5, "CPU rate")?,
+            canonical_memory: opt_f64(r, 6, "canonical memory usage")?,
+            assigned_memory: opt_f64(r, 7, "assigned memory usage")?,
+            unmapped_page_cache: opt_f64(r, 8, "unmapped page cache")?,
+            total_page_cache: opt_f64(r, 9, "total page cache")?,
+            max_memory: opt_f64(r, 10, "maximum memory usage")?,
+            disk_io_time: opt_f64(r, 11, "disk I/O time")?,
+            local_disk_space: opt_f64(r, 12, "local disk space usage")?,
+            max_cpu_rate: opt_f64(r, 13, "maximum CPU rate")?,
+            max_disk_io_time: opt_f64(r, 14, "maximum disk IO time")?,
+            cycles_per_instruction: opt_f64(r, 15, "cycles per instruction")?,
+            memory_accesses_per_instruction: opt_f64(r, 16, "memory accesses per instruction")?,
+            sample_portion: opt_f64(r, 17, "sample portion")?,
+            aggregation_type: opt_bool(r, 18, "aggregation type")?,
+            sampled_cpu_usage: opt_f64(r, 19, "sampled CPU usage")?,
+        })
+    }
+}
+
+/// A streaming reader of one table file. Iterate it, or call [`next_row`](Self::next_row).
+pub struct TableReader<T: Table> {
+    csv: csv::Reader<Box<dyn BufRead + Send>>,
+    record: csv::ByteRecord,
+    path: PathBuf,
+    lenient: bool,
+    skipped: u64,
+    rows: u64,
+    first: bool,
+    done: bool,
+    _table: PhantomData<T>,
+}
+
+impl<T: Table> TableReader<T> {
+    /// Opens a file (plain or gzip).
+    pub fn open(path: &Path, lenient: bool) -> Result<Self, DatasetError> {
+        Ok(Self::new(path.to_path_buf(), open(path)?, lenient))
+    }
+
+    /// Reads from any buffered reader (gzip detected by content); `name`
+    /// labels errors.
+    pub fn from_reader<R: BufRead + Send + 'static>(
+        name: impl Into<PathBuf>,
+        reader: R,
+        lenient: bool,
+    ) -> Result<Self, DatasetError> {
+        let name = name.into();
+        let r = maybe_gunzip(reader).map_err(|e| DatasetError::io(&name, e))?;
+        Ok(Self::new(name, r, lenient))
+    }
+
+    /// Reads embedded bytes (gzip detected by content).
+    pub fn from_static(name: impl Into<PathBuf>, bytes: &'static [u8], lenient: bool) -> Self {
+        Self::new(name.into(), open_bytes(bytes), lenient)
+    }
+
+    fn new(path: PathBuf, reader: Box<dyn BufRead + Send>, lenient: bool) -> Self {
+        let csv = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .buffer_capacity(BUF_BYTES)
+            .from_reader(reader);
+        TableReader {
+            csv,
+            record: csv::ByteRecord::new(),
+            path,
+            lenient,
+            skipped: 0,
+            rows: 0,
+            first: true,
+            done: false,
+            _table: PhantomData,
+        }
+    }
+
+    /// Rows skipped as malformed so far (lenient mode only; 0 in strict mode).
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    /// Rows returned so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// The file name used in errors.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The next row, `Ok(None)` at the end. In strict mode a malformed row
+    /// is an error (reading may continue after it); in lenient mode it is
+    /// skipped and counted.
+    pub fn next_row(&mut self) -> Result<Option<T>, DatasetError> {
+        loop {
+            if self.done {
+                return Ok(None);
+            }
+            let more = match self.csv.read_byte_record(&mut self.record) {
+                Ok(m) => m,
+                Err(e) => {
+                    let line = e.position().map(|p| p.line()).unwrap_or(0);
+                    if let csv::ErrorKind::Io(_) = e.kind() {
+                        self.done = true;
+                        let csv::ErrorKind::Io(io) = e.into_kind() else {
+                            return Err(DatasetError::row(&self.path, line, "read error"));
+                        };
+                        return Err(DatasetError::io(&self.path, io));
+                    }
+                    if self.lenient {
+                        self.skipped += 1;
+                        continue;
+                    }
+                    return Err(DatasetError::row(&self.path, line, e.to_string()));
+                }
+            };
+            if !more {
+                self.done = true;
+                return Ok(None);
+            }
+            let line = self.record.position().map(|p| p.line()).unwrap_or(0);
+            if self.first {
+                self.first = false;
+                let f0 = field(&self.record, 0);
+                if !f0.is_empty() && !f0[0].is_ascii_digit() {
+                    continue; // header row
+                }
+            }
+            if self.record.len() == 1 && self.record[0].is_empty() {
+                continue; // blank line
+            }
+            let result = if self.record.len() != T::COLUMNS.len() {
+                Err(format!(
+                    "{} row has {} fields, expected {}",
+                    T::NAME,
+                    self.record.len(),
+                    T::COLUMNS.len()
+                ))
+            } else {
+                T::parse(&self.record)
+            };
+            match result {
+                Ok(row) => {
+                    self.rows += 1;
+                    return Ok(Some(row));
+                }
+                Err(msg) if self.lenient => {
+                    tracing::debug!(path = %self.path.display(), line, %msg, "skipping malformed row");
+                    self.skipped += 1;
+                }
+                Err(msg) => return Err(DatasetError::row(&self.path, line, msg)),
+            }
+        }
+    }
+}
+
+impl<T: Table> Iterator for TableReader<T> {
+    type Item = Result<T, DatasetError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_row().transpose()
+    }
+}
+
+/// Lists the table files in `dir` (`*.csv`, `*.csv.gz`), sorted by name.
+pub fn table_files(dir: &Path) -> Result<Vec<PathBuf>, DatasetError> {
+    let rd = std::fs::read_dir(dir).map_err(|e| DatasetError::io(dir, e))?;
+    let mut files = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| DatasetError::io(dir, e))?;
+        let p = entry.path();
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if p.is_file() && (name.ends_with(".csv") || name.ends_with(".csv.gz")) {
+            files.push(p);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all<T: Table>(
+        text: &'static str,
+        lenient: bool,
+    ) -> (Vec<Result<T, DatasetError>>, u64) {
+        let mut r = TableReader::<T>::from_static("t.csv", text.as_bytes(), lenient);
+        let mut out = Vec::new();
+        while let Some(x) = r.next() {
+            let stop = x.is_err();
+            out.push(x);
+            if stop {
+                break;
+            }
+        }
+        (out, r.skipped())
+    }
+
+    #[test]
+    fn task_event_row_with_empty_fields() {
+        let (rows, _) = read_all::<TaskEvent>(
+            "0,2,3418309,0,4155527081,0,70s3v5qRyCO/1PCdI6fVXnrW8FU/w+5CKRSa72xgcIo=,3,9,,,,\n\
+             5,,3418314,1,,1,u,0,11,0.125,0.07446,0.0004244,1\n",
+            false,
+        );
+        let a = rows[0].as_ref().expect("row 1");
+        assert_eq!(a.time_us, 0);
+        assert_eq!(a.missing_info, Some(2));
+        assert_eq!(a.machine_id, Some(4155527081));
+        assert_eq!(a.event_type, TaskEventType::Submit);
+        assert_eq!(a.priority, 9);
+        assert_eq!(a.cpu_request, None);
+        assert_eq!(a.different_machines, None);
+        let b = rows[1].as_ref().expect("row 2");
+        assert_eq!(b.machine_id, None);
+        assert_eq!(b.event_type, TaskEventType::Schedule);
+        assert_eq!(b.cpu_request, Some(0.125));
+        assert_eq!(b.mem_request, Some(0.07446));
+        assert_eq!(b.different_machines, Some(true));
+    }
+
+    #[test]
+    fn malformed_row_names_file_and_line_or_is_skipped() {
+        let text = "0,,1,0,,0,u,0,9,,,,\n0,,x,0,,0,u,0,9,,,,\n0,,1,0,,9,u,0,9,,,,\n0,,1\n0,,1,1,,0,u,0,9,,,,\n";
+        let (rows, _) = read_all::<TaskEvent>(text, false);
+        let err = rows[1].as_ref().expect_err("bad job id");
+        assert!(err.to_string().starts_with("t.csv:2: job ID"), "{err}");
+        let (rows, skipped) = read_all::<TaskEvent>(text, true);
+        assert_eq!(rows.len(), 2);
+        assert!(rows.iter().all(|r| r.is_ok()));
+        assert_eq!(skipped, 3);
+    }
+
+    #[test]
+    fn header_is_skipped_and_usage_parsed() {
+        let (rows, _) = read_all::<TaskUsage>(
+            "start_time,end_time,job_id,task_index,machine_id,cpu_rate,canonical_memory,assigned_memory,unmapped_page_cache,total_page_cache,max_memory,disk_io_time,local_disk_space,max_cpu_rate,max_disk_io_time,cpi,mai,sample_portion,aggregation_type,sampled_cpu_usage\n\
+             600000000,900000000,3418309,0,4155527081,0.001562,0.06787,0.07568,0.001156,0.001503,0.06787,2.861e-06,0.0001869,0.03967,0.0003567,2.445,0.007243,0,1,0\n",
+            false,
+        );
+        assert_eq!(rows.len(), 1);
+        let u = rows[0].as_ref().expect("row");
+        assert_eq!(u.job_id, 3418309);
+        assert_eq!(u.cpu_rate, Some(0.001562));
+        assert_eq!(u.disk_io_time, Some(2.861e-06));
+        assert_eq!(u.aggregation_type, Some(true));
+    }
+
+    #[test]
+    fn machine_and_job_events() {
+        let (m, _) = read_all::<MachineEvent>("0,5,0,HofLG=,0.5,0.2493\n10,6,1,,,\n", false);
+        let a = m[0].as_ref().expect("m0");
+        assert_eq!(
+            (a.machine_id, a.event_type, a.cpus, a.memory),
+            (5, MachineEventType::Add, Some(0.5), Some(0.2493))
+        );
+        assert_eq!(m[1].as_ref().expect("m1").cpus, None);
+        let (j, _) = read_all::<JobEvent>("0,,3418309,0,70s=,3,IHg=,wAm=\n", false);
+        let j = j[0].as_ref().expect("j0");
+        assert_eq!(
+            (j.job_id, j.event_type, j.scheduling_class),
+            (3418309, TaskEventType::Submit, Some(3))
+        );
+        assert_eq!(j.logical_job_name.as_deref(), Some("wAm="));
+    }
+
+    #[test]
+    fn integer_parser_rejects_overflow_and_signs() {
+        assert_eq!(parse_u64_bytes(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_u64_bytes(b"18446744073709551616"), None);
+        assert_eq!(parse_u64_bytes(b"-1"), None);
+        assert_eq!(parse_u64_bytes(b"1.0"), None);
+        assert_eq!(parse_u64_bytes(b""), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2048), lenient in proptest::prelude::any::<bool>()) {
+            fn drain<T: Table>(data: &[u8], lenient: bool) {
+                if let Ok(mut r) = TableReader::<T>::from_reader("f", std::io::Cursor::new(data.to_vec()), lenient) {
+                    for _ in 0..10_000 {
+                        if r.next().is_none() {
+                            break;
+                        }
+                    }
+                }
+            }
+            drain::<TaskEvent>(&bytes, lenient);
+            drain::<TaskUsage>(&bytes, lenient);
+            drain::<MachineEvent>(&bytes, lenient);
+            drain::<JobEvent>(&bytes, lenient);
+        }
+
+        #[test]
+        fn csv_like_rows_never_panic(rows in proptest::collection::vec("[0-9,.e\\-a-z]{0,60}", 0..20)) {
+            let text = rows.join("\n");
+            let mut a = TableReader::<TaskEvent>::from_reader("f", std::io::Cursor::new(text.into_bytes()), false).expect("reader");
+            for _ in 0..100 { if a.next().is_none() { break; } }
+        }
+    }
+}
