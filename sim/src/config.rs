@@ -1,0 +1,221 @@
+//! `SimConfig`: the simulator's TOML configuration.
+//!
+//! ```toml
+//! interval_s = 300.0            # seconds between shaping rounds
+//! # horizon_samples = 1         # forecast horizon; default: one interval's worth of samples
+//! min_history_samples = 3       # a model's forecast is used after this many samples
+//! seed = 0                      # seed of generated (synthetic) workloads
+//! backfill = false              # strict scheduler order (true: later apps may pass a blocked one)
+//! placement = "first_fit"       # first_fit | worst_fit
+//! # max_time_s = 86400.0        # stop at this simulated time (default: run to completion)
+//! parallel_forecasts = true     # update forecasters on all cores (same results)
+//! forecaster_source = "model"   # model ([forecaster] table) | oracle (true future usage)
+//!
+//! [shaper]                      # shaper::ShaperConfig; `order` is also the scheduler order
+//! policy = "pessimistic"
+//! k1 = 0.05
+//! k2 = 3.0
+//!
+//! [forecaster]                  # forecaster::config::ModelConfig
+//! kind = "gp"
+//! calibrated = true
+//! ```
+
+use std::path::Path;
+
+use forecaster::config::ModelConfig;
+use serde::{Deserialize, Serialize};
+use shaper::ShaperConfig;
+
+use crate::engine::EngineConfig;
+use crate::placement::Placement;
+use crate::SimError;
+
+/// Where the shaper's forecasts come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ForecasterSource {
+    /// The model of the `[forecaster]` table, one per component and resource.
+    #[default]
+    Model,
+    /// `forecaster::baselines::Oracle`: the exact future peak (simulator only).
+    Oracle,
+}
+
+/// The simulator's configuration. Every field has a default (see
+/// [`SimConfig::default`]), so an empty file is valid.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimConfig {
+    /// Seconds between two shaping rounds. Default 300.
+    pub interval_s: f64,
+    /// Forecast horizon in usage samples. Default: absent = enough samples to
+    /// cover one shaping interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub horizon_samples: Option<usize>,
+    /// A model's forecast is shown to the shaper after this many samples
+    /// (before that the component keeps its request). Default 3.
+    pub min_history_samples: usize,
+    /// Seed of generated workloads (`synthetic`). Default 0. The engine
+    /// itself draws no random numbers.
+    pub seed: u64,
+    /// Let queued applications pass one that does not fit. Default false.
+    pub backfill: bool,
+    /// Host choice. Default `first_fit`.
+    pub placement: Placement,
+    /// Stop at this simulated time. Default: absent = run to completion.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_time_s: Option<f64>,
+    /// Update forecasters in parallel. Default true (results identical).
+    pub parallel_forecasts: bool,
+    /// `model` (default) or `oracle`.
+    pub forecaster_source: ForecasterSource,
+    /// The `[shaper]` table; its `order` is also the scheduler's queue order.
+    pub shaper: ShaperConfig,
+    /// The `[forecaster]` table (used when `forecaster_source = "model"`).
+    pub forecaster: ModelConfig,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        let e = EngineConfig::default();
+        Self {
+            interval_s: e.interval_s,
+            horizon_samples: e.horizon_samples,
+            min_history_samples: e.min_history_samples,
+            seed: 0,
+            backfill: e.backfill,
+            placement: e.placement,
+            max_time_s: e.max_time_s,
+            parallel_forecasts: e.parallel_forecasts,
+            forecaster_source: ForecasterSource::Model,
+            shaper: ShaperConfig::default(),
+            forecaster: ModelConfig::default(),
+        }
+    }
+}
+
+impl SimConfig {
+    /// Parses TOML and validates it.
+    pub fn from_toml_str(text: &str, origin: &str) -> Result<Self, SimError> {
+        let cfg: SimConfig = toml::from_str(text).map_err(|e| SimError::Parse {
+            path: origin.to_string(),
+            message: e.to_string(),
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Reads, parses and validates a TOML file.
+    pub fn load(path: &Path) -> Result<Self, SimError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SimError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::from_toml_str(&text, &path.display().to_string())
+    }
+
+    /// Every problem at once, one `key: message` per line.
+    pub fn validate(&self) -> Result<(), SimError> {
+        let mut errs: Vec<String> = Vec::new();
+        if !(self.interval_s.is_finite() && self.interval_s > 0.0) {
+            errs.push(format!(
+                "interval_s: must be a finite number > 0, got {}",
+                self.interval_s
+            ));
+        }
+        if self.horizon_samples == Some(0) {
+            errs.push("horizon_samples: must be >= 1".to_string());
+        }
+        if let Some(t) = self.max_time_s {
+            if !(t.is_finite() && t > 0.0) {
+                errs.push(format!("max_time_s: must be a finite number > 0, got {t}"));
+            }
+        }
+        if let Err(e) = self.shaper.validate() {
+            for one in e.prefixed("shaper").errors {
+                errs.push(one.to_string());
+            }
+        }
+        if let Err(e) = self.forecaster.validate() {
+            errs.push(format!("forecaster: {e}"));
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(SimError::Config(errs.join("\n")))
+        }
+    }
+
+    /// The engine's part of the configuration.
+    pub fn engine(&self) -> EngineConfig {
+        EngineConfig {
+            interval_s: self.interval_s,
+            horizon_samples: self.horizon_samples,
+            min_history_samples: self.min_history_samples,
+            backfill: self.backfill,
+            placement: self.placement,
+            max_time_s: self.max_time_s,
+            parallel_forecasts: self.parallel_forecasts,
+        }
+    }
+
+    /// Name of the forecaster in reports: `oracle` or the model kind.
+    pub fn forecaster_label(&self) -> String {
+        match self.forecaster_source {
+            ForecasterSource::Oracle => "oracle".to_string(),
+            ForecasterSource::Model => self.forecaster.kind.as_str().to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_is_default_and_valid() {
+        let c = SimConfig::from_toml_str("", "test").expect("valid");
+        assert_eq!(c, SimConfig::default());
+    }
+
+    #[test]
+    fn full_example_parses() {
+        let text = r#"
+interval_s = 60.0
+horizon_samples = 2
+seed = 7
+placement = "worst_fit"
+forecaster_source = "oracle"
+[shaper]
+policy = "optimistic"
+k1 = 0.1
+k2 = 2.0
+[forecaster]
+kind = "last"
+"#;
+        let c = SimConfig::from_toml_str(text, "test").expect("valid");
+        assert_eq!(c.interval_s, 60.0);
+        assert_eq!(c.placement, Placement::WorstFit);
+        assert_eq!(c.forecaster_label(), "oracle");
+        assert_eq!(c.shaper.k1, 0.1);
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected() {
+        assert!(SimConfig::from_toml_str("intervall_s = 3.0", "t").is_err());
+        assert!(SimConfig::from_toml_str("[shaper]\nkk = 1", "t").is_err());
+    }
+
+    #[test]
+    fn all_errors_reported_at_once() {
+        let text =
+            "interval_s = -1.0\nhorizon_samples = 0\nmax_time_s = 0.0\n[shaper]\nk1 = -1.0\n";
+        let err = SimConfig::from_toml_str(text, "t")
+            .expect_err("invalid")
+            .to_string();
+        for key in ["interval_s", "horizon_samples", "max_time_s", "shaper.k1"] {
+            assert!(err.contains(key), "{key} missing from {err}");
+        }
+    }
+}

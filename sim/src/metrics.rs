@@ -1,0 +1,341 @@
+//! Run metrics (thesis 4.3.1): turnaround, slack, failures, evictions,
+//! work lost, utilisation and queue length over time.
+
+use serde::{Deserialize, Serialize};
+
+/// Number of bins of a [`WeightedHist`] over `[0, 1]`.
+pub const HIST_BINS: usize = 1000;
+
+/// A time-weighted distribution of a quantity in `[0, 1]` (slack): exact
+/// weighted mean, quantiles to 1/[`HIST_BINS`] resolution. Values outside
+/// `[0, 1]` are clamped into the end bins (their exact value still counts
+/// in the mean).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WeightedHist {
+    bins: Vec<f64>,
+    weight: f64,
+    weighted_sum: f64,
+}
+
+impl Default for WeightedHist {
+    fn default() -> Self {
+        Self {
+            bins: vec![0.0; HIST_BINS],
+            weight: 0.0,
+            weighted_sum: 0.0,
+        }
+    }
+}
+
+impl WeightedHist {
+    /// Adds `value` with weight `w` (ignored when either is not finite or `w <= 0`).
+    pub fn add(&mut self, value: f64, w: f64) {
+        if !value.is_finite() || !w.is_finite() || w <= 0.0 {
+            return;
+        }
+        let b = ((value.clamp(0.0, 1.0) * HIST_BINS as f64) as usize).min(HIST_BINS - 1);
+        self.bins[b] += w;
+        self.weight += w;
+        self.weighted_sum += w * value;
+    }
+
+    /// Merges another histogram into this one.
+    pub fn merge(&mut self, other: &WeightedHist) {
+        for (a, b) in self.bins.iter_mut().zip(&other.bins) {
+            *a += b;
+        }
+        self.weight += other.weight;
+        self.weighted_sum += other.weighted_sum;
+    }
+
+    /// Total weight.
+    pub fn total_weight(&self) -> f64 {
+        self.weight
+    }
+
+    /// Weighted mean (NaN when empty).
+    pub fn mean(&self) -> f64 {
+        if self.weight > 0.0 {
+            self.weighted_sum / self.weight
+        } else {
+            f64::NAN
+        }
+    }
+
+    /// Weighted quantile `q` in `[0, 1]` (bin centre; NaN when empty).
+    pub fn quantile(&self, q: f64) -> f64 {
+        if self.weight <= 0.0 {
+            return f64::NAN;
+        }
+        let target = q.clamp(0.0, 1.0) * self.weight;
+        let mut acc = 0.0;
+        for (i, w) in self.bins.iter().enumerate() {
+            acc += w;
+            if acc >= target && *w > 0.0 {
+                return (i as f64 + 0.5) / HIST_BINS as f64;
+            }
+        }
+        (HIST_BINS as f64 - 0.5) / HIST_BINS as f64
+    }
+
+    /// Box-plot figures: (p5, p25, p50, p75, p95).
+    pub fn box_stats(&self) -> [f64; 5] {
+        [0.05, 0.25, 0.5, 0.75, 0.95].map(|q| self.quantile(q))
+    }
+}
+
+/// One sample of the cluster's state, taken every shaping round.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TimePoint {
+    pub t_s: f64,
+    /// Applications waiting in the scheduler queue.
+    pub queued_apps: usize,
+    pub running_apps: usize,
+    pub running_components: usize,
+    /// Sum of usage / sum of capacity.
+    pub used_cpu_frac: f64,
+    pub used_mem_frac: f64,
+    /// Sum of allocations / sum of capacity.
+    pub alloc_cpu_frac: f64,
+    pub alloc_mem_frac: f64,
+}
+
+/// Quantiles of a plain sample (sorted copy); NaN when empty.
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let pos = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    let f = pos - lo as f64;
+    sorted[lo] * (1.0 - f) + sorted[hi] * f
+}
+
+/// Mean of a sample (NaN when empty).
+pub fn mean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        f64::NAN
+    } else {
+        xs.iter().sum::<f64>() / xs.len() as f64
+    }
+}
+
+/// Per-application outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AppOutcome {
+    /// Workload application id.
+    pub id: u64,
+    pub arrival_s: f64,
+    /// Completion time; `None` when it did not complete (rejected or cut off).
+    pub finished_s: Option<f64>,
+    /// Total time spent in the scheduler queue (all submissions).
+    pub queued_s: f64,
+    /// Times the application crashed (core component OOM-killed).
+    pub crashes: u32,
+    /// Times the shaper evicted the whole application.
+    pub evictions: u32,
+    /// Never admitted because its core components cannot fit on the empty cluster.
+    pub rejected: bool,
+}
+
+impl AppOutcome {
+    /// Submission to completion (queueing and restarts included).
+    pub fn turnaround_s(&self) -> Option<f64> {
+        self.finished_s.map(|f| f - self.arrival_s)
+    }
+}
+
+/// Everything a run measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunMetrics {
+    pub apps: Vec<AppOutcome>,
+    pub cpu_slack: WeightedHist,
+    pub mem_slack: WeightedHist,
+    pub timeline: Vec<TimePoint>,
+    /// Components killed for memory: own usage above allocation, or picked
+    /// by the host OOM killer.
+    pub oom_kills: u64,
+    /// Of which by the host OOM killer (host memory usage above capacity).
+    pub host_oom_kills: u64,
+    /// Applications evicted whole + elastic components evicted by the shaper.
+    pub evictions: u64,
+    pub app_evictions: u64,
+    pub component_evictions: u64,
+    /// Work (seconds at full speed) thrown away by kills and evictions.
+    pub work_lost_s: f64,
+    /// Components never run because no host can hold them.
+    pub components_dropped: u64,
+    pub resizes: u64,
+    pub events: u64,
+    pub rounds: u64,
+    pub forecast_updates: u64,
+    /// Wall time spent updating forecasters.
+    pub forecast_wall_s: f64,
+    /// Wall time spent in the shaper's decide().
+    pub decide_wall_s: f64,
+    pub wall_s: f64,
+    /// Simulated time at the end of the run.
+    pub end_s: f64,
+    /// Time-integrated usage and allocation over capacity.
+    pub mean_used_cpu_frac: f64,
+    pub mean_used_mem_frac: f64,
+    pub mean_alloc_cpu_frac: f64,
+    pub mean_alloc_mem_frac: f64,
+}
+
+/// The run summary (serialised as JSON by `tailor replay --json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub workload: String,
+    pub policy: String,
+    pub forecaster: String,
+    pub k1: f64,
+    pub k2: f64,
+    pub hosts: usize,
+    pub apps: usize,
+    pub apps_completed: usize,
+    pub apps_rejected: usize,
+    pub turnaround_mean_s: f64,
+    pub turnaround_median_s: f64,
+    pub turnaround_p95_s: f64,
+    /// Baseline mean turnaround / this run's (> 1: faster than baseline);
+    /// `None` when no baseline was run.
+    pub turnaround_ratio: Option<f64>,
+    pub baseline_turnaround_mean_s: Option<f64>,
+    pub queueing_mean_s: f64,
+    pub mem_slack_mean: f64,
+    pub mem_slack_median: f64,
+    pub cpu_slack_mean: f64,
+    pub cpu_slack_median: f64,
+    /// Share of applications that crashed at least once (a core component
+    /// OOM-killed). Evictions are counted apart.
+    pub failed_app_fraction: f64,
+    /// Share of applications the shaper evicted at least once.
+    pub evicted_app_fraction: f64,
+    pub oom_kills: u64,
+    pub host_oom_kills: u64,
+    pub evictions: u64,
+    pub work_lost_s: f64,
+    pub mean_used_cpu_frac: f64,
+    pub mean_used_mem_frac: f64,
+    pub mean_alloc_cpu_frac: f64,
+    pub mean_alloc_mem_frac: f64,
+    pub simulated_s: f64,
+    pub events: u64,
+    pub rounds: u64,
+    pub forecast_updates: u64,
+    pub wall_s: f64,
+    pub events_per_s: f64,
+    /// Forecaster updates (observe + forecast, per resource) per second of
+    /// the whole run's wall time.
+    pub forecast_updates_per_s: f64,
+    pub forecast_wall_s: f64,
+    pub decide_wall_s: f64,
+}
+
+impl Summary {
+    /// Summarises `m`. Labels come from the caller.
+    pub fn from_metrics(
+        m: &RunMetrics,
+        workload: &str,
+        hosts: usize,
+        policy: &str,
+        forecaster: &str,
+        k1: f64,
+        k2: f64,
+    ) -> Self {
+        let mut tat: Vec<f64> = m.apps.iter().filter_map(AppOutcome::turnaround_s).collect();
+        tat.sort_by(f64::total_cmp);
+        let queued: Vec<f64> = m
+            .apps
+            .iter()
+            .filter(|a| a.finished_s.is_some())
+            .map(|a| a.queued_s)
+            .collect();
+        let considered = m.apps.iter().filter(|a| !a.rejected).count();
+        let frac = |n: usize| {
+            if considered > 0 {
+                n as f64 / considered as f64
+            } else {
+                0.0
+            }
+        };
+        let wall = m.wall_s.max(1e-9);
+        Summary {
+            workload: workload.to_string(),
+            policy: policy.to_string(),
+            forecaster: forecaster.to_string(),
+            k1,
+            k2,
+            hosts,
+            apps: m.apps.len(),
+            apps_completed: tat.len(),
+            apps_rejected: m.apps.iter().filter(|a| a.rejected).count(),
+            turnaround_mean_s: mean(&tat),
+            turnaround_median_s: quantile(&tat, 0.5),
+            turnaround_p95_s: quantile(&tat, 0.95),
+            turnaround_ratio: None,
+            baseline_turnaround_mean_s: None,
+            queueing_mean_s: mean(&queued),
+            mem_slack_mean: m.mem_slack.mean(),
+            mem_slack_median: m.mem_slack.quantile(0.5),
+            cpu_slack_mean: m.cpu_slack.mean(),
+            cpu_slack_median: m.cpu_slack.quantile(0.5),
+            failed_app_fraction: frac(m.apps.iter().filter(|a| a.crashes > 0).count()),
+            evicted_app_fraction: frac(m.apps.iter().filter(|a| a.evictions > 0).count()),
+            oom_kills: m.oom_kills,
+            host_oom_kills: m.host_oom_kills,
+            evictions: m.evictions,
+            work_lost_s: m.work_lost_s,
+            mean_used_cpu_frac: m.mean_used_cpu_frac,
+            mean_used_mem_frac: m.mean_used_mem_frac,
+            mean_alloc_cpu_frac: m.mean_alloc_cpu_frac,
+            mean_alloc_mem_frac: m.mean_alloc_mem_frac,
+            simulated_s: m.end_s,
+            events: m.events,
+            rounds: m.rounds,
+            forecast_updates: m.forecast_updates,
+            wall_s: m.wall_s,
+            events_per_s: m.events as f64 / wall,
+            forecast_updates_per_s: m.forecast_updates as f64 / wall,
+            forecast_wall_s: m.forecast_wall_s,
+            decide_wall_s: m.decide_wall_s,
+        }
+    }
+
+    /// Fills the baseline comparison from the baseline run's summary.
+    pub fn set_baseline(&mut self, baseline_mean_turnaround_s: f64) {
+        self.baseline_turnaround_mean_s = Some(baseline_mean_turnaround_s);
+        self.turnaround_ratio = (self.turnaround_mean_s > 0.0
+            && baseline_mean_turnaround_s.is_finite())
+        .then(|| baseline_mean_turnaround_s / self.turnaround_mean_s);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hist_mean_and_median() {
+        let mut h = WeightedHist::default();
+        h.add(0.2, 1.0);
+        h.add(0.8, 3.0);
+        assert!((h.mean() - 0.65).abs() < 1e-12);
+        assert!((h.quantile(0.5) - 0.8005).abs() < 1e-9);
+        assert!((h.quantile(0.1) - 0.2005).abs() < 1e-9);
+        h.add(f64::NAN, 1.0);
+        h.add(0.5, 0.0);
+        assert_eq!(h.total_weight(), 4.0);
+    }
+
+    #[test]
+    fn plain_quantiles() {
+        let xs = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(quantile(&xs, 0.5), 2.5);
+        assert_eq!(quantile(&xs, 0.0), 1.0);
+        assert!(quantile(&[], 0.5).is_nan());
+        assert_eq!(mean(&xs), 2.5);
+    }
+}

@@ -1,0 +1,282 @@
+//! Engine behaviour on small hand-built workloads.
+
+use std::sync::Arc;
+
+use datasets::workload::{AppSpec, ComponentSpec, HostSpec, Shape, UsageSeries, Workload};
+use shaper::Policy;
+use sim::{simulate, ForecasterSource, SimConfig};
+use tailor_core::{Class, Resources};
+
+fn shape(values: &[f32], scale: f64) -> Shape {
+    Shape {
+        values: Arc::from(values.to_vec()),
+        scale,
+        offset: 0,
+    }
+}
+
+fn comp(
+    class: Class,
+    cpu: f64,
+    mem: f64,
+    work_s: f64,
+    cpu_use: &[f32],
+    mem_use: &[f32],
+) -> ComponentSpec {
+    ComponentSpec {
+        class,
+        request: Resources::new(cpu, mem),
+        work_s,
+        usage: UsageSeries {
+            interval_s: 300.0,
+            cpu_cores: shape(cpu_use, cpu),
+            mem_bytes: shape(mem_use, mem),
+        },
+    }
+}
+
+fn app(id: u64, arrival_s: f64, components: Vec<ComponentSpec>) -> AppSpec {
+    AppSpec {
+        id,
+        arrival_s,
+        priority: 0,
+        components,
+    }
+}
+
+fn one_host(cpu: f64, mem: f64, apps: Vec<AppSpec>) -> Workload {
+    Workload {
+        name: "test".into(),
+        hosts: vec![HostSpec {
+            capacity: Resources::new(cpu, mem),
+        }],
+        apps,
+    }
+}
+
+fn cfg(policy: Policy, source: ForecasterSource) -> SimConfig {
+    let mut c = SimConfig::default();
+    c.shaper.policy = policy;
+    c.forecaster_source = source;
+    c.parallel_forecasts = false;
+    c
+}
+
+#[test]
+fn single_app_runs_its_work_under_baseline() {
+    let wl = one_host(
+        4.0,
+        100.0,
+        vec![app(
+            1,
+            100.0,
+            vec![comp(Class::Core, 1.0, 10.0, 1000.0, &[0.5], &[0.5])],
+        )],
+    );
+    let r = simulate(&wl, &cfg(Policy::Baseline, ForecasterSource::Oracle), None).expect("run");
+    let s = &r.summary;
+    assert_eq!(s.apps_completed, 1);
+    assert!(
+        (s.turnaround_mean_s - 1000.0).abs() < 1e-6,
+        "{}",
+        s.turnaround_mean_s
+    );
+    assert_eq!(s.oom_kills, 0);
+    // Usage is half the request all along: slack 0.5 for both resources.
+    assert!(
+        (s.mem_slack_mean - 0.5).abs() < 1e-9,
+        "{}",
+        s.mem_slack_mean
+    );
+    assert!((s.cpu_slack_mean - 0.5).abs() < 1e-9);
+}
+
+#[test]
+fn fifo_queueing_by_allocation() {
+    // Each app reserves 60 of 100 memory: the second waits for the first.
+    let wl = one_host(
+        8.0,
+        100.0,
+        vec![
+            app(
+                1,
+                0.0,
+                vec![comp(Class::Core, 1.0, 60.0, 1000.0, &[1.0], &[0.1])],
+            ),
+            app(
+                2,
+                10.0,
+                vec![comp(Class::Core, 1.0, 60.0, 500.0, &[1.0], &[0.1])],
+            ),
+        ],
+    );
+    let r = simulate(&wl, &cfg(Policy::Baseline, ForecasterSource::Oracle), None).expect("run");
+    let mut out = r.metrics.apps.clone();
+    out.sort_by_key(|a| a.id);
+    assert_eq!(out[0].turnaround_s(), Some(1000.0));
+    // Admitted at 1000, runs 500: turnaround 1490, of which 990 queued.
+    assert!((out[1].turnaround_s().expect("done") - 1490.0).abs() < 1e-6);
+    assert!((out[1].queued_s - 990.0).abs() < 1e-6);
+}
+
+#[test]
+fn rejected_when_never_fits() {
+    let wl = one_host(
+        2.0,
+        10.0,
+        vec![
+            app(
+                1,
+                0.0,
+                vec![comp(Class::Core, 4.0, 1.0, 10.0, &[1.0], &[1.0])],
+            ),
+            app(
+                2,
+                0.0,
+                vec![comp(Class::Core, 1.0, 1.0, 10.0, &[1.0], &[1.0])],
+            ),
+        ],
+    );
+    let r = simulate(&wl, &cfg(Policy::Baseline, ForecasterSource::Oracle), None).expect("run");
+    assert_eq!(r.summary.apps_rejected, 1);
+    assert_eq!(r.summary.apps_completed, 1);
+}
+
+#[test]
+fn elastic_components_wait_for_room() {
+    // Core 50 mem + two elastic 40 each on a 100 host: one elastic waits.
+    let wl = one_host(
+        8.0,
+        100.0,
+        vec![app(
+            1,
+            0.0,
+            vec![
+                comp(Class::Core, 1.0, 50.0, 1000.0, &[1.0], &[0.5]),
+                comp(Class::Elastic, 1.0, 40.0, 400.0, &[1.0], &[0.5]),
+                comp(Class::Elastic, 1.0, 40.0, 400.0, &[1.0], &[0.5]),
+            ],
+        )],
+    );
+    let r = simulate(&wl, &cfg(Policy::Baseline, ForecasterSource::Oracle), None).expect("run");
+    // Second elastic starts at 400 and ends at 800; core ends at 1000.
+    assert_eq!(r.metrics.apps[0].finished_s, Some(1000.0));
+    let wl2 = one_host(
+        8.0,
+        100.0,
+        vec![app(
+            1,
+            0.0,
+            vec![
+                comp(Class::Core, 1.0, 50.0, 500.0, &[1.0], &[0.5]),
+                comp(Class::Elastic, 1.0, 40.0, 400.0, &[1.0], &[0.5]),
+                comp(Class::Elastic, 1.0, 40.0, 400.0, &[1.0], &[0.5]),
+            ],
+        )],
+    );
+    let r2 = simulate(&wl2, &cfg(Policy::Baseline, ForecasterSource::Oracle), None).expect("run");
+    assert_eq!(r2.metrics.apps[0].finished_s, Some(800.0));
+}
+
+/// A host of 100 memory; apps reserve 40, use 10 for 30 minutes, then 38.
+fn spike_workload(n: u64) -> Workload {
+    let mut mem = vec![0.25f32; 6];
+    mem.extend(std::iter::repeat(0.95f32).take(30));
+    let apps = (0..n)
+        .map(|i| {
+            app(
+                i,
+                i as f64,
+                vec![comp(Class::Core, 1.0, 40.0, 7200.0, &[0.5], &mem)],
+            )
+        })
+        .collect();
+    one_host(16.0, 100.0, apps)
+}
+
+#[test]
+fn oracle_pessimistic_never_crashes_optimistic_does() {
+    let wl = spike_workload(8);
+    let mut pes = cfg(Policy::Pessimistic, ForecasterSource::Oracle);
+    pes.shaper.min_relative_change = 0.0;
+    let mut opt = pes.clone();
+    opt.shaper.policy = Policy::Optimistic;
+    let p = simulate(&wl, &pes, None).expect("pessimistic");
+    let o = simulate(&wl, &opt, None).expect("optimistic");
+    let b =
+        simulate(&wl, &cfg(Policy::Baseline, ForecasterSource::Oracle), None).expect("baseline");
+    assert_eq!(p.summary.apps_completed, 8);
+    assert_eq!(o.summary.apps_completed, 8);
+    assert_eq!(p.summary.oom_kills, 0, "{:?}", p.summary);
+    assert_eq!(p.summary.failed_app_fraction, 0.0);
+    assert!(
+        p.summary.evictions > 0,
+        "the spike forces evictions: {:?}",
+        p.summary
+    );
+    assert!(o.summary.failed_app_fraction > 0.0, "{:?}", o.summary);
+    assert!(o.summary.host_oom_kills > 0);
+    // Shaping cuts memory slack.
+    assert!(
+        p.summary.mem_slack_mean < b.summary.mem_slack_mean,
+        "{} vs {}",
+        p.summary.mem_slack_mean,
+        b.summary.mem_slack_mean
+    );
+}
+
+#[test]
+fn runs_are_deterministic() {
+    let wl = spike_workload(8);
+    let mut c = cfg(Policy::Optimistic, ForecasterSource::Oracle);
+    c.parallel_forecasts = true;
+    let a = simulate(&wl, &c, None).expect("a");
+    let b = simulate(&wl, &c, None).expect("b");
+    assert_eq!(a.metrics.apps, b.metrics.apps);
+    assert_eq!(a.metrics.timeline, b.metrics.timeline);
+    assert_eq!(a.metrics.mem_slack, b.metrics.mem_slack);
+    assert_eq!(a.summary.oom_kills, b.summary.oom_kills);
+}
+
+#[test]
+fn cpu_below_demand_slows_down() {
+    // Baseline never slows down (usage is clipped at the request).
+    // Starts at 100 s: its samples change between rounds (rounds at k * 300 s).
+    let wl = one_host(
+        4.0,
+        100.0,
+        vec![app(
+            1,
+            100.0,
+            vec![comp(
+                Class::Core,
+                2.0,
+                10.0,
+                3000.0,
+                &[0.1, 0.1, 0.1, 1.0],
+                &[0.5],
+            )],
+        )],
+    );
+    let b =
+        simulate(&wl, &cfg(Policy::Baseline, ForecasterSource::Oracle), None).expect("baseline");
+    assert_eq!(b.metrics.apps[0].finished_s, Some(3100.0));
+    // Last-value model, no grace, no buffer: allocation follows the 0.1
+    // usage, so the jump to 1.0 runs at alloc/demand < 1 until the next round.
+    let mut c = cfg(Policy::Pessimistic, ForecasterSource::Model);
+    c.forecaster.kind = forecaster::config::ModelKind::Last;
+    c.forecaster.calibrated = false;
+    c.min_history_samples = 1;
+    c.shaper.grace_period_s = 0.0;
+    c.shaper.k1 = 0.0;
+    c.shaper.k2 = 0.0;
+    c.shaper.min_relative_change = 0.0;
+    let s = simulate(&wl, &c, None).expect("shaped");
+    let f = s.metrics.apps[0].finished_s.expect("done");
+    assert!(
+        f > 3100.0,
+        "finished at {f}: {:?} resizes {}",
+        s.summary,
+        s.metrics.resizes
+    );
+}
