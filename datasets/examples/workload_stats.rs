@@ -2,7 +2,7 @@
 //! contention check: the sum of requests of components that would run if
 //! every application started at arrival, against total host capacity.
 //!
-//! Usage: `cargo run --release -p datasets --example workload_stats [-- TRACE_DIR]`
+//! Usage: `cargo run --release -p datasets --example workload_stats [-- TRACE_DIR | synthetic:SEED:APPS]`
 
 use datasets::bundled::{bundled_config, bundled_workload_with};
 use datasets::google2011::{build_workload_from, Google2011Config, Google2011Sources};
@@ -11,6 +11,17 @@ use datasets::pool::UsagePool;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t0 = std::time::Instant::now();
     let (w, report) = match std::env::args().nth(1) {
+        Some(spec) if spec.starts_with("synthetic:") => {
+            let mut p = spec.split(':').skip(1);
+            let seed: u64 = p.next().unwrap_or("0").parse()?;
+            let apps: usize = p.next().unwrap_or("150000").parse()?;
+            let cfg = datasets::synthetic::SyntheticConfig {
+                seed,
+                apps,
+                ..Default::default()
+            };
+            (datasets::synthetic::generate(&cfg)?, Default::default())
+        }
         Some(dir) => build_workload_from(
             &Google2011Sources::from_dir(std::path::Path::new(&dir))?,
             &Google2011Config::default(),

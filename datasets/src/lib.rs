@@ -10,6 +10,7 @@ pub mod google2011;
 pub mod io;
 pub mod pool;
 pub mod series;
+pub mod synthetic;
 pub mod workload;
 
 pub use bundled::bundled_workload;

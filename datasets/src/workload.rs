@@ -36,7 +36,11 @@ pub struct Shape {
 impl Shape {
     /// A constant usage.
     pub fn constant(value: f64) -> Self {
-        Self { values: Arc::from(vec![1.0f32]), scale: value, offset: 0 }
+        Self {
+            values: Arc::from(vec![1.0f32]),
+            scale: value,
+            offset: 0,
+        }
     }
 
     /// Usage during interval `i` since the component started (0 for an empty shape).
