@@ -2,11 +2,22 @@
 //!
 //! - [`series`]: real usage series from Bitbrains, Google 2019/2011, Alibaba
 //!   and plain CSV files ([`series::load_series`]).
+//! - [`google2011`]: streaming typed readers for the Google 2011 tables and
+//!   the trace-to-workload builder ([`google2011::build_workload`]).
+//! - [`google2019`], [`alibaba2018`], [`bitbrains`]: typed rows of the other
+//!   traces, read with the same [`TableReader`] (strict or lenient).
+//! - [`pool`]: real usage shapes and how components draw their usage.
+//! - [`bundled`]: the default workload embedded in the binary
+//!   ([`bundled_workload`]).
+//! - [`synthetic`]: the seeded thesis-style generator ([`synthetic::generate`]).
 //! - [`workload`]: the workload model ([`workload::Workload`]).
 
+pub mod alibaba2018;
+pub mod bitbrains;
 pub mod bundled;
 pub mod error;
 pub mod google2011;
+pub mod google2019;
 pub mod io;
 pub mod pool;
 pub mod series;
@@ -15,3 +26,4 @@ pub mod workload;
 
 pub use bundled::bundled_workload;
 pub use error::DatasetError;
+pub use google2011::reader::{Table, TableReader};

@@ -182,6 +182,14 @@ pub trait Table: Sized {
     const NAME: &'static str;
     /// Official column names, in order.
     const COLUMNS: &'static [&'static str];
+    /// Field delimiter. Default `,`.
+    const DELIMITER: u8 = b',';
+    /// Trim spaces and tabs around fields (for `;` + TAB separated files). Default false.
+    const TRIM: bool = false;
+    /// `Some(true)`: the first row is always a header; `Some(false)`: never;
+    /// `None` (default): the first row is a header iff its first field does
+    /// not start with a digit.
+    const HEADER: Option<bool> = None;
     /// Parses one record with exactly `COLUMNS.len()` fields.
     fn parse(r: &csv::ByteRecord) -> Result<Self, String>;
 }
@@ -189,12 +197,12 @@ pub trait Table: Sized {
 // ---- field parsing fast path ----
 
 #[inline]
-fn field<'a>(r: &'a csv::ByteRecord, i: usize) -> &'a [u8] {
+pub(crate) fn field<'a>(r: &'a csv::ByteRecord, i: usize) -> &'a [u8] {
     r.get(i).unwrap_or(b"")
 }
 
 #[inline]
-fn parse_u64_bytes(b: &[u8]) -> Option<u64> {
+pub(crate) fn parse_u64_bytes(b: &[u8]) -> Option<u64> {
     if b.is_empty() || b.len() > 20 {
         return None;
     }
@@ -214,7 +222,7 @@ fn bad(col: &str, b: &[u8], what: &str) -> String {
 }
 
 #[inline]
-fn req_u64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<u64, String> {
+pub(crate) fn req_u64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<u64, String> {
     let b = field(r, i);
     if b.is_empty() {
         return Err(format!("{col}: mandatory field is empty"));
@@ -223,7 +231,7 @@ fn req_u64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<u64, String> {
 }
 
 #[inline]
-fn opt_u64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<u64>, String> {
+pub(crate) fn opt_u64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<u64>, String> {
     let b = field(r, i);
     if b.is_empty() {
         return Ok(None);
@@ -234,7 +242,7 @@ fn opt_u64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<u64>, Stri
 }
 
 #[inline]
-fn opt_small(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<u8>, String> {
+pub(crate) fn opt_small(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<u8>, String> {
     match opt_u64(r, i, col)? {
         None => Ok(None),
         Some(v) => u8::try_from(v)
@@ -244,7 +252,7 @@ fn opt_small(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<u8>, Str
 }
 
 #[inline]
-fn opt_f64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<f64>, String> {
+pub(crate) fn opt_f64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<f64>, String> {
     let b = field(r, i);
     if b.is_empty() {
         return Ok(None);
@@ -257,7 +265,33 @@ fn opt_f64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<f64>, Stri
 }
 
 #[inline]
-fn opt_bool(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<bool>, String> {
+pub(crate) fn req_f64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<f64, String> {
+    opt_f64(r, i, col)?.ok_or_else(|| format!("{col}: mandatory field is empty"))
+}
+
+#[inline]
+pub(crate) fn opt_i64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<i64>, String> {
+    let b = field(r, i);
+    if b.is_empty() {
+        return Ok(None);
+    }
+    let (neg, digits) = match b.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, b),
+    };
+    let v = parse_u64_bytes(digits)
+        .and_then(|v| i64::try_from(v).ok())
+        .ok_or_else(|| bad(col, b, "an integer"))?;
+    Ok(Some(if neg { -v } else { v }))
+}
+
+#[inline]
+pub(crate) fn req_string(r: &csv::ByteRecord, i: usize, col: &str) -> Result<String, String> {
+    opt_string(r, i).ok_or_else(|| format!("{col}: mandatory field is empty"))
+}
+
+#[inline]
+pub(crate) fn opt_bool(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<bool>, String> {
     match field(r, i) {
         b"" => Ok(None),
         b"0" | b"false" | b"False" | b"FALSE" => Ok(Some(false)),
@@ -267,7 +301,7 @@ fn opt_bool(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<bool>, St
 }
 
 #[inline]
-fn opt_string(r: &csv::ByteRecord, i: usize) -> Option<String> {
+pub(crate) fn opt_string(r: &csv::ByteRecord, i: usize) -> Option<String> {
     let b = field(r, i);
     if b.is_empty() {
         None
@@ -459,6 +493,12 @@ impl<T: Table> TableReader<T> {
         let csv = csv::ReaderBuilder::new()
             .has_headers(false)
             .flexible(true)
+            .delimiter(T::DELIMITER)
+            .trim(if T::TRIM {
+                csv::Trim::All
+            } else {
+                csv::Trim::None
+            })
             .buffer_capacity(BUF_BYTES)
             .from_reader(reader);
         TableReader {
@@ -523,8 +563,12 @@ impl<T: Table> TableReader<T> {
             if self.first {
                 self.first = false;
                 let f0 = field(&self.record, 0);
-                if !f0.is_empty() && !f0[0].is_ascii_digit() {
-                    continue; // header row
+                let header = match T::HEADER {
+                    Some(h) => h,
+                    None => !f0.is_empty() && !f0[0].is_ascii_digit(),
+                };
+                if header {
+                    continue;
                 }
             }
             if self.record.len() == 1 && self.record[0].is_empty() {

@@ -1,0 +1,58 @@
+//! Bitbrains GWA-T-12 per-VM files: a header row, fields separated by `;` +
+//! TAB, 11 columns. Read with
+//! [`TableReader<VmSample>`](crate::google2011::reader::TableReader).
+
+use crate::google2011::reader::{req_f64, req_u64, Table};
+use serde::{Deserialize, Serialize};
+
+/// One 300 s sample of one VM.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VmSample {
+    /// Unix seconds (the header says `[ms]`, the values are seconds).
+    pub time_s: u64,
+    pub cpu_cores: f64,
+    pub cpu_capacity_mhz: f64,
+    pub cpu_usage_mhz: f64,
+    pub cpu_usage_percent: f64,
+    pub mem_capacity_kb: f64,
+    pub mem_usage_kb: f64,
+    pub disk_read_kb_per_s: f64,
+    pub disk_write_kb_per_s: f64,
+    pub net_rx_kb_per_s: f64,
+    pub net_tx_kb_per_s: f64,
+}
+
+impl Table for VmSample {
+    const NAME: &'static str = "bitbrains-vm";
+    const DELIMITER: u8 = b';';
+    const TRIM: bool = true;
+    const HEADER: Option<bool> = Some(true);
+    const COLUMNS: &'static [&'static str] = &[
+        "Timestamp [ms]",
+        "CPU cores",
+        "CPU capacity provisioned [MHZ]",
+        "CPU usage [MHZ]",
+        "CPU usage [%]",
+        "Memory capacity provisioned [KB]",
+        "Memory usage [KB]",
+        "Disk read throughput [KB/s]",
+        "Disk write throughput [KB/s]",
+        "Network received throughput [KB/s]",
+        "Network transmitted throughput [KB/s]",
+    ];
+    fn parse(r: &csv::ByteRecord) -> Result<Self, String> {
+        Ok(VmSample {
+            time_s: req_u64(r, 0, "Timestamp [ms]")?,
+            cpu_cores: req_f64(r, 1, "CPU cores")?,
+            cpu_capacity_mhz: req_f64(r, 2, "CPU capacity provisioned [MHZ]")?,
+            cpu_usage_mhz: req_f64(r, 3, "CPU usage [MHZ]")?,
+            cpu_usage_percent: req_f64(r, 4, "CPU usage [%]")?,
+            mem_capacity_kb: req_f64(r, 5, "Memory capacity provisioned [KB]")?,
+            mem_usage_kb: req_f64(r, 6, "Memory usage [KB]")?,
+            disk_read_kb_per_s: req_f64(r, 7, "Disk read throughput [KB/s]")?,
+            disk_write_kb_per_s: req_f64(r, 8, "Disk write throughput [KB/s]")?,
+            net_rx_kb_per_s: req_f64(r, 9, "Network received throughput [KB/s]")?,
+            net_tx_kb_per_s: req_f64(r, 10, "Network transmitted throughput [KB/s]")?,
+        })
+    }
+}
