@@ -1,0 +1,400 @@
+//! Agent side of cluster mode.
+//!
+//! * [`ClusterClient`]: authenticated HTTP(S) calls to the shaper.
+//! * [`ClusterSession`]: what the agent loop drives once per interval. It
+//!   reports the node, returns the shaper's actions that were not applied
+//!   yet (by id: at most once each), queues acknowledgements for the next
+//!   report, and when the shaper cannot be reached applies the
+//!   [`FailSafe`] policy: no shrink, no eviction, and after `hold_s`
+//!   gradual regrowth towards requests.
+//!
+//! ```text
+//! let decision = session.round(capacity, &components, now_s).await;
+//! for a in &decision.actions {
+//!     let result = apply(a);                     // Docker update / stop
+//!     if let Some(id) = &a.id { session.record_outcome(id, result); }
+//! }
+//! session.flush_acks(now_s).await;               // optional: ack at once
+//! ```
+
+use super::auth::{read_token_file, Token};
+use super::config::ClusterClientConfig;
+use super::failsafe::{FailSafe, LinkState};
+use super::protocol::{
+    Ack, AckOutcome, AckRequest, AckResponse, ActionId, ActionKind, ComponentReport, ErrorBody,
+    ReportResponse,
+};
+use super::ClusterError;
+use serde::{Deserialize, Serialize};
+use shaper::Resources;
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
+/// Acks kept while the shaper is unreachable (oldest dropped beyond).
+pub const MAX_QUEUED_ACKS: usize = 10_000;
+/// Action ids remembered as done (for at-most-once application).
+pub const APPLIED_LOG_LEN: usize = 65_536;
+
+#[derive(Serialize)]
+struct ReportRef<'a> {
+    agent_id: &'a str,
+    seq: u64,
+    capacity: Resources,
+    components: &'a [ComponentReport],
+    acks: &'a [Ack],
+}
+
+/// Authenticated client of one shaper.
+#[derive(Clone, Debug)]
+pub struct ClusterClient {
+    http: reqwest::Client,
+    base: String,
+    token: Token,
+    agent_id: String,
+    seq: u64,
+}
+
+impl ClusterClient {
+    /// Validates the config, reads the token file (permissions checked) and
+    /// the optional CA certificate.
+    pub fn new(cfg: &ClusterClientConfig) -> Result<Self, ClusterError> {
+        cfg.validate()?;
+        let token = read_token_file(&cfg.token_file)?;
+        let mut builder = reqwest::Client::builder()
+            .use_rustls_tls()
+            .timeout(Duration::from_secs_f64(cfg.timeout_s))
+            .connect_timeout(Duration::from_secs_f64(cfg.timeout_s.min(5.0)));
+        if let Some(ca) = &cfg.ca_cert_file {
+            let pem = std::fs::read(ca).map_err(|source| ClusterError::Io {
+                path: ca.clone(),
+                source,
+            })?;
+            let cert = reqwest::Certificate::from_pem(&pem)
+                .map_err(|e| ClusterError::Client(format!("{}: {e}", ca.display())))?;
+            builder = builder.add_root_certificate(cert);
+        }
+        let http = builder
+            .build()
+            .map_err(|e| ClusterError::Client(e.to_string()))?;
+        Ok(Self {
+            http,
+            base: cfg.shaper_url.trim_end_matches('/').to_string(),
+            token,
+            agent_id: cfg.resolved_agent_id(),
+            seq: 0,
+        })
+    }
+
+    pub fn agent_id(&self) -> &str {
+        &self.agent_id
+    }
+
+    /// The same client (shared connection pool) reporting as another agent
+    /// (the load generator's simulated agents).
+    pub fn with_agent_id(&self, agent_id: impl Into<String>) -> Self {
+        Self {
+            http: self.http.clone(),
+            base: self.base.clone(),
+            token: self.token.clone(),
+            agent_id: agent_id.into(),
+            seq: 0,
+        }
+    }
+
+    async fn post<B: Serialize + ?Sized, R: for<'de> Deserialize<'de>>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<R, ClusterError> {
+        let resp = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(self.token.expose())
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| ClusterError::Unreachable(e.to_string()))?;
+        let status = resp.status();
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| ClusterError::Unreachable(e.to_string()))?;
+        if !status.is_success() {
+            let message = serde_json::from_slice::<ErrorBody>(&bytes)
+                .map(|e| e.message)
+                .unwrap_or_else(|_| {
+                    String::from_utf8_lossy(&bytes[..bytes.len().min(512)]).into_owned()
+                });
+            return Err(ClusterError::Rejected {
+                status: status.as_u16(),
+                message,
+            });
+        }
+        serde_json::from_slice(&bytes).map_err(|e| ClusterError::Decode(e.to_string()))
+    }
+
+    /// `POST /v1/report`.
+    pub async fn report(
+        &mut self,
+        capacity: Resources,
+        components: &[ComponentReport],
+        acks: &[Ack],
+    ) -> Result<ReportResponse, ClusterError> {
+        self.seq += 1;
+        let body = ReportRef {
+            agent_id: &self.agent_id,
+            seq: self.seq,
+            capacity,
+            components,
+            acks,
+        };
+        self.post("/v1/report", &body).await
+    }
+
+    /// `POST /v1/ack`.
+    pub async fn ack(&self, acks: Vec<Ack>) -> Result<AckResponse, ClusterError> {
+        self.post(
+            "/v1/ack",
+            &AckRequest {
+                agent_id: self.agent_id.clone(),
+                acks,
+            },
+        )
+        .await
+    }
+}
+
+/// What to do to one local container.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LocalAction {
+    /// The shaper's id (acknowledge it with [`ClusterSession::record_outcome`]);
+    /// `None` for fail-safe regrowth decided locally.
+    pub id: Option<ActionId>,
+    pub container_id: String,
+    pub kind: LocalActionKind,
+    /// Human-readable reason.
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LocalActionKind {
+    Resize {
+        from: Resources,
+        to: Resources,
+    },
+    /// Stop the container; `whole_app`: its application is preempted.
+    Evict {
+        whole_app: bool,
+    },
+}
+
+/// Who decided a round's actions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "source", rename_all = "snake_case")]
+pub enum RoundSource {
+    /// The central shaper, round number `round`.
+    Shaper { round: u64 },
+    /// The local fail-safe policy (the shaper could not be reached).
+    FailSafe { link: LinkState, error: String },
+}
+
+/// One round's outcome for the agent loop.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RoundDecision {
+    pub source: RoundSource,
+    /// In the order to apply them.
+    pub actions: Vec<LocalAction>,
+}
+
+/// Client + fail-safe + at-most-once bookkeeping for one agent.
+#[derive(Debug)]
+pub struct ClusterSession {
+    client: ClusterClient,
+    failsafe: FailSafe,
+    /// Outcomes of actions already applied (or failed), by id.
+    done: HashMap<ActionId, AckOutcome>,
+    done_order: VecDeque<ActionId>,
+    /// Acks not yet delivered to the shaper.
+    queued: Vec<Ack>,
+}
+
+impl ClusterSession {
+    pub fn new(cfg: &ClusterClientConfig, now_s: f64) -> Result<Self, ClusterError> {
+        let client = ClusterClient::new(cfg)?;
+        Ok(Self::with_client(
+            client,
+            FailSafe::new(cfg.fail_safe.clone(), now_s),
+        ))
+    }
+
+    pub fn with_client(client: ClusterClient, failsafe: FailSafe) -> Self {
+        Self {
+            client,
+            failsafe,
+            done: HashMap::new(),
+            done_order: VecDeque::new(),
+            queued: Vec::new(),
+        }
+    }
+
+    pub fn agent_id(&self) -> &str {
+        self.client.agent_id()
+    }
+
+    pub fn link_state(&self, now_s: f64) -> LinkState {
+        self.failsafe.state(now_s)
+    }
+
+    /// Acks waiting for the next report.
+    pub fn queued_acks(&self) -> usize {
+        self.queued.len()
+    }
+
+    /// Reports the node and returns what to do this round.
+    pub async fn round(
+        &mut self,
+        capacity: Resources,
+        components: &[ComponentReport],
+        now_s: f64,
+    ) -> RoundDecision {
+        let acks = std::mem::take(&mut self.queued);
+        match self.client.report(capacity, components, &acks).await {
+            Ok(resp) => {
+                self.failsafe.on_success(now_s);
+                let mut actions = Vec::with_capacity(resp.actions.len());
+                for w in resp.actions {
+                    if let Some(outcome) = self.done.get(&w.id) {
+                        // Applied before but the ack did not arrive (or is in
+                        // flight): do not apply again, ack again.
+                        self.queued.push(Ack {
+                            action_id: w.id.clone(),
+                            outcome: outcome.clone(),
+                        });
+                        continue;
+                    }
+                    let (container_id, kind) = match w.action {
+                        ActionKind::Resize {
+                            container_id,
+                            from,
+                            to,
+                        } => (container_id, LocalActionKind::Resize { from, to }),
+                        ActionKind::Evict {
+                            container_id,
+                            whole_app,
+                        } => (container_id, LocalActionKind::Evict { whole_app }),
+                    };
+                    actions.push(LocalAction {
+                        id: Some(w.id),
+                        container_id,
+                        kind,
+                        reason: w.summary,
+                    });
+                }
+                RoundDecision {
+                    source: RoundSource::Shaper { round: resp.round },
+                    actions,
+                }
+            }
+            Err(e) => {
+                // Keep the acks for the next attempt (bounded).
+                let mut acks = acks;
+                acks.append(&mut self.queued);
+                if acks.len() > MAX_QUEUED_ACKS {
+                    acks.drain(..acks.len() - MAX_QUEUED_ACKS);
+                }
+                self.queued = acks;
+                self.failsafe.on_failure(now_s);
+                let link = self.failsafe.state(now_s);
+                tracing::warn!(error = %e, state = link.as_str(), "shaper unreachable: fail-safe");
+                let actions = self.fail_safe_actions(components, now_s);
+                RoundDecision {
+                    source: RoundSource::FailSafe {
+                        link,
+                        error: e.to_string(),
+                    },
+                    actions,
+                }
+            }
+        }
+    }
+
+    /// Fail-safe regrowth for `components` at `now_s` (empty unless the
+    /// link is in the regrowing state).
+    pub fn fail_safe_actions(
+        &self,
+        components: &[ComponentReport],
+        now_s: f64,
+    ) -> Vec<LocalAction> {
+        components
+            .iter()
+            .filter_map(|c| {
+                self.failsafe.regrow(now_s, &c.allocation, &c.request).map(|to| LocalAction {
+                    id: None,
+                    container_id: c.container_id.clone(),
+                    kind: LocalActionKind::Resize { from: c.allocation, to },
+                    reason: format!(
+                        "fail-safe: shaper unreachable for more than {} s, growing back towards the request",
+                        self.failsafe.config().hold_s
+                    ),
+                })
+            })
+            .collect()
+    }
+
+    /// Records the outcome of an action returned by [`ClusterSession::round`];
+    /// the ack goes with the next report (or [`ClusterSession::flush_acks`]).
+    pub fn record_outcome(&mut self, id: &ActionId, result: Result<(), String>) {
+        let outcome = match result {
+            Ok(()) => AckOutcome::Applied,
+            Err(error) => {
+                let mut error = error;
+                if error.len() > super::protocol::MAX_ERROR_LEN {
+                    let mut cut = super::protocol::MAX_ERROR_LEN;
+                    while !error.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    error.truncate(cut);
+                }
+                AckOutcome::Failed { error }
+            }
+        };
+        if self.done.insert(id.clone(), outcome.clone()).is_none() {
+            self.done_order.push_back(id.clone());
+            if self.done_order.len() > APPLIED_LOG_LEN {
+                if let Some(old) = self.done_order.pop_front() {
+                    self.done.remove(&old);
+                }
+            }
+        }
+        self.queued.push(Ack {
+            action_id: id.clone(),
+            outcome,
+        });
+    }
+
+    /// True when the action was already applied or failed here.
+    pub fn is_done(&self, id: &ActionId) -> bool {
+        self.done.contains_key(id)
+    }
+
+    /// Sends queued acks now (`POST /v1/ack`); on failure they stay queued.
+    pub async fn flush_acks(&mut self, now_s: f64) -> Result<AckResponse, ClusterError> {
+        if self.queued.is_empty() {
+            return Ok(AckResponse::default());
+        }
+        let acks = std::mem::take(&mut self.queued);
+        match self.client.ack(acks.clone()).await {
+            Ok(r) => {
+                self.failsafe.on_success(now_s);
+                Ok(r)
+            }
+            Err(e) => {
+                let mut acks = acks;
+                acks.append(&mut self.queued);
+                self.queued = acks;
+                Err(e)
+            }
+        }
+    }
+}

@@ -1,0 +1,448 @@
+//! Configuration of the central shaper (`shaper.toml`) and of an agent's
+//! cluster client (the `[cluster]` table of `agent.toml`).
+//!
+//! ```toml
+//! # shaper.toml
+//! listen = "127.0.0.1:9848"            # default; loopback unless told otherwise
+//! token_file = "/etc/tailor/token"     # required, mode 0600
+//! # tls_cert_file = "/etc/tailor/shaper.crt"   # PEM; both or neither
+//! # tls_key_file = "/etc/tailor/shaper.key"
+//! interval_s = 10.0                    # one shaping round every interval
+//! stale_after_intervals = 3            # silent agents become stale after this
+//! forget_after_intervals = 360         # ... and are dropped after this (0 = never)
+//! warmup_intervals = 1                 # rounds wait this long after start
+//! max_body_bytes = 8388608             # request body limit
+//! max_components_per_report = 10000
+//! allow_plaintext_non_loopback = false # refuse a non-loopback listen without TLS
+//!
+//! [shaper]                             # shaper::ShaperConfig
+//! k1 = 0.05
+//! k2 = 3.0
+//! ```
+//!
+//! ```toml
+//! # agent.toml
+//! mode = "cluster"
+//! [cluster]
+//! shaper_url = "https://shaper.example:9848"
+//! token_file = "/etc/tailor/token"
+//! # agent_id = "node-17"               # default: the host name
+//! # ca_cert_file = "/etc/tailor/ca.pem" # trust this CA for https (besides the system roots)
+//! timeout_s = 5.0
+//! [cluster.fail_safe]
+//! hold_s = 60.0                        # keep allocations this long after losing the shaper
+//! regrow_fraction = 0.25               # then close this share of the gap to the request per interval
+//! ```
+
+use super::failsafe::FailSafeConfig;
+use super::ClusterError;
+use serde::{Deserialize, Serialize};
+use shaper::{ConfigError, ConfigErrors, ShaperConfig};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// Default listen address of the shaper server.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9848";
+
+fn default_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 9848))
+}
+fn default_interval_s() -> f64 {
+    10.0
+}
+fn default_stale_after_intervals() -> u32 {
+    3
+}
+fn default_forget_after_intervals() -> u32 {
+    360
+}
+fn default_warmup_intervals() -> u32 {
+    1
+}
+fn default_max_body_bytes() -> usize {
+    8 * 1024 * 1024
+}
+fn default_max_components_per_report() -> usize {
+    10_000
+}
+fn default_timeout_s() -> f64 {
+    5.0
+}
+
+/// `tailor shaper --config shaper.toml`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShaperServerConfig {
+    /// Listen address. Default `127.0.0.1:9848`.
+    #[serde(default = "default_listen")]
+    pub listen: SocketAddr,
+    /// File holding the bearer token agents must present (mode 0600).
+    pub token_file: PathBuf,
+    /// PEM certificate chain; with `tls_key_file`, the server speaks HTTPS.
+    #[serde(default)]
+    pub tls_cert_file: Option<PathBuf>,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    #[serde(default)]
+    pub tls_key_file: Option<PathBuf>,
+    /// Seconds between shaping rounds; agents should report at this pace.
+    /// Default 10.
+    #[serde(default = "default_interval_s")]
+    pub interval_s: f64,
+    /// An agent silent for this many intervals is stale: its last known
+    /// allocations still count, no actions are planned for it. Default 3.
+    #[serde(default = "default_stale_after_intervals")]
+    pub stale_after_intervals: u32,
+    /// An agent silent for this many intervals is dropped from the view
+    /// (0 = never). Default 360 (one hour at 10 s).
+    #[serde(default = "default_forget_after_intervals")]
+    pub forget_after_intervals: u32,
+    /// After a (re)start, rounds begin only after this many intervals, so
+    /// every live agent has re-reported before anything is planned. Default 1.
+    #[serde(default = "default_warmup_intervals")]
+    pub warmup_intervals: u32,
+    /// Request body limit in bytes. Default 8 MiB.
+    #[serde(default = "default_max_body_bytes")]
+    pub max_body_bytes: usize,
+    /// Components (and acks) accepted in one report. Default 10,000.
+    #[serde(default = "default_max_components_per_report")]
+    pub max_components_per_report: usize,
+    /// Allow listening on a non-loopback address without TLS (the token
+    /// would cross the network in clear). Default false.
+    #[serde(default)]
+    pub allow_plaintext_non_loopback: bool,
+    /// Shaping parameters (`[shaper]`).
+    #[serde(default)]
+    pub shaper: ShaperConfig,
+}
+
+fn err(errors: &mut Vec<ConfigError>, key: &str, message: impl Into<String>) {
+    errors.push(ConfigError {
+        key: key.to_string(),
+        message: message.into(),
+    });
+}
+
+impl ShaperServerConfig {
+    /// A config with defaults and the given token file.
+    pub fn with_token_file(token_file: impl Into<PathBuf>) -> Self {
+        Self {
+            listen: default_listen(),
+            token_file: token_file.into(),
+            tls_cert_file: None,
+            tls_key_file: None,
+            interval_s: default_interval_s(),
+            stale_after_intervals: default_stale_after_intervals(),
+            forget_after_intervals: default_forget_after_intervals(),
+            warmup_intervals: default_warmup_intervals(),
+            max_body_bytes: default_max_body_bytes(),
+            max_components_per_report: default_max_components_per_report(),
+            allow_plaintext_non_loopback: false,
+            shaper: ShaperConfig::default(),
+        }
+    }
+
+    /// Parses TOML text (unknown keys are errors).
+    pub fn from_toml(text: &str, path: &Path) -> Result<Self, ClusterError> {
+        toml::from_str(text).map_err(|e| ClusterError::ConfigParse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Reads, parses and validates a config file.
+    pub fn load(path: &Path) -> Result<Self, ClusterError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ClusterError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let cfg = Self::from_toml(&text, path)?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// True when TLS is configured.
+    pub fn tls_enabled(&self) -> bool {
+        self.tls_cert_file.is_some() && self.tls_key_file.is_some()
+    }
+
+    /// Every invalid setting at once (keys as written in the file).
+    pub fn validate(&self) -> Result<(), ConfigErrors> {
+        let mut errors = Vec::new();
+        if self.token_file.as_os_str().is_empty() {
+            err(&mut errors, "token_file", "must name the token file");
+        }
+        match (&self.tls_cert_file, &self.tls_key_file) {
+            (Some(_), None) => err(
+                &mut errors,
+                "tls_key_file",
+                "tls_cert_file is set but tls_key_file is not",
+            ),
+            (None, Some(_)) => err(
+                &mut errors,
+                "tls_cert_file",
+                "tls_key_file is set but tls_cert_file is not",
+            ),
+            _ => {}
+        }
+        if !self.listen.ip().is_loopback()
+            && !self.tls_enabled()
+            && !self.allow_plaintext_non_loopback
+        {
+            err(
+                &mut errors,
+                "listen",
+                format!(
+                    "{} is not a loopback address and TLS is not configured: set tls_cert_file/tls_key_file \
+                     (or allow_plaintext_non_loopback = true to send tokens in clear)",
+                    self.listen
+                ),
+            );
+        }
+        if !(self.interval_s.is_finite() && self.interval_s > 0.0 && self.interval_s <= 86_400.0) {
+            err(
+                &mut errors,
+                "interval_s",
+                format!("must be in (0, 86400] (got {})", self.interval_s),
+            );
+        }
+        if self.stale_after_intervals == 0 {
+            err(&mut errors, "stale_after_intervals", "must be at least 1");
+        }
+        if self.forget_after_intervals != 0
+            && self.forget_after_intervals <= self.stale_after_intervals
+        {
+            err(
+                &mut errors,
+                "forget_after_intervals",
+                format!(
+                    "must be 0 (never) or larger than stale_after_intervals ({})",
+                    self.stale_after_intervals
+                ),
+            );
+        }
+        if self.max_body_bytes < 1024 || self.max_body_bytes > 1 << 30 {
+            err(
+                &mut errors,
+                "max_body_bytes",
+                format!("must be in [1024, 1 GiB] (got {})", self.max_body_bytes),
+            );
+        }
+        if self.max_components_per_report == 0 || self.max_components_per_report > 1_000_000 {
+            err(
+                &mut errors,
+                "max_components_per_report",
+                "must be in [1, 1000000]",
+            );
+        }
+        if let Err(e) = self.shaper.validate() {
+            errors.extend(e.prefixed("shaper").errors);
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigErrors { errors })
+        }
+    }
+}
+
+/// The `[cluster]` table of `agent.toml` (used when `mode = "cluster"`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterClientConfig {
+    /// Base URL of the shaper, `http://` or `https://` (no path).
+    pub shaper_url: String,
+    /// File holding the bearer token (mode 0600).
+    pub token_file: PathBuf,
+    /// This agent's name; one agent = one host. Default: the host name.
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    /// Extra CA certificate (PEM) to trust for `https://` (e.g. a
+    /// self-signed shaper certificate).
+    #[serde(default)]
+    pub ca_cert_file: Option<PathBuf>,
+    /// Timeout of one request to the shaper, seconds. Default 5.
+    #[serde(default = "default_timeout_s")]
+    pub timeout_s: f64,
+    /// What to do while the shaper is unreachable.
+    #[serde(default)]
+    pub fail_safe: FailSafeConfig,
+}
+
+impl ClusterClientConfig {
+    /// A config with defaults.
+    pub fn new(shaper_url: impl Into<String>, token_file: impl Into<PathBuf>) -> Self {
+        Self {
+            shaper_url: shaper_url.into(),
+            token_file: token_file.into(),
+            agent_id: None,
+            ca_cert_file: None,
+            timeout_s: default_timeout_s(),
+            fail_safe: FailSafeConfig::default(),
+        }
+    }
+
+    /// The agent id to report: `agent_id`, else the host name.
+    pub fn resolved_agent_id(&self) -> String {
+        if let Some(id) = &self.agent_id {
+            return id.clone();
+        }
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .unwrap_or_else(|| "localhost".to_string())
+    }
+
+    /// Every invalid setting at once (keys relative to `[cluster]`; call
+    /// `.prefixed("cluster")` on the error when embedding).
+    pub fn validate(&self) -> Result<(), ConfigErrors> {
+        let mut errors = Vec::new();
+        let url = self.shaper_url.trim_end_matches('/');
+        let rest = url
+            .strip_prefix("http://")
+            .or_else(|| url.strip_prefix("https://"));
+        match rest {
+            None => err(
+                &mut errors,
+                "shaper_url",
+                format!(
+                    "must start with http:// or https:// (got {:?})",
+                    self.shaper_url
+                ),
+            ),
+            Some(r) if r.is_empty() || r.contains('/') || r.contains(char::is_whitespace) => err(
+                &mut errors,
+                "shaper_url",
+                format!(
+                    "must be a base URL like https://host:9848 without a path (got {:?})",
+                    self.shaper_url
+                ),
+            ),
+            Some(_) => {}
+        }
+        if self.token_file.as_os_str().is_empty() {
+            err(&mut errors, "token_file", "must name the token file");
+        }
+        if let Some(id) = &self.agent_id {
+            if id.is_empty()
+                || id.len() > super::protocol::MAX_NAME_LEN
+                || id.chars().any(|c| c.is_control())
+            {
+                err(
+                    &mut errors,
+                    "agent_id",
+                    "must be 1 to 256 printable characters",
+                );
+            }
+        }
+        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0 && self.timeout_s <= 600.0) {
+            err(
+                &mut errors,
+                "timeout_s",
+                format!("must be in (0, 600] (got {})", self.timeout_s),
+            );
+        }
+        if let Err(e) = self.fail_safe.validate() {
+            errors.extend(e.prefixed("fail_safe").errors);
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigErrors { errors })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minimal_server_config_gets_defaults() {
+        let cfg =
+            ShaperServerConfig::from_toml("token_file = \"/t\"\n", Path::new("x")).expect("parse");
+        assert_eq!(cfg.listen.to_string(), DEFAULT_LISTEN);
+        assert_eq!(cfg, ShaperServerConfig::with_token_file("/t"));
+        assert!(cfg.validate().is_ok());
+    }
+
+    #[test]
+    fn server_config_reports_every_error() {
+        let text = r#"
+            listen = "0.0.0.0:9848"
+            token_file = "/t"
+            tls_cert_file = "/c"
+            interval_s = -1.0
+            stale_after_intervals = 0
+            max_body_bytes = 10
+            [shaper]
+            k1 = -1.0
+        "#;
+        let cfg = ShaperServerConfig::from_toml(text, Path::new("x")).expect("parse");
+        let e = cfg.validate().expect_err("invalid");
+        let keys = e.keys();
+        for k in [
+            "tls_key_file",
+            "listen",
+            "interval_s",
+            "stale_after_intervals",
+            "max_body_bytes",
+            "shaper.k1",
+        ] {
+            assert!(keys.contains(&k), "missing {k} in {keys:?}");
+        }
+    }
+
+    #[test]
+    fn non_loopback_is_fine_with_tls_or_explicit_opt_in() {
+        let mut cfg = ShaperServerConfig::with_token_file("/t");
+        cfg.listen = "0.0.0.0:1".parse().expect("addr");
+        assert!(cfg.validate().is_err());
+        cfg.allow_plaintext_non_loopback = true;
+        assert!(cfg.validate().is_ok());
+        cfg.allow_plaintext_non_loopback = false;
+        cfg.tls_cert_file = Some("/c".into());
+        cfg.tls_key_file = Some("/k".into());
+        assert!(cfg.validate().is_ok());
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected() {
+        assert!(
+            ShaperServerConfig::from_toml("token_file = \"/t\"\nbogus = 1\n", Path::new("x"))
+                .is_err()
+        );
+        assert!(toml::from_str::<ClusterClientConfig>(
+            "shaper_url = \"http://a\"\ntoken_file = \"/t\"\nx = 1\n"
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn client_config_validation() {
+        let cfg: ClusterClientConfig =
+            toml::from_str("shaper_url = \"https://shaper:9848\"\ntoken_file = \"/t\"\n")
+                .expect("parse");
+        assert!(cfg.validate().is_ok());
+        assert_eq!(cfg.timeout_s, 5.0);
+        let mut bad = cfg.clone();
+        bad.shaper_url = "ftp://x".into();
+        bad.timeout_s = 0.0;
+        bad.fail_safe.regrow_fraction = 2.0;
+        let keys: Vec<String> = bad
+            .validate()
+            .expect_err("invalid")
+            .keys()
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            keys,
+            vec!["shaper_url", "timeout_s", "fail_safe.regrow_fraction"]
+        );
+        let mut path = cfg;
+        path.shaper_url = "http://host/v1".into();
+        assert!(path.validate().is_err());
+    }
+}

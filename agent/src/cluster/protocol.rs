@@ -1,0 +1,506 @@
+//! Wire protocol between agents and the central shaper, version 1.
+//!
+//! Every request carries `Authorization: Bearer <token>`.
+//!
+//! * `POST /v1/report` — body [`ReportRequest`]: the agent's host capacity and
+//!   every managed component (request, allocation, usage, forecast,
+//!   application label, class, priority, protection, start time), plus the
+//!   acknowledgements of actions applied since the previous report. Answer:
+//!   [`ReportResponse`] with the actions the latest shaping round planned
+//!   for this agent and that it has not acknowledged yet.
+//! * `POST /v1/ack` — body [`AckRequest`]: acknowledgements only (an agent may
+//!   ack right after applying instead of waiting for its next report).
+//!   Answer: [`AckResponse`].
+//! * Errors: a JSON [`ErrorBody`] with status 400 (malformed or invalid),
+//!   401 (missing or wrong token), 404, 413 (body too large).
+//!
+//! Ids: the shaper works on `u64` ids. Agents speak in names (their agent id,
+//! Docker container ids, application labels); the server maps them with a
+//! fixed 64-bit FNV-1a hash ([`host_id`], [`app_id`], [`component_id`]), so
+//! the mapping is deterministic and survives a server restart. Application
+//! labels are global: the same label reported by two agents is one
+//! application spanning two hosts.
+//!
+//! Actions carry an [`ActionId`] unique across server restarts (it embeds
+//! the server instance's epoch). Agents apply an action at most once per id
+//! and acknowledge it; a resize sets absolute limits and an eviction of a
+//! container that is already gone counts as applied, so a re-delivered
+//! action is harmless.
+
+use serde::{Deserialize, Serialize};
+use shaper::{AppId, Class, ComponentId, Forecasts, HostId, Predictive, Resources};
+
+/// The protocol version served under `/v1/`.
+pub const API_VERSION: u32 = 1;
+/// Longest accepted agent id, container id or application label (bytes).
+pub const MAX_NAME_LEN: usize = 256;
+/// Longest accepted failure message in an ack (bytes).
+pub const MAX_ERROR_LEN: usize = 4096;
+
+/// `POST /v1/report`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportRequest {
+    /// The agent's stable name (default: the host name); one agent = one host.
+    pub agent_id: String,
+    /// Report counter of this agent process (diagnostics only).
+    #[serde(default)]
+    pub seq: u64,
+    /// What the host can give to managed containers.
+    pub capacity: Resources,
+    /// Every managed, running component on the host.
+    pub components: Vec<ComponentReport>,
+    /// Outcomes of actions applied since the last report.
+    #[serde(default)]
+    pub acks: Vec<Ack>,
+}
+
+/// One managed component (container) as its agent sees it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentReport {
+    /// Docker container id (unique on its agent).
+    pub container_id: String,
+    /// Application label (`tailor.app`), global across agents.
+    pub app: String,
+    pub class: Class,
+    /// Application priority (`tailor.priority`), larger is more important.
+    #[serde(default)]
+    pub priority: i32,
+    /// Never shrunk nor evicted (`tailor.protected`).
+    #[serde(default)]
+    pub protected: bool,
+    pub request: Resources,
+    pub allocation: Resources,
+    pub usage: Resources,
+    /// `None` while the agent's models have no answer yet.
+    #[serde(default)]
+    pub forecast: Option<Forecasts>,
+    /// Container start time, Unix seconds.
+    pub started_s: f64,
+    /// Work done so far in seconds; defaults to the time alive.
+    #[serde(default)]
+    pub work_done_s: Option<f64>,
+    /// Application submission time, Unix seconds; defaults to the earliest
+    /// `started_s` of the application's components.
+    #[serde(default)]
+    pub app_submitted_s: Option<f64>,
+    /// How many times the application failed or was preempted (as far as
+    /// this agent knows); the server takes the maximum with its own count.
+    #[serde(default)]
+    pub failures: u32,
+    /// Expected remaining run time (SJF order), when known.
+    #[serde(default)]
+    pub expected_remaining_s: Option<f64>,
+}
+
+/// Answer to `POST /v1/report`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportResponse {
+    pub api_version: u32,
+    /// The shaping round the actions come from (0: no round planned yet).
+    pub round: u64,
+    /// The server's round interval; agents should report at this pace.
+    pub interval_s: f64,
+    /// Actions for this agent, in the order to apply them (evictions, then
+    /// shrinks, then growths).
+    pub actions: Vec<WireAction>,
+}
+
+/// A unique action id: `<server epoch>-<round>-<index>`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ActionId(pub String);
+
+impl std::fmt::Display for ActionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One action for one agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireAction {
+    pub id: ActionId,
+    /// Application label of the component.
+    pub app: String,
+    pub action: ActionKind,
+    /// Why (structured, from the shaper).
+    pub explanation: shaper::Explanation,
+    /// The same, as one human-readable line.
+    pub summary: String,
+}
+
+/// What to do to one container.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ActionKind {
+    /// Set the container's limits to `to` (absolute, idempotent).
+    Resize {
+        container_id: String,
+        from: Resources,
+        to: Resources,
+    },
+    /// Stop the container. `whole_app` is true when its whole application is
+    /// preempted (its other components, possibly on other hosts, go too).
+    Evict {
+        container_id: String,
+        whole_app: bool,
+    },
+}
+
+impl ActionKind {
+    pub fn container_id(&self) -> &str {
+        match self {
+            ActionKind::Resize { container_id, .. } | ActionKind::Evict { container_id, .. } => {
+                container_id
+            }
+        }
+    }
+
+    /// `resize`, `evict_component` or `evict_application`.
+    pub fn metric_kind(&self) -> &'static str {
+        match self {
+            ActionKind::Resize { .. } => "resize",
+            ActionKind::Evict {
+                whole_app: false, ..
+            } => "evict_component",
+            ActionKind::Evict {
+                whole_app: true, ..
+            } => "evict_application",
+        }
+    }
+}
+
+/// `POST /v1/ack`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AckRequest {
+    pub agent_id: String,
+    pub acks: Vec<Ack>,
+}
+
+/// The outcome of one action on its agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ack {
+    pub action_id: ActionId,
+    pub outcome: AckOutcome,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AckOutcome {
+    Applied,
+    Failed { error: String },
+}
+
+/// Answer to `POST /v1/ack` (also counted for acks inside a report).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AckResponse {
+    /// Acks matched to an action issued to this agent.
+    pub accepted: u64,
+    /// Acks for ids the server does not know (e.g. issued before a restart,
+    /// or expired): ignored.
+    pub unknown: u64,
+}
+
+/// Body of every error answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// Short machine-readable kind: `unauthorized`, `bad_request`,
+    /// `payload_too_large`, `not_found`, `internal`.
+    pub error: String,
+    /// What was wrong, for a human.
+    pub message: String,
+}
+
+/// 64-bit FNV-1a.
+pub fn fnv1a64(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            // Separator that cannot occur inside validated names.
+            h ^= 0xff;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        for b in p.iter() {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// The shaper's id for an agent's host.
+pub fn host_id(agent_id: &str) -> HostId {
+    HostId(fnv1a64(&[b"host", agent_id.as_bytes()]))
+}
+
+/// The shaper's id for an application label (global across agents).
+pub fn app_id(app: &str) -> AppId {
+    AppId(fnv1a64(&[b"app", app.as_bytes()]))
+}
+
+/// The shaper's id for a container on an agent.
+pub fn component_id(agent_id: &str, container_id: &str) -> ComponentId {
+    ComponentId(fnv1a64(&[
+        b"component",
+        agent_id.as_bytes(),
+        container_id.as_bytes(),
+    ]))
+}
+
+fn check_name(what: &str, s: &str, errors: &mut Vec<String>) {
+    if s.is_empty() {
+        errors.push(format!("{what} is empty"));
+    } else if s.len() > MAX_NAME_LEN {
+        errors.push(format!("{what} is longer than {MAX_NAME_LEN} bytes"));
+    } else if s.chars().any(|c| c.is_control()) {
+        errors.push(format!("{what} contains control characters"));
+    }
+}
+
+fn check_resources(what: &str, r: &Resources, errors: &mut Vec<String>) {
+    for (name, v) in [("cpu_cores", r.cpu_cores), ("mem_bytes", r.mem_bytes)] {
+        if !v.is_finite() || v < 0.0 {
+            errors.push(format!("{what}.{name} must be finite and >= 0 (got {v})"));
+        }
+    }
+}
+
+fn check_predictive(what: &str, p: &Predictive, errors: &mut Vec<String>) {
+    if !p.mean.is_finite() {
+        errors.push(format!("{what}.mean must be finite"));
+    }
+    if !p.std.is_finite() || p.std < 0.0 {
+        errors.push(format!("{what}.std must be finite and >= 0"));
+    }
+    if let Some(c) = &p.calibration {
+        if c.upper
+            .iter()
+            .chain(c.lower.iter())
+            .any(|m| !m.is_finite() || *m < 0.0)
+        {
+            errors.push(format!(
+                "{what}.calibration multipliers must be finite and >= 0"
+            ));
+        }
+    }
+}
+
+fn check_opt_time(what: &str, v: Option<f64>, errors: &mut Vec<String>) {
+    if let Some(v) = v {
+        if !v.is_finite() || v < 0.0 {
+            errors.push(format!("{what} must be finite and >= 0"));
+        }
+    }
+}
+
+impl ReportRequest {
+    /// Every problem with the report's content (the server answers 400 with
+    /// all of them). `max_components` bounds the number of components.
+    pub fn validate(&self, max_components: usize) -> Result<(), Vec<String>> {
+        let mut errors = Vec::new();
+        check_name("agent_id", &self.agent_id, &mut errors);
+        check_resources("capacity", &self.capacity, &mut errors);
+        if self.components.len() > max_components {
+            errors.push(format!(
+                "{} components, more than the limit of {max_components}",
+                self.components.len()
+            ));
+        }
+        let mut seen = std::collections::HashSet::with_capacity(self.components.len());
+        for (i, c) in self.components.iter().enumerate() {
+            // Stop at a bounded number of messages: a huge bad report must not
+            // produce a huge answer.
+            if errors.len() >= 20 {
+                errors.push("... (more errors not shown)".to_string());
+                break;
+            }
+            let at = format!("components[{i}]");
+            check_name(&format!("{at}.container_id"), &c.container_id, &mut errors);
+            check_name(&format!("{at}.app"), &c.app, &mut errors);
+            check_resources(&format!("{at}.request"), &c.request, &mut errors);
+            check_resources(&format!("{at}.allocation"), &c.allocation, &mut errors);
+            check_resources(&format!("{at}.usage"), &c.usage, &mut errors);
+            if let Some(f) = &c.forecast {
+                check_predictive(&format!("{at}.forecast.cpu"), &f.cpu, &mut errors);
+                check_predictive(&format!("{at}.forecast.mem"), &f.mem, &mut errors);
+            }
+            if !c.started_s.is_finite() || c.started_s < 0.0 {
+                errors.push(format!("{at}.started_s must be finite and >= 0"));
+            }
+            check_opt_time(&format!("{at}.work_done_s"), c.work_done_s, &mut errors);
+            check_opt_time(
+                &format!("{at}.app_submitted_s"),
+                c.app_submitted_s,
+                &mut errors,
+            );
+            check_opt_time(
+                &format!("{at}.expected_remaining_s"),
+                c.expected_remaining_s,
+                &mut errors,
+            );
+            if !seen.insert(c.container_id.as_str()) {
+                errors.push(format!(
+                    "{at}.container_id {:?} is reported twice",
+                    c.container_id
+                ));
+            }
+        }
+        check_acks(&self.acks, max_components, &mut errors);
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+fn check_acks(acks: &[Ack], max: usize, errors: &mut Vec<String>) {
+    if acks.len() > max {
+        errors.push(format!("{} acks, more than the limit of {max}", acks.len()));
+    }
+    for (i, a) in acks.iter().enumerate().take(max) {
+        if errors.len() >= 20 {
+            break;
+        }
+        check_name(&format!("acks[{i}].action_id"), &a.action_id.0, errors);
+        if let AckOutcome::Failed { error } = &a.outcome {
+            if error.len() > MAX_ERROR_LEN {
+                errors.push(format!(
+                    "acks[{i}].outcome.error is longer than {MAX_ERROR_LEN} bytes"
+                ));
+            }
+        }
+    }
+}
+
+impl AckRequest {
+    pub fn validate(&self, max_acks: usize) -> Result<(), Vec<String>> {
+        let mut errors = Vec::new();
+        check_name("agent_id", &self.agent_id, &mut errors);
+        check_acks(&self.acks, max_acks, &mut errors);
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn component(id: &str) -> ComponentReport {
+        ComponentReport {
+            container_id: id.to_string(),
+            app: "web".to_string(),
+            class: Class::Core,
+            priority: 0,
+            protected: false,
+            request: Resources::new(1.0, 1e9),
+            allocation: Resources::new(1.0, 1e9),
+            usage: Resources::new(0.2, 2e8),
+            forecast: Some(Forecasts {
+                cpu: Predictive::gaussian(0.2, 0.01),
+                mem: Predictive::gaussian(2e8, 1e6),
+            }),
+            started_s: 1000.0,
+            work_done_s: None,
+            app_submitted_s: None,
+            failures: 0,
+            expected_remaining_s: None,
+        }
+    }
+
+    fn report() -> ReportRequest {
+        ReportRequest {
+            agent_id: "node-1".to_string(),
+            seq: 1,
+            capacity: Resources::new(4.0, 8e9),
+            components: vec![component("a"), component("b")],
+            acks: vec![],
+        }
+    }
+
+    #[test]
+    fn ids_are_deterministic_and_distinct() {
+        assert_eq!(host_id("n1"), host_id("n1"));
+        assert_ne!(host_id("n1"), host_id("n2"));
+        assert_eq!(app_id("web"), app_id("web"));
+        assert_eq!(component_id("n1", "abc"), component_id("n1", "abc"));
+        assert_ne!(component_id("n1", "abc"), component_id("n2", "abc"));
+        // The separator keeps ("ab", "c") and ("a", "bc") apart.
+        assert_ne!(component_id("ab", "c"), component_id("a", "bc"));
+        // Known FNV-1a vector: empty input.
+        assert_eq!(fnv1a64(&[b""]), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(&[b"a"]), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    #[test]
+    fn valid_report_roundtrips_and_validates() {
+        let r = report();
+        assert!(r.validate(100).is_ok());
+        let json = serde_json::to_string(&r).expect("serialise");
+        let back: ReportRequest = serde_json::from_str(&json).expect("parse");
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn invalid_report_lists_every_problem() {
+        let mut r = report();
+        r.agent_id = String::new();
+        r.capacity.cpu_cores = -1.0;
+        r.components[1].container_id = "a".to_string();
+        r.components[0].usage.mem_bytes = f64::INFINITY;
+        let errors = r.validate(100).expect_err("invalid");
+        assert!(
+            errors.iter().any(|e| e.contains("agent_id is empty")),
+            "{errors:?}"
+        );
+        assert!(
+            errors.iter().any(|e| e.contains("capacity.cpu_cores")),
+            "{errors:?}"
+        );
+        assert!(
+            errors.iter().any(|e| e.contains("reported twice")),
+            "{errors:?}"
+        );
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("components[0].usage.mem_bytes")),
+            "{errors:?}"
+        );
+        assert!(report().validate(1).is_err(), "component limit");
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        let json = r#"{"agent_id":"n","capacity":{"cpu_cores":1,"mem_bytes":1},"components":[],"bogus":1}"#;
+        assert!(serde_json::from_str::<ReportRequest>(json).is_err());
+    }
+
+    #[test]
+    fn action_kinds_serialise_with_a_tag() {
+        let a = ActionKind::Evict {
+            container_id: "c".into(),
+            whole_app: true,
+        };
+        let v = serde_json::to_value(&a).expect("serialise");
+        assert_eq!(v["kind"], "evict");
+        assert_eq!(a.metric_kind(), "evict_application");
+        let ack = Ack {
+            action_id: ActionId("e-1-0".into()),
+            outcome: AckOutcome::Failed { error: "x".into() },
+        };
+        let v = serde_json::to_value(&ack).expect("serialise");
+        assert_eq!(v["outcome"]["status"], "failed");
+    }
+}

@@ -1,0 +1,472 @@
+//! The central shaper's HTTP server (axum; HTTPS through rustls when a
+//! certificate is configured).
+//!
+//! Routes (all but `/healthz` need `Authorization: Bearer <token>`):
+//! `POST /v1/report`, `POST /v1/ack`, `GET /v1/status`, `GET /metrics`,
+//! `GET /healthz`. Errors are JSON [`ErrorBody`]s: 401 without a valid token
+//! (checked before the body is read), 400 for a body that does not parse or
+//! validate, 413 over `max_body_bytes`, 404 for unknown paths. A refused
+//! request changes nothing.
+//!
+//! A background task plans one round every `interval_s`: it snapshots the
+//! state under the lock, runs `shaper::decide()` on a blocking thread
+//! without the lock, then installs the per-agent actions.
+
+use super::auth::{read_token_file, Token};
+use super::config::ShaperServerConfig;
+use super::metrics::{self, Gauges, Metrics, ProcessStats};
+use super::protocol::{AckRequest, ErrorBody, ReportRequest};
+use super::state::{RoundOutcome, ShaperState, SkipReason, StateConfig};
+use super::ClusterError;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tailor_core::{Clock, SystemClock};
+
+/// State shared by the handlers and the round task.
+pub struct Shared {
+    state: Mutex<ShaperState>,
+    metrics: Mutex<Metrics>,
+    token: Token,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock cannot leave the state half-updated in a
+    // way that matters more than stopping the server would; carry on.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    pub fn new(state: ShaperState, token: Token, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            state: Mutex::new(state),
+            metrics: Mutex::new(Metrics::default()),
+            token,
+            clock,
+        }
+    }
+
+    /// Runs `f` on the state under its lock.
+    pub fn with_state<R>(&self, f: impl FnOnce(&mut ShaperState) -> R) -> R {
+        f(&mut lock(&self.state))
+    }
+
+    /// Runs `f` on the metrics under their lock.
+    pub fn with_metrics<R>(&self, f: impl FnOnce(&mut Metrics) -> R) -> R {
+        f(&mut lock(&self.metrics))
+    }
+
+    pub fn now_s(&self) -> f64 {
+        self.clock.now_s()
+    }
+
+    /// Plans one round now (the round task calls this every interval; tests
+    /// call it directly).
+    pub async fn run_round(self: &Arc<Self>) -> Result<RoundOutcome, SkipReason> {
+        let t0 = Instant::now();
+        let now_s = self.clock.now_s();
+        let snap = self.with_state(|s| {
+            s.snapshot(now_s)
+                .map(|input| (input, s.shaper_config().clone()))
+        });
+        let (input, cfg) = match snap {
+            Ok(x) => x,
+            Err(reason) => {
+                self.with_metrics(|m| match reason {
+                    SkipReason::Warmup => m.rounds_skipped_warmup += 1,
+                    SkipReason::NoAgents => m.rounds_skipped_no_agents += 1,
+                });
+                return Err(reason);
+            }
+        };
+        let decided = tokio::task::spawn_blocking(move || {
+            let plan = shaper::decide(&input.view, now_s, &cfg);
+            (input, plan)
+        })
+        .await;
+        let (input, plan) = match decided {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::error!(error = %e, "decide() task failed; round skipped");
+                return Err(SkipReason::NoAgents);
+            }
+        };
+        let out = self.with_state(|s| s.install(&input, &plan));
+        let elapsed = t0.elapsed().as_secs_f64();
+        self.with_metrics(|m| {
+            m.round_latency.observe(elapsed);
+            m.rounds_total += 1;
+            m.actions_total[0] += out.resize;
+            m.actions_total[1] += out.evict_component;
+            m.actions_total[2] += out.evict_application;
+            m.actions_dropped_stale += out.dropped_for_stale;
+            m.last_round_components = out.components;
+        });
+        tracing::info!(
+            round = out.round,
+            agents_live = out.agents_live,
+            agents_stale = out.agents_stale,
+            components = out.components,
+            resize = out.resize,
+            evict_component = out.evict_component,
+            evict_application = out.evict_application,
+            latency_s = elapsed,
+            "shaping round"
+        );
+        Ok(out)
+    }
+
+    /// The `/metrics` text.
+    pub fn render_metrics(&self) -> String {
+        let now_s = self.clock.now_s();
+        let g = self.with_state(|s| {
+            let (live, stale) = s.agent_counts(now_s);
+            let acks = s.ack_counters();
+            Gauges {
+                agents_live: live,
+                agents_stale: stale,
+                components: s.component_count(),
+                round: s.round(),
+                acks_applied: acks.applied,
+                acks_failed: acks.failed,
+                acks_unknown: acks.unknown,
+            }
+        });
+        let process = ProcessStats::read("self");
+        self.with_metrics(|m| metrics::render(m, &g, process))
+    }
+}
+
+fn error(status: StatusCode, kind: &str, message: impl Into<String>) -> Response {
+    (
+        status,
+        Json(ErrorBody {
+            error: kind.to_string(),
+            message: message.into(),
+        }),
+    )
+        .into_response()
+}
+
+fn endpoint_of(path: &str) -> &'static str {
+    match path {
+        "/v1/report" => "report",
+        "/v1/ack" => "ack",
+        "/v1/status" => "status",
+        "/metrics" => "metrics",
+        "/healthz" => "healthz",
+        _ => "other",
+    }
+}
+
+async fn count_requests(State(sh): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let endpoint = endpoint_of(req.uri().path());
+    let resp = next.run(req).await;
+    let code = resp.status().as_u16();
+    sh.with_metrics(|m| m.count_request(endpoint, code));
+    resp
+}
+
+async fn require_token(State(sh): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let ok = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| sh.token.matches_header(v))
+        .unwrap_or(false);
+    if !ok {
+        let has_header = req.headers().contains_key(header::AUTHORIZATION);
+        let msg = if has_header {
+            "invalid bearer token"
+        } else {
+            "missing `Authorization: Bearer <token>` header"
+        };
+        let mut resp = error(StatusCode::UNAUTHORIZED, "unauthorized", msg);
+        resp.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"tailor\""),
+        );
+        return resp;
+    }
+    next.run(req).await
+}
+
+fn body_error(rej: BytesRejection) -> Response {
+    let status = rej.status();
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        error(
+            status,
+            "payload_too_large",
+            format!("request body too large: {}", rej.body_text()),
+        )
+    } else {
+        error(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            format!("cannot read request body: {}", rej.body_text()),
+        )
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Response> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        error(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            format!("malformed JSON body: {e}"),
+        )
+    })
+}
+
+async fn report(State(sh): State<Arc<Shared>>, body: Result<Bytes, BytesRejection>) -> Response {
+    let t0 = Instant::now();
+    let bytes = match body {
+        Ok(b) => b,
+        Err(rej) => return body_error(rej),
+    };
+    let req: ReportRequest = match parse(&bytes) {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    let now_s = sh.now_s();
+    let result = sh.with_state(|s| s.report(req, now_s));
+    let resp = match result {
+        Ok(r) => Json(r).into_response(),
+        Err(invalid) => return error(StatusCode::BAD_REQUEST, "bad_request", invalid.to_string()),
+    };
+    let elapsed = t0.elapsed().as_secs_f64();
+    sh.with_metrics(|m| m.report_latency.observe(elapsed));
+    resp
+}
+
+async fn ack(State(sh): State<Arc<Shared>>, body: Result<Bytes, BytesRejection>) -> Response {
+    let bytes = match body {
+        Ok(b) => b,
+        Err(rej) => return body_error(rej),
+    };
+    let req: AckRequest = match parse(&bytes) {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    match sh.with_state(|s| s.ack(&req)) {
+        Ok(r) => Json(r).into_response(),
+        Err(invalid) => error(StatusCode::BAD_REQUEST, "bad_request", invalid.to_string()),
+    }
+}
+
+async fn status(State(sh): State<Arc<Shared>>) -> Response {
+    let now_s = sh.now_s();
+    Json(sh.with_state(|s| s.status(now_s))).into_response()
+}
+
+async fn metrics_text(State(sh): State<Arc<Shared>>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        sh.render_metrics(),
+    )
+        .into_response()
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn not_found() -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "no such endpoint (see /v1/report, /v1/ack, /v1/status, /metrics, /healthz)",
+    )
+}
+
+/// The router, for embedding or testing with `tower::ServiceExt::oneshot`.
+pub fn router(shared: Arc<Shared>, max_body_bytes: usize) -> Router {
+    let authed = Router::new()
+        .route("/v1/report", post(report))
+        .route("/v1/ack", post(ack))
+        .route("/v1/status", get(status))
+        .route("/metrics", get(metrics_text))
+        .route_layer(middleware::from_fn_with_state(
+            shared.clone(),
+            require_token,
+        ));
+    Router::new()
+        .merge(authed)
+        .route("/healthz", get(healthz))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(middleware::from_fn_with_state(
+            shared.clone(),
+            count_requests,
+        ))
+        .with_state(shared)
+}
+
+fn tls_config(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> Result<axum_server::tls_rustls::RustlsConfig, ClusterError> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| ClusterError::Tls(format!("{}: {e}", cert.display())))?;
+    if certs.is_empty() {
+        return Err(ClusterError::Tls(format!(
+            "{}: no certificate found",
+            cert.display()
+        )));
+    }
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| ClusterError::Tls(format!("{}: {e}", key.display())))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut sc = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| ClusterError::Tls(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| ClusterError::Tls(e.to_string()))?;
+    sc.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(axum_server::tls_rustls::RustlsConfig::from_config(
+        Arc::new(sc),
+    ))
+}
+
+/// A running shaper server.
+#[derive(Debug)]
+pub struct ShaperServer {
+    addr: SocketAddr,
+    tls: bool,
+    shared: Arc<Shared>,
+    handle: axum_server::Handle,
+    serve_task: tokio::task::JoinHandle<std::io::Result<()>>,
+    round_task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl ShaperServer {
+    /// Validates `cfg`, reads the token file, binds, and starts serving and
+    /// planning a round every `interval_s` (system clock).
+    pub async fn start(cfg: ShaperServerConfig) -> Result<Self, ClusterError> {
+        Self::start_with(cfg, Arc::new(SystemClock), true).await
+    }
+
+    /// Like [`ShaperServer::start`] with a given clock; with
+    /// `auto_rounds = false` rounds only happen through
+    /// [`Shared::run_round`] (tests).
+    pub async fn start_with(
+        cfg: ShaperServerConfig,
+        clock: Arc<dyn Clock>,
+        auto_rounds: bool,
+    ) -> Result<Self, ClusterError> {
+        cfg.validate()?;
+        let token = read_token_file(&cfg.token_file)?;
+        let tls = match (&cfg.tls_cert_file, &cfg.tls_key_file) {
+            (Some(c), Some(k)) => Some(tls_config(c, k)?),
+            _ => None,
+        };
+        let now_s = clock.now_s();
+        let epoch = format!("{:x}", (SystemClock.now_s() * 1000.0) as u64);
+        let state = ShaperState::new(StateConfig::from(&cfg), cfg.shaper.clone(), epoch, now_s);
+        let shared = Arc::new(Shared::new(state, token, clock));
+        let app = router(shared.clone(), cfg.max_body_bytes);
+        let listener =
+            std::net::TcpListener::bind(cfg.listen).map_err(|source| ClusterError::Bind {
+                addr: cfg.listen,
+                source,
+            })?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|source| ClusterError::Bind {
+                addr: cfg.listen,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| ClusterError::Bind {
+            addr: cfg.listen,
+            source,
+        })?;
+        let handle = axum_server::Handle::new();
+        let is_tls = tls.is_some();
+        let serve_task = match tls {
+            Some(tls) => {
+                let server = axum_server::from_tcp_rustls(listener, tls).handle(handle.clone());
+                tokio::spawn(server.serve(app.into_make_service()))
+            }
+            None => {
+                let server = axum_server::from_tcp(listener).handle(handle.clone());
+                tokio::spawn(server.serve(app.into_make_service()))
+            }
+        };
+        let round_task = auto_rounds.then(|| {
+            let shared = shared.clone();
+            let interval = Duration::from_secs_f64(cfg.interval_s);
+            tokio::spawn(async move {
+                let mut tick =
+                    tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tick.tick().await;
+                    let _ = shared.run_round().await;
+                }
+            })
+        });
+        tracing::info!(%addr, tls = is_tls, interval_s = cfg.interval_s, "tailor shaper listening");
+        Ok(Self {
+            addr,
+            tls: is_tls,
+            shared,
+            handle,
+            serve_task,
+            round_task,
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://addr` or `https://addr`.
+    pub fn url(&self) -> String {
+        format!(
+            "{}://{}",
+            if self.tls { "https" } else { "http" },
+            self.addr
+        )
+    }
+
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Serves until the server stops by itself (an I/O error).
+    pub async fn wait(self) -> Result<(), ClusterError> {
+        match self.serve_task.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(ClusterError::Serve(e.to_string())),
+            Err(e) => Err(ClusterError::Serve(e.to_string())),
+        }
+    }
+
+    /// Stops planning, lets in-flight requests finish (up to 5 s), stops.
+    pub async fn shutdown(self) {
+        if let Some(t) = &self.round_task {
+            t.abort();
+        }
+        self.handle.graceful_shutdown(Some(Duration::from_secs(5)));
+        let _ = self.serve_task.await;
+    }
+}
