@@ -156,14 +156,17 @@ enum State {
     Unplaced,
 }
 
+/// Everything the planning needs about one component, so that after the
+/// first (sequential) pass over the view only these 32-byte slots are read.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     host: u32,
     victim: u32,
     state: State,
+    core: bool,
+    protected: bool,
     changed: bool,
-    skipped: bool,
-    planned: Resources,
+    /// Allocation in force after the plan.
     eff: Resources,
 }
 
@@ -331,7 +334,9 @@ fn fits(free: &Resources, need: &Resources, tol: &Resources) -> Option<Resource>
 }
 
 /// One shaping round: the cluster view, the time and the parameters in, the
-/// plan out. Pure and deterministic (same inputs, same plan).
+/// plan out. Pure and deterministic (same inputs, same plan; the order of
+/// hosts and applications in the view does not change which actions are
+/// planned).
 ///
 /// `cfg` should have passed [`ShaperConfig::validate`]; with an invalid
 /// config `decide` still never panics and returns finite allocations.
@@ -345,46 +350,126 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
         components: n_comp as u64,
         ..PlanSummary::default()
     };
+    let pessimistic = cfg.policy == Policy::Pessimistic;
+    let interleaved = cfg.victim_order == VictimOrder::OldestFirstKeep;
+    let order = scheduler_order(apps, cfg.order);
+    let mut pos_of_app: Vec<u32> = Vec::new();
+    if pessimistic && !interleaved {
+        pos_of_app = vec![0; apps.len()];
+        for (pos, &ai) in order.iter().enumerate() {
+            pos_of_app[ai as usize] = pos as u32;
+        }
+    }
 
-    // 1. Targets, protection and hysteresis for every component.
+    // 1. One sequential pass over the view: targets, protection,
+    //    hysteresis, the candidate resizes (with their explanations), and the
+    //    elastic keep orders.
     let mut app_start: Vec<u32> = Vec::with_capacity(apps.len() + 1);
+    let mut pinned: Vec<bool> = Vec::with_capacity(if pessimistic { apps.len() } else { 0 });
     let mut slots: Vec<Slot> = Vec::with_capacity(n_comp);
-    let initial = if cfg.policy == Policy::Pessimistic {
+    // Reserved for the worst case up front (untouched capacity costs no
+    // memory): no reallocation copies of large action vectors.
+    let mut shrinks: Vec<Action> = Vec::with_capacity(n_comp);
+    let mut shrink_slots: Vec<u32> = Vec::with_capacity(n_comp);
+    let mut growths: Vec<Action> = Vec::with_capacity(n_comp);
+    let mut growth_slots: Vec<u32> = Vec::with_capacity(n_comp);
+    let mut elastic_start: Vec<u32> = Vec::new();
+    let mut elastic_order: Vec<u32> = Vec::new();
+    let mut app_elastic: Vec<(u64, u64, u32)> = Vec::new();
+    let mut global_elastic: Vec<(u64, u64, u64, u64, u32)> = Vec::new();
+    let initial = if pessimistic {
         State::Pending
     } else {
         State::Kept
     };
-    for app in apps {
+    for (ai, app) in apps.iter().enumerate() {
         app_start.push(slots.len() as u32);
+        let mut has_protected = false;
+        app_elastic.clear();
         for c in &app.components {
+            let g = slots.len() as u32;
             let host = hosts.get(c.host.0);
+            let core = c.class == Class::Core;
             if host == UNKNOWN {
                 summary.unknown_host_components += 1;
                 slots.push(Slot {
                     host,
                     victim: NO_VICTIM,
                     state: State::Unplaced,
+                    core,
+                    protected: c.protected,
                     changed: false,
-                    skipped: false,
-                    planned: c.allocation,
                     eff: c.allocation,
                 });
                 continue;
             }
+            has_protected |= c.protected;
             let t = component_target(app, c, now_s, cfg);
             let (eff, changed, skipped) = settle(t.alloc, c, cfg);
+            summary.skipped_by_hysteresis += u64::from(skipped);
             slots.push(Slot {
                 host,
                 victim: NO_VICTIM,
                 state: initial,
+                core,
+                protected: c.protected,
                 changed,
-                skipped,
-                planned: t.alloc,
                 eff,
             });
+            if changed {
+                let reason = if c.protected {
+                    Reason::Protected
+                } else {
+                    Reason::Shaped
+                };
+                let action = Action::Resize {
+                    app: app.id,
+                    component: c.id,
+                    host: c.host,
+                    from: c.allocation,
+                    to: eff,
+                    explanation: Explanation {
+                        reason,
+                        basis: t.basis,
+                        cpu: t.cpu,
+                        mem: t.mem,
+                        binding: None,
+                    },
+                };
+                if eff.fits_in(&c.allocation) {
+                    shrinks.push(action);
+                    shrink_slots.push(g);
+                } else {
+                    growths.push(action);
+                    growth_slots.push(g);
+                }
+            }
+            if pessimistic && !core && !c.protected {
+                if interleaved {
+                    app_elastic.push((fkey(c.started_s), c.id.0, g));
+                } else {
+                    let k0 = match cfg.victim_order {
+                        VictimOrder::LowestPriorityFirst => prio_desc(app.priority),
+                        _ => fkey(-if c.work_done_s.is_finite() {
+                            c.work_done_s
+                        } else {
+                            0.0
+                        }),
+                    };
+                    let pos = u64::from(pos_of_app[ai]);
+                    global_elastic.push((k0, pos, fkey(c.started_s), c.id.0, g));
+                }
+            }
+        }
+        if pessimistic {
+            pinned.push(has_protected);
+            elastic_start.push(elastic_order.len() as u32);
+            app_elastic.sort_unstable();
+            elastic_order.extend(app_elastic.iter().map(|e| e.2));
         }
     }
     app_start.push(slots.len() as u32);
+    elastic_start.push(elastic_order.len() as u32);
     if summary.unknown_host_components > 0 {
         tracing::warn!(
             components = summary.unknown_host_components,
@@ -392,30 +477,35 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
         );
     }
 
-    let order = scheduler_order(apps, cfg.order);
+    // 2. Pessimistic planning over the slots.
     let mut victims: Vec<Victim> = Vec::new();
-    if cfg.policy == Policy::Pessimistic {
-        victims = plan_pessimistic(view, &order, &app_start, &mut slots, cfg);
+    if pessimistic {
+        global_elastic.sort_unstable();
+        let elastic = ElasticOrder {
+            start: &elastic_start,
+            order: &elastic_order,
+            global: &global_elastic,
+        };
+        victims = plan_pessimistic(view, &order, &app_start, &pinned, &elastic, &mut slots);
         summary.deferred_components =
             apply_eviction_cap(apps, &app_start, &mut slots, &mut victims, cfg);
     }
 
-    // 2. Emit: application evictions, component evictions, shrinks, growths.
-    let mut actions: Vec<Action> = Vec::new();
-    let n_victims = victims.iter().filter(|v| !v.deferred).count();
-    let n_changed = slots
-        .iter()
-        .filter(|s| s.changed && matches!(s.state, State::Kept | State::Forced | State::Deferred))
-        .count();
-    actions.reserve_exact(n_victims + n_changed);
+    // 3. Emit: application evictions, component evictions, shrinks, growths.
+    //    The shrinks vector becomes the plan (compacted in place, evictions
+    //    spliced in front) so that the bulk of the actions is never copied
+    //    more than once.
+    let component_of = |ai: u32, g: u32| -> (&Application, &Component) {
+        let app = &apps[ai as usize];
+        (app, &app.components[(g - app_start[ai as usize]) as usize])
+    };
+    let mut evictions: Vec<Action> = Vec::new();
     for v in victims.iter().filter(|v| !v.deferred && v.whole_app) {
-        let app = &apps[v.app as usize];
-        let first = app_start[v.app as usize];
-        let culprit = &app.components[(v.slot - first) as usize];
+        let (app, culprit) = component_of(v.app, v.slot);
         let t = component_target(app, culprit, now_s, cfg);
         summary.evicted_apps += 1;
         summary.evicted_components += app.components.len() as u64;
-        actions.push(Action::EvictApplication {
+        evictions.push(Action::EvictApplication {
             app: app.id,
             components: app.components.iter().map(|c| c.id).collect(),
             explanation: Explanation {
@@ -430,12 +520,10 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
         });
     }
     for v in victims.iter().filter(|v| !v.deferred && !v.whole_app) {
-        let app = &apps[v.app as usize];
-        let first = app_start[v.app as usize];
-        let c = &app.components[(v.slot - first) as usize];
+        let (app, c) = component_of(v.app, v.slot);
         let t = component_target(app, c, now_s, cfg);
         summary.evicted_components += 1;
-        actions.push(Action::EvictComponent {
+        evictions.push(Action::EvictComponent {
             app: app.id,
             component: c.id,
             host: c.host,
@@ -450,50 +538,51 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
             },
         });
     }
-    for shrink_pass in [true, false] {
-        for &ai in &order {
-            let app = &apps[ai as usize];
-            let first = app_start[ai as usize] as usize;
-            for (j, c) in app.components.iter().enumerate() {
-                let s = &slots[first + j];
-                if !matches!(s.state, State::Kept | State::Forced | State::Deferred) {
-                    continue;
-                }
-                if shrink_pass {
-                    summary.skipped_by_hysteresis += u64::from(s.skipped);
-                }
-                if !s.changed || s.eff.fits_in(&c.allocation) != shrink_pass {
-                    continue;
-                }
-                let t = component_target(app, c, now_s, cfg);
-                let (reason, binding) = if s.state == State::Deferred {
-                    (
-                        Reason::EvictionDeferred,
-                        victims.get(s.victim as usize).map(|v| v.binding),
-                    )
-                } else if c.protected {
-                    (Reason::Protected, None)
-                } else {
-                    (Reason::Shaped, None)
-                };
-                summary.resized += 1;
-                actions.push(Action::Resize {
-                    app: app.id,
-                    component: c.id,
-                    host: c.host,
-                    from: c.allocation,
-                    to: s.eff,
-                    explanation: Explanation {
-                        reason,
-                        basis: t.basis,
-                        cpu: t.cpu,
-                        mem: t.mem,
-                        binding,
-                    },
-                });
+    // Deferred victims only ever shrink: they go with the shrinks.
+    let fix_deferred = |g: u32, a: &mut Action| -> bool {
+        let s = &slots[g as usize];
+        if let Action::Resize {
+            to, explanation, ..
+        } = a
+        {
+            *to = s.eff;
+            explanation.reason = Reason::EvictionDeferred;
+            explanation.binding = victims.get(s.victim as usize).map(|v| v.binding);
+        }
+        s.changed
+    };
+    let mut actions = shrinks;
+    let mut i = 0usize;
+    actions.retain_mut(|a| {
+        let g = shrink_slots[i];
+        i += 1;
+        match slots[g as usize].state {
+            State::Kept | State::Forced => true,
+            State::Deferred => fix_deferred(g, a),
+            _ => false,
+        }
+    });
+    if !evictions.is_empty() {
+        actions.splice(0..0, evictions);
+    }
+    if summary.deferred_components > 0 {
+        for (a, &g) in growths.iter_mut().zip(&growth_slots) {
+            if slots[g as usize].state == State::Deferred && fix_deferred(g, a) {
+                actions.push(a.clone());
             }
         }
     }
+    actions.extend(
+        growths
+            .into_iter()
+            .zip(growth_slots)
+            .filter(|(_, g)| matches!(slots[*g as usize].state, State::Kept | State::Forced))
+            .map(|(a, _)| a),
+    );
+    summary.resized = actions
+        .iter()
+        .filter(|a| matches!(a, Action::Resize { .. }))
+        .count() as u64;
     tracing::debug!(
         policy = cfg.policy.as_str(),
         resized = summary.resized,
@@ -510,15 +599,24 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
     }
 }
 
+struct ElasticOrder<'a> {
+    /// Per application (view index), its range in `order`.
+    start: &'a [u32],
+    /// Elastic slots per application, oldest first (interleaved mode).
+    order: &'a [u32],
+    /// Cluster-wide keep order (the other victim orders), slot last.
+    global: &'a [(u64, u64, u64, u64, u32)],
+}
+
 /// Thesis Algorithm 3 over the slots; returns the victims in decision order.
 fn plan_pessimistic(
     view: &ClusterView,
     order: &[u32],
     app_start: &[u32],
+    pinned: &[bool],
+    elastic: &ElasticOrder<'_>,
     slots: &mut [Slot],
-    cfg: &ShaperConfig,
 ) -> Vec<Victim> {
-    let apps = &view.apps;
     let mut free: Vec<Resources> = view
         .hosts
         .iter()
@@ -528,26 +626,17 @@ fn plan_pessimistic(
         .iter()
         .map(|c| Resources::new(c.cpu_cores * FIT_TOLERANCE, c.mem_bytes * FIT_TOLERANCE))
         .collect();
+    let range = |ai: u32| app_start[ai as usize] as usize..app_start[ai as usize + 1] as usize;
 
     // Forced allocations first: protected components, and the core
     // components of applications that have a protected component (evicting
-    // such an application would kill its protected component).
-    // Taken in scheduler order so that the float sums do not depend on the
-    // order of the view.
+    // such an application would kill its protected component). Taken in
+    // scheduler order so that the float sums do not depend on the view's
+    // order.
     for &ai in order {
-        let app = &apps[ai as usize];
-        let first = app_start[ai as usize] as usize;
-        let pinned = app
-            .components
-            .iter()
-            .enumerate()
-            .any(|(j, c)| c.protected && slots[first + j].host != UNKNOWN);
-        if !pinned {
-            continue;
-        }
-        for (j, c) in app.components.iter().enumerate() {
-            let s = &mut slots[first + j];
-            if s.state == State::Pending && (c.protected || c.class == Class::Core) {
+        let protected_app = pinned[ai as usize];
+        for s in &mut slots[range(ai)] {
+            if s.state == State::Pending && (s.protected || (protected_app && s.core)) {
                 let f = &mut free[s.host as usize];
                 *f = f.sub(&s.eff);
                 s.state = State::Forced;
@@ -557,28 +646,27 @@ fn plan_pessimistic(
 
     let mut victims: Vec<Victim> = Vec::new();
     let mut undo: Vec<(u32, Resources)> = Vec::new();
-    let mut elastic: Vec<(u64, u64, u32)> = Vec::new();
-    let interleaved = cfg.victim_order == VictimOrder::OldestFirstKeep;
+    let interleaved = elastic.global.is_empty();
     for &ai in order {
-        let app = &apps[ai as usize];
-        let first = app_start[ai as usize] as usize;
+        let r = range(ai);
         // Core components: all or nothing across every host.
         undo.clear();
         let mut failed: Option<(usize, Binding)> = None;
-        for (j, c) in app.components.iter().enumerate() {
-            let s = &slots[first + j];
-            if c.class != Class::Core || s.state != State::Pending {
+        for g in r.clone() {
+            let s = &slots[g];
+            if !s.core || s.state != State::Pending {
                 continue;
             }
             let h = s.host as usize;
-            if let Some(r) = fits(&free[h], &s.eff, &tol[h]) {
+            if let Some(res) = fits(&free[h], &s.eff, &tol[h]) {
+                let host = view.hosts[h].id;
                 failed = Some((
-                    first + j,
+                    g,
                     Binding {
-                        host: c.host,
-                        resource: r,
-                        needed: s.eff.get(r),
-                        free: free[h].get(r),
+                        host,
+                        resource: res,
+                        needed: s.eff.get(res),
+                        free: free[h].get(res),
                     },
                 ));
                 break;
@@ -598,7 +686,7 @@ fn plan_pessimistic(
                 deferred: false,
                 binding,
             });
-            for s in &mut slots[first..first + app.components.len()] {
+            for s in &mut slots[r] {
                 if s.state == State::Pending {
                     s.state = State::AppEvicted;
                     s.victim = vi;
@@ -606,69 +694,43 @@ fn plan_pessimistic(
             }
             continue;
         }
-        for (j, c) in app.components.iter().enumerate() {
-            let s = &mut slots[first + j];
-            if c.class == Class::Core && s.state == State::Pending {
+        for s in &mut slots[r] {
+            if s.core && s.state == State::Pending {
                 s.state = State::Kept;
             }
         }
-        if !interleaved {
-            continue;
-        }
-        // Elastic components, oldest first (thesis line 25).
-        elastic.clear();
-        for (j, c) in app.components.iter().enumerate() {
-            if c.class == Class::Elastic && slots[first + j].state == State::Pending {
-                elastic.push((fkey(c.started_s), c.id.0, (first + j) as u32));
+        if interleaved {
+            // Elastic components, oldest first (thesis line 25).
+            let (a, b) = (
+                elastic.start[ai as usize] as usize,
+                elastic.start[ai as usize + 1] as usize,
+            );
+            for &g in &elastic.order[a..b] {
+                keep_or_evict(ai, g, slots, &mut free, &tol, &mut victims, view);
             }
-        }
-        elastic.sort_unstable();
-        for &(_, _, g) in &elastic {
-            keep_or_evict(ai, g, slots, &mut free, &tol, &mut victims, view, app_start);
         }
     }
 
     if !interleaved {
         // Every application's core components are placed; now the elastic
         // components cluster-wide in keep order.
-        let mut keyed: Vec<(u64, u64, u64, u64, u32, u32)> = Vec::new();
-        for (pos, &ai) in order.iter().enumerate() {
-            let app = &apps[ai as usize];
-            let first = app_start[ai as usize] as usize;
-            for (j, c) in app.components.iter().enumerate() {
-                if c.class != Class::Elastic || slots[first + j].state != State::Pending {
-                    continue;
-                }
-                let k0 = match cfg.victim_order {
-                    VictimOrder::LowestPriorityFirst => prio_desc(app.priority),
-                    _ => {
-                        let w = if c.work_done_s.is_finite() {
-                            c.work_done_s
-                        } else {
-                            0.0
-                        };
-                        fkey(-w)
-                    }
-                };
-                keyed.push((
-                    k0,
-                    pos as u64,
-                    fkey(c.started_s),
-                    c.id.0,
-                    (first + j) as u32,
-                    ai,
-                ));
+        for &(_, pos, _, _, g) in elastic.global {
+            if slots[g as usize].state == State::Pending {
+                keep_or_evict(
+                    order[pos as usize],
+                    g,
+                    slots,
+                    &mut free,
+                    &tol,
+                    &mut victims,
+                    view,
+                );
             }
-        }
-        keyed.sort_unstable();
-        for &(_, _, _, _, g, ai) in &keyed {
-            keep_or_evict(ai, g, slots, &mut free, &tol, &mut victims, view, app_start);
         }
     }
     victims
 }
 
-#[allow(clippy::too_many_arguments)]
 fn keep_or_evict(
     ai: u32,
     g: u32,
@@ -677,7 +739,6 @@ fn keep_or_evict(
     tol: &[Resources],
     victims: &mut Vec<Victim>,
     view: &ClusterView,
-    app_start: &[u32],
 ) {
     let s = &mut slots[g as usize];
     let h = s.host as usize;
@@ -687,8 +748,6 @@ fn keep_or_evict(
             s.state = State::Kept;
         }
         Some(r) => {
-            let app = &view.apps[ai as usize];
-            let c = &app.components[(g - app_start[ai as usize]) as usize];
             s.state = State::Victim;
             s.victim = victims.len() as u32;
             victims.push(Victim {
@@ -697,7 +756,7 @@ fn keep_or_evict(
                 whole_app: false,
                 deferred: false,
                 binding: Binding {
-                    host: c.host,
+                    host: view.hosts[h].id,
                     resource: r,
                     needed: s.eff.get(r),
                     free: free[h].get(r),
@@ -712,7 +771,8 @@ fn keep_or_evict(
 /// latest decisions (least important by the scheduler and victim orders) are
 /// evicted first while the budget lasts; a victim that does not fit in what
 /// remains of the budget is deferred: it keeps its current allocation (shrunk
-/// to its target when that is smaller, never grown).
+/// to its target when that is smaller, never grown). Returns the number of
+/// deferred components.
 fn apply_eviction_cap(
     apps: &[Application],
     app_start: &[u32],
@@ -759,18 +819,18 @@ fn apply_eviction_cap(
                 continue;
             }
             let cur = c.allocation;
+            // s.eff is the planned allocation after hysteresis; never grow.
             let capped = Resources::from_fn(|r| {
                 let x = cur.get(r);
                 if x.is_finite() && x >= 0.0 {
-                    x.min(s.planned.get(r))
+                    x.min(s.eff.get(r))
                 } else {
-                    s.planned.get(r)
+                    s.eff.get(r)
                 }
             });
-            let (eff, changed, skipped) = settle(capped, c, cfg);
+            let (eff, changed, _) = settle(capped, c, cfg);
             s.eff = eff;
             s.changed = changed;
-            s.skipped = skipped;
             s.state = State::Deferred;
         }
     }

@@ -14,6 +14,7 @@ pub mod config;
 pub mod decide;
 pub mod model;
 pub mod plan;
+pub mod synthetic;
 
 pub use config::{ConfigError, ConfigErrors, Policy, SchedulerOrder, ShaperConfig, VictimOrder};
 pub use decide::{component_target, decide, Target};

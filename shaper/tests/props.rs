@@ -466,7 +466,28 @@ proptest! {
             shuffled.apps.rotate_left(rot % na);
         }
         let c = decide(&shuffled, NOW_S, &cfg);
-        prop_assert_eq!(&a.actions, &c.actions);
+        // Same evictions in the same (decision) order; same resizes (listed
+        // in view order, so compared as sets).
+        let ev = |p: &Plan| p.evictions().cloned().collect::<Vec<_>>();
+        prop_assert_eq!(ev(&a), ev(&c));
+        let rs = |p: &Plan| {
+            let mut v: Vec<(u64, String)> = p.resizes().map(|r| match r {
+                Action::Resize { component, .. } => (component.0, format!("{r:?}")),
+                _ => unreachable!(),
+            }).collect();
+            v.sort();
+            v
+        };
+        prop_assert_eq!(rs(&a), rs(&c));
+        // Shrinks come before growths.
+        let mut grown = false;
+        for r in c.resizes() {
+            if let Action::Resize { from, to, explanation, .. } = r {
+                let shrink = to.fits_in(from);
+                prop_assert!(!(grown && shrink), "shrink after a growth: {:?}", explanation);
+                grown |= !shrink;
+            }
+        }
     }
 
     #[test]

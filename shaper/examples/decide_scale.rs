@@ -1,0 +1,60 @@
+//! Times `decide()` on a synthetic view: `decide_scale [components] [reps] [policy]`.
+//! Prints wall time per call; run under `perf stat` for CPU time.
+
+use shaper::synthetic::{synthetic_view, NOW_S};
+use shaper::*;
+use std::time::Instant;
+
+/// This thread's CPU time (user + system) in seconds, from
+/// /proc/thread-self/stat (Linux; clock ticks of 10 ms). `None` elsewhere.
+fn thread_cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let n: usize = args
+        .get(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
+    let reps: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(5);
+    let policy: Policy = args.get(3).and_then(|s| s.parse().ok()).unwrap_or_default();
+    let t = Instant::now();
+    let view = synthetic_view(n, 42);
+    eprintln!("built view of {n} components in {:?}", t.elapsed());
+    let cfg = ShaperConfig {
+        policy,
+        ..ShaperConfig::default()
+    };
+    let mut best = f64::INFINITY;
+    let mut cpu_total = 0.0;
+    for _ in 0..reps {
+        let c0 = thread_cpu_s();
+        let t = Instant::now();
+        let plan = decide(&view, NOW_S, &cfg);
+        let dt = t.elapsed().as_secs_f64();
+        let cpu = match (c0, thread_cpu_s()) {
+            (Some(a), Some(b)) => b - a,
+            _ => f64::NAN,
+        };
+        cpu_total += cpu;
+        best = best.min(dt);
+        eprintln!(
+            "decide: wall {:.1} ms, cpu {:.0} ms, {} actions",
+            dt * 1e3,
+            cpu * 1e3,
+            plan.actions.len()
+        );
+        drop(plan);
+    }
+    println!(
+        "components={n} policy={policy} best_wall_ms={:.1} mean_cpu_ms={:.0}",
+        best * 1e3,
+        cpu_total / reps as f64 * 1e3
+    );
+}
