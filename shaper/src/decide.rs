@@ -172,7 +172,8 @@ struct Slot {
 
 #[derive(Clone, Copy, Debug)]
 struct Victim {
-    app: u32,
+    /// Scheduler position of the application.
+    pos: u32,
     /// The component that did not fit (global slot index).
     slot: u32,
     whole_app: bool,
@@ -353,18 +354,15 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
     let pessimistic = cfg.policy == Policy::Pessimistic;
     let interleaved = cfg.victim_order == VictimOrder::OldestFirstKeep;
     let order = scheduler_order(apps, cfg.order);
-    let mut pos_of_app: Vec<u32> = Vec::new();
-    if pessimistic && !interleaved {
-        pos_of_app = vec![0; apps.len()];
-        for (pos, &ai) in order.iter().enumerate() {
-            pos_of_app[ai as usize] = pos as u32;
-        }
-    }
 
-    // 1. One sequential pass over the view: targets, protection,
+    // 1. One pass over the view, applications in scheduler order, so that
+    //    the slots (and the resizes) are laid out in that order and the
+    //    planning below reads them sequentially: targets, protection,
     //    hysteresis, the candidate resizes (with their explanations), and the
     //    elastic keep orders.
+    // Per scheduler position: first slot of the application.
     let mut app_start: Vec<u32> = Vec::with_capacity(apps.len() + 1);
+    let mut any_protected = false;
     let mut pinned: Vec<bool> = Vec::with_capacity(if pessimistic { apps.len() } else { 0 });
     let mut slots: Vec<Slot> = Vec::with_capacity(n_comp);
     // Reserved for the worst case up front (untouched capacity costs no
@@ -382,7 +380,8 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
     } else {
         State::Kept
     };
-    for (ai, app) in apps.iter().enumerate() {
+    for (pos, &ai) in order.iter().enumerate() {
+        let app = &apps[ai as usize];
         app_start.push(slots.len() as u32);
         let mut has_protected = false;
         app_elastic.clear();
@@ -456,13 +455,13 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
                             0.0
                         }),
                     };
-                    let pos = u64::from(pos_of_app[ai]);
-                    global_elastic.push((k0, pos, fkey(c.started_s), c.id.0, g));
+                    global_elastic.push((k0, pos as u64, fkey(c.started_s), c.id.0, g));
                 }
             }
         }
         if pessimistic {
             pinned.push(has_protected);
+            any_protected |= has_protected;
             elastic_start.push(elastic_order.len() as u32);
             app_elastic.sort_unstable();
             elastic_order.extend(app_elastic.iter().map(|e| e.2));
@@ -486,22 +485,23 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
             order: &elastic_order,
             global: &global_elastic,
         };
-        victims = plan_pessimistic(view, &order, &app_start, &pinned, &elastic, &mut slots);
+        let pinned: &[bool] = if any_protected { &pinned } else { &[] };
+        victims = plan_pessimistic(view, &app_start, pinned, &elastic, &mut slots);
         summary.deferred_components =
-            apply_eviction_cap(apps, &app_start, &mut slots, &mut victims, cfg);
+            apply_eviction_cap(apps, &order, &app_start, &mut slots, &mut victims, cfg);
     }
 
     // 3. Emit: application evictions, component evictions, shrinks, growths.
     //    The shrinks vector becomes the plan (compacted in place, evictions
     //    spliced in front) so that the bulk of the actions is never copied
     //    more than once.
-    let component_of = |ai: u32, g: u32| -> (&Application, &Component) {
-        let app = &apps[ai as usize];
-        (app, &app.components[(g - app_start[ai as usize]) as usize])
+    let component_of = |pos: u32, g: u32| -> (&Application, &Component) {
+        let app = &apps[order[pos as usize] as usize];
+        (app, &app.components[(g - app_start[pos as usize]) as usize])
     };
     let mut evictions: Vec<Action> = Vec::new();
     for v in victims.iter().filter(|v| !v.deferred && v.whole_app) {
-        let (app, culprit) = component_of(v.app, v.slot);
+        let (app, culprit) = component_of(v.pos, v.slot);
         let t = component_target(app, culprit, now_s, cfg);
         summary.evicted_apps += 1;
         summary.evicted_components += app.components.len() as u64;
@@ -520,7 +520,7 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
         });
     }
     for v in victims.iter().filter(|v| !v.deferred && !v.whole_app) {
-        let (app, c) = component_of(v.app, v.slot);
+        let (app, c) = component_of(v.pos, v.slot);
         let t = component_target(app, c, now_s, cfg);
         summary.evicted_components += 1;
         evictions.push(Action::EvictComponent {
@@ -611,7 +611,6 @@ struct ElasticOrder<'a> {
 /// Thesis Algorithm 3 over the slots; returns the victims in decision order.
 fn plan_pessimistic(
     view: &ClusterView,
-    order: &[u32],
     app_start: &[u32],
     pinned: &[bool],
     elastic: &ElasticOrder<'_>,
@@ -626,16 +625,17 @@ fn plan_pessimistic(
         .iter()
         .map(|c| Resources::new(c.cpu_cores * FIT_TOLERANCE, c.mem_bytes * FIT_TOLERANCE))
         .collect();
-    let range = |ai: u32| app_start[ai as usize] as usize..app_start[ai as usize + 1] as usize;
+    let n_apps = app_start.len() - 1;
+    let range = |pos: usize| app_start[pos] as usize..app_start[pos + 1] as usize;
 
     // Forced allocations first: protected components, and the core
     // components of applications that have a protected component (evicting
     // such an application would kill its protected component). Taken in
     // scheduler order so that the float sums do not depend on the view's
     // order.
-    for &ai in order {
-        let protected_app = pinned[ai as usize];
-        for s in &mut slots[range(ai)] {
+    // (`pinned` is empty when nothing is protected.)
+    for (pos, &protected_app) in pinned.iter().enumerate() {
+        for s in &mut slots[range(pos)] {
             if s.state == State::Pending && (s.protected || (protected_app && s.core)) {
                 let f = &mut free[s.host as usize];
                 *f = f.sub(&s.eff);
@@ -647,8 +647,8 @@ fn plan_pessimistic(
     let mut victims: Vec<Victim> = Vec::new();
     let mut undo: Vec<(u32, Resources)> = Vec::new();
     let interleaved = elastic.global.is_empty();
-    for &ai in order {
-        let r = range(ai);
+    for pos in 0..n_apps {
+        let r = range(pos);
         // Core components: all or nothing across every host.
         undo.clear();
         let mut failed: Option<(usize, Binding)> = None;
@@ -680,7 +680,7 @@ fn plan_pessimistic(
             }
             let vi = victims.len() as u32;
             victims.push(Victim {
-                app: ai,
+                pos: pos as u32,
                 slot: culprit as u32,
                 whole_app: true,
                 deferred: false,
@@ -701,12 +701,9 @@ fn plan_pessimistic(
         }
         if interleaved {
             // Elastic components, oldest first (thesis line 25).
-            let (a, b) = (
-                elastic.start[ai as usize] as usize,
-                elastic.start[ai as usize + 1] as usize,
-            );
+            let (a, b) = (elastic.start[pos] as usize, elastic.start[pos + 1] as usize);
             for &g in &elastic.order[a..b] {
-                keep_or_evict(ai, g, slots, &mut free, &tol, &mut victims, view);
+                keep_or_evict(pos as u32, g, slots, &mut free, &tol, &mut victims, view);
             }
         }
     }
@@ -716,15 +713,7 @@ fn plan_pessimistic(
         // components cluster-wide in keep order.
         for &(_, pos, _, _, g) in elastic.global {
             if slots[g as usize].state == State::Pending {
-                keep_or_evict(
-                    order[pos as usize],
-                    g,
-                    slots,
-                    &mut free,
-                    &tol,
-                    &mut victims,
-                    view,
-                );
+                keep_or_evict(pos as u32, g, slots, &mut free, &tol, &mut victims, view);
             }
         }
     }
@@ -732,7 +721,7 @@ fn plan_pessimistic(
 }
 
 fn keep_or_evict(
-    ai: u32,
+    pos: u32,
     g: u32,
     slots: &mut [Slot],
     free: &mut [Resources],
@@ -751,7 +740,7 @@ fn keep_or_evict(
             s.state = State::Victim;
             s.victim = victims.len() as u32;
             victims.push(Victim {
-                app: ai,
+                pos,
                 slot: g,
                 whole_app: false,
                 deferred: false,
@@ -775,6 +764,7 @@ fn keep_or_evict(
 /// deferred components.
 fn apply_eviction_cap(
     apps: &[Application],
+    order: &[u32],
     app_start: &[u32],
     slots: &mut [Slot],
     victims: &mut [Victim],
@@ -785,7 +775,7 @@ fn apply_eviction_cap(
     };
     let cost = |v: &Victim| {
         if v.whole_app {
-            apps[v.app as usize].components.len() as u64
+            apps[order[v.pos as usize] as usize].components.len() as u64
         } else {
             1
         }
@@ -809,8 +799,8 @@ fn apply_eviction_cap(
             continue;
         }
         deferred += cost(v);
-        let app = &apps[v.app as usize];
-        let first = app_start[v.app as usize] as usize;
+        let app = &apps[order[v.pos as usize] as usize];
+        let first = app_start[v.pos as usize] as usize;
         for (j, c) in app.components.iter().enumerate() {
             let s = &mut slots[first + j];
             let mine =
