@@ -12,6 +12,7 @@
 
 use super::kalman::{psi_weights, SsModel, MAX_R};
 use super::optim::{bfgs, OptOptions};
+use super::scipy_bfgs::minimize_bfgs;
 use super::ArimaError;
 
 /// One fitted ARIMA(p, d, q) model, possibly with a constant.
@@ -333,6 +334,11 @@ pub(crate) fn fit_arima(
     } else {
         beta0.abs().max(1.0) * 1e-3
     };
+    // Cold fits reproduce statsforecast (SciPy BFGS on the raw coefficient,
+    // starting at the OLS value); warm refits use our own BFGS on the
+    // coefficient scaled by its OLS standard error.
+    let cold = warm.is_none();
+    let (beta0, beta_scale, ols_beta) = if cold { (0.0, 1.0, beta0) } else { (beta0, beta_scale, 0.0) };
     let free_reg = has_reg && fixed_beta.is_none();
     let nar = p + q;
     let k = nar + usize::from(free_reg);
@@ -351,6 +357,9 @@ pub(crate) fn fit_arima(
 
     // Starting values in the natural space: [phi, theta, u]
     let mut init = vec![0.0; k];
+    if free_reg {
+        init[nar] = ols_beta;
+    }
     let mut do_css = true;
     if let Some(w) = &warm {
         if w.ar.len() == p && w.ma.len() == q {
@@ -377,18 +386,9 @@ pub(crate) fn fit_arima(
             diff_in_place(work, d);
             css_value(work, d, &par[..p], &par[p..nar], resid)
         };
-        let res = bfgs(
-            |par| css(par, &mut work, &mut resid),
-            &init,
-            OptOptions {
-                max_iter: 100,
-                ..Default::default()
-            },
-        );
-        if let Some(r) = res {
-            if !r.hit_max_iter {
-                init = r.x;
-            }
+        let r = minimize_bfgs(|par| css(par, &mut work, &mut resid), &init, 1e-8, 100);
+        if r.status != 1 {
+            init = r.x;
         }
     }
 
@@ -420,16 +420,17 @@ pub(crate) fn fit_arima(
         }
         0.5 * (s2.ln() + s.sumlog / s.nu as f64)
     };
-    let res = bfgs(
-        |par| ml(par, &mut work, &mut phi),
-        &start,
-        OptOptions {
-            max_iter,
-            ..Default::default()
-        },
-    )
-    .ok_or_else(|| ArimaError::FitFailed("likelihood not finite at the starting values".into()))?;
-    let par = res.x;
+    let par = if cold {
+        minimize_bfgs(|par| ml(par, &mut work, &mut phi), &start, 1e-8, max_iter).x
+    } else {
+        let opts = OptOptions { max_iter, ..Default::default() };
+        bfgs(|par| ml(par, &mut work, &mut phi), &start, opts)
+            .ok_or_else(|| ArimaError::FitFailed("likelihood not finite at the start".into()))?
+            .x
+    };
+    if par.iter().any(|v| !v.is_finite()) {
+        return Err(ArimaError::FitFailed("optimiser diverged".into()));
+    }
     let mut ar = vec![0.0; p];
     partrans(&par[..p], &mut ar);
     let ma = par[p..nar].to_vec();
@@ -479,6 +480,45 @@ pub(crate) fn fit_arima(
         model,
         constant_series: None,
     })
+}
+
+/// Exact Gaussian log-likelihood of `y` under ARIMA(p, d, q) with the
+/// given coefficients (sigma2 concentrated out, the diffuse first `d`
+/// observations excluded, as R / statsforecast). `constant_coef` is an
+/// intercept when `d = 0` and a drift per step (`t = 1..n`) when `d = 1`.
+/// Errors on orders that are too large, `d > 2`, a non-stationary AR part
+/// or a series too short.
+pub fn arima_log_likelihood(
+    y: &[f64],
+    d: usize,
+    ar: &[f64],
+    ma: &[f64],
+    constant_coef: Option<f64>,
+) -> Result<f64, ArimaError> {
+    super::auto::check_series(y)?;
+    let n = y.len();
+    if n <= d {
+        return Err(ArimaError::TooShort { n, min: d + 1 });
+    }
+    let mut m = SsModel::new(ar, ma, d)
+        .ok_or_else(|| ArimaError::FitFailed("order too large or AR not stationary".into()))?;
+    let work: Vec<f64> = (0..n)
+        .map(|i| {
+            let reg = match constant_coef {
+                Some(b) if d == 0 => b,
+                Some(b) if d == 1 => b * (i + 1) as f64,
+                _ => 0.0,
+            };
+            y[i] - reg
+        })
+        .collect();
+    let s = m.filter(&work, None);
+    if s.nu == 0 || !(s.ssq > 0.0) {
+        return Err(ArimaError::FitFailed("degenerate likelihood".into()));
+    }
+    let nu = (n - d) as f64;
+    let fun = 0.5 * ((s.ssq / s.nu as f64).ln() + s.sumlog / s.nu as f64);
+    Ok(-0.5 * (2.0 * nu * fun + nu + nu * (2.0 * std::f64::consts::PI).ln()))
 }
 
 /// The statsforecast root check of `myarima`: reject (true) when an AR or MA

@@ -16,10 +16,11 @@ mod kalman;
 mod kpss;
 mod online;
 mod optim;
+mod scipy_bfgs;
 
 pub use auto::auto_arima;
 pub use config::{ArimaConfig, InformationCriterion};
-pub use fit::ArimaFit;
+pub use fit::{arima_log_likelihood, ArimaFit};
 pub use kalman::psi_weights;
 pub use kpss::{kpss_pvalue, kpss_stat, ndiffs};
 pub use online::AutoArima;
