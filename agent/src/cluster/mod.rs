@@ -83,3 +83,6 @@ pub enum ClusterError {
     #[error("HTTP client setup failed: {0}")]
     Client(String),
 }
+
+#[cfg(test)]
+mod tests;
