@@ -12,13 +12,21 @@ use forecaster::arima::{auto_arima, ArimaConfig, AutoArima};
 use forecaster::Forecaster;
 
 fn fixture_series() -> Vec<(String, Vec<f64>)> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/arima/statsforecast_autoarima.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/arima/statsforecast_autoarima.json"
+    );
     let text = std::fs::read_to_string(path).expect("fixture file is committed");
     let doc: serde_json::Value = serde_json::from_str(&text).expect("fixture parses");
     let mut out = Vec::new();
     for s in doc["series"].as_array().expect("series array") {
         let id = s["id"].as_str().expect("id").to_string();
-        let vals: Vec<f64> = s["values"].as_array().expect("values").iter().filter_map(|v| v.as_f64()).collect();
+        let vals: Vec<f64> = s["values"]
+            .as_array()
+            .expect("values")
+            .iter()
+            .filter_map(|v| v.as_f64())
+            .collect();
         out.push((id, vals));
     }
     out
@@ -26,13 +34,21 @@ fn fixture_series() -> Vec<(String, Vec<f64>)> {
 
 fn bench(c: &mut Criterion) {
     let series = fixture_series();
-    let pick = ["gcd/vm_4923136192_1/cpu@40", "bitbrains/5/cpu@1000", "google2011/6176858948/cpu@4100"];
+    let pick = [
+        "gcd/vm_4923136192_1/cpu@40",
+        "bitbrains/5/cpu@1000",
+        "google2011/6176858948/cpu@4100",
+    ];
     let cfg = ArimaConfig::default();
     let mut group = c.benchmark_group("arima");
     for name in pick {
-        let Some((_, y)) = series.iter().find(|(id, _)| id == name) else { continue };
+        let Some((_, y)) = series.iter().find(|(id, _)| id == name) else {
+            continue;
+        };
         let short = name.replace('/', "_");
-        group.bench_function(format!("cold_auto_arima/{short}"), |b| b.iter(|| auto_arima(black_box(y), &cfg).ok()));
+        group.bench_function(format!("cold_auto_arima/{short}"), |b| {
+            b.iter(|| auto_arima(black_box(y), &cfg).ok())
+        });
     }
     // all fixture series, one cold fit each per iteration (mean per series = time / n)
     let all: Vec<&Vec<f64>> = series.iter().map(|(_, y)| y).collect();
@@ -44,7 +60,9 @@ fn bench(c: &mut Criterion) {
         })
     });
     for name in pick {
-        let Some((_, y)) = series.iter().find(|(id, _)| id == name) else { continue };
+        let Some((_, y)) = series.iter().find(|(id, _)| id == name) else {
+            continue;
+        };
         let short = name.replace('/', "_");
         // stream: the window followed by its reverse, cycled, so the series
         // has no jump at the wrap

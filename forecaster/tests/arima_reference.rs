@@ -38,7 +38,10 @@ struct Case {
 }
 
 fn load() -> Fixture {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/arima/statsforecast_autoarima.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/arima/statsforecast_autoarima.json"
+    );
     let text = std::fs::read_to_string(path).expect("fixture file is committed");
     serde_json::from_str(&text).expect("fixture parses")
 }
@@ -56,8 +59,12 @@ fn coef(case: &Case, name: &str) -> Option<f64> {
 /// Our exact log-likelihood at statsforecast's coefficients.
 fn ref_loglik(case: &Case) -> f64 {
     let [p, d, q] = case.order;
-    let ar: Vec<f64> = (1..=p).map(|i| coef(case, &format!("ar{i}")).unwrap_or(f64::NAN)).collect();
-    let ma: Vec<f64> = (1..=q).map(|i| coef(case, &format!("ma{i}")).unwrap_or(f64::NAN)).collect();
+    let ar: Vec<f64> = (1..=p)
+        .map(|i| coef(case, &format!("ar{i}")).unwrap_or(f64::NAN))
+        .collect();
+    let ma: Vec<f64> = (1..=q)
+        .map(|i| coef(case, &format!("ma{i}")).unwrap_or(f64::NAN))
+        .collect();
     let c = coef(case, "intercept").or_else(|| coef(case, "drift"));
     arima_log_likelihood(&case.values, d, &ar, &ma, c).unwrap_or(f64::NEG_INFINITY)
 }
@@ -79,9 +86,21 @@ fn orders_and_forecasts_match_statsforecast() {
         let (p, d, q) = fit.order();
         let fc = fit.forecast(fx.horizon);
         let fck = fit.forecast_kalman(fx.horizon);
-        assert!(fc.iter().all(|(m, s)| m.is_finite() && s.is_finite() && *s >= 0.0), "{}", case.id);
+        assert!(
+            fc.iter()
+                .all(|(m, s)| m.is_finite() && s.is_finite() && *s >= 0.0),
+            "{}",
+            case.id
+        );
         if [p, d, q] != case.order || fit.has_constant() != case.constant {
-            println!("{:40} ORDER ours {:?} c={} ref {:?} c={}", case.id, (p, d, q), fit.has_constant(), case.order, case.constant);
+            println!(
+                "{:40} ORDER ours {:?} c={} ref {:?} c={}",
+                case.id,
+                (p, d, q),
+                fit.has_constant(),
+                case.order,
+                case.constant
+            );
             continue;
         }
         same_order += 1;
@@ -96,7 +115,10 @@ fn orders_and_forecasts_match_statsforecast() {
         worst_std = worst_std.max(ws);
         if wm <= 1e-3 {
             close_mean += 1;
-            println!("{:40} {:?} mean_rel {wm:.1e} std_rel {ws:.1e}", case.id, case.order);
+            println!(
+                "{:40} {:?} mean_rel {wm:.1e} std_rel {ws:.1e}",
+                case.id, case.order
+            );
         } else {
             let ours = fit.log_likelihood();
             let theirs = ref_loglik(case);
@@ -105,7 +127,10 @@ fn orders_and_forecasts_match_statsforecast() {
                 case.id, case.order
             );
             if ours < theirs - 1e-6 {
-                problems.push(format!("{}: our optimum {ours} is worse than statsforecast's {theirs}", case.id));
+                problems.push(format!(
+                    "{}: our optimum {ours} is worse than statsforecast's {theirs}",
+                    case.id
+                ));
             }
         }
     }
@@ -114,9 +139,21 @@ fn orders_and_forecasts_match_statsforecast() {
     println!(
         "same order+constant {same_order}/{total} = {order_ratio:.3}; means within 1e-3 on {close_mean}/{same_order} = {mean_ratio:.3}; worst mean rel {worst_mean:.2e}; worst std rel {worst_std:.2e}"
     );
-    assert!(order_ratio >= 0.85, "only {same_order}/{total} orders match statsforecast");
-    assert!(mean_ratio >= 0.85, "means within 1e-3 on only {close_mean}/{same_order}");
+    assert!(
+        order_ratio >= 0.85,
+        "only {same_order}/{total} orders match statsforecast"
+    );
+    assert!(
+        mean_ratio >= 0.85,
+        "means within 1e-3 on only {close_mean}/{same_order}"
+    );
     assert!(problems.is_empty(), "{problems:#?}");
-    assert!(worst_mean <= 5e-2, "forecast means differ by {worst_mean:.2e} relative");
-    assert!(worst_std <= 2e-2, "forecast stds differ by {worst_std:.2e} relative");
+    assert!(
+        worst_mean <= 5e-2,
+        "forecast means differ by {worst_mean:.2e} relative"
+    );
+    assert!(
+        worst_std <= 2e-2,
+        "forecast stds differ by {worst_std:.2e} relative"
+    );
 }

@@ -266,4 +266,65 @@ mod tests {
             Err(ForecastError::InvalidConfig(_))
         ));
     }
+
+    mod props {
+        use super::super::super::auto::auto_arima;
+        use super::*;
+        use proptest::prelude::*;
+
+        fn series() -> impl Strategy<Value = Vec<f64>> {
+            (
+                prop::collection::vec(-1.0f64..1.0, 0..90),
+                prop_oneof![Just(1e-6), Just(1.0), Just(1e3), Just(1e7)],
+                -1e6f64..1e6,
+                any::<bool>(),
+            )
+                .prop_map(|(noise, scale, level, walk)| {
+                    let mut acc = 0.0;
+                    noise
+                        .iter()
+                        .map(|e| {
+                            if walk {
+                                acc += e;
+                                level + scale * acc
+                            } else {
+                                level + scale * e
+                            }
+                        })
+                        .collect()
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+            #[test]
+            fn offline_never_panics_and_forecasts_are_finite(y in series()) {
+                if let Ok(fit) = auto_arima(&y, &ArimaConfig::default()) {
+                    for (m, s) in fit.forecast(6) {
+                        prop_assert!(m.is_finite() && s.is_finite() && s >= 0.0, "{m} {s}");
+                    }
+                }
+            }
+
+            #[test]
+            fn online_never_panics_and_forecasts_are_finite(
+                y in series(),
+                bad in prop::collection::vec(prop_oneof![Just(f64::NAN), Just(f64::INFINITY), Just(f64::NEG_INFINITY)], 0..3),
+                h in 0usize..8,
+            ) {
+                let cfg = ArimaConfig { window: 40, research_every: 7, ..ArimaConfig::default() };
+                let mut m = AutoArima::new(cfg).expect("valid");
+                for (i, v) in y.iter().enumerate() {
+                    m.observe(*v).expect("finite sample accepted");
+                    if let Some(b) = bad.get(i % 11) {
+                        prop_assert!(m.observe(*b).is_err());
+                    }
+                    let p = m.forecast(h);
+                    prop_assert!(p.mean.is_finite() && p.std.is_finite() && p.std >= 0.0, "{p:?}");
+                }
+                prop_assert_eq!(m.observed(), y.len());
+            }
+        }
+    }
 }

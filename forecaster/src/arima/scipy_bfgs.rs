@@ -94,7 +94,11 @@ fn dcstep(
         let r = p / q;
         let stpc = *stx + r * (*stp - *stx);
         let stpq = *stx + ((*dx / ((*fx - fp) / (*stp - *stx) + *dx)) / 2.0) * (*stp - *stx);
-        stpf = if (stpc - *stx).abs() <= (stpq - *stx).abs() { stpc } else { stpc + (stpq - stpc) / 2.0 };
+        stpf = if (stpc - *stx).abs() <= (stpq - *stx).abs() {
+            stpc
+        } else {
+            stpc + (stpq - stpc) / 2.0
+        };
         *brackt = true;
     } else if sgnd < 0.0 {
         let theta = 3.0 * (*fx - fp) / (*stp - *stx) + *dx + dp;
@@ -108,7 +112,11 @@ fn dcstep(
         let r = p / q;
         let stpc = *stp + r * (*stx - *stp);
         let stpq = *stp + (dp / (dp - *dx)) * (*stx - *stp);
-        stpf = if (stpc - *stp).abs() > (stpq - *stp).abs() { stpc } else { stpq };
+        stpf = if (stpc - *stp).abs() > (stpq - *stp).abs() {
+            stpc
+        } else {
+            stpq
+        };
         *brackt = true;
     } else if dp.abs() < dx.abs() {
         let theta = 3.0 * (*fx - fp) / (*stp - *stx) + *dx + dp;
@@ -130,7 +138,11 @@ fn dcstep(
         };
         let stpq = *stp + (dp / (dp - *dx)) * (*stx - *stp);
         if *brackt {
-            let mut v = if (stpc - *stp).abs() < (stpq - *stp).abs() { stpc } else { stpq };
+            let mut v = if (stpc - *stp).abs() < (stpq - *stp).abs() {
+                stpc
+            } else {
+                stpq
+            };
             if *stp > *stx {
                 v = (*stp + 0.66 * (*sty - *stp)).min(v);
             } else {
@@ -138,7 +150,11 @@ fn dcstep(
             }
             stpf = v;
         } else {
-            let v = if (stpc - *stp).abs() > (stpq - *stp).abs() { stpc } else { stpq };
+            let v = if (stpc - *stp).abs() > (stpq - *stp).abs() {
+                stpc
+            } else {
+                stpq
+            };
             stpf = clip(v, stpmin, stpmax);
         }
     } else if *brackt {
@@ -319,13 +335,39 @@ fn search_wolfe1<F: FnMut(&[f64]) -> f64>(
                 let gm = g - gtest;
                 let mut gxm = gx - gtest;
                 let mut gym = gy - gtest;
-                dcstep(&mut stx, &mut fxm, &mut gxm, &mut sty, &mut fym, &mut gym, &mut stp, fm, gm, &mut brackt, stmin, stmax);
+                dcstep(
+                    &mut stx,
+                    &mut fxm,
+                    &mut gxm,
+                    &mut sty,
+                    &mut fym,
+                    &mut gym,
+                    &mut stp,
+                    fm,
+                    gm,
+                    &mut brackt,
+                    stmin,
+                    stmax,
+                );
                 fx = fxm + stx * gtest;
                 fy = fym + sty * gtest;
                 gx = gxm + gtest;
                 gy = gym + gtest;
             } else {
-                dcstep(&mut stx, &mut fx, &mut gx, &mut sty, &mut fy, &mut gy, &mut stp, f, g, &mut brackt, stmin, stmax);
+                dcstep(
+                    &mut stx,
+                    &mut fx,
+                    &mut gx,
+                    &mut sty,
+                    &mut fy,
+                    &mut gy,
+                    &mut stp,
+                    f,
+                    g,
+                    &mut brackt,
+                    stmin,
+                    stmax,
+                );
             }
             if brackt {
                 if (sty - stx).abs() >= 0.66 * width1 {
@@ -342,7 +384,9 @@ fn search_wolfe1<F: FnMut(&[f64]) -> f64>(
                 stmax = stp + 4.0 * (stp - stx);
             }
             stp = clip(stp, stpmin, stpmax);
-            if (brackt && (stp <= stmin || stp >= stmax)) || (brackt && stmax - stmin <= xtol * stmax) {
+            if (brackt && (stp <= stmin || stp >= stmax))
+                || (brackt && stmax - stmin <= xtol * stmax)
+            {
                 stp = stx;
             }
         }
@@ -418,7 +462,11 @@ fn zoom<F: FnMut(&[f64]) -> f64>(
     let mut i = 0;
     loop {
         let dalpha = a_hi - a_lo;
-        let (a, b) = if dalpha < 0.0 { (a_hi, a_lo) } else { (a_lo, a_hi) };
+        let (a, b) = if dalpha < 0.0 {
+            (a_hi, a_lo)
+        } else {
+            (a_lo, a_hi)
+        };
         let mut a_j = None;
         let mut cchk = 0.0;
         if i > 0 {
@@ -469,10 +517,19 @@ fn zoom<F: FnMut(&[f64]) -> f64>(
 }
 
 /// SciPy `scalar_search_wolfe2`; returns (alpha, phi).
-fn search_wolfe2<F: FnMut(&[f64]) -> f64>(ln: &mut Line<'_, F>, phi0: f64, old_phi0: f64, derphi0: f64) -> Option<(f64, f64)> {
+fn search_wolfe2<F: FnMut(&[f64]) -> f64>(
+    ln: &mut Line<'_, F>,
+    phi0: f64,
+    old_phi0: f64,
+    derphi0: f64,
+) -> Option<(f64, f64)> {
     let (c1, c2, amax) = (1e-4, 0.9, 1e100);
     let mut alpha0 = 0.0;
-    let mut alpha1 = if derphi0 != 0.0 { (1.01 * 2.0 * (phi0 - old_phi0) / derphi0).min(1.0) } else { 1.0 };
+    let mut alpha1 = if derphi0 != 0.0 {
+        (1.01 * 2.0 * (phi0 - old_phi0) / derphi0).min(1.0)
+    } else {
+        1.0
+    };
     if alpha1 < 0.0 {
         alpha1 = 1.0;
     }
@@ -508,9 +565,17 @@ fn search_wolfe2<F: FnMut(&[f64]) -> f64>(ln: &mut Line<'_, F>, phi0: f64, old_p
 }
 
 /// SciPy `minimize(f, x0, method="BFGS", tol=gtol, options={"maxiter": max_iter})`.
-pub(crate) fn minimize_bfgs<F: FnMut(&[f64]) -> f64>(f: F, x0: &[f64], gtol: f64, max_iter: usize) -> BfgsResult {
+pub(crate) fn minimize_bfgs<F: FnMut(&[f64]) -> f64>(
+    f: F,
+    x0: &[f64],
+    gtol: f64,
+    max_iter: usize,
+) -> BfgsResult {
     let n = x0.len();
-    let mut prob = Problem { f, xt: Vec::with_capacity(n) };
+    let mut prob = Problem {
+        f,
+        xt: Vec::with_capacity(n),
+    };
     let mut xk = x0.to_vec();
     let mut old_fval = prob.fun(&xk);
     let mut gfk = vec![0.0; n];
@@ -520,7 +585,15 @@ pub(crate) fn minimize_bfgs<F: FnMut(&[f64]) -> f64>(f: F, x0: &[f64], gtol: f64
         hk[i * n + i] = 1.0;
     }
     let mut old_old_fval = old_fval + dot(&gfk, &gfk).sqrt() / 2.0;
-    let inf_norm = |g: &[f64]| g.iter().fold(0.0f64, |m, v| if v.is_nan() || m.is_nan() { f64::NAN } else { m.max(v.abs()) });
+    let inf_norm = |g: &[f64]| {
+        g.iter().fold(0.0f64, |m, v| {
+            if v.is_nan() || m.is_nan() {
+                f64::NAN
+            } else {
+                m.max(v.abs())
+            }
+        })
+    };
     let mut gnorm = inf_norm(&gfk);
     let mut k = 0;
     let mut warnflag = 0u8;
@@ -536,7 +609,15 @@ pub(crate) fn minimize_bfgs<F: FnMut(&[f64]) -> f64>(f: F, x0: &[f64], gtol: f64
         }
         let derphi0 = dot(&gfk, &pk);
         let (alpha_k, new_f, gfkp1) = {
-            let mut ln = Line { prob: &mut prob, xk: &xk, pk: &pk, xs: vec![0.0; n], gval: gfk.clone(), last_f: old_fval, last_s: 0.0 };
+            let mut ln = Line {
+                prob: &mut prob,
+                xk: &xk,
+                pk: &pk,
+                xs: vec![0.0; n],
+                gval: gfk.clone(),
+                last_f: old_fval,
+                last_s: 0.0,
+            };
             let mut r = search_wolfe1(&mut ln, old_fval, old_old_fval, derphi0);
             if r.is_none() {
                 ln.gval = gfk.clone();
@@ -581,7 +662,11 @@ pub(crate) fn minimize_bfgs<F: FnMut(&[f64]) -> f64>(f: F, x0: &[f64], gtol: f64
             break;
         }
         let rhok_inv = dot(&yk, &sk);
-        let rhok = if rhok_inv == 0.0 { 1000.0 } else { 1.0 / rhok_inv };
+        let rhok = if rhok_inv == 0.0 {
+            1000.0
+        } else {
+            1.0 / rhok_inv
+        };
         // Hk = A1 Hk A2 + rho s s', A1 = I - rho s y', A2 = I - rho y s'
         // tmp = Hk A2
         for i in 0..n {
@@ -612,7 +697,11 @@ pub(crate) fn minimize_bfgs<F: FnMut(&[f64]) -> f64>(f: F, x0: &[f64], gtol: f64
             warnflag = 3;
         }
     }
-    BfgsResult { x: xk, f: old_fval, status: warnflag }
+    BfgsResult {
+        x: xk,
+        f: old_fval,
+        status: warnflag,
+    }
 }
 
 #[cfg(test)]
@@ -625,14 +714,20 @@ mod tests {
         // converges to (1, 1).
         let f = |x: &[f64]| (1.0 - x[0]).powi(2) + 100.0 * (x[1] - x[0] * x[0]).powi(2);
         let r = minimize_bfgs(f, &[-1.2, 1.0], 1e-8, 200);
-        assert!((r.x[0] - 1.0).abs() < 1e-4 && (r.x[1] - 1.0).abs() < 1e-4, "{r:?}");
+        assert!(
+            (r.x[0] - 1.0).abs() < 1e-4 && (r.x[1] - 1.0).abs() < 1e-4,
+            "{r:?}"
+        );
     }
 
     #[test]
     fn quadratic_in_one_step_family() {
         let f = |x: &[f64]| 3.0 * (x[0] - 2.0).powi(2) + 0.5 * (x[1] + 1.0).powi(2) + 1.0;
         let r = minimize_bfgs(f, &[0.0, 0.0], 1e-8, 100);
-        assert!((r.x[0] - 2.0).abs() < 1e-5 && (r.x[1] + 1.0).abs() < 1e-5, "{r:?}");
+        assert!(
+            (r.x[0] - 2.0).abs() < 1e-5 && (r.x[1] + 1.0).abs() < 1e-5,
+            "{r:?}"
+        );
         assert!(r.status == 0 || r.status == 2);
     }
 }
