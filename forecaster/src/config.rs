@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::arima::{ArimaConfig, AutoArima};
 use crate::baselines::{LastValue, PeakConfig, Vpa, VpaConfig, WindowPeak};
 use crate::calibration::{Calibrated, CalibrationConfig};
 use crate::gp::{Gp, GpConfig};
@@ -80,6 +81,8 @@ pub struct ModelConfig {
     pub calibrated: bool,
     /// Calibration wrapper settings.
     pub calibration: CalibrationConfig,
+    /// Auto-ARIMA settings.
+    pub arima: ArimaConfig,
     /// GP settings.
     pub gp: GpConfig,
     /// Moving-window peak settings.
@@ -94,6 +97,7 @@ impl Default for ModelConfig {
             kind: ModelKind::Gp,
             calibrated: true,
             calibration: CalibrationConfig::default(),
+            arima: ArimaConfig::default(),
             gp: GpConfig::default(),
             peak: PeakConfig::default(),
             vpa: VpaConfig::default(),
@@ -114,6 +118,9 @@ impl ModelConfig {
     /// every problem at once.
     pub fn validate(&self) -> Result<(), ForecastError> {
         let mut errs = Vec::new();
+        if let Err(list) = self.arima.validate() {
+            errs.extend(list);
+        }
         let checks: [Result<(), ForecastError>; 4] = [
             self.calibration.validate(),
             self.gp.validate(),
@@ -139,12 +146,7 @@ impl ModelConfig {
     pub fn build(&self) -> Result<Box<dyn Forecaster>, ForecastError> {
         self.validate()?;
         let model: Box<dyn Forecaster> = match self.kind {
-            ModelKind::Arima => {
-                // wired to forecaster::arima::AutoArima once it is committed
-                return Err(ForecastError::InvalidConfig(
-                    "auto-ARIMA is not available in this build yet".into(),
-                ));
-            }
+            ModelKind::Arima => Box::new(AutoArima::new(self.arima.clone())?),
             ModelKind::Gp => Box::new(Gp::new(self.gp.clone())?),
             ModelKind::Last => Box::new(LastValue::new()),
             ModelKind::Peak => Box::new(WindowPeak::new(self.peak.clone())?),
@@ -223,6 +225,7 @@ mod tests {
         c.gp.history = 0;
         c.peak.window = 0;
         c.vpa.margin = 0.5;
+        c.arima.window = 0;
         let e = c.validate().expect_err("invalid").to_string();
         assert!(
             e.contains("gp.history") && e.contains("peak.window") && e.contains("vpa.margin"),

@@ -9,7 +9,7 @@ pub use tailor_core::{Calibration, Predictive};
 pub use baselines::{LastValue, Oracle, PeakConfig, Vpa, VpaConfig, WindowPeak};
 pub use calibration::{Calibrated, CalibrationConfig};
 pub use config::{ModelConfig, ModelKind};
-pub use gp::{Gp, GpConfig, KernelKind};
+pub use gp::{Gp, GpConfig, KernelKind, Lengthscales, PriorMean};
 
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -65,6 +65,7 @@ pub mod arima;
 pub mod baselines;
 pub mod calibration;
 pub mod config;
+pub mod eval;
 pub mod gp;
 
 /// Sample standard deviation of the first differences of `values` (0 with

@@ -1,0 +1,96 @@
+//! GP speed: update (warm refit + one-step predict) and cold fit at
+//! N = h = 20 (and h = 10, 40), single thread.
+//!
+//! ```sh
+//! cargo bench -p forecaster --bench gp
+//! ```
+//! The series is a deterministic heavy-tailed AR(1) around a daily cycle,
+//! so the numbers do not depend on ../shared/data.
+
+use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion};
+use forecaster::{Forecaster, Gp, GpConfig};
+
+/// Deterministic usage-like series: AR(1) + daily cycle + occasional spikes.
+pub fn bench_series(n: usize) -> Vec<f64> {
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next_u = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut x = 0.0f64;
+    (0..n)
+        .map(|i| {
+            let u = next_u().clamp(1e-9, 1.0 - 1e-9);
+            let shock = if u < 0.5 { (2.0 * u).ln() } else { -(2.0 * (1.0 - u)).ln() };
+            x = 0.8 * x + shock;
+            let spike = if next_u() < 0.02 { 8.0 } else { 0.0 };
+            50.0 + 10.0 * (i as f64 * std::f64::consts::TAU / 288.0).sin() + 2.0 * x + spike
+        })
+        .collect()
+}
+
+fn warmed(cfg: GpConfig, series: &[f64]) -> Gp {
+    let mut gp = Gp::new(cfg).expect("valid config");
+    for &v in series {
+        gp.observe(v).expect("finite");
+    }
+    gp
+}
+
+fn bench_gp(c: &mut Criterion) {
+    let series = bench_series(2000);
+    for h in [10usize, 20, 40] {
+        // warm refit + predict (cold refits excluded: measured below)
+        let cfg = GpConfig { history: h, cold_refit_every: usize::MAX, ..GpConfig::default() };
+        let base = warmed(cfg.clone(), &series[..200]);
+        let mut i = 200;
+        let mut gp = base.clone();
+        c.bench_function(&format!("gp_update_warm_h{h}"), |b| {
+            b.iter(|| {
+                if i >= series.len() {
+                    i = 200;
+                    gp = base.clone();
+                }
+                gp.observe(series[i]).expect("finite");
+                i += 1;
+                black_box(gp.forecast(1))
+            })
+        });
+        // cold fit with the default restarts on a full window
+        let cold = warmed(GpConfig { history: h, ..GpConfig::default() }, &series[..300]);
+        c.bench_function(&format!("gp_cold_fit_h{h}"), |b| {
+            b.iter_batched(
+                || cold.clone(),
+                |mut g| {
+                    g.cold_refit();
+                    black_box(g.forecast(1))
+                },
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    // the default model as it runs online: warm steps with the periodic cold refit
+    let base = warmed(GpConfig::default(), &series[..200]);
+    let mut gp = base.clone();
+    let mut i = 200;
+    c.bench_function("gp_update_default_h20", |b| {
+        b.iter(|| {
+            if i >= series.len() {
+                i = 200;
+                gp = base.clone();
+            }
+            gp.observe(series[i]).expect("finite");
+            i += 1;
+            black_box(gp.forecast(1))
+        })
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(30).measurement_time(std::time::Duration::from_secs(3));
+    targets = bench_gp
+}
+criterion_main!(benches);
