@@ -10,6 +10,7 @@
 //! - [`bundled`]: the default workload embedded in the binary
 //!   ([`bundled_workload`]).
 //! - [`synthetic`]: the seeded thesis-style generator ([`synthetic::generate`]).
+//! - [`inspect`]: file summaries for `tailor trace inspect`.
 //! - [`workload`]: the workload model ([`workload::Workload`]).
 
 pub mod alibaba2018;
@@ -18,6 +19,7 @@ pub mod bundled;
 pub mod error;
 pub mod google2011;
 pub mod google2019;
+pub mod inspect;
 pub mod io;
 pub mod pool;
 pub mod series;

@@ -1,0 +1,493 @@
+//! Summaries of trace files for `tailor trace inspect`: rows, time span,
+//! distinct jobs/tasks/machines, event types, and request/usage
+//! distributions (quantiles). The table is detected from the file name and,
+//! failing that, from the first line's shape ([`detect_table`]).
+
+use crate::alibaba2018::{ContainerMeta, ContainerUsage, MachineMeta};
+use crate::bitbrains::VmSample;
+use crate::google2011::reader::{JobEvent, MachineEvent, Table, TableReader, TaskEvent, TaskUsage};
+use crate::google2019::InstanceUsage;
+use crate::io::first_line;
+use crate::series::{detect_format, load_series, SeriesFormat};
+use crate::DatasetError;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+/// The tables [`inspect`] knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TableKind {
+    TaskEvents,
+    JobEvents,
+    MachineEvents,
+    TaskUsage,
+    Google2019InstanceUsage,
+    AlibabaContainerUsage,
+    AlibabaContainerMeta,
+    AlibabaMachineMeta,
+    BitbrainsVm,
+    /// Anything [`crate::series::load_series`] reads (GCD_VMs archive,
+    /// Google 2011 derived series, plain CSV).
+    Series,
+}
+
+impl TableKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TableKind::TaskEvents => "google-2011 task_events",
+            TableKind::JobEvents => "google-2011 job_events",
+            TableKind::MachineEvents => "google-2011 machine_events",
+            TableKind::TaskUsage => "google-2011 task_usage",
+            TableKind::Google2019InstanceUsage => "google-2019 instance_usage",
+            TableKind::AlibabaContainerUsage => "alibaba-2018 container_usage",
+            TableKind::AlibabaContainerMeta => "alibaba-2018 container_meta",
+            TableKind::AlibabaMachineMeta => "alibaba-2018 machine_meta",
+            TableKind::BitbrainsVm => "bitbrains vm",
+            TableKind::Series => "usage series",
+        }
+    }
+
+    /// Parses a table name as accepted by `--table`.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "task_events" => TableKind::TaskEvents,
+            "job_events" => TableKind::JobEvents,
+            "machine_events" => TableKind::MachineEvents,
+            "task_usage" => TableKind::TaskUsage,
+            "instance_usage" => TableKind::Google2019InstanceUsage,
+            "container_usage" => TableKind::AlibabaContainerUsage,
+            "container_meta" => TableKind::AlibabaContainerMeta,
+            "machine_meta" => TableKind::AlibabaMachineMeta,
+            "bitbrains" => TableKind::BitbrainsVm,
+            "series" => TableKind::Series,
+            _ => return None,
+        })
+    }
+}
+
+/// Detects the table of `path`: first from its path (`task_events/…`,
+/// `container_usage…`), then from the first line (delimiter, number of
+/// fields, header names, `c_`/`m_` ids).
+pub fn detect_table(path: &Path) -> Result<TableKind, DatasetError> {
+    let p = path.to_string_lossy().to_lowercase();
+    for (needle, kind) in [
+        ("task_events", TableKind::TaskEvents),
+        ("job_events", TableKind::JobEvents),
+        ("machine_events", TableKind::MachineEvents),
+        ("task_usage", TableKind::TaskUsage),
+        ("container_usage", TableKind::AlibabaContainerUsage),
+        ("container_meta", TableKind::AlibabaContainerMeta),
+        ("machine_meta", TableKind::AlibabaMachineMeta),
+    ] {
+        if p.contains(needle) {
+            return Ok(kind);
+        }
+    }
+    match detect_format(path)? {
+        SeriesFormat::Bitbrains => return Ok(TableKind::BitbrainsVm),
+        SeriesFormat::Google2019InstanceUsage => return Ok(TableKind::Google2019InstanceUsage),
+        SeriesFormat::AlibabaContainerUsage => return Ok(TableKind::AlibabaContainerUsage),
+        SeriesFormat::GcdVmsTar | SeriesFormat::Google2011Derived => return Ok(TableKind::Series),
+        SeriesFormat::Csv => {}
+    }
+    let line = first_line(path, 64 * 1024)?;
+    let f: Vec<&str> = line.split(',').collect();
+    let digit = |s: &str| s.bytes().next().is_some_and(|b| b.is_ascii_digit());
+    Ok(match (f.len(), f.first().copied().unwrap_or("")) {
+        (13, a) if digit(a) => TableKind::TaskEvents,
+        (20, _) => TableKind::TaskUsage,
+        (8, a) if a.starts_with("c_") => TableKind::AlibabaContainerMeta,
+        (8, a) if digit(a) => TableKind::JobEvents,
+        (7, a) if a.starts_with("m_") => TableKind::AlibabaMachineMeta,
+        (6, a) if digit(a) => TableKind::MachineEvents,
+        _ => TableKind::Series,
+    })
+}
+
+/// Quantiles of one distribution.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Quantiles {
+    pub count: u64,
+    pub mean: f64,
+    pub min: f64,
+    pub p5: f64,
+    pub p25: f64,
+    pub p50: f64,
+    pub p75: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Quantiles {
+    /// `None` for an empty sample. Sorts `v`.
+    pub fn of(v: &mut [f64]) -> Option<Self> {
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+        Some(Quantiles {
+            count: v.len() as u64,
+            mean: v.iter().sum::<f64>() / v.len() as f64,
+            min: v[0],
+            p5: q(0.05),
+            p25: q(0.25),
+            p50: q(0.5),
+            p75: q(0.75),
+            p95: q(0.95),
+            p99: q(0.99),
+            max: v[v.len() - 1],
+        })
+    }
+}
+
+/// What [`inspect`] found in one file.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    pub path: String,
+    pub table: TableKind,
+    pub rows: u64,
+    /// Malformed rows skipped (lenient mode).
+    pub skipped: u64,
+    /// First and last timestamp in seconds (trace time; Google 2011 marker
+    /// times 0 and 2^63-1 are excluded).
+    pub time_span_s: Option<(f64, f64)>,
+    /// Distinct jobs, tasks, machines, containers, series ...
+    pub distinct: BTreeMap<String, u64>,
+    /// Counts by category (event types, statuses, ...).
+    pub counts: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Request and usage distributions.
+    pub distributions: BTreeMap<String, Quantiles>,
+}
+
+#[derive(Default)]
+struct Acc {
+    rows: u64,
+    t_min: Option<f64>,
+    t_max: Option<f64>,
+    distinct: BTreeMap<&'static str, HashSet<Vec<u8>>>,
+    counts: BTreeMap<&'static str, BTreeMap<String, u64>>,
+    values: BTreeMap<&'static str, Vec<f64>>,
+}
+
+impl Acc {
+    fn time(&mut self, t: f64) {
+        if t.is_finite() {
+            self.t_min = Some(self.t_min.map_or(t, |m| m.min(t)));
+            self.t_max = Some(self.t_max.map_or(t, |m| m.max(t)));
+        }
+    }
+    fn distinct(&mut self, what: &'static str, key: impl AsRef<[u8]>) {
+        let set = self.distinct.entry(what).or_default();
+        if !set.contains(key.as_ref()) {
+            set.insert(key.as_ref().to_vec());
+        }
+    }
+    fn count(&mut self, what: &'static str, cat: impl Into<String>) {
+        *self
+            .counts
+            .entry(what)
+            .or_default()
+            .entry(cat.into())
+            .or_default() += 1;
+    }
+    fn value(&mut self, what: &'static str, v: Option<f64>) {
+        if let Some(v) = v.filter(|v| v.is_finite()) {
+            self.values.entry(what).or_default().push(v);
+        }
+    }
+    fn finish(self, path: &Path, table: TableKind, skipped: u64) -> Summary {
+        Summary {
+            path: path.display().to_string(),
+            table,
+            rows: self.rows,
+            skipped,
+            time_span_s: self.t_min.zip(self.t_max),
+            distinct: self
+                .distinct
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.len() as u64))
+                .collect(),
+            counts: self
+                .counts
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            distributions: self
+                .values
+                .into_iter()
+                .filter_map(|(k, mut v)| Quantiles::of(&mut v).map(|q| (k.to_string(), q)))
+                .collect(),
+        }
+    }
+}
+
+fn scan<T: Table>(
+    path: &Path,
+    lenient: bool,
+    acc: &mut Acc,
+    mut f: impl FnMut(&mut Acc, T),
+) -> Result<u64, DatasetError> {
+    let mut r = TableReader::<T>::open(path, lenient)?;
+    while let Some(row) = r.next_row()? {
+        acc.rows += 1;
+        f(acc, row);
+    }
+    Ok(r.skipped())
+}
+
+const G2011_MAX_TIME: u64 = 1 << 62;
+
+fn g2011_time(acc: &mut Acc, t: u64) {
+    if t > 0 && t < G2011_MAX_TIME {
+        acc.time(t as f64 / 1e6);
+    }
+}
+
+fn pair(a: u64, b: u64) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[..8].copy_from_slice(&a.to_le_bytes());
+    k[8..].copy_from_slice(&b.to_le_bytes());
+    k
+}
+
+/// Summarises one file (`table` = `None`: detect it).
+pub fn inspect(
+    path: &Path,
+    table: Option<TableKind>,
+    lenient: bool,
+) -> Result<Summary, DatasetError> {
+    let kind = match table {
+        Some(k) => k,
+        None => detect_table(path)?,
+    };
+    let mut acc = Acc::default();
+    let skipped = match kind {
+        TableKind::TaskEvents => scan::<TaskEvent>(path, lenient, &mut acc, |a, e| {
+            g2011_time(a, e.time_us);
+            a.distinct("jobs", e.job_id.to_le_bytes());
+            a.distinct("tasks", pair(e.job_id, e.task_index));
+            if let Some(m) = e.machine_id {
+                a.distinct("machines", m.to_le_bytes());
+            }
+            a.count("event type", e.event_type.as_str());
+            a.count("priority", e.priority.to_string());
+            if let Some(c) = e.scheduling_class {
+                a.count("scheduling class", c.to_string());
+            }
+            a.value("CPU request (normalised)", e.cpu_request);
+            a.value("memory request (normalised)", e.mem_request);
+        })?,
+        TableKind::JobEvents => scan::<JobEvent>(path, lenient, &mut acc, |a, e| {
+            g2011_time(a, e.time_us);
+            a.distinct("jobs", e.job_id.to_le_bytes());
+            if let Some(u) = &e.user {
+                a.distinct("users", u.as_bytes());
+            }
+            a.count("event type", e.event_type.as_str());
+            if let Some(c) = e.scheduling_class {
+                a.count("scheduling class", c.to_string());
+            }
+        })?,
+        TableKind::MachineEvents => scan::<MachineEvent>(path, lenient, &mut acc, |a, e| {
+            g2011_time(a, e.time_us);
+            a.distinct("machines", e.machine_id.to_le_bytes());
+            a.count("event type", format!("{:?}", e.event_type).to_uppercase());
+            a.value("CPU capacity (normalised)", e.cpus);
+            a.value("memory capacity (normalised)", e.memory);
+        })?,
+        TableKind::TaskUsage => scan::<TaskUsage>(path, lenient, &mut acc, |a, u| {
+            g2011_time(a, u.start_time_us);
+            g2011_time(a, u.end_time_us);
+            a.distinct("jobs", u.job_id.to_le_bytes());
+            a.distinct("tasks", pair(u.job_id, u.task_index));
+            a.distinct("machines", u.machine_id.to_le_bytes());
+            a.value("CPU rate (normalised)", u.cpu_rate);
+            a.value("canonical memory usage (normalised)", u.canonical_memory);
+            a.value(
+                "window length (s)",
+                Some(u.end_time_us.saturating_sub(u.start_time_us) as f64 / 1e6),
+            );
+        })?,
+        TableKind::Google2019InstanceUsage => {
+            scan::<InstanceUsage>(path, lenient, &mut acc, |a, u| {
+                a.time(u.time_us as f64 / 1e6);
+                a.distinct("collections", u.collection_id.to_le_bytes());
+                a.distinct("instances", pair(u.collection_id, u.instance_index));
+                if let Some(m) = u.machine_id {
+                    a.distinct("machines", m.to_le_bytes());
+                }
+                if let Some(p) = u.priority {
+                    a.count("priority", p.to_string());
+                }
+                a.value("avg CPU usage (NCU)", u.avg_cpu_usage);
+                a.value("avg memory usage (NMU)", u.avg_memory_usage);
+                a.value("CPU limit (NCU)", u.cpu_limit);
+                a.value("memory limit (NMU)", u.memory_limit);
+            })?
+        }
+        TableKind::AlibabaContainerUsage => {
+            scan::<ContainerUsage>(path, lenient, &mut acc, |a, u| {
+                a.time(u.time_s);
+                a.distinct(
+                    "containers",
+                    u.container_id.as_deref().unwrap_or("").as_bytes(),
+                );
+                a.distinct("machines", u.machine_id.as_bytes());
+                a.value("CPU util (%)", u.cpu_util_percent);
+                a.value("memory util (%)", u.mem_util_percent);
+            })?
+        }
+        TableKind::AlibabaContainerMeta => {
+            scan::<ContainerMeta>(path, lenient, &mut acc, |a, m| {
+                a.time(m.time_s);
+                a.distinct("containers", m.container_id.as_bytes());
+                if let Some(x) = &m.app_du {
+                    a.distinct("app groups", x.as_bytes());
+                }
+                if let Some(s) = &m.status {
+                    a.count("status", s.clone());
+                }
+                a.value("CPU request (cores)", m.cpu_request.map(|c| c / 100.0));
+                a.value("memory size (normalised %)", m.mem_size);
+            })?
+        }
+        TableKind::AlibabaMachineMeta => scan::<MachineMeta>(path, lenient, &mut acc, |a, m| {
+            a.time(m.time_s);
+            a.distinct("machines", m.machine_id.as_bytes());
+            if let Some(s) = &m.status {
+                a.count("status", s.clone());
+            }
+            a.value("CPUs", m.cpu_num);
+            a.value("memory size (normalised %)", m.mem_size);
+        })?,
+        TableKind::BitbrainsVm => scan::<VmSample>(path, lenient, &mut acc, |a, v| {
+            a.time(v.time_s as f64);
+            a.count("CPU cores", v.cpu_cores.to_string());
+            a.value("CPU usage (MHz)", Some(v.cpu_usage_mhz));
+            a.value("CPU usage (%)", Some(v.cpu_usage_percent));
+            a.value("memory usage (KB)", Some(v.mem_usage_kb));
+        })?,
+        TableKind::Series => {
+            let series = load_series(path, None)?;
+            for s in &series {
+                acc.rows += s.values.len() as u64;
+                acc.distinct("series", s.name.as_bytes());
+                acc.value("series length", Some(s.values.len() as f64));
+                for &v in &s.values {
+                    acc.value("values (default column)", Some(v));
+                }
+            }
+            0
+        }
+    };
+    Ok(acc.finish(path, kind, skipped))
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "{} ({})", self.path, self.table.as_str())?;
+        write!(f, "  rows: {}", self.rows)?;
+        if self.skipped > 0 {
+            write!(f, " ({} malformed rows skipped)", self.skipped)?;
+        }
+        writeln!(f)?;
+        if let Some((a, b)) = self.time_span_s {
+            writeln!(
+                f,
+                "  time span: {a:.3} s .. {b:.3} s ({:.2} h)",
+                (b - a) / 3600.0
+            )?;
+        }
+        for (k, v) in &self.distinct {
+            writeln!(f, "  {k}: {v}")?;
+        }
+        for (k, m) in &self.counts {
+            let mut items: Vec<(&String, &u64)> = m.iter().collect();
+            items.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            let shown: Vec<String> = items
+                .iter()
+                .take(12)
+                .map(|(c, n)| format!("{c}={n}"))
+                .collect();
+            let more = if items.len() > 12 {
+                format!(" (+{} more)", items.len() - 12)
+            } else {
+                String::new()
+            };
+            writeln!(f, "  {k}: {}{more}", shown.join(" "))?;
+        }
+        for (k, q) in &self.distributions {
+            writeln!(
+                f,
+                "  {k}: n={} mean={:.4} min={:.4} p5={:.4} p25={:.4} p50={:.4} p75={:.4} p95={:.4} p99={:.4} max={:.4}",
+                q.count, q.mean, q.min, q.p5, q.p25, q.p50, q.p75, q.p95, q.p99, q.max
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_of_small_sample() {
+        let mut v = vec![3.0, 1.0, 2.0, 4.0, 5.0];
+        let q = Quantiles::of(&mut v).expect("q");
+        assert_eq!(
+            (q.min, q.p50, q.max, q.mean, q.count),
+            (1.0, 3.0, 5.0, 3.0, 5)
+        );
+        assert!(Quantiles::of(&mut []).is_none());
+    }
+
+    #[test]
+    fn inspects_the_repo_slice() {
+        let p = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../data/google-2011-slice/task_events/part-00000-of-00500.csv.gz"
+        ));
+        let s = inspect(p, None, false).expect("inspect");
+        assert_eq!(s.table, TableKind::TaskEvents);
+        assert_eq!(s.rows, 2663);
+        assert_eq!(s.distinct["tasks"], 1132);
+        assert_eq!(s.distinct["jobs"], 363);
+        let ev = &s.counts["event type"];
+        assert_eq!(ev.values().sum::<u64>(), 2663);
+        assert!(s.distributions.contains_key("CPU request (normalised)"));
+        let text = s.to_string();
+        assert!(
+            text.contains("rows: 2663") && text.contains("event type: "),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn detects_tables_by_shape() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let w = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).expect("write");
+            detect_table(&p).expect("detect")
+        };
+        assert_eq!(
+            w("a.csv", "0,,1,0,5,1,u,0,9,0.1,0.1,,\n"),
+            TableKind::TaskEvents
+        );
+        assert_eq!(w("b.csv", "0,,1,0,u,3,n,l\n"), TableKind::JobEvents);
+        assert_eq!(w("c.csv", "0,5,0,p,0.5,0.25\n"), TableKind::MachineEvents);
+        assert_eq!(
+            w("d.csv", "c_1,m_1,0,app,started,400,400,1.5\n"),
+            TableKind::AlibabaContainerMeta
+        );
+        assert_eq!(
+            w("e.csv", "m_1,0,219,17,96,100,USING\n"),
+            TableKind::AlibabaMachineMeta
+        );
+        assert_eq!(w("f.csv", "1\n2\n"), TableKind::Series);
+    }
+}
