@@ -461,6 +461,30 @@ impl ShaperServer {
         }
     }
 
+    /// Serves until `shutdown` completes (then shuts down gracefully) or the
+    /// server fails by itself.
+    pub async fn run_until(
+        mut self,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) -> Result<(), ClusterError> {
+        tokio::select! {
+            r = &mut self.serve_task => {
+                if let Some(t) = &self.round_task {
+                    t.abort();
+                }
+                match r {
+                    Ok(Ok(())) => Err(ClusterError::Serve("the server stopped unexpectedly".into())),
+                    Ok(Err(e)) => Err(ClusterError::Serve(e.to_string())),
+                    Err(e) => Err(ClusterError::Serve(e.to_string())),
+                }
+            }
+            _ = shutdown => {
+                self.shutdown().await;
+                Ok(())
+            }
+        }
+    }
+
     /// Stops planning, lets in-flight requests finish (up to 5 s), stops.
     pub async fn shutdown(self) {
         if let Some(t) = &self.round_task {

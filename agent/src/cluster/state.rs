@@ -559,7 +559,7 @@ impl ShaperState {
                     id,
                     app: origin.app.clone(),
                     action: kind,
-                    explanation: *explanation,
+                    explanation: explanation.clone(),
                     summary,
                 });
         };
