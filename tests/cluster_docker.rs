@@ -1,0 +1,573 @@
+//! Cluster mode end to end on the REAL dockerd: one `tailor shaper` process
+//! and several agent processes, each agent managing its own label-selected
+//! slice of containers as its "host" with a configured capacity.
+//!
+//! The agent processes are this test binary re-run as a child
+//! (`cluster_agent_child`, an ignored test that runs `agent::Agent` with the
+//! cluster plan source over the real Docker API until it is killed), so the
+//! test does not depend on the CLI wiring of `tailor agent`. The shaper is
+//! the real `tailor shaper` binary. Every child is killed (by its pid) when
+//! its guard drops.
+//!
+//! In CI (CI=true) these tests fail when Docker is unavailable; elsewhere
+//! they skip loudly (see tests/agent_common).
+
+mod agent_common;
+
+use agent_common::*;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "cluster-docker-test-token-0123456789";
+
+/// A child process, killed when dropped.
+struct Proc {
+    child: Child,
+}
+
+impl Proc {
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn write_private(path: &Path, text: &str) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .expect("create file");
+    f.write_all(text.as_bytes()).expect("write");
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+struct Cluster {
+    dir: tempfile::TempDir,
+    port: u16,
+    token_file: PathBuf,
+}
+
+impl Cluster {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let token_file = dir.path().join("token");
+        write_private(&token_file, &format!("{TOKEN}\n"));
+        Self {
+            dir,
+            port: free_port(),
+            token_file,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn start_shaper(&self) -> Proc {
+        let cfg = self.dir.path().join("shaper.toml");
+        let text = format!(
+            r#"
+listen = "127.0.0.1:{port}"
+token_file = "{token}"
+interval_s = 1.0
+stale_after_intervals = 3
+warmup_intervals = 1
+[shaper]
+grace_period_s = 0.0
+k1 = 0.1
+k2 = 3.0
+"#,
+            port = self.port,
+            token = self.token_file.display()
+        );
+        std::fs::write(&cfg, text).expect("write shaper.toml");
+        let log = std::fs::File::create(self.dir.path().join("shaper.log")).expect("log");
+        let child = Command::new(env!("CARGO_BIN_EXE_tailor"))
+            .args(["shaper", "--config"])
+            .arg(&cfg)
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("spawn tailor shaper");
+        let mut p = Proc { child };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while http_get(self.port, "/healthz", None).map(|(s, _)| s) != Some(200) {
+            assert!(
+                p.alive(),
+                "tailor shaper exited: {}",
+                self.log("shaper.log")
+            );
+            assert!(
+                Instant::now() < deadline,
+                "tailor shaper did not come up: {}",
+                self.log("shaper.log")
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        p
+    }
+
+    /// An agent process managing containers labelled `tailor.test=<label>`.
+    fn start_agent(
+        &self,
+        agent_id: &str,
+        label: &str,
+        mem_capacity_mib: u64,
+        token_file: &Path,
+        state_file: &str,
+    ) -> Proc {
+        let top =
+            format!("mode = \"cluster\"\nrestart_evicted = false\nnode_name = \"{agent_id}\"\n");
+        let tables = format!(
+            r#"
+[capacity]
+cpu_cores = 4.0
+mem_bytes = {mem}
+[cluster]
+shaper_url = "{url}"
+token_file = "{token}"
+agent_id = "{agent_id}"
+timeout_s = 1.0
+[cluster.fail_safe]
+hold_s = 8.0
+regrow_fraction = 0.5
+"#,
+            mem = mem_capacity_mib * MIB,
+            url = self.url(),
+            token = token_file.display()
+        );
+        let log = std::fs::File::create(self.dir.path().join(format!("agent-{agent_id}.log")))
+            .expect("log");
+        let child = Command::new(std::env::current_exe().expect("test binary"))
+            .args([
+                "--ignored",
+                "--exact",
+                "cluster_agent_child",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env("TAILOR_CLUSTER_CHILD_LABEL", label)
+            .env("TAILOR_CLUSTER_CHILD_TOP", top)
+            .env("TAILOR_CLUSTER_CHILD_TABLES", tables)
+            .env("TAILOR_CLUSTER_CHILD_STATE_FILE", state_file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("spawn agent child");
+        Proc { child }
+    }
+
+    fn log(&self, name: &str) -> String {
+        let text = std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default();
+        let start = text.len().saturating_sub(4000);
+        text[start..].to_string()
+    }
+
+    fn status(&self) -> serde_json::Value {
+        let (code, body) = http_get(self.port, "/v1/status", Some(TOKEN)).expect("status");
+        assert_eq!(code, 200, "{body}");
+        serde_json::from_str(&body).expect("status json")
+    }
+
+    fn metrics(&self) -> String {
+        http_get(self.port, "/metrics", Some(TOKEN))
+            .map(|(_, b)| b)
+            .unwrap_or_default()
+    }
+}
+
+/// Minimal HTTP/1.1 GET over loopback (the root crate has no HTTP client).
+fn http_get(port: u16, path: &str, token: Option<&str>) -> Option<(u16, String)> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).ok()?;
+    let code = raw.split_whitespace().nth(1)?.parse().ok()?;
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Some((code, body))
+}
+
+fn wait_until(
+    what: &str,
+    timeout: Duration,
+    mut cond: impl FnMut() -> bool,
+    diag: impl Fn() -> String,
+) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for: {what}\n{}",
+            diag()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+fn labels<'a>(label: &'a str, app: &'a str, class: &'a str) -> Vec<(&'a str, &'a str)> {
+    vec![
+        ("tailor.enable", "true"),
+        ("tailor.test", label),
+        ("tailor.app", app),
+        ("tailor.class", class),
+    ]
+}
+
+/// Not a test: the agent process of the tests above (run by them as a
+/// child of this binary, with its configuration in the environment).
+#[test]
+#[ignore = "helper process of the cluster Docker tests"]
+fn cluster_agent_child() {
+    let Ok(label) = std::env::var("TAILOR_CLUSTER_CHILD_LABEL") else {
+        eprintln!("cluster_agent_child: only run as a child of the cluster Docker tests");
+        return;
+    };
+    let top = std::env::var("TAILOR_CLUSTER_CHILD_TOP").unwrap_or_default();
+    let tables = std::env::var("TAILOR_CLUSTER_CHILD_TABLES").unwrap_or_default();
+    let state_file = std::env::var("TAILOR_CLUSTER_CHILD_STATE_FILE").unwrap_or_default();
+    let mut cfg = agent_config(&label, &top, &tables);
+    cfg.state_file = PathBuf::from(state_file);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async move {
+        let cluster_cfg = cfg.cluster.clone().expect("[cluster]");
+        let now_s = tailor_core::Clock::now_s(&tailor_core::SystemClock);
+        let source = agent::cluster::ClusterPlanSource::new(&cluster_cfg, now_s)
+            .expect("cluster plan source");
+        let runtime = std::sync::Arc::new(
+            agent::docker::DockerRuntime::new(&cfg.docker_socket).expect("docker"),
+        );
+        let a = agent::Agent::new(
+            cfg,
+            runtime,
+            Box::new(source),
+            std::sync::Arc::new(tailor_core::SystemClock),
+        )
+        .expect("agent");
+        a.run(std::future::pending()).await.expect("agent run");
+    });
+}
+
+/// An application with its core on host b and an elastic component on host
+/// a: b cannot hold it next to an earlier application, so the shaper
+/// preempts the whole application, on both hosts, while a has room.
+#[test]
+fn multi_node_application_loses_all_components_when_its_core_must_go() {
+    if docker_or_skip("cluster multi-node").is_none() {
+        return;
+    }
+    let early = TestContainer::run(
+        "tailor-cl-mn-early",
+        256,
+        1.0,
+        &labels("cl-mn-b", "cl-mn-early", "core"),
+        &["200:0.02:3600"],
+        &[],
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let late_core = TestContainer::run(
+        "tailor-cl-mn-late-core",
+        200,
+        1.0,
+        &labels("cl-mn-b", "cl-mn-late", "core"),
+        &["150:0.02:3600"],
+        &[],
+    );
+    let late_el = TestContainer::run(
+        "tailor-cl-mn-late-el",
+        64,
+        1.0,
+        &labels("cl-mn-a", "cl-mn-late", "elastic"),
+        &["8:0.02:3600"],
+        &[],
+    );
+    let other = TestContainer::run(
+        "tailor-cl-mn-other",
+        64,
+        1.0,
+        &labels("cl-mn-a", "cl-mn-other", "core"),
+        &["8:0.02:3600"],
+        &[],
+    );
+
+    let cl = Cluster::new();
+    let _shaper = cl.start_shaper();
+    let _a = cl.start_agent("cl-mn-a", "cl-mn-a", 1024, &cl.token_file, "");
+    let _b = cl.start_agent("cl-mn-b", "cl-mn-b", 320, &cl.token_file, "");
+    let diag = || {
+        format!(
+            "shaper:\n{}\nagent a:\n{}\nagent b:\n{}",
+            cl.log("shaper.log"),
+            cl.log("agent-cl-mn-a.log"),
+            cl.log("agent-cl-mn-b.log")
+        )
+    };
+    wait_until(
+        "both components of the late application stopped",
+        Duration::from_secs(60),
+        || !late_core.running() && !late_el.running(),
+        diag,
+    );
+    assert!(early.running(), "the earlier application keeps running");
+    assert!(other.running(), "host a's other application is untouched");
+    wait_until(
+        "the shaper knows the preemption was applied",
+        Duration::from_secs(20),
+        || {
+            cl.status()["app_failures"]["cl-mn-late"]
+                .as_u64()
+                .unwrap_or(0)
+                >= 1
+        },
+        diag,
+    );
+    let m = cl.metrics();
+    assert!(
+        m.contains("tailor_shaper_actions_total{kind=\"evict_application\"}"),
+        "{m}"
+    );
+}
+
+/// Killing the shaper: the agent stops shrinking at once, holds for hold_s,
+/// then grows the container back towards its request step by step; a new
+/// shaper on the same port resumes shaping.
+#[test]
+fn killing_the_shaper_makes_agents_fail_safe_and_a_new_shaper_resumes() {
+    if docker_or_skip("cluster fail-safe").is_none() {
+        return;
+    }
+    let c = TestContainer::run(
+        "tailor-cl-fs-idle",
+        256,
+        1.0,
+        &labels("cl-fs", "cl-fs-idle", "core"),
+        &["8:0.02:3600"],
+        &[],
+    );
+    let cl = Cluster::new();
+    let mut shaper = cl.start_shaper();
+    let _a = cl.start_agent("cl-fs", "cl-fs", 1024, &cl.token_file, "");
+    let diag = || {
+        format!(
+            "shaper:\n{}\nagent:\n{}",
+            cl.log("shaper.log"),
+            cl.log("agent-cl-fs.log")
+        )
+    };
+    wait_until(
+        "the idle container is shrunk",
+        Duration::from_secs(60),
+        || c.mem_limit() < 128 * MIB,
+        diag,
+    );
+
+    shaper.kill();
+    std::thread::sleep(Duration::from_millis(1500));
+    let held = c.mem_limit();
+    assert!(held < 128 * MIB);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        c.mem_limit(),
+        held,
+        "holding: no change within hold_s = 8 s of losing the shaper"
+    );
+
+    let mut seen = vec![held];
+    wait_until(
+        "the container grows back to its request",
+        Duration::from_secs(60),
+        || {
+            let l = c.mem_limit();
+            if seen.last() != Some(&l) {
+                seen.push(l);
+            }
+            l == 256 * MIB
+        },
+        diag,
+    );
+    assert!(
+        seen.windows(2).all(|w| w[1] > w[0]),
+        "regrowth only grows: {seen:?}"
+    );
+    assert!(
+        seen.len() >= 4,
+        "gradual regrowth (half the gap per interval), saw {seen:?}"
+    );
+    assert!(c.running() && !c.oom_killed());
+
+    let _shaper2 = cl.start_shaper();
+    wait_until(
+        "the new shaper shrinks it again",
+        Duration::from_secs(60),
+        || c.mem_limit() < 128 * MIB,
+        diag,
+    );
+}
+
+/// Killing an agent: the shaper marks it stale and leaves its containers
+/// alone; a restarted agent (same id, same state file) is live again and
+/// shaping resumes.
+#[test]
+fn killing_and_restarting_an_agent_recovers() {
+    if docker_or_skip("cluster agent restart").is_none() {
+        return;
+    }
+    let c = TestContainer::run(
+        "tailor-cl-ar-idle",
+        256,
+        1.0,
+        &labels("cl-ar", "cl-ar-idle", "core"),
+        &["8:0.02:3600"],
+        &[],
+    );
+    let cl = Cluster::new();
+    let _shaper = cl.start_shaper();
+    let state = cl.dir.path().join("agent-state.json");
+    let state_s = state.display().to_string();
+    let mut a = cl.start_agent("cl-ar", "cl-ar", 1024, &cl.token_file, &state_s);
+    let diag = || {
+        format!(
+            "shaper:\n{}\nagent:\n{}",
+            cl.log("shaper.log"),
+            cl.log("agent-cl-ar.log")
+        )
+    };
+    wait_until(
+        "the idle container is shrunk",
+        Duration::from_secs(60),
+        || c.mem_limit() < 128 * MIB,
+        diag,
+    );
+
+    a.kill();
+    let stale = |cl: &Cluster| {
+        cl.status()["agents"]
+            .as_array()
+            .and_then(|v| {
+                v.iter()
+                    .find(|x| x["agent_id"] == "cl-ar")
+                    .map(|x| x["stale"] == true)
+            })
+            .unwrap_or(false)
+    };
+    wait_until(
+        "the shaper marks the agent stale",
+        Duration::from_secs(20),
+        || stale(&cl),
+        diag,
+    );
+    let shrunk = c.mem_limit();
+    // The operator puts the request back while the agent is down.
+    docker(&["update", "--memory", "256m", "--memory-swap", "256m", &c.id]).expect("docker update");
+    assert!(c.running());
+
+    let _a2 = cl.start_agent("cl-ar", "cl-ar", 1024, &cl.token_file, &state_s);
+    wait_until(
+        "the agent is live again",
+        Duration::from_secs(30),
+        || !stale(&cl),
+        diag,
+    );
+    wait_until(
+        "shaping resumes",
+        Duration::from_secs(60),
+        || c.mem_limit() < 128 * MIB,
+        diag,
+    );
+    assert!(shrunk < 128 * MIB);
+    assert!(c.running() && !c.oom_killed());
+}
+
+/// An agent with the wrong token is refused (401) and, failing safe, never
+/// shrinks anything.
+#[test]
+fn an_agent_with_a_wrong_token_is_refused_and_changes_nothing() {
+    if docker_or_skip("cluster wrong token").is_none() {
+        return;
+    }
+    let c = TestContainer::run(
+        "tailor-cl-wt-idle",
+        256,
+        1.0,
+        &labels("cl-wt", "cl-wt-idle", "core"),
+        &["8:0.02:3600"],
+        &[],
+    );
+    let cl = Cluster::new();
+    let _shaper = cl.start_shaper();
+    let wrong = cl.dir.path().join("wrong-token");
+    write_private(&wrong, "not-the-right-token-0123456789\n");
+    let _a = cl.start_agent("cl-wt", "cl-wt", 1024, &wrong, "");
+    let diag = || {
+        format!(
+            "shaper:\n{}\nagent:\n{}",
+            cl.log("shaper.log"),
+            cl.log("agent-cl-wt.log")
+        )
+    };
+    let refused = |cl: &Cluster| {
+        let m = cl.metrics();
+        m.lines()
+            .find_map(|l| {
+                l.strip_prefix("tailor_shaper_requests_total{endpoint=\"report\",code=\"401\"} ")
+            })
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    wait_until(
+        "reports are refused with 401",
+        Duration::from_secs(30),
+        || refused(&cl) >= 3.0,
+        diag,
+    );
+    assert_eq!(
+        c.mem_limit(),
+        256 * MIB,
+        "nothing shrinks without the shaper"
+    );
+    assert!(
+        cl.status()["agents"]
+            .as_array()
+            .map(|v| v.is_empty())
+            .unwrap_or(false),
+        "the agent was never recorded"
+    );
+}
