@@ -170,6 +170,18 @@ struct Slot {
     eff: Resources,
 }
 
+impl Slot {
+    const UNSET: Slot = Slot {
+        host: UNKNOWN,
+        victim: NO_VICTIM,
+        state: State::Unplaced,
+        core: false,
+        protected: false,
+        changed: false,
+        eff: Resources::ZERO,
+    };
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Victim {
     /// Scheduler position of the application.
@@ -355,23 +367,32 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
     let interleaved = cfg.victim_order == VictimOrder::OldestFirstKeep;
     let order = scheduler_order(apps, cfg.order);
 
-    // 1. One pass over the view, applications in scheduler order, so that
-    //    the slots (and the resizes) are laid out in that order and the
-    //    planning below reads them sequentially: targets, protection,
+    // 1. One sequential pass over the view (reading it in scheduler order
+    //    would cost 3-4x more in cache and TLB misses): targets, protection,
     //    hysteresis, the candidate resizes (with their explanations), and the
-    //    elastic keep orders.
+    //    elastic keep orders. The slots are scattered into scheduler order
+    //    so that the planning below reads them sequentially.
+    let mut pos_of_app: Vec<u32> = vec![0; apps.len()];
     // Per scheduler position: first slot of the application.
     let mut app_start: Vec<u32> = Vec::with_capacity(apps.len() + 1);
+    let mut next = 0u32;
+    for (pos, &ai) in order.iter().enumerate() {
+        pos_of_app[ai as usize] = pos as u32;
+        app_start.push(next);
+        next += apps[ai as usize].components.len() as u32;
+    }
+    app_start.push(next);
     let mut any_protected = false;
-    let mut pinned: Vec<bool> = Vec::with_capacity(if pessimistic { apps.len() } else { 0 });
-    let mut slots: Vec<Slot> = Vec::with_capacity(n_comp);
+    let mut pinned: Vec<bool> = vec![false; if pessimistic { apps.len() } else { 0 }];
+    let mut slots: Vec<Slot> = vec![Slot::UNSET; n_comp];
     // Reserved for the worst case up front (untouched capacity costs no
     // memory): no reallocation copies of large action vectors.
     let mut shrinks: Vec<Action> = Vec::with_capacity(n_comp);
     let mut shrink_slots: Vec<u32> = Vec::with_capacity(n_comp);
     let mut growths: Vec<Action> = Vec::with_capacity(n_comp);
     let mut growth_slots: Vec<u32> = Vec::with_capacity(n_comp);
-    let mut elastic_start: Vec<u32> = Vec::new();
+    // Per scheduler position: range of the application in `elastic_order`.
+    let mut elastic_range: Vec<(u32, u32)> = vec![(0, 0); if pessimistic { apps.len() } else { 0 }];
     let mut elastic_order: Vec<u32> = Vec::new();
     let mut app_elastic: Vec<(u64, u64, u32)> = Vec::new();
     let mut global_elastic: Vec<(u64, u64, u64, u64, u32)> = Vec::new();
@@ -380,18 +401,18 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
     } else {
         State::Kept
     };
-    for (pos, &ai) in order.iter().enumerate() {
-        let app = &apps[ai as usize];
-        app_start.push(slots.len() as u32);
+    for (ai, app) in apps.iter().enumerate() {
+        let pos = pos_of_app[ai] as usize;
+        let base = app_start[pos];
         let mut has_protected = false;
         app_elastic.clear();
-        for c in &app.components {
-            let g = slots.len() as u32;
+        for (j, c) in app.components.iter().enumerate() {
+            let g = base + j as u32;
             let host = hosts.get(c.host.0);
             let core = c.class == Class::Core;
             if host == UNKNOWN {
                 summary.unknown_host_components += 1;
-                slots.push(Slot {
+                slots[g as usize] = Slot {
                     host,
                     victim: NO_VICTIM,
                     state: State::Unplaced,
@@ -399,14 +420,14 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
                     protected: c.protected,
                     changed: false,
                     eff: c.allocation,
-                });
+                };
                 continue;
             }
             has_protected |= c.protected;
             let t = component_target(app, c, now_s, cfg);
             let (eff, changed, skipped) = settle(t.alloc, c, cfg);
             summary.skipped_by_hysteresis += u64::from(skipped);
-            slots.push(Slot {
+            slots[g as usize] = Slot {
                 host,
                 victim: NO_VICTIM,
                 state: initial,
@@ -414,7 +435,7 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
                 protected: c.protected,
                 changed,
                 eff,
-            });
+            };
             if changed {
                 let reason = if c.protected {
                     Reason::Protected
@@ -460,15 +481,14 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
             }
         }
         if pessimistic {
-            pinned.push(has_protected);
+            pinned[pos] = has_protected;
             any_protected |= has_protected;
-            elastic_start.push(elastic_order.len() as u32);
+            let start = elastic_order.len() as u32;
             app_elastic.sort_unstable();
             elastic_order.extend(app_elastic.iter().map(|e| e.2));
+            elastic_range[pos] = (start, elastic_order.len() as u32);
         }
     }
-    app_start.push(slots.len() as u32);
-    elastic_start.push(elastic_order.len() as u32);
     if summary.unknown_host_components > 0 {
         tracing::warn!(
             components = summary.unknown_host_components,
@@ -481,7 +501,7 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
     if pessimistic {
         global_elastic.sort_unstable();
         let elastic = ElasticOrder {
-            start: &elastic_start,
+            range: &elastic_range,
             order: &elastic_order,
             global: &global_elastic,
         };
@@ -515,7 +535,7 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
                 basis: t.basis,
                 cpu: t.cpu,
                 mem: t.mem,
-                binding: Some(v.binding),
+                binding: Some(Box::new(v.binding)),
             },
         });
     }
@@ -534,7 +554,7 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
                 basis: t.basis,
                 cpu: t.cpu,
                 mem: t.mem,
-                binding: Some(v.binding),
+                binding: Some(Box::new(v.binding)),
             },
         });
     }
@@ -547,7 +567,7 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
         {
             *to = s.eff;
             explanation.reason = Reason::EvictionDeferred;
-            explanation.binding = victims.get(s.victim as usize).map(|v| v.binding);
+            explanation.binding = victims.get(s.victim as usize).map(|v| Box::new(v.binding));
         }
         s.changed
     };
@@ -600,8 +620,8 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
 }
 
 struct ElasticOrder<'a> {
-    /// Per application (view index), its range in `order`.
-    start: &'a [u32],
+    /// Per scheduler position, the application's range in `order`.
+    range: &'a [(u32, u32)],
     /// Elastic slots per application, oldest first (interleaved mode).
     order: &'a [u32],
     /// Cluster-wide keep order (the other victim orders), slot last.
@@ -701,7 +721,8 @@ fn plan_pessimistic(
         }
         if interleaved {
             // Elastic components, oldest first (thesis line 25).
-            let (a, b) = (elastic.start[pos] as usize, elastic.start[pos + 1] as usize);
+            let (a, b) = elastic.range[pos];
+            let (a, b) = (a as usize, b as usize);
             for &g in &elastic.order[a..b] {
                 keep_or_evict(pos as u32, g, slots, &mut free, &tol, &mut victims, view);
             }
@@ -967,7 +988,7 @@ mod tests {
                 assert_eq!(*app, AppId(2));
                 assert_eq!(*component, ComponentId(22), "youngest elastic goes");
                 assert_eq!(*host, HostId(0));
-                let b = explanation.binding.expect("binding");
+                let b = explanation.binding.as_deref().copied().expect("binding");
                 assert_eq!(b.resource, Resource::Mem);
                 assert!((b.needed - 3.0 * GIB).abs() < 1.0);
                 assert!((b.free - 2.0 * GIB).abs() < 1.0);
@@ -1028,7 +1049,7 @@ mod tests {
                         component: ComponentId(21)
                     }
                 );
-                let b = explanation.binding.expect("binding");
+                let b = explanation.binding.as_deref().copied().expect("binding");
                 assert_eq!((b.host, b.resource), (HostId(1), Resource::Mem));
             }
             other => panic!("expected an application eviction, got {other:?}"),

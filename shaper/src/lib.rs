@@ -19,5 +19,5 @@ pub mod synthetic;
 pub use config::{ConfigError, ConfigErrors, Policy, SchedulerOrder, ShaperConfig, VictimOrder};
 pub use decide::{component_target, decide, Target};
 pub use model::*;
-pub use tailor_core::Calibration;
 pub use plan::{Action, Basis, Binding, Bound, Explanation, Plan, PlanSummary, Reason, Sizing};
+pub use tailor_core::Calibration;

@@ -97,7 +97,7 @@ impl fmt::Display for Action {
 }
 
 /// Why an action was planned.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Explanation {
     pub reason: Reason,
     /// Where the component's target came from (for an application eviction:
@@ -106,9 +106,10 @@ pub struct Explanation {
     pub cpu: Sizing,
     pub mem: Sizing,
     /// The host and resource that did not have room (evictions, deferred
-    /// evictions).
+    /// evictions). Boxed: most actions are resizes without one, and a
+    /// smaller action keeps million-component plans small.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub binding: Option<Binding>,
+    pub binding: Option<Box<Binding>>,
 }
 
 impl Explanation {

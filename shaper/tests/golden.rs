@@ -290,7 +290,7 @@ fn scheduler_orders_pick_different_survivors() {
             component: ComponentId(20)
         }
     );
-    let b = ex.binding.expect("binding");
+    let b = ex.binding.as_deref().copied().expect("binding");
     assert_eq!((b.host, b.resource), (HostId(0), Resource::Mem));
     assert!(
         (b.needed - 6.0 * GIB).abs() < 1.0 && (b.free - 4.0 * GIB).abs() < 1.0,

@@ -402,10 +402,10 @@ proptest! {
                     let Reason::CoreDidNotFit { component } = explanation.reason else {
                         return Err(TestCaseError::fail("app eviction without CoreDidNotFit"));
                     };
-                    (*app, explanation.binding.expect("binding"), component)
+                    (*app, explanation.binding.as_deref().copied().expect("binding"), component)
                 }
                 Action::EvictComponent { app, component, explanation, .. } => {
-                    (*app, explanation.binding.expect("binding"), *component)
+                    (*app, explanation.binding.as_deref().copied().expect("binding"), *component)
                 }
                 Action::Resize { .. } => continue,
             };
