@@ -78,7 +78,7 @@ mod tests {
             w.apps.len()
         );
         let comps: usize = w.apps.iter().map(|a| a.components.len()).sum();
-        assert!(comps >= 500 && comps <= 5000, "{comps} components");
+        assert!((500..=5000).contains(&comps), "{comps} components");
         assert_eq!(r.tasks_kept as usize, comps);
         assert!(w.apps.windows(2).all(|p| p[0].arrival_s <= p[1].arrival_s));
         for a in &w.apps {

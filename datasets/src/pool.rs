@@ -67,7 +67,7 @@ impl PoolSeries {
 
 fn normalise(v: &[f64]) -> Option<Arc<[f32]>> {
     let peak = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if !(peak > 0.0) || !peak.is_finite() {
+    if !peak.is_finite() || peak <= 0.0 {
         return None;
     }
     Some(v.iter().map(|x| (x.max(0.0) / peak) as f32).collect())

@@ -98,7 +98,7 @@ impl EmpiricalDistributions {
         if self
             .jobs
             .iter()
-            .any(|j| j.tasks == 0 || !(j.cpu >= 0.0) || !(j.mem >= 0.0))
+            .any(|j| j.tasks == 0 || j.cpu.is_nan() || j.cpu < 0.0 || j.mem.is_nan() || j.mem < 0.0)
         {
             return Err("bad job record".into());
         }
@@ -154,7 +154,7 @@ pub fn fit_google2011(
                 j.class = ev.scheduling_class;
             }
             if let (Some(c), Some(m)) = (ev.cpu_request, ev.mem_request) {
-                if j.first.map_or(true, |f| ev.task_index < f.0) {
+                if j.first.is_none() || j.first.is_some_and(|f| ev.task_index < f.0) {
                     j.first = Some((ev.task_index, c, m));
                 }
             }

@@ -391,9 +391,7 @@ pub fn build_workload_from(
             }
             match ev.event_type {
                 TaskEventType::Submit => {
-                    if st.first_submit.is_none() {
-                        st.first_submit = Some(ev.time_us);
-                    }
+                    st.first_submit.get_or_insert(ev.time_us);
                 }
                 TaskEventType::Schedule => {
                     st.ever_scheduled = true;
@@ -621,7 +619,7 @@ pub fn build_workload_from(
     }
 
     // 6. task_usage rows of kept tasks.
-    let mut usage: HashMap<(u64, u64), Vec<(TimeUs, TimeUs, f64, f64)>> = HashMap::new();
+    let mut usage: HashMap<(u64, u64), Vec<UsageRow>> = HashMap::new();
     if !sources.task_usage.is_empty() {
         let kept: HashSet<(u64, u64)> = per_job
             .iter()
@@ -726,13 +724,16 @@ pub fn build_workload_from(
     Ok((Workload { name, hosts, apps }, report))
 }
 
+/// (start µs, end µs, CPU rate, canonical memory), normalised.
+type UsageRow = (TimeUs, TimeUs, f64, f64);
+
 fn unit_hash(h: u64) -> f64 {
     (h >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// A task's measured usage: rows sorted by start time; interval = median
 /// window length.
-fn trace_usage(rows: &mut [(TimeUs, TimeUs, f64, f64)], max_machine: Resources) -> UsageSeries {
+fn trace_usage(rows: &mut [UsageRow], max_machine: Resources) -> UsageSeries {
     rows.sort_by_key(|r| r.0);
     let mut lens: Vec<u64> = rows
         .iter()

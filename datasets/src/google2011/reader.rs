@@ -197,7 +197,7 @@ pub trait Table: Sized {
 // ---- field parsing fast path ----
 
 #[inline]
-pub(crate) fn field<'a>(r: &'a csv::ByteRecord, i: usize) -> &'a [u8] {
+pub(crate) fn field(r: &csv::ByteRecord, i: usize) -> &[u8] {
     r.get(i).unwrap_or(b"")
 }
 
@@ -635,7 +635,7 @@ mod tests {
     ) -> (Vec<Result<T, DatasetError>>, u64) {
         let mut r = TableReader::<T>::from_static("t.csv", text.as_bytes(), lenient);
         let mut out = Vec::new();
-        while let Some(x) = r.next() {
+        for x in r.by_ref() {
             let stop = x.is_err();
             out.push(x);
             if stop {
