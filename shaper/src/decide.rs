@@ -170,22 +170,10 @@ struct Slot {
     eff: Resources,
 }
 
-impl Slot {
-    const UNSET: Slot = Slot {
-        host: UNKNOWN,
-        victim: NO_VICTIM,
-        state: State::Unplaced,
-        core: false,
-        protected: false,
-        changed: false,
-        eff: Resources::ZERO,
-    };
-}
-
 #[derive(Clone, Copy, Debug)]
 struct Victim {
-    /// Scheduler position of the application.
-    pos: u32,
+    /// The application (view index).
+    app: u32,
     /// The component that did not fit (global slot index).
     slot: u32,
     whole_app: bool,
@@ -368,31 +356,31 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
     let order = scheduler_order(apps, cfg.order);
 
     // 1. One sequential pass over the view (reading it in scheduler order
-    //    would cost 3-4x more in cache and TLB misses): targets, protection,
+    //    costs 3-4x more in cache and TLB misses): targets, protection,
     //    hysteresis, the candidate resizes (with their explanations), and the
-    //    elastic keep orders. The slots are scattered into scheduler order
-    //    so that the planning below reads them sequentially.
-    let mut pos_of_app: Vec<u32> = vec![0; apps.len()];
-    // Per scheduler position: first slot of the application.
-    let mut app_start: Vec<u32> = Vec::with_capacity(apps.len() + 1);
-    let mut next = 0u32;
-    for (pos, &ai) in order.iter().enumerate() {
-        pos_of_app[ai as usize] = pos as u32;
-        app_start.push(next);
-        next += apps[ai as usize].components.len() as u32;
+    //    elastic keep orders. Slots are in view order; the planning visits
+    //    them application by application (a few cache lines each).
+    let mut pos_of_app: Vec<u32> = Vec::new();
+    if pessimistic && !interleaved {
+        pos_of_app = vec![0; apps.len()];
+        for (pos, &ai) in order.iter().enumerate() {
+            pos_of_app[ai as usize] = pos as u32;
+        }
     }
-    app_start.push(next);
+    // Per application (view index): first slot.
+    let mut app_start: Vec<u32> = Vec::with_capacity(apps.len() + 1);
     let mut any_protected = false;
-    let mut pinned: Vec<bool> = vec![false; if pessimistic { apps.len() } else { 0 }];
-    let mut slots: Vec<Slot> = vec![Slot::UNSET; n_comp];
+    let mut pinned: Vec<bool> = Vec::with_capacity(if pessimistic { apps.len() } else { 0 });
+    let mut slots: Vec<Slot> = Vec::with_capacity(n_comp);
     // Reserved for the worst case up front (untouched capacity costs no
     // memory): no reallocation copies of large action vectors.
     let mut shrinks: Vec<Action> = Vec::with_capacity(n_comp);
     let mut shrink_slots: Vec<u32> = Vec::with_capacity(n_comp);
     let mut growths: Vec<Action> = Vec::with_capacity(n_comp);
     let mut growth_slots: Vec<u32> = Vec::with_capacity(n_comp);
-    // Per scheduler position: range of the application in `elastic_order`.
-    let mut elastic_range: Vec<(u32, u32)> = vec![(0, 0); if pessimistic { apps.len() } else { 0 }];
+    // Per application (view index): its range in `elastic_order`.
+    let mut elastic_range: Vec<(u32, u32)> =
+        Vec::with_capacity(if pessimistic { apps.len() } else { 0 });
     let mut elastic_order: Vec<u32> = Vec::new();
     let mut app_elastic: Vec<(u64, u64, u32)> = Vec::new();
     let mut global_elastic: Vec<(u64, u64, u64, u64, u32)> = Vec::new();
@@ -402,8 +390,8 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
         State::Kept
     };
     for (ai, app) in apps.iter().enumerate() {
-        let pos = pos_of_app[ai] as usize;
-        let base = app_start[pos];
+        let base = slots.len() as u32;
+        app_start.push(base);
         let mut has_protected = false;
         app_elastic.clear();
         for (j, c) in app.components.iter().enumerate() {
@@ -412,7 +400,7 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
             let core = c.class == Class::Core;
             if host == UNKNOWN {
                 summary.unknown_host_components += 1;
-                slots[g as usize] = Slot {
+                slots.push(Slot {
                     host,
                     victim: NO_VICTIM,
                     state: State::Unplaced,
@@ -420,14 +408,14 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
                     protected: c.protected,
                     changed: false,
                     eff: c.allocation,
-                };
+                });
                 continue;
             }
             has_protected |= c.protected;
             let t = component_target(app, c, now_s, cfg);
             let (eff, changed, skipped) = settle(t.alloc, c, cfg);
             summary.skipped_by_hysteresis += u64::from(skipped);
-            slots[g as usize] = Slot {
+            slots.push(Slot {
                 host,
                 victim: NO_VICTIM,
                 state: initial,
@@ -435,7 +423,7 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
                 protected: c.protected,
                 changed,
                 eff,
-            };
+            });
             if changed {
                 let reason = if c.protected {
                     Reason::Protected
@@ -476,19 +464,21 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
                             0.0
                         }),
                     };
-                    global_elastic.push((k0, pos as u64, fkey(c.started_s), c.id.0, g));
+                    let pos = u64::from(pos_of_app[ai]);
+                    global_elastic.push((k0, pos, fkey(c.started_s), c.id.0, g));
                 }
             }
         }
         if pessimistic {
-            pinned[pos] = has_protected;
+            pinned.push(has_protected);
             any_protected |= has_protected;
             let start = elastic_order.len() as u32;
             app_elastic.sort_unstable();
             elastic_order.extend(app_elastic.iter().map(|e| e.2));
-            elastic_range[pos] = (start, elastic_order.len() as u32);
+            elastic_range.push((start, elastic_order.len() as u32));
         }
     }
+    app_start.push(slots.len() as u32);
     if summary.unknown_host_components > 0 {
         tracing::warn!(
             components = summary.unknown_host_components,
@@ -506,22 +496,22 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
             global: &global_elastic,
         };
         let pinned: &[bool] = if any_protected { &pinned } else { &[] };
-        victims = plan_pessimistic(view, &app_start, pinned, &elastic, &mut slots);
+        victims = plan_pessimistic(view, &order, &app_start, pinned, &elastic, &mut slots);
         summary.deferred_components =
-            apply_eviction_cap(apps, &order, &app_start, &mut slots, &mut victims, cfg);
+            apply_eviction_cap(apps, &app_start, &mut slots, &mut victims, cfg);
     }
 
     // 3. Emit: application evictions, component evictions, shrinks, growths.
     //    The shrinks vector becomes the plan (compacted in place, evictions
     //    spliced in front) so that the bulk of the actions is never copied
     //    more than once.
-    let component_of = |pos: u32, g: u32| -> (&Application, &Component) {
-        let app = &apps[order[pos as usize] as usize];
-        (app, &app.components[(g - app_start[pos as usize]) as usize])
+    let component_of = |ai: u32, g: u32| -> (&Application, &Component) {
+        let app = &apps[ai as usize];
+        (app, &app.components[(g - app_start[ai as usize]) as usize])
     };
     let mut evictions: Vec<Action> = Vec::new();
     for v in victims.iter().filter(|v| !v.deferred && v.whole_app) {
-        let (app, culprit) = component_of(v.pos, v.slot);
+        let (app, culprit) = component_of(v.app, v.slot);
         let t = component_target(app, culprit, now_s, cfg);
         summary.evicted_apps += 1;
         summary.evicted_components += app.components.len() as u64;
@@ -540,7 +530,7 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
         });
     }
     for v in victims.iter().filter(|v| !v.deferred && !v.whole_app) {
-        let (app, c) = component_of(v.pos, v.slot);
+        let (app, c) = component_of(v.app, v.slot);
         let t = component_target(app, c, now_s, cfg);
         summary.evicted_components += 1;
         evictions.push(Action::EvictComponent {
@@ -631,6 +621,7 @@ struct ElasticOrder<'a> {
 /// Thesis Algorithm 3 over the slots; returns the victims in decision order.
 fn plan_pessimistic(
     view: &ClusterView,
+    order: &[u32],
     app_start: &[u32],
     pinned: &[bool],
     elastic: &ElasticOrder<'_>,
@@ -645,8 +636,7 @@ fn plan_pessimistic(
         .iter()
         .map(|c| Resources::new(c.cpu_cores * FIT_TOLERANCE, c.mem_bytes * FIT_TOLERANCE))
         .collect();
-    let n_apps = app_start.len() - 1;
-    let range = |pos: usize| app_start[pos] as usize..app_start[pos + 1] as usize;
+    let range = |ai: u32| app_start[ai as usize] as usize..app_start[ai as usize + 1] as usize;
 
     // Forced allocations first: protected components, and the core
     // components of applications that have a protected component (evicting
@@ -654,8 +644,9 @@ fn plan_pessimistic(
     // scheduler order so that the float sums do not depend on the view's
     // order.
     // (`pinned` is empty when nothing is protected.)
-    for (pos, &protected_app) in pinned.iter().enumerate() {
-        for s in &mut slots[range(pos)] {
+    for &ai in order.iter().filter(|_| !pinned.is_empty()) {
+        let protected_app = pinned[ai as usize];
+        for s in &mut slots[range(ai)] {
             if s.state == State::Pending && (s.protected || (protected_app && s.core)) {
                 let f = &mut free[s.host as usize];
                 *f = f.sub(&s.eff);
@@ -667,8 +658,8 @@ fn plan_pessimistic(
     let mut victims: Vec<Victim> = Vec::new();
     let mut undo: Vec<(u32, Resources)> = Vec::new();
     let interleaved = elastic.global.is_empty();
-    for pos in 0..n_apps {
-        let r = range(pos);
+    for &ai in order {
+        let r = range(ai);
         // Core components: all or nothing across every host.
         undo.clear();
         let mut failed: Option<(usize, Binding)> = None;
@@ -700,7 +691,7 @@ fn plan_pessimistic(
             }
             let vi = victims.len() as u32;
             victims.push(Victim {
-                pos: pos as u32,
+                app: ai,
                 slot: culprit as u32,
                 whole_app: true,
                 deferred: false,
@@ -721,10 +712,10 @@ fn plan_pessimistic(
         }
         if interleaved {
             // Elastic components, oldest first (thesis line 25).
-            let (a, b) = elastic.range[pos];
+            let (a, b) = elastic.range[ai as usize];
             let (a, b) = (a as usize, b as usize);
             for &g in &elastic.order[a..b] {
-                keep_or_evict(pos as u32, g, slots, &mut free, &tol, &mut victims, view);
+                keep_or_evict(ai, g, slots, &mut free, &tol, &mut victims, view);
             }
         }
     }
@@ -734,7 +725,15 @@ fn plan_pessimistic(
         // components cluster-wide in keep order.
         for &(_, pos, _, _, g) in elastic.global {
             if slots[g as usize].state == State::Pending {
-                keep_or_evict(pos as u32, g, slots, &mut free, &tol, &mut victims, view);
+                keep_or_evict(
+                    order[pos as usize],
+                    g,
+                    slots,
+                    &mut free,
+                    &tol,
+                    &mut victims,
+                    view,
+                );
             }
         }
     }
@@ -742,7 +741,7 @@ fn plan_pessimistic(
 }
 
 fn keep_or_evict(
-    pos: u32,
+    ai: u32,
     g: u32,
     slots: &mut [Slot],
     free: &mut [Resources],
@@ -761,7 +760,7 @@ fn keep_or_evict(
             s.state = State::Victim;
             s.victim = victims.len() as u32;
             victims.push(Victim {
-                pos,
+                app: ai,
                 slot: g,
                 whole_app: false,
                 deferred: false,
@@ -785,7 +784,6 @@ fn keep_or_evict(
 /// deferred components.
 fn apply_eviction_cap(
     apps: &[Application],
-    order: &[u32],
     app_start: &[u32],
     slots: &mut [Slot],
     victims: &mut [Victim],
@@ -796,7 +794,7 @@ fn apply_eviction_cap(
     };
     let cost = |v: &Victim| {
         if v.whole_app {
-            apps[order[v.pos as usize] as usize].components.len() as u64
+            apps[v.app as usize].components.len() as u64
         } else {
             1
         }
@@ -820,8 +818,8 @@ fn apply_eviction_cap(
             continue;
         }
         deferred += cost(v);
-        let app = &apps[order[v.pos as usize] as usize];
-        let first = app_start[v.pos as usize] as usize;
+        let app = &apps[v.app as usize];
+        let first = app_start[v.app as usize] as usize;
         for (j, c) in app.components.iter().enumerate() {
             let s = &mut slots[first + j];
             let mine =
