@@ -60,13 +60,17 @@ pub mod config;
 pub mod engine;
 pub mod metrics;
 pub mod placement;
+pub mod report;
 pub mod runner;
+pub mod source;
+pub mod tune;
 
 pub use config::{ForecasterSource, SimConfig};
 pub use engine::{Engine, EngineConfig, ForecasterFactory, Forecasting, Progress};
 pub use metrics::{AppOutcome, RunMetrics, Summary, TimePoint, WeightedHist};
 pub use placement::Placement;
 pub use runner::{baseline_of, replay, simulate, RunResult};
+pub use source::WorkloadSource;
 
 /// Errors of the simulator.
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +89,8 @@ pub enum SimError {
     },
     #[error("parsing {path}: {message}")]
     Parse { path: String, message: String },
+    #[error(transparent)]
+    Dataset(#[from] datasets::DatasetError),
     #[error("plotting: {0}")]
     Plot(String),
 }

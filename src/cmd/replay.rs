@@ -1,8 +1,309 @@
-//! `tailor replay` (being built).
+//! `tailor replay`: simulate a workload under a shaping policy.
+//!
+//! With no argument: the bundled Google 2011 slice, pessimistic policy, GP
+//! forecaster, K1 = 0.05, K2 = 3, against the baseline run of the same
+//! workload; prints a human summary.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use anyhow::Context;
+use forecaster::config::ModelKind;
+use shaper::Policy;
+use sim::{ForecasterSource, Progress, SimConfig, Summary, WorkloadSource};
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// bundled | google2011:DIR | synthetic:SEED[:APPS]
+    #[arg(long, default_value = "bundled")]
+    pub workload: String,
+    /// SimConfig TOML file (command-line flags override it).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// baseline | optimistic | pessimistic (default pessimistic).
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// oracle | gp | arima | last | peak | vpa (default gp).
+    #[arg(long)]
+    pub forecaster: Option<String>,
+    /// Constant buffer term, fraction of the request (default 0.05).
+    #[arg(long)]
+    pub k1: Option<f64>,
+    /// Dynamic buffer term, sigmas (default 3).
+    #[arg(long)]
+    pub k2: Option<f64>,
+    /// Seconds between shaping rounds (default 300).
+    #[arg(long)]
+    pub interval_s: Option<f64>,
+    /// Keep only the first N applications (google2011 workloads).
+    #[arg(long)]
+    pub max_apps: Option<usize>,
+    /// Print the summary (or, with --compare, every summary) as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Write a Markdown report with plots into this directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Also run the optimistic and pessimistic policies (and the baseline)
+    /// with the same forecaster, and compare them.
+    #[arg(long)]
+    pub compare: bool,
+    /// Skip the baseline run (no turnaround ratio).
+    #[arg(long)]
+    pub no_baseline: bool,
+    /// Never show a progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`tailor replay` is not built yet")
+/// Builds the configuration from the file and the flags.
+pub fn config_from(args: &Args) -> anyhow::Result<SimConfig> {
+    let mut cfg = match &args.config {
+        Some(p) => SimConfig::load(p)?,
+        None => SimConfig::default(),
+    };
+    if let Some(p) = &args.policy {
+        cfg.shaper.policy = Policy::from_str(p).map_err(anyhow::Error::msg)?;
+    }
+    if let Some(f) = &args.forecaster {
+        if f == "oracle" {
+            cfg.forecaster_source = ForecasterSource::Oracle;
+        } else {
+            cfg.forecaster_source = ForecasterSource::Model;
+            cfg.forecaster.kind = ModelKind::from_str(f)
+                .map_err(|e| anyhow::anyhow!("--forecaster: {e} (or oracle)"))?;
+        }
+    }
+    if let Some(k) = args.k1 {
+        cfg.shaper.k1 = k;
+    }
+    if let Some(k) = args.k2 {
+        cfg.shaper.k2 = k;
+    }
+    if let Some(i) = args.interval_s {
+        cfg.interval_s = i;
+    }
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// Loads the workload named by `--workload` (and `--max-apps`).
+pub fn workload_from(
+    spec: &str,
+    max_apps: Option<usize>,
+) -> anyhow::Result<datasets::workload::Workload> {
+    let mut source: WorkloadSource = spec.parse()?;
+    if let WorkloadSource::Google2011 { max_apps: m, .. } = &mut source {
+        *m = max_apps;
+    }
+    source
+        .load()
+        .with_context(|| format!("loading workload {spec}"))
+}
+
+/// A progress bar on stderr when it is a terminal.
+pub fn progress_bar(quiet: bool, label: &str) -> Option<indicatif::ProgressBar> {
+    if quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = indicatif::ProgressBar::new(0);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} apps {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    pb.set_prefix(label.to_string());
+    Some(pb)
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let cfg = config_from(&args)?;
+    let wl = workload_from(&args.workload, args.max_apps)?;
+    let with_baseline = !args.no_baseline;
+    let mut configs = vec![cfg.clone()];
+    if args.compare {
+        configs.clear();
+        for p in [Policy::Optimistic, Policy::Pessimistic] {
+            let mut c = cfg.clone();
+            c.shaper.policy = p;
+            configs.push(c);
+        }
+    }
+    let mut runs: Vec<sim::RunResult> = Vec::new();
+    let mut baseline: Option<sim::RunResult> = None;
+    let needs_baseline = with_baseline || args.compare;
+    if needs_baseline && configs.iter().any(|c| c.shaper.policy != Policy::Baseline) {
+        let b = run_one(&wl, &sim::baseline_of(&cfg), args.quiet)?;
+        baseline = Some(b);
+    }
+    for c in &configs {
+        let mut r = if c.shaper.policy == Policy::Baseline {
+            match &baseline {
+                Some(b) => b.clone(),
+                None => run_one(&wl, c, args.quiet)?,
+            }
+        } else {
+            run_one(&wl, c, args.quiet)?
+        };
+        if let Some(b) = &baseline {
+            r.summary.set_baseline(b.summary.turnaround_mean_s);
+        }
+        runs.push(r);
+    }
+    if let Some(dir) = &args.out {
+        let mut all: Vec<&sim::RunResult> = Vec::new();
+        if let Some(b) = &baseline {
+            all.push(b);
+        }
+        all.extend(
+            runs.iter()
+                .filter(|r| r.summary.policy != "baseline" || baseline.is_none()),
+        );
+        sim::report::write_report(dir, &wl.name, &all)?;
+        eprintln!("report written to {}", dir.join("report.md").display());
+    }
+    if args.json {
+        if args.compare {
+            let mut all: Vec<&Summary> = Vec::new();
+            if let Some(b) = &baseline {
+                all.push(&b.summary);
+            }
+            all.extend(runs.iter().map(|r| &r.summary));
+            println!("{}", serde_json::to_string_pretty(&all)?);
+        } else {
+            println!("{}", serde_json::to_string_pretty(&runs[0].summary)?);
+        }
+    } else {
+        print_human(
+            &wl,
+            baseline.as_ref().map(|b| &b.summary),
+            &runs.iter().map(|r| &r.summary).collect::<Vec<_>>(),
+        );
+    }
+    Ok(())
+}
+
+fn run_one(
+    wl: &datasets::workload::Workload,
+    cfg: &SimConfig,
+    quiet: bool,
+) -> anyhow::Result<sim::RunResult> {
+    let label = format!(
+        "{}/{}",
+        cfg.shaper.policy,
+        if cfg.shaper.policy == Policy::Baseline {
+            "-".to_string()
+        } else {
+            cfg.forecaster_label()
+        }
+    );
+    let pb = progress_bar(quiet, &label);
+    let cb = |p: Progress| {
+        if let Some(pb) = &pb {
+            pb.set_length(p.apps_total as u64);
+            pb.set_position(p.apps_done as u64);
+            pb.set_message(format!("t={:.0}s", p.now_s));
+        }
+    };
+    let r = sim::simulate(wl, cfg, Some(&cb))?;
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    Ok(r)
+}
+
+fn fmt_s(x: f64) -> String {
+    if !x.is_finite() {
+        "-".to_string()
+    } else if x >= 3600.0 {
+        format!("{:.2} h", x / 3600.0)
+    } else {
+        format!("{x:.0} s")
+    }
+}
+
+fn pct(x: f64) -> String {
+    if x.is_finite() {
+        format!("{:.1}%", 100.0 * x)
+    } else {
+        "-".to_string()
+    }
+}
+
+fn print_human(wl: &datasets::workload::Workload, baseline: Option<&Summary>, runs: &[&Summary]) {
+    let comps: usize = wl.apps.iter().map(|a| a.components.len()).sum();
+    println!(
+        "workload {}: {} hosts, {} applications, {} components",
+        wl.name,
+        wl.hosts.len(),
+        wl.apps.len(),
+        comps
+    );
+    let mut cols: Vec<&Summary> = Vec::new();
+    if let Some(b) = baseline {
+        cols.push(b);
+    }
+    cols.extend(
+        runs.iter()
+            .copied()
+            .filter(|r| r.policy != "baseline" || baseline.is_none()),
+    );
+    let header: Vec<String> = cols
+        .iter()
+        .map(|s| {
+            if s.policy == "baseline" {
+                "baseline".to_string()
+            } else {
+                format!("{}+{}", s.policy, s.forecaster)
+            }
+        })
+        .collect();
+    let row = |name: &str, f: &dyn Fn(&Summary) -> String| {
+        let mut line = format!("  {name:<26}");
+        for s in &cols {
+            line.push_str(&format!("{:>22}", f(s)));
+        }
+        println!("{line}");
+    };
+    row("", &|s| {
+        header[cols.iter().position(|c| std::ptr::eq(*c, s)).unwrap_or(0)].clone()
+    });
+    row("K1 / K2", &|s| format!("{} / {}", s.k1, s.k2));
+    row("apps completed", &|s| {
+        format!("{} / {}", s.apps_completed, s.apps - s.apps_rejected)
+    });
+    row("turnaround mean", &|s| fmt_s(s.turnaround_mean_s));
+    row("turnaround median", &|s| fmt_s(s.turnaround_median_s));
+    row("turnaround ratio (vs base)", &|s| {
+        s.turnaround_ratio
+            .map_or("-".to_string(), |r| format!("{r:.2}x"))
+    });
+    row("queueing mean", &|s| fmt_s(s.queueing_mean_s));
+    row("memory slack mean/median", &|s| {
+        format!("{} / {}", pct(s.mem_slack_mean), pct(s.mem_slack_median))
+    });
+    row("cpu slack mean/median", &|s| {
+        format!("{} / {}", pct(s.cpu_slack_mean), pct(s.cpu_slack_median))
+    });
+    row("failed apps (crashed)", &|s| pct(s.failed_app_fraction));
+    row("evicted apps", &|s| pct(s.evicted_app_fraction));
+    row("OOM kills (host killer)", &|s| {
+        format!("{} ({})", s.oom_kills, s.host_oom_kills)
+    });
+    row("evictions", &|s| s.evictions.to_string());
+    row("work lost", &|s| fmt_s(s.work_lost_s));
+    row("mean mem used / alloc", &|s| {
+        format!(
+            "{} / {}",
+            pct(s.mean_used_mem_frac),
+            pct(s.mean_alloc_mem_frac)
+        )
+    });
+    row("wall time", &|s| format!("{:.2} s", s.wall_s));
+    row("events/s", &|s| format!("{:.0}", s.events_per_s));
+    row("forecast updates/s", &|s| {
+        format!("{:.0}", s.forecast_updates_per_s)
+    });
 }

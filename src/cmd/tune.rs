@@ -1,8 +1,139 @@
-//! `tailor tune` (being built).
+//! `tailor tune`: K1 x K2 sweep on a workload (thesis Fig. 4.4), in parallel
+//! on all cores; heatmaps, CSV, and the best (K1, K2) under a failure budget
+//! as a `[shaper]` TOML snippet.
+
+use std::path::PathBuf;
+
+use sim::tune::{run_grid, write_outputs, DEFAULT_K1, DEFAULT_K2};
+
+use crate::cmd::replay::{config_from, progress_bar, workload_from, Args as ReplayArgs};
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// bundled | google2011:DIR | synthetic:SEED[:APPS]
+    #[arg(long, default_value = "bundled")]
+    pub workload: String,
+    /// SimConfig TOML file (its [shaper] table is the base of every cell).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// baseline | optimistic | pessimistic (default pessimistic).
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// oracle | gp | arima | last | peak | vpa (default gp).
+    #[arg(long)]
+    pub forecaster: Option<String>,
+    /// K1 values, comma-separated (default 0,0.01,0.05,0.1,0.2,0.5).
+    #[arg(long, value_delimiter = ',')]
+    pub k1: Option<Vec<f64>>,
+    /// K2 values, comma-separated (default 0,1,2,3).
+    #[arg(long, value_delimiter = ',')]
+    pub k2: Option<Vec<f64>>,
+    /// Failure budget: the best cell has at most this share of failed applications.
+    #[arg(long, default_value_t = 0.01)]
+    pub max_failed_fraction: f64,
+    /// Keep only the first N applications (google2011 workloads).
+    #[arg(long)]
+    pub max_apps: Option<usize>,
+    /// Output directory (grid.csv, grid.json, heatmaps, best.toml).
+    #[arg(long, default_value = "tune-out")]
+    pub out: PathBuf,
+    /// Print the grid as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Never show a progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`tailor tune` is not built yet")
+pub fn run(args: Args) -> anyhow::Result<()> {
+    if !(args.max_failed_fraction.is_finite() && (0.0..=1.0).contains(&args.max_failed_fraction)) {
+        anyhow::bail!(
+            "--max-failed-fraction must be in [0, 1], got {}",
+            args.max_failed_fraction
+        );
+    }
+    let replay_args = ReplayArgs {
+        workload: args.workload.clone(),
+        config: args.config.clone(),
+        policy: args.policy.clone(),
+        forecaster: args.forecaster.clone(),
+        k1: None,
+        k2: None,
+        interval_s: None,
+        max_apps: args.max_apps,
+        json: false,
+        out: None,
+        compare: false,
+        no_baseline: false,
+        quiet: args.quiet,
+    };
+    let cfg = config_from(&replay_args)?;
+    let wl = workload_from(&args.workload, args.max_apps)?;
+    let k1 = args.k1.clone().unwrap_or_else(|| DEFAULT_K1.to_vec());
+    let k2 = args.k2.clone().unwrap_or_else(|| DEFAULT_K2.to_vec());
+    let pb = progress_bar(args.quiet, "tune");
+    let cb = |done: usize, total: usize| {
+        if let Some(pb) = &pb {
+            pb.set_length(total as u64);
+            pb.set_position(done as u64);
+        }
+    };
+    let grid = run_grid(&wl, &cfg, &k1, &k2, Some(&cb))?;
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    let (best, problems) = write_outputs(&args.out, &grid, &cfg.shaper, args.max_failed_fraction)?;
+    for p in &problems {
+        eprintln!("warning: plot not written: {p}");
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&grid)?);
+        return Ok(());
+    }
+    println!(
+        "workload {}: {} cells ({} K1 x {} K2), policy {}, forecaster {}",
+        grid.workload,
+        grid.cells.len(),
+        k1.len(),
+        k2.len(),
+        cfg.shaper.policy,
+        cfg.forecaster_label()
+    );
+    println!(
+        "baseline: mean turnaround {:.0} s, mean memory slack {:.1}%",
+        grid.baseline.turnaround_mean_s,
+        100.0 * grid.baseline.mem_slack_mean
+    );
+    println!(
+        "{:>8} {:>6} {:>10} {:>10} {:>10}",
+        "K1", "K2", "ratio", "mem slack", "failed"
+    );
+    for c in &grid.cells {
+        let s = &c.summary;
+        println!(
+            "{:>8} {:>6} {:>10} {:>9.1}% {:>9.2}%",
+            c.k1,
+            c.k2,
+            s.turnaround_ratio
+                .map_or("-".to_string(), |r| format!("{r:.2}x")),
+            100.0 * s.mem_slack_mean,
+            100.0 * s.failed_app_fraction
+        );
+    }
+    match best {
+        Some(b) => println!(
+            "best under {:.2}% failed: K1 = {}, K2 = {} (ratio {:.2}x); written to {}",
+            100.0 * args.max_failed_fraction,
+            b.k1,
+            b.k2,
+            b.summary.turnaround_ratio.unwrap_or(f64::NAN),
+            args.out.join("best.toml").display()
+        ),
+        None => println!(
+            "no cell has at most {:.2}% failed applications; no best.toml written",
+            100.0 * args.max_failed_fraction
+        ),
+    }
+    println!("grid, heatmaps: {}", args.out.display());
+    Ok(())
 }

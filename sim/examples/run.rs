@@ -1,0 +1,48 @@
+//! Runs one simulation and prints its summary as JSON (speed measurements
+//! without the CLI): `cargo run --release -p sim --example run -- WORKLOAD
+//! [POLICY] [FORECASTER] [K1] [K2] [--no-baseline] [--serial]`, e.g.
+//! `google2011:/work/shared/data/google-2011 pessimistic oracle 0.05 3`.
+
+use std::str::FromStr;
+
+use sim::{ForecasterSource, SimConfig, WorkloadSource};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flags: Vec<&String> = args.iter().filter(|a| a.starts_with("--")).collect();
+    let pos: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
+    let source: WorkloadSource = pos.first().map_or("bundled", |s| s.as_str()).parse()?;
+    let t = std::time::Instant::now();
+    let wl = source.load()?;
+    let load_s = t.elapsed().as_secs_f64();
+    let comps: usize = wl.apps.iter().map(|a| a.components.len()).sum();
+    eprintln!(
+        "loaded {}: {} hosts, {} apps, {} components in {load_s:.2} s",
+        wl.name,
+        wl.hosts.len(),
+        wl.apps.len(),
+        comps
+    );
+    let mut cfg = SimConfig::default();
+    if let Some(p) = pos.get(1) {
+        cfg.shaper.policy = shaper::Policy::from_str(p)?;
+    }
+    if let Some(f) = pos.get(2) {
+        if f.as_str() == "oracle" {
+            cfg.forecaster_source = ForecasterSource::Oracle;
+        } else {
+            cfg.forecaster.kind = forecaster::config::ModelKind::from_str(f)?;
+        }
+    }
+    if let Some(k) = pos.get(3) {
+        cfg.shaper.k1 = k.parse()?;
+    }
+    if let Some(k) = pos.get(4) {
+        cfg.shaper.k2 = k.parse()?;
+    }
+    cfg.parallel_forecasts = !flags.iter().any(|f| f.as_str() == "--serial");
+    let with_baseline = !flags.iter().any(|f| f.as_str() == "--no-baseline");
+    let (run, _) = sim::replay(&wl, &cfg, with_baseline, None)?;
+    println!("{}", serde_json::to_string_pretty(&run.summary)?);
+    Ok(())
+}

@@ -1,0 +1,136 @@
+//! Workload sources named on the command line:
+//! `bundled`, `google2011:DIR`, `synthetic:SEED[:APPS]`.
+
+use std::path::PathBuf;
+
+use datasets::workload::Workload;
+
+use crate::SimError;
+
+/// Where a workload comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WorkloadSource {
+    /// `datasets::bundled_workload()`: the Google 2011 slice embedded in the binary.
+    Bundled,
+    /// `datasets::google2011::build_workload(DIR)` with an optional cap on
+    /// the number of applications.
+    Google2011 {
+        dir: PathBuf,
+        max_apps: Option<usize>,
+    },
+    /// The thesis-style synthetic generator.
+    Synthetic { seed: u64, apps: Option<usize> },
+}
+
+impl std::str::FromStr for WorkloadSource {
+    type Err = SimError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = |why: &str| {
+            SimError::Config(format!(
+                "workload: {why} in {s:?} (expected bundled, google2011:DIR or synthetic:SEED[:APPS])"
+            ))
+        };
+        if s == "bundled" {
+            return Ok(WorkloadSource::Bundled);
+        }
+        if let Some(dir) = s.strip_prefix("google2011:") {
+            if dir.is_empty() {
+                return Err(bad("missing directory"));
+            }
+            return Ok(WorkloadSource::Google2011 {
+                dir: PathBuf::from(dir),
+                max_apps: None,
+            });
+        }
+        if let Some(rest) = s.strip_prefix("synthetic:") {
+            let mut parts = rest.split(':');
+            let seed = parts
+                .next()
+                .filter(|p| !p.is_empty())
+                .ok_or_else(|| bad("missing seed"))?
+                .parse::<u64>()
+                .map_err(|_| bad("seed is not an unsigned integer"))?;
+            let apps = match parts.next() {
+                None => None,
+                Some(a) => Some(
+                    a.parse::<usize>()
+                        .map_err(|_| bad("APPS is not an unsigned integer"))?,
+                ),
+            };
+            if parts.next().is_some() {
+                return Err(bad("too many ':' parts"));
+            }
+            return Ok(WorkloadSource::Synthetic { seed, apps });
+        }
+        Err(bad("unknown workload"))
+    }
+}
+
+impl WorkloadSource {
+    /// Builds the workload.
+    pub fn load(&self) -> Result<Workload, SimError> {
+        match self {
+            WorkloadSource::Bundled => datasets::bundled_workload().map_err(SimError::from),
+            WorkloadSource::Google2011 { dir, max_apps } => {
+                let cfg = datasets::google2011::Google2011Config {
+                    max_apps: *max_apps,
+                    ..Default::default()
+                };
+                datasets::google2011::build_workload(dir, &cfg).map_err(SimError::from)
+            }
+            WorkloadSource::Synthetic { seed, apps } => synthetic(*seed, *apps),
+        }
+    }
+}
+
+fn synthetic(seed: u64, apps: Option<usize>) -> Result<Workload, SimError> {
+    let _ = (seed, apps);
+    Err(SimError::Workload(
+        "the synthetic generator (datasets::synthetic) is not available in this build yet"
+            .to_string(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses() {
+        assert_eq!(
+            "bundled".parse::<WorkloadSource>().ok(),
+            Some(WorkloadSource::Bundled)
+        );
+        assert_eq!(
+            "google2011:/x/y".parse::<WorkloadSource>().ok(),
+            Some(WorkloadSource::Google2011 {
+                dir: "/x/y".into(),
+                max_apps: None
+            })
+        );
+        assert_eq!(
+            "synthetic:7:100".parse::<WorkloadSource>().ok(),
+            Some(WorkloadSource::Synthetic {
+                seed: 7,
+                apps: Some(100)
+            })
+        );
+        assert_eq!(
+            "synthetic:7".parse::<WorkloadSource>().ok(),
+            Some(WorkloadSource::Synthetic {
+                seed: 7,
+                apps: None
+            })
+        );
+        for bad in [
+            "",
+            "google2011:",
+            "synthetic:",
+            "synthetic:x",
+            "synthetic:1:2:3",
+            "foo",
+        ] {
+            assert!(bad.parse::<WorkloadSource>().is_err(), "{bad}");
+        }
+    }
+}
