@@ -1,4 +1,5 @@
-//! Times `decide()` on a synthetic view: `decide_scale [components] [reps] [policy]`.
+//! Times `decide()` on a synthetic view:
+//! `decide_scale [components] [reps] [policy] [random|sorted]`.
 //! Prints wall time per call; run under `perf stat` for CPU time.
 
 use shaper::synthetic::{synthetic_view, NOW_S};
@@ -25,7 +26,14 @@ fn main() {
     let reps: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(5);
     let policy: Policy = args.get(3).and_then(|s| s.parse().ok()).unwrap_or_default();
     let t = Instant::now();
-    let view = synthetic_view(n, 42);
+    let mut view = synthetic_view(n, 42);
+    // `sorted`: applications listed in submission order (as a FIFO
+    // scheduler's running list usually is), so the planning reads the view
+    // sequentially; default: random order (the worst case).
+    let sorted = args.get(4).is_some_and(|s| s == "sorted");
+    if sorted {
+        view.apps.sort_by(|a, b| a.submitted_s.total_cmp(&b.submitted_s));
+    }
     eprintln!("built view of {n} components in {:?}", t.elapsed());
     let cfg = ShaperConfig {
         policy,
@@ -53,7 +61,8 @@ fn main() {
         drop(plan);
     }
     println!(
-        "components={n} policy={policy} best_wall_ms={:.1} mean_cpu_ms={:.0}",
+        "components={n} policy={policy} apps={} best_wall_ms={:.1} mean_cpu_ms={:.0}",
+        if sorted { "sorted" } else { "random" },
         best * 1e3,
         cpu_total / reps as f64 * 1e3
     );

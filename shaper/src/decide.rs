@@ -572,7 +572,8 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
             _ => false,
         }
     });
-    if !evictions.is_empty() {
+    let n_evictions = evictions.len();
+    if n_evictions > 0 {
         actions.splice(0..0, evictions);
     }
     if summary.deferred_components > 0 {
@@ -589,10 +590,7 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
             .filter(|(_, g)| matches!(slots[*g as usize].state, State::Kept | State::Forced))
             .map(|(a, _)| a),
     );
-    summary.resized = actions
-        .iter()
-        .filter(|a| matches!(a, Action::Resize { .. }))
-        .count() as u64;
+    summary.resized = (actions.len() - n_evictions) as u64;
     tracing::debug!(
         policy = cfg.policy.as_str(),
         resized = summary.resized,

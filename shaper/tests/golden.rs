@@ -132,6 +132,7 @@ fn thesis_spike_evicts_youngest_elastic_of_last_application() {
     assert!(evicted_apps(&plan).is_empty());
     let ev = plan.evictions().next().expect("one eviction");
     let text = ev.to_string();
+    eprintln!("{text}");
     assert!(
         text.contains("evict component 32 of app 3 on host 0"),
         "{text}"
