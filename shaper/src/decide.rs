@@ -53,7 +53,10 @@ pub fn component_target(
 ) -> Target {
     let basis = if cfg.policy == Policy::Baseline {
         Basis::Baseline
-    } else if !(now_s - c.started_s >= cfg.grace_period_s) {
+    } else if !matches!(
+        (now_s - c.started_s).partial_cmp(&cfg.grace_period_s),
+        Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)
+    ) {
         // also catches NaN start times: conservative
         Basis::GracePeriod
     } else if app.failures >= cfg.failure_limit {
@@ -192,16 +195,29 @@ impl HostIndex {
     fn new(hosts: &[Host]) -> Self {
         let n = hosts.len() as u64;
         let base = hosts.first().map(|h| h.id.0).unwrap_or(0);
-        let dense = hosts
-            .iter()
-            .enumerate()
-            .all(|(i, h)| base.checked_add(i as u64) == Some(h.id.0));
+        // A host whose capacity is not a pair of finite numbers >= 0 is a
+        // bad report: its components are left alone rather than evicted.
+        let valid = |h: &Host| {
+            h.capacity.is_finite() && h.capacity.cpu_cores >= 0.0 && h.capacity.mem_bytes >= 0.0
+        };
+        let invalid = hosts.iter().filter(|h| !valid(h)).count();
+        if invalid > 0 {
+            tracing::warn!(
+                hosts = invalid,
+                "hosts with invalid capacity: their components are left alone"
+            );
+        }
+        let dense = invalid == 0
+            && hosts
+                .iter()
+                .enumerate()
+                .all(|(i, h)| base.checked_add(i as u64) == Some(h.id.0));
         let mut sorted = Vec::new();
         if !dense {
             sorted = hosts
                 .iter()
                 .enumerate()
-                .map(|(i, h)| (h.id.0, i as u32))
+                .map(|(i, h)| (h.id.0, if valid(h) { i as u32 } else { UNKNOWN }))
                 .collect();
             sorted.sort_unstable();
             let before = sorted.len();
@@ -1233,6 +1249,31 @@ mod tests {
         assert_eq!(plan.summary.unknown_host_components, 1);
         assert_eq!(plan.resizes().count(), 2);
         assert_eq!(plan.evictions().count(), 0);
+    }
+
+    #[test]
+    fn host_with_invalid_capacity_is_left_alone() {
+        let mut view = ClusterView {
+            hosts: vec![host(0, 4.0, 100.0), host(1, f64::NAN, 100.0)],
+            apps: vec![app(
+                1,
+                0.0,
+                vec![
+                    comp(10, Class::Core, 1, 0.0, (4.0, 100.0), (3.0, 80.0)),
+                    comp(11, Class::Elastic, 0, 0.0, (4.0, 100.0), (3.0, 80.0)),
+                ],
+            )],
+        };
+        let plan = decide(&view, 10_000.0, &cfg0());
+        assert_eq!(plan.summary.unknown_host_components, 1);
+        assert_eq!(plan.evictions().count(), 0, "{:#?}", plan.actions);
+        assert!(plan
+            .actions
+            .iter()
+            .all(|a| !matches!(a, Action::Resize { component, .. } if component.0 == 10)));
+        view.hosts[1].capacity.cpu_cores = -1.0;
+        let plan = decide(&view, 10_000.0, &cfg0());
+        assert_eq!(plan.summary.unknown_host_components, 1);
     }
 
     #[test]
