@@ -41,6 +41,7 @@ fn bench(c: &mut Criterion) {
     ];
     let cfg = ArimaConfig::default();
     let mut group = c.benchmark_group("arima");
+    group.sample_size(20);
     for name in pick {
         let Some((_, y)) = series.iter().find(|(id, _)| id == name) else {
             continue;

@@ -2,7 +2,7 @@
 //! stepwise search over (p, q) and the constant, ranked by AICc (or AIC),
 //! as statsforecast's `auto_arima_f` with `period = 1`.
 
-use super::config::{ArimaConfig, InformationCriterion};
+use super::config::{ArimaConfig, InformationCriterion, Optimizer};
 use super::fit::{fit_arima, near_unit_root, ArimaFit, Spec};
 use super::kalman::SsModel;
 use super::kpss::ndiffs;
@@ -72,8 +72,13 @@ pub(crate) fn check_series(y: &[f64]) -> Result<(), ArimaError> {
 /// Fits one candidate and scores it like statsforecast's `myarima`:
 /// `f64::INFINITY` when the fit fails or a root is within 1.01 of the unit
 /// circle.
-pub(crate) fn score(x: &[f64], spec: Spec, ic: InformationCriterion) -> (Option<ArimaFit>, f64) {
-    match fit_arima(x, spec, None, None, COLD_MAX_ITER) {
+pub(crate) fn score(
+    x: &[f64],
+    spec: Spec,
+    ic: InformationCriterion,
+    optimizer: Optimizer,
+) -> (Option<ArimaFit>, f64) {
+    match fit_arima(x, spec, None, None, COLD_MAX_ITER, optimizer) {
         Ok(fit) => {
             let v = match ic {
                 InformationCriterion::Aicc => fit.aicc,
@@ -146,7 +151,7 @@ pub fn auto_arima(y: &[f64], cfg: &ArimaConfig) -> Result<ArimaFit, ArimaError> 
                 Some(m),
             )
         };
-        return fit_arima(y, spec, None, beta, COLD_MAX_ITER);
+        return fit_arima(y, spec, None, beta, COLD_MAX_ITER, cfg.optimizer);
     }
     let allow_drift = cfg.allow_drift && d == 1;
     let allow_mean = cfg.allow_mean && d == 0;
@@ -155,12 +160,12 @@ pub fn auto_arima(y: &[f64], cfg: &ArimaConfig) -> Result<ArimaFit, ArimaError> 
     let mut best: Option<ArimaFit> = None;
     let mut best_ic = f64::INFINITY;
     let mut tried: Vec<(usize, usize, bool)> = Vec::with_capacity(NMODELS);
-    let mut try_model = |p: usize,
-                         q: usize,
-                         c: bool,
-                         best: &mut Option<ArimaFit>,
-                         best_ic: &mut f64,
-                         tried: &mut Vec<(usize, usize, bool)>|
+    let try_model = |p: usize,
+                     q: usize,
+                     c: bool,
+                     best: &mut Option<ArimaFit>,
+                     best_ic: &mut f64,
+                     tried: &mut Vec<(usize, usize, bool)>|
      -> bool {
         tried.push((p, q, c));
         let (fit, v) = score(
@@ -172,6 +177,7 @@ pub fn auto_arima(y: &[f64], cfg: &ArimaConfig) -> Result<ArimaFit, ArimaError> 
                 constant: c,
             },
             ic,
+            cfg.optimizer,
         );
         if v < *best_ic {
             *best_ic = v;

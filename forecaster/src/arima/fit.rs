@@ -10,10 +10,16 @@
 //!   when `d = 0`, a drift (`beta * t`, `t = 1..n`) when `d = 1`, nothing
 //!   when `d = 2`.
 
+use super::config::Optimizer;
 use super::kalman::{psi_weights, SsModel, MAX_R};
 use super::optim::{bfgs, OptOptions};
 use super::scipy_bfgs::minimize_bfgs;
 use super::ArimaError;
+
+/// Early stop of the SciPy-path BFGS on a relative f improvement (0 = off,
+/// as SciPy: with a badly scaled intercept the steps improve f very little
+/// while the intercept still moves, so any positive value stops too early).
+const SCIPY_FTOL: f64 = 0.0;
 
 /// One fitted ARIMA(p, d, q) model, possibly with a constant.
 #[derive(Clone, Debug)]
@@ -293,6 +299,7 @@ pub(crate) fn fit_arima(
     warm: Option<Warm<'_>>,
     fixed_beta: Option<f64>,
     max_iter: usize,
+    optimizer: Optimizer,
 ) -> Result<ArimaFit, ArimaError> {
     let Spec { p, d, q, constant } = spec;
     let n = x.len();
@@ -337,7 +344,7 @@ pub(crate) fn fit_arima(
     // Cold fits reproduce statsforecast (SciPy BFGS on the raw coefficient,
     // starting at the OLS value); warm refits use our own BFGS on the
     // coefficient scaled by its OLS standard error.
-    let cold = warm.is_none();
+    let cold = warm.is_none() && optimizer == Optimizer::Reference;
     let (beta0, beta_scale, ols_beta) = if cold {
         (0.0, 1.0, beta0)
     } else {
@@ -390,9 +397,29 @@ pub(crate) fn fit_arima(
             diff_in_place(work, d);
             css_value(work, d, &par[..p], &par[p..nar], resid)
         };
-        let r = minimize_bfgs(|par| css(par, &mut work, &mut resid), &init, 1e-8, 100);
-        if r.status != 1 {
-            init = r.x;
+        if cold {
+            let r = minimize_bfgs(
+                |par| css(par, &mut work, &mut resid),
+                &init,
+                1e-8,
+                SCIPY_FTOL,
+                100,
+            );
+            if r.status != 1 {
+                init = r.x;
+            }
+        } else {
+            let opts = OptOptions {
+                max_iter: 30,
+                gtol: 1e-4,
+                ftol: 1e-8,
+                forward: true,
+            };
+            if let Some(r) = bfgs(|par| css(par, &mut work, &mut resid), &init, opts) {
+                if !r.hit_max_iter {
+                    init = r.x;
+                }
+            }
         }
     }
 
@@ -425,11 +452,20 @@ pub(crate) fn fit_arima(
         0.5 * (s2.ln() + s.sumlog / s.nu as f64)
     };
     let par = if cold {
-        minimize_bfgs(|par| ml(par, &mut work, &mut phi), &start, 1e-8, max_iter).x
+        minimize_bfgs(
+            |par| ml(par, &mut work, &mut phi),
+            &start,
+            1e-8,
+            SCIPY_FTOL,
+            max_iter,
+        )
+        .x
     } else {
         let opts = OptOptions {
             max_iter,
-            ..Default::default()
+            gtol: 1e-5,
+            ftol: 1e-10,
+            forward: true,
         };
         bfgs(|par| ml(par, &mut work, &mut phi), &start, opts)
             .ok_or_else(|| ArimaError::FitFailed("likelihood not finite at the start".into()))?
@@ -635,6 +671,7 @@ mod tests {
             None,
             None,
             100,
+            Optimizer::Reference,
         )
         .expect("fit");
         assert!((fit.ar()[0] - 0.7).abs() < 0.1, "{:?}", fit.ar());
@@ -655,7 +692,7 @@ mod tests {
             q: 1,
             constant: true,
         };
-        let cold = fit_arima(&y, spec, None, None, 100).expect("cold");
+        let cold = fit_arima(&y, spec, None, None, 100, Optimizer::Reference).expect("cold");
         let warm = fit_arima(
             &y,
             spec,
@@ -666,6 +703,7 @@ mod tests {
             }),
             None,
             100,
+            Optimizer::Fast,
         )
         .expect("warm");
         assert!((cold.log_likelihood() - warm.log_likelihood()).abs() < 1e-6);

@@ -7,7 +7,7 @@
 //! likelihood.
 
 /// Largest supported AR order and MA order + 1 (r = max(p, q + 1)).
-pub(crate) const MAX_R: usize = 8;
+pub(crate) const MAX_R: usize = 6;
 /// Largest supported number of differences.
 pub(crate) const MAX_D: usize = 2;
 /// Largest state dimension.
@@ -220,25 +220,31 @@ impl SsModel {
         if let Some(res) = resid.as_deref_mut() {
             res.clear();
         }
+        // Once the filtered covariance stops changing (to 1e-14 relative),
+        // the gain is constant: the remaining steps only update the state.
+        let mut steady = false;
+        let mut gain = 1.0;
         for (l, &yl) in y.iter().enumerate() {
             self.predict_state(&a, &mut anew);
-            if l > 0 {
-                self.predict_cov(&pm, &mut pnew);
+            if !steady {
+                if l > 0 {
+                    self.predict_cov(&pm, &mut pnew);
+                }
+                for i in 0..rd {
+                    let mut tmp = pnew[i * rd];
+                    for j in 0..d {
+                        tmp += pnew[i * rd + r + j] * self.delta[j];
+                    }
+                    mvec[i] = tmp;
+                }
+                gain = mvec[0];
+                for j in 0..d {
+                    gain += self.delta[j] * mvec[r + j];
+                }
             }
             let mut resid0 = yl - anew[0];
             for i in 0..d {
                 resid0 -= self.delta[i] * anew[r + i];
-            }
-            for i in 0..rd {
-                let mut tmp = pnew[i * rd];
-                for j in 0..d {
-                    tmp += pnew[i * rd + r + j] * self.delta[j];
-                }
-                mvec[i] = tmp;
-            }
-            let mut gain = mvec[0];
-            for j in 0..d {
-                gain += self.delta[j] * mvec[r + j];
             }
             if gain < 1e4 {
                 nu += 1;
@@ -251,9 +257,19 @@ impl SsModel {
             for i in 0..rd {
                 a[i] = anew[i] + mvec[i] * resid0 / gain;
             }
-            for i in 0..rd {
-                for j in 0..rd {
-                    pm[i * rd + j] = pnew[i * rd + j] - mvec[i] * mvec[j] / gain;
+            if !steady {
+                let mut change: f64 = 0.0;
+                let mut size: f64 = 0.0;
+                for i in 0..rd {
+                    for j in 0..rd {
+                        let v = pnew[i * rd + j] - mvec[i] * mvec[j] / gain;
+                        change = change.max((v - pm[i * rd + j]).abs());
+                        size = size.max(v.abs());
+                        pm[i * rd + j] = v;
+                    }
+                }
+                if l > 0 && change <= 1e-14 * size.max(1.0) {
+                    steady = true;
                 }
             }
         }
@@ -316,7 +332,7 @@ pub(crate) fn stationary_cov(phi: &[f64], theta: &[f64], r: usize) -> Option<Vec
     };
     // index of (i, j), i <= j
     let nvar = r * (r + 1) / 2;
-    let mut pos = vec![0usize; r * r];
+    let mut pos = [0usize; MAX_R * MAX_R];
     let mut k = 0;
     for i in 0..r {
         for j in i..r {
@@ -325,6 +341,7 @@ pub(crate) fn stationary_cov(phi: &[f64], theta: &[f64], r: usize) -> Option<Vec
             k += 1;
         }
     }
+    const NV: usize = MAX_R * (MAX_R + 1) / 2;
     let mut a = vec![0.0; nvar * (nvar + 1)];
     let w = nvar + 1;
     for i in 0..r {
@@ -377,7 +394,7 @@ pub(crate) fn stationary_cov(phi: &[f64], theta: &[f64], r: usize) -> Option<Vec
             }
         }
     }
-    let mut x = vec![0.0; nvar];
+    let mut x = [0.0; NV];
     for row in (0..nvar).rev() {
         let mut s = a[row * w + nvar];
         for c in (row + 1)..nvar {

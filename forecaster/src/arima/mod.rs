@@ -19,7 +19,7 @@ mod optim;
 mod scipy_bfgs;
 
 pub use auto::auto_arima;
-pub use config::{ArimaConfig, InformationCriterion};
+pub use config::{ArimaConfig, InformationCriterion, Optimizer};
 pub use fit::{arima_log_likelihood, ArimaFit};
 pub use kalman::psi_weights;
 pub use kpss::{kpss_pvalue, kpss_stat, ndiffs};

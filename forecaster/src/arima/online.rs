@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 
 use super::auto::auto_arima;
-use super::config::ArimaConfig;
+use super::config::{ArimaConfig, Optimizer};
 use super::fit::{fit_arima, near_unit_root, ArimaFit, Spec, Warm};
 use crate::{ForecastError, Forecaster, Predictive};
 
@@ -128,7 +128,14 @@ impl AutoArima {
                         ma: &old.ma,
                         beta: old.beta,
                     };
-                    match fit_arima(y, spec, Some(warm), None, self.cfg.warm_max_iter) {
+                    match fit_arima(
+                        y,
+                        spec,
+                        Some(warm),
+                        None,
+                        self.cfg.warm_max_iter,
+                        Optimizer::Fast,
+                    ) {
                         Ok(f) if !near_unit_root(&f) => new_fit = Some(f),
                         Ok(_) => tracing::debug!("warm refit near a unit root; re-searching"),
                         Err(e) => tracing::debug!(error = %e, "warm refit failed; re-searching"),

@@ -20,6 +20,8 @@ pub(crate) struct OptOptions {
     pub gtol: f64,
     /// Stop when an iteration improves f by less than `ftol * (|f| + ftol)`.
     pub ftol: f64,
+    /// Forward (n evaluations) instead of central (2n) differences.
+    pub forward: bool,
 }
 
 impl Default for OptOptions {
@@ -28,6 +30,7 @@ impl Default for OptOptions {
             max_iter: 100,
             gtol: 1e-7,
             ftol: 1e-12,
+            forward: false,
         }
     }
 }
@@ -38,7 +41,30 @@ fn gradient<F: FnMut(&[f64]) -> f64>(
     fx: f64,
     g: &mut [f64],
     xt: &mut Vec<f64>,
+    forward: bool,
 ) -> bool {
+    if forward {
+        xt.clear();
+        xt.extend_from_slice(x);
+        for i in 0..x.len() {
+            let h = 1e-7 * x[i].abs().max(1.0);
+            xt[i] = x[i] + h;
+            let fp = f(xt);
+            let gi = if fp.is_finite() {
+                (fp - fx) / h
+            } else {
+                xt[i] = x[i] - h;
+                let fm = f(xt);
+                if !fm.is_finite() {
+                    return false;
+                }
+                (fx - fm) / h
+            };
+            xt[i] = x[i];
+            g[i] = gi;
+        }
+        return true;
+    }
     xt.clear();
     xt.extend_from_slice(x);
     for i in 0..x.len() {
@@ -86,7 +112,7 @@ pub(crate) fn bfgs<F: FnMut(&[f64]) -> f64>(
     }
     let mut xt = Vec::with_capacity(n);
     let mut g = vec![0.0; n];
-    if !gradient(&mut f, &x, fx, &mut g, &mut xt) {
+    if !gradient(&mut f, &x, fx, &mut g, &mut xt, opts.forward) {
         return Some(OptResult {
             x,
             f: fx,
@@ -154,7 +180,7 @@ pub(crate) fn bfgs<F: FnMut(&[f64]) -> f64>(
         if !accepted {
             break;
         }
-        if !gradient(&mut f, &xn, fnew, &mut gn, &mut xt) {
+        if !gradient(&mut f, &xn, fnew, &mut gn, &mut xt, opts.forward) {
             break;
         }
         let improvement = fx - fnew;
