@@ -23,7 +23,11 @@ pub fn bench_series(n: usize) -> Vec<f64> {
     (0..n)
         .map(|i| {
             let u = next_u().clamp(1e-9, 1.0 - 1e-9);
-            let shock = if u < 0.5 { (2.0 * u).ln() } else { -(2.0 * (1.0 - u)).ln() };
+            let shock = if u < 0.5 {
+                (2.0 * u).ln()
+            } else {
+                -(2.0 * (1.0 - u)).ln()
+            };
             x = 0.8 * x + shock;
             let spike = if next_u() < 0.02 { 8.0 } else { 0.0 };
             50.0 + 10.0 * (i as f64 * std::f64::consts::TAU / 288.0).sin() + 2.0 * x + spike
@@ -43,7 +47,11 @@ fn bench_gp(c: &mut Criterion) {
     let series = bench_series(2000);
     for h in [10usize, 20, 40] {
         // warm refit + predict (cold refits excluded: measured below)
-        let cfg = GpConfig { history: h, cold_refit_every: usize::MAX, ..GpConfig::default() };
+        let cfg = GpConfig {
+            history: h,
+            cold_refit_every: usize::MAX,
+            ..GpConfig::default()
+        };
         let base = warmed(cfg.clone(), &series[..200]);
         let mut i = 200;
         let mut gp = base.clone();
@@ -59,7 +67,13 @@ fn bench_gp(c: &mut Criterion) {
             })
         });
         // cold fit with the default restarts on a full window
-        let cold = warmed(GpConfig { history: h, ..GpConfig::default() }, &series[..300]);
+        let cold = warmed(
+            GpConfig {
+                history: h,
+                ..GpConfig::default()
+            },
+            &series[..300],
+        );
         c.bench_function(&format!("gp_cold_fit_h{h}"), |b| {
             b.iter_batched(
                 || cold.clone(),

@@ -29,13 +29,26 @@ fn main() {
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let specs: Vec<String> = if args.is_empty() {
-        ModelKind::ALL.iter().flat_map(|k| [k.as_str().to_string(), format!("{}+cal", k.as_str())]).collect()
+        ModelKind::ALL
+            .iter()
+            .flat_map(|k| [k.as_str().to_string(), format!("{}+cal", k.as_str())])
+            .collect()
     } else {
         args
     };
     println!(
         "{:<12} {:>6} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>7} {:>10}",
-        "model", "points", "cov1", "cov2", "cov3", "ex2", "ex3", "medMASE", "pMASE", "band/lv", "upd/s"
+        "model",
+        "points",
+        "cov1",
+        "cov2",
+        "cov3",
+        "ex2",
+        "ex3",
+        "medMASE",
+        "pMASE",
+        "band/lv",
+        "upd/s"
     );
     for spec in specs {
         let (kind, cal) = match spec.strip_suffix("+cal") {
@@ -46,12 +59,20 @@ fn main() {
             eprintln!("unknown model {spec}");
             continue;
         };
-        let mut cfg = ModelConfig { kind, calibrated: cal, ..ModelConfig::default() };
+        let mut cfg = ModelConfig {
+            kind,
+            calibrated: cal,
+            ..ModelConfig::default()
+        };
         // experiments: QUALITY_MODEL_JSON='{"gp":{"history":10}}' overrides sub-configs
         if let Ok(js) = std::env::var("QUALITY_MODEL_JSON") {
             match serde_json::from_str::<ModelConfig>(&js) {
                 Ok(o) => {
-                    cfg = ModelConfig { kind, calibrated: cal, ..o };
+                    cfg = ModelConfig {
+                        kind,
+                        calibrated: cal,
+                        ..o
+                    };
                 }
                 Err(e) => {
                     eprintln!("QUALITY_MODEL_JSON: {e}");

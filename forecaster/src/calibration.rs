@@ -9,20 +9,21 @@
 //! covers `2 Phi(k) - 1`.
 //!
 //! Per-series data is short (hundreds of steps) and usage errors are
-//! heavy-tailed, so each quantile blends
-//! * the empirical quantile of the last `window` standardised errors, and
-//! * a heavy-tailed prior: a Student-t with `prior_dof` degrees of freedom,
-//!   centred on the errors' median, whose scale is matched to the errors'
-//!   median absolute deviation (shrunk towards the Gaussian's MAD with
-//!   `prior_scale_weight` pseudo-observations);
+//! heavy-tailed, so each one-sided quantile (upper tail from `z`, lower
+//! tail from `-z`) is `w * data + (1 - w) * prior` with
+//! `w = n / (n + prior_weight)`, `n` the number of recorded errors, where
+//! * data: the empirical quantile while the tail probability is at least
+//!   `tail_threshold` (k up to about 0.85), and beyond it a generalised
+//!   Pareto tail fitted above the `1 - tail_threshold` quantile (shape
+//!   `tail_shape`, scale from the mean excess): order statistics of 300
+//!   errors cannot estimate a 0.135% quantile, a tail model fitted on the
+//!   top 15% can extrapolate it;
+//! * prior: a Student-t with `prior_dof` degrees of freedom centred on the
+//!   errors' median, its scale matched to their median absolute deviation
+//!   (shrunk towards the Gaussian's with `prior_scale_weight`
+//!   pseudo-observations).
 //!
-//! with weight `n p / (n p + prior_tail_count)` on the empirical side, where
-//! `p` is the tail probability and `n` the number of errors: the empirical
-//! quantile leads where the data can estimate it (k around 1) and the prior
-//! in the far tail. Where fewer than one error is expected beyond the
-//! quantile (`n p < 1`, e.g. k = 3 with n < 740) the upper multiplier never
-//! falls below the prior's: conservative in the far tail. Multipliers are
-//! kept >= 0 and non-decreasing in `k`.
+//! Multipliers are kept >= 0 and non-decreasing in `k`; at `k = 0` both are 0.
 //!
 //! Multi-step forecasts reuse the one-step table (documented approximation).
 
@@ -34,16 +35,27 @@ use tailor_core::{CALIBRATION_LEVELS, CALIBRATION_STEP};
 
 use crate::{Calibration, ForecastError, Forecaster, Predictive};
 
+/// Standardised errors are clamped to +-this before they are recorded, so
+/// one wild error (e.g. a model whose std collapsed) cannot dominate the
+/// empirical tail.
+pub const Z_CLAMP: f64 = 50.0;
+
 /// Configuration of [`Calibrated`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CalibrationConfig {
     /// Standardised errors kept (default 300).
     pub window: usize,
-    /// Degrees of freedom of the Student-t prior (default 3).
+    /// Degrees of freedom of the Student-t prior (default 2).
     pub prior_dof: f64,
-    /// Pseudo-count of tail observations the prior is worth (default 4).
-    pub prior_tail_count: f64,
+    /// Pseudo-observations the prior is worth in every quantile (default 30).
+    pub prior_weight: f64,
+    /// Tail probability below which quantiles come from the fitted
+    /// generalised Pareto tail instead of order statistics (default 0.15,
+    /// so k <= 1 stays empirical).
+    pub tail_threshold: f64,
+    /// Shape `xi` of that Pareto tail (default 0.4: heavy, finite mean).
+    pub tail_shape: f64,
     /// Pseudo-observations pulling the error scale towards the Gaussian's
     /// (default 10).
     pub prior_scale_weight: f64,
@@ -53,8 +65,10 @@ impl Default for CalibrationConfig {
     fn default() -> Self {
         Self {
             window: 300,
-            prior_dof: 3.0,
-            prior_tail_count: 4.0,
+            prior_dof: 2.0,
+            prior_weight: 30.0,
+            tail_threshold: 0.15,
+            tail_shape: 0.4,
             prior_scale_weight: 10.0,
         }
     }
@@ -76,10 +90,22 @@ impl CalibrationConfig {
                 self.prior_dof
             ));
         }
-        if !(self.prior_tail_count.is_finite() && self.prior_tail_count > 0.0) {
+        if !(self.prior_weight.is_finite() && self.prior_weight >= 0.0) {
             errs.push(format!(
-                "calibration.prior_tail_count = {} must be finite and > 0",
-                self.prior_tail_count
+                "calibration.prior_weight = {} must be finite and >= 0",
+                self.prior_weight
+            ));
+        }
+        if !(self.tail_threshold > 0.0 && self.tail_threshold <= 0.5) {
+            errs.push(format!(
+                "calibration.tail_threshold = {} must be in (0, 0.5]",
+                self.tail_threshold
+            ));
+        }
+        if !(self.tail_shape >= 0.0 && self.tail_shape < 1.0) {
+            errs.push(format!(
+                "calibration.tail_shape = {} must be in [0, 1)",
+                self.tail_shape
             ));
         }
         if !(self.prior_scale_weight.is_finite() && self.prior_scale_weight >= 0.0) {
@@ -211,16 +237,17 @@ impl<F: Forecaster> Calibrated<F> {
     }
 
     fn compute_table(&self) -> Calibration {
-        let mut sorted: Vec<f64> = self.errors.iter().copied().collect();
-        sorted.sort_by(f64::total_cmp);
-        let n = sorted.len() as f64;
+        let mut up: Vec<f64> = self.errors.iter().copied().collect();
+        up.sort_by(f64::total_cmp);
+        let down: Vec<f64> = up.iter().rev().map(|z| -z).collect();
+        let n = up.len() as f64;
         let lv = &self.levels;
         let gauss_mad = 0.674_489_75;
-        let (center, mad) = if sorted.is_empty() {
+        let (center, mad) = if up.is_empty() {
             (0.0, gauss_mad)
         } else {
-            let med = quantile_sorted(&sorted, 0.5);
-            let mut dev: Vec<f64> = sorted.iter().map(|z| (z - med).abs()).collect();
+            let med = quantile_sorted(&up, 0.5);
+            let mut dev: Vec<f64> = up.iter().map(|z| (z - med).abs()).collect();
             dev.sort_by(f64::total_cmp);
             (med, quantile_sorted(&dev, 0.5))
         };
@@ -231,27 +258,21 @@ impl<F: Forecaster> Calibrated<F> {
             gauss_mad
         };
         let scale = mad / lv.t_mad;
+        let w = n / (n + self.cfg.prior_weight);
         let mut upper = [0.0f32; CALIBRATION_LEVELS];
         let mut lower = [0.0f32; CALIBRATION_LEVELS];
         let (mut prev_u, mut prev_l) = (0.0f64, 0.0f64);
-        for i in 0..CALIBRATION_LEVELS {
+        for i in 1..CALIBRATION_LEVELS {
             let p = lv.tail[i];
             let prior_u = center + scale * lv.t_quant[i];
             let prior_l = -center + scale * lv.t_quant[i];
-            let (u, l) = if sorted.is_empty() {
-                (prior_u, prior_l)
-            } else {
-                let np = n * p;
-                let w = np / (np + self.cfg.prior_tail_count);
-                let emp_u = quantile_sorted(&sorted, 1.0 - p);
-                let emp_l = -quantile_sorted(&sorted, p);
-                let mut u = w * emp_u + (1.0 - w) * prior_u;
-                let mut l = w * emp_l + (1.0 - w) * prior_l;
-                if np < 1.0 {
-                    u = u.max(prior_u);
-                    l = l.max(prior_l);
-                }
-                (u, l)
+            let u = match self.side_quantile(&up, p) {
+                Some(e) => w * e + (1.0 - w) * prior_u,
+                None => prior_u,
+            };
+            let l = match self.side_quantile(&down, p) {
+                Some(e) => w * e + (1.0 - w) * prior_l,
+                None => prior_l,
             };
             let u = if u.is_finite() {
                 u.max(prev_u).max(0.0)
@@ -263,18 +284,49 @@ impl<F: Forecaster> Calibrated<F> {
             } else {
                 prev_l
             };
-            if i == 0 {
-                // k = 0 is the mean itself
-                upper[0] = 0.0;
-                lower[0] = 0.0;
-            } else {
-                upper[i] = u as f32;
-                lower[i] = l as f32;
-                prev_u = u;
-                prev_l = l;
-            }
+            upper[i] = u as f32;
+            lower[i] = l as f32;
+            prev_u = u;
+            prev_l = l;
         }
+        // k = 0 is the mean itself
         Calibration { upper, lower }
+    }
+
+    /// The `1 - p` quantile of the sorted values `v`: empirical where the
+    /// tail holds at least `tail_threshold` of the data, else a generalised
+    /// Pareto tail above the `1 - tail_threshold` quantile with shape
+    /// `tail_shape` and the observed mean excess. `None` without data.
+    fn side_quantile(&self, v: &[f64], p: f64) -> Option<f64> {
+        if v.is_empty() {
+            return None;
+        }
+        let p0 = self.cfg.tail_threshold;
+        if p >= p0 {
+            return Some(quantile_sorted(v, 1.0 - p));
+        }
+        let u0 = quantile_sorted(v, 1.0 - p0);
+        let (mut sum, mut cnt) = (0.0, 0usize);
+        for &z in v.iter().rev() {
+            if z <= u0 {
+                break;
+            }
+            sum += z - u0;
+            cnt += 1;
+        }
+        if cnt == 0 {
+            return Some(u0);
+        }
+        let beta = sum / cnt as f64;
+        let xi = self.cfg.tail_shape;
+        let sigma = beta * (1.0 - xi);
+        let ratio = p0 / p;
+        let q = if xi.abs() < 1e-9 {
+            u0 + sigma * ratio.ln()
+        } else {
+            u0 + sigma / xi * (ratio.powf(xi) - 1.0)
+        };
+        Some(q)
     }
 }
 
@@ -287,7 +339,9 @@ impl<F: Forecaster> Forecaster for Calibrated<F> {
         if !value.is_finite() {
             return Err(ForecastError::NonFinite { value });
         }
-        if let Some(p) = self.pending.take() {
+        // the forecast made before any observation is a placeholder: skip it
+        let pending = self.pending.take().filter(|_| self.inner.observed() > 0);
+        if let Some(p) = pending {
             let sd = self.effective_std(&p);
             let e = value - p.mean;
             let z = e / sd;
@@ -295,7 +349,7 @@ impl<F: Forecaster> Forecaster for Calibrated<F> {
                 if self.errors.len() == self.cfg.window {
                     self.errors.pop_front();
                 }
-                self.errors.push_back(z.clamp(-1e6, 1e6));
+                self.errors.push_back(z.clamp(-Z_CLAMP, Z_CLAMP));
             }
             if e.is_finite() {
                 if self.abs_errors.len() == 64 {

@@ -72,7 +72,11 @@ impl ReplayStats {
             upper_exceed_3sigma: self.above[2] as f64 / n,
             mean_band_2: self.sum_band_2 / n,
             mean_level: self.sum_level / n,
-            updates_per_sec: if self.update_secs > 0.0 { self.updates as f64 / self.update_secs } else { f64::NAN },
+            updates_per_sec: if self.update_secs > 0.0 {
+                self.updates as f64 / self.update_secs
+            } else {
+                f64::NAN
+            },
         }
     }
 }
@@ -102,18 +106,29 @@ pub struct ReplayScore {
 /// Replays `values` (at most `max_points` of them) through `model` with
 /// forecasts of the peak over `horizon` samples. Non-finite samples are
 /// skipped (neither observed nor scored).
-pub fn replay(model: &mut dyn Forecaster, values: &[f64], horizon: usize, max_points: Option<usize>) -> ReplayStats {
+pub fn replay(
+    model: &mut dyn Forecaster,
+    values: &[f64],
+    horizon: usize,
+    max_points: Option<usize>,
+) -> ReplayStats {
     let horizon = horizon.max(1);
     let values: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
     let len = max_points.map_or(values.len(), |m| m.min(values.len()));
     let values = &values[..len];
-    let mut st = ReplayStats { series: 1, ..ReplayStats::default() };
+    let mut st = ReplayStats {
+        series: 1,
+        ..ReplayStats::default()
+    };
     for i in 0..len {
         if i >= 1 && i + horizon <= len {
             let t0 = Instant::now();
             let p = model.forecast(horizon);
             st.update_secs += t0.elapsed().as_secs_f64();
-            let actual = values[i..i + horizon].iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let actual = values[i..i + horizon]
+                .iter()
+                .copied()
+                .fold(f64::NEG_INFINITY, f64::max);
             let naive = values[i - 1];
             if p.mean.is_finite() {
                 st.points += 1;
@@ -174,7 +189,12 @@ where
     }
     let median_mase = median(per_series.iter().map(|(_, s)| s.mase));
     let median_band_ratio = median(per_series.iter().map(|(_, s)| s.mean_band_2 / s.mean_level));
-    Ok(PoolReport { pooled: pooled.score(model_name), median_mase, median_band_ratio, per_series })
+    Ok(PoolReport {
+        pooled: pooled.score(model_name),
+        median_mase,
+        median_band_ratio,
+        per_series,
+    })
 }
 
 /// Median of the finite values (NaN when none).
@@ -214,8 +234,20 @@ mod tests {
 
     #[test]
     fn merge_pools_sums_and_median() {
-        let mut a = ReplayStats { points: 2, sum_abs_err: 1.0, sum_abs_naive: 2.0, series: 1, ..Default::default() };
-        let b = ReplayStats { points: 2, sum_abs_err: 3.0, sum_abs_naive: 2.0, series: 1, ..Default::default() };
+        let mut a = ReplayStats {
+            points: 2,
+            sum_abs_err: 1.0,
+            sum_abs_naive: 2.0,
+            series: 1,
+            ..Default::default()
+        };
+        let b = ReplayStats {
+            points: 2,
+            sum_abs_err: 3.0,
+            sum_abs_naive: 2.0,
+            series: 1,
+            ..Default::default()
+        };
         a.merge(&b);
         assert_eq!(a.series, 2);
         assert!((a.score("x").mase - 1.0).abs() < 1e-12);

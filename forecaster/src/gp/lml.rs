@@ -88,7 +88,11 @@ impl Bounds {
         let (lo, hi) = self.log();
         let mut out = theta;
         for i in 0..NP {
-            out[i] = if out[i].is_nan() { 0.5 * (lo[i] + hi[i]) } else { out[i].clamp(lo[i], hi[i]) };
+            out[i] = if out[i].is_nan() {
+                0.5 * (lo[i] + hi[i])
+            } else {
+                out[i].clamp(lo[i], hi[i])
+            };
         }
         out
     }
@@ -101,7 +105,13 @@ pub fn query_distances(x: &[f64], dim: usize, q: &[f64]) -> (Vec<f64>, Vec<f64>)
     for row in x.chunks_exact(dim) {
         let t = row[0] - q[0];
         dt2.push(t * t);
-        dh2.push(row[1..].iter().zip(&q[1..]).map(|(a, b)| (a - b) * (a - b)).sum());
+        dh2.push(
+            row[1..]
+                .iter()
+                .zip(&q[1..])
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum(),
+        );
     }
     (dt2, dh2)
 }
@@ -143,7 +153,12 @@ impl TrainSet {
                 dh2[j * n + i] = s;
             }
         }
-        Self { n, dt2, dh2, y: y.to_vec() }
+        Self {
+            n,
+            dt2,
+            dh2,
+            y: y.to_vec(),
+        }
     }
 
     fn median_of(&self, f: impl Fn(usize) -> f64) -> f64 {
@@ -291,14 +306,25 @@ pub fn factor(ts: &TrainSet, kernel: KernelKind, theta: Theta) -> Option<Factor>
             let quad: f64 = alpha.iter().map(|v| v * v).sum();
             solve_upper_t(&l, n, &mut alpha);
             let logdet_half: f64 = (0..n).map(|i| l[i * n + i].ln()).sum();
-            let lml = -0.5 * quad - logdet_half - 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
+            let lml =
+                -0.5 * quad - logdet_half - 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
             if lml.is_finite() && alpha.iter().all(|a| a.is_finite()) {
-                return Some(Factor { n, l, alpha, lml, jitter, corr });
+                return Some(Factor {
+                    n,
+                    l,
+                    alpha,
+                    lml,
+                    jitter,
+                    corr,
+                });
             }
         }
         jitter *= 10.0;
         if jitter > MAX_JITTER {
-            tracing::debug!(?theta, "GP kernel matrix not positive definite even with max jitter");
+            tracing::debug!(
+                ?theta,
+                "GP kernel matrix not positive definite even with max jitter"
+            );
             return None;
         }
     }
@@ -335,7 +361,6 @@ fn inverse(f: &Factor) -> Vec<f64> {
     kinv
 }
 
-
 /// Log marginal likelihood and its gradient with respect to `theta`.
 pub fn lml_and_grad(ts: &TrainSet, kernel: KernelKind, theta: Theta) -> Option<(f64, Theta)> {
     let f = factor(ts, kernel, theta)?;
@@ -371,11 +396,21 @@ pub fn lml_and_grad(ts: &TrainSet, kernel: KernelKind, theta: Theta) -> Option<(
 
 /// Predictive mean and latent variance (standardised space) at a test point
 /// given its squared time and history distances to the training inputs.
-pub fn predict(f: &Factor, kernel: KernelKind, theta: Theta, dt2: &[f64], dh2: &[f64]) -> (f64, f64) {
+pub fn predict(
+    f: &Factor,
+    kernel: KernelKind,
+    theta: Theta,
+    dt2: &[f64],
+    dh2: &[f64],
+) -> (f64, f64) {
     let it2 = (-2.0 * theta[0]).exp();
     let ih2 = (-2.0 * theta[1]).exp();
     let sf2 = theta[2].exp();
-    let mut v: Vec<f64> = dt2.iter().zip(dh2).map(|(&a, &b)| sf2 * kernel.corr(r2(a, b, it2, ih2))).collect();
+    let mut v: Vec<f64> = dt2
+        .iter()
+        .zip(dh2)
+        .map(|(&a, &b)| sf2 * kernel.corr(r2(a, b, it2, ih2)))
+        .collect();
     let mean: f64 = v.iter().zip(&f.alpha).map(|(a, b)| a * b).sum();
     solve_lower(&f.l, f.n, &mut v);
     let reduce: f64 = v.iter().map(|x| x * x).sum();
@@ -431,7 +466,11 @@ impl NegLml<'_> {
         let mut dt_du = [0.0; NP];
         for (ci, idx) in map.iter().enumerate() {
             let u = p.get(ci).copied().unwrap_or(0.0);
-            let u = if u.is_finite() { u.clamp(-40.0, 40.0) } else { 0.0 };
+            let u = if u.is_finite() {
+                u.clamp(-40.0, 40.0)
+            } else {
+                0.0
+            };
             let sg = 1.0 / (1.0 + (-u).exp());
             for &i in idx.iter() {
                 t[i] = (lo[i] + (hi[i] - lo[i]) * sg).clamp(lo[i], hi[i]);
@@ -443,12 +482,18 @@ impl NegLml<'_> {
                 {
                     let mut b = self.best.borrow_mut();
                     if -lml < b.neg_lml {
-                        *b = Best { theta: t, neg_lml: -lml };
+                        *b = Best {
+                            theta: t,
+                            neg_lml: -lml,
+                        };
                     }
                 }
                 // per-point scale keeps the first (memoryless) L-BFGS step short
                 let w = 1.0 / self.ts.n as f64;
-                let grad = map.iter().map(|idx| idx.iter().map(|&i| -g[i] * dt_du[i] * w).sum()).collect();
+                let grad = map
+                    .iter()
+                    .map(|idx| idx.iter().map(|&i| -g[i] * dt_du[i] * w).sum())
+                    .collect();
                 (-lml * w, grad)
             }
             None => (1e10, vec![0.0; map.len()]),
@@ -513,22 +558,46 @@ pub fn optimise(
     }
     let (lo, hi) = bounds.log();
     let u0 = to_unconstrained(start, lo, hi, shared);
-    let best = RefCell::new(Best { theta: start, neg_lml: f64::INFINITY });
-    let problem = NegLml { ts, kernel, bounds: (lo, hi), shared, best: &best, cache: RefCell::new(None) };
-    let fail = FitResult { theta: start, lml: f64::NEG_INFINITY };
-    let Ok(linesearch) = ArmijoCondition::new(1e-4).and_then(|c| BacktrackingLineSearch::new(c).rho(0.5)) else {
+    let best = RefCell::new(Best {
+        theta: start,
+        neg_lml: f64::INFINITY,
+    });
+    let problem = NegLml {
+        ts,
+        kernel,
+        bounds: (lo, hi),
+        shared,
+        best: &best,
+        cache: RefCell::new(None),
+    };
+    let fail = FitResult {
+        theta: start,
+        lml: f64::NEG_INFINITY,
+    };
+    let Ok(linesearch) =
+        ArmijoCondition::new(1e-4).and_then(|c| BacktrackingLineSearch::new(c).rho(0.5))
+    else {
         return fail;
     };
-    let Ok(solver) = LBFGS::new(linesearch, 5).with_tolerance_grad(tol_grad).and_then(|s| s.with_tolerance_cost(1e-10)) else {
+    let Ok(solver) = LBFGS::new(linesearch, 5)
+        .with_tolerance_grad(tol_grad)
+        .and_then(|s| s.with_tolerance_cost(1e-10))
+    else {
         return fail;
     };
-    let res = Executor::new(problem, solver).configure(|state| state.param(u0).max_iters(max_iters)).timer(false).run();
+    let res = Executor::new(problem, solver)
+        .configure(|state| state.param(u0).max_iters(max_iters))
+        .timer(false)
+        .run();
     if let Err(e) = &res {
         tracing::trace!(error = %e, "GP L-BFGS stopped early; keeping the best point seen");
     }
     let b = best.into_inner();
     if b.neg_lml.is_finite() {
-        FitResult { theta: b.theta, lml: -b.neg_lml }
+        FitResult {
+            theta: b.theta,
+            lml: -b.neg_lml,
+        }
     } else {
         fail
     }
@@ -540,14 +609,23 @@ mod tests {
 
     fn toy() -> TrainSet {
         let x: Vec<f64> = (0..12)
-            .flat_map(|i| [i as f64 * 0.1, (i as f64 * 0.7).sin() + 0.1 * i as f64, (i as f64 * 0.2).cos()])
+            .flat_map(|i| {
+                [
+                    i as f64 * 0.1,
+                    (i as f64 * 0.7).sin() + 0.1 * i as f64,
+                    (i as f64 * 0.2).cos(),
+                ]
+            })
             .collect();
         let y: Vec<f64> = (0..12).map(|i| (i as f64 * 0.3).cos()).collect();
         TrainSet::new(&x, 3, &y)
     }
 
     fn bounds() -> Bounds {
-        Bounds { lo: [1e-2, 1e-2, 1e-3, 1e-6], hi: [1e3, 1e3, 1e2, 1e1] }
+        Bounds {
+            lo: [1e-2, 1e-2, 1e-3, 1e-6],
+            hi: [1e3, 1e3, 1e2, 1e1],
+        }
     }
 
     #[test]
@@ -565,7 +643,11 @@ mod tests {
                 let fp = factor(&ts, kernel, tp).expect("f").lml;
                 let fm = factor(&ts, kernel, tm).expect("f").lml;
                 let fd = (fp - fm) / (2.0 * h);
-                assert!((fd - g[j]).abs() < 1e-5 * (1.0 + fd.abs()), "{kernel:?} j={j}: fd {fd} vs {}", g[j]);
+                assert!(
+                    (fd - g[j]).abs() < 1e-5 * (1.0 + fd.abs()),
+                    "{kernel:?} j={j}: fd {fd} vs {}",
+                    g[j]
+                );
             }
         }
     }
@@ -584,10 +666,20 @@ mod tests {
             }
             let (_, g) = lml_and_grad(&ts, KernelKind::Exponential, r.theta).expect("f");
             let (lo, hi) = b.log();
-            let gs = if shared { [g[0] + g[1], 0.0, g[2], g[3]] } else { g };
+            let gs = if shared {
+                [g[0] + g[1], 0.0, g[2], g[3]]
+            } else {
+                g
+            };
             for j in 0..NP {
-                let near_bound = (r.theta[j] - lo[j]).abs() < 0.5 || (r.theta[j] - hi[j]).abs() < 0.5;
-                assert!(near_bound || gs[j].abs() < 1e-2, "shared={shared} grad {j} = {} at {:?}", gs[j], r.theta);
+                let near_bound =
+                    (r.theta[j] - lo[j]).abs() < 0.5 || (r.theta[j] - hi[j]).abs() < 0.5;
+                assert!(
+                    near_bound || gs[j].abs() < 1e-2,
+                    "shared={shared} grad {j} = {} at {:?}",
+                    gs[j],
+                    r.theta
+                );
             }
         }
     }
@@ -598,7 +690,12 @@ mod tests {
         let y = vec![0.0, 1.0, 0.0, 1.0, 0.0];
         let ts = TrainSet::new(&x, 2, &y);
         for sf2 in [1.0f64, 1e4] {
-            let f = factor(&ts, KernelKind::Exponential, [0.0, 0.0, sf2.ln(), (1e-12f64).ln()]).expect("jitter retry");
+            let f = factor(
+                &ts,
+                KernelKind::Exponential,
+                [0.0, 0.0, sf2.ln(), (1e-12f64).ln()],
+            )
+            .expect("jitter retry");
             assert!(f.jitter >= BASE_JITTER && f.jitter <= MAX_JITTER);
             assert!(f.lml.is_finite());
         }

@@ -178,8 +178,18 @@ impl GpConfig {
             Lengthscales::Shared => self.lengthscale_bounds,
         };
         Bounds {
-            lo: [time[0], self.lengthscale_bounds[0], self.signal_var_bounds[0], self.noise_var_bounds[0]],
-            hi: [time[1], self.lengthscale_bounds[1], self.signal_var_bounds[1], self.noise_var_bounds[1]],
+            lo: [
+                time[0],
+                self.lengthscale_bounds[0],
+                self.signal_var_bounds[0],
+                self.noise_var_bounds[0],
+            ],
+            hi: [
+                time[1],
+                self.lengthscale_bounds[1],
+                self.signal_var_bounds[1],
+                self.noise_var_bounds[1],
+            ],
         }
     }
 }
@@ -238,7 +248,11 @@ fn mean_scale(v: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
     let mean = v.clone().sum::<f64>() / n;
     let sd = (v.map(|x| (x - mean) * (x - mean)).sum::<f64>() / n).sqrt();
     // scikit-learn's `_handle_zeros_in_scale` (plus a relative guard)
-    let scale = if sd.is_finite() && sd >= 10.0 * f64::EPSILON && sd > 1e-12 * mean.abs() { sd } else { 1.0 };
+    let scale = if sd.is_finite() && sd >= 10.0 * f64::EPSILON && sd > 1e-12 * mean.abs() {
+        sd
+    } else {
+        1.0
+    };
     (mean, scale)
 }
 
@@ -249,7 +263,12 @@ fn mean_scale(v: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
 /// m) / s]` where `m`, `s` are the mean and population std of the raw
 /// values `window[h..]`; the test input is `[0, (window[len-h..] - m) / s]`.
 /// `None` when the window has fewer than `h + 1` values or any is not finite.
-pub fn build_patterns(window: &[f64], h: usize, time_scale_steps: f64, prior_mean: PriorMean) -> Option<Patterns> {
+pub fn build_patterns(
+    window: &[f64],
+    h: usize,
+    time_scale_steps: f64,
+    prior_mean: PriorMean,
+) -> Option<Patterns> {
     let len = window.len();
     if h == 0 || len < h + 1 || window.iter().any(|v| !v.is_finite()) {
         return None;
@@ -264,7 +283,11 @@ pub fn build_patterns(window: &[f64], h: usize, time_scale_steps: f64, prior_mea
     let (y_mean, y_scale) = mean_scale(raw_targets.iter().copied());
     let n = raw_targets.len();
     let dim = h + 1;
-    let ts = if time_scale_steps > 0.0 { time_scale_steps } else { 1.0 };
+    let ts = if time_scale_steps > 0.0 {
+        time_scale_steps
+    } else {
+        1.0
+    };
     let mut x = Vec::with_capacity(n * dim);
     for j in h..len {
         x.push((j as f64 - len as f64) / ts);
@@ -274,7 +297,30 @@ pub fn build_patterns(window: &[f64], h: usize, time_scale_steps: f64, prior_mea
     let mut x_test = Vec::with_capacity(dim);
     x_test.push(0.0);
     x_test.extend(window[len - h..].iter().map(|v| (v - x_mean) / x_scale));
-    Some(Patterns { dim, x, y, x_test, x_mean, x_scale, y_mean, y_scale, prior_mean })
+    Some(Patterns {
+        dim,
+        x,
+        y,
+        x_test,
+        x_mean,
+        x_scale,
+        y_mean,
+        y_scale,
+        prior_mean,
+    })
+}
+
+/// Result of [`Gp::fit_window`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WindowFit {
+    /// Log hyperparameters `[ln l_t, ln l_h, ln signal_var, ln noise_var]`.
+    pub theta: lml::Theta,
+    /// Log marginal likelihood (standardised targets).
+    pub lml: f64,
+    /// One-step predictive mean after the window.
+    pub mean: f64,
+    /// One-step predictive std (noise included).
+    pub std: f64,
 }
 
 /// A fitted model at the latest observation.
@@ -327,6 +373,45 @@ impl Gp {
         self.fitted.as_ref().map(|f| f.factor.lml)
     }
 
+    /// Fits one window offline (no online state): cold fit with the
+    /// configured restarts, or the given log hyperparameters `theta`. Returns
+    /// the hyperparameters, the LML and the one-step predictive after the
+    /// window. `None` when the window is too short or nothing factorises.
+    /// Used by the reference tests against scikit-learn.
+    pub fn fit_window(
+        cfg: &GpConfig,
+        window: &[f64],
+        theta: Option<lml::Theta>,
+    ) -> Option<WindowFit> {
+        let mut gp = Gp::new(cfg.clone()).ok()?;
+        gp.values = window.iter().copied().collect();
+        match theta {
+            None => {
+                gp.since_cold = cfg.cold_refit_every;
+                gp.refit();
+            }
+            Some(theta) => {
+                let pats =
+                    build_patterns(window, cfg.history, cfg.time_scale_steps, cfg.prior_mean)?;
+                let ts = TrainSet::new(&pats.x, pats.dim, &pats.y);
+                let factor = lml::factor(&ts, cfg.kernel, theta)?;
+                gp.fitted = Some(Fitted {
+                    pats,
+                    factor,
+                    theta,
+                });
+            }
+        }
+        let f = gp.fitted.as_ref()?;
+        let p = gp.forecast(1);
+        Some(WindowFit {
+            theta: f.theta,
+            lml: f.factor.lml,
+            mean: p.mean,
+            std: p.std,
+        })
+    }
+
     /// Refits the current window from scratch (cold fit with restarts),
     /// as the periodic cold refit does. No-op with too little history.
     pub fn cold_refit(&mut self) {
@@ -344,7 +429,10 @@ impl Gp {
             let m = ts.median_distance().max(1e-6).ln();
             (m, m)
         } else {
-            (ts.median_time_distance().max(1e-6).ln(), ts.median_history_distance().max(1e-6).ln())
+            (
+                ts.median_time_distance().max(1e-6).ln(),
+                ts.median_history_distance().max(1e-6).ln(),
+            )
         };
         let l3 = 3.0f64.ln();
         let l10 = 10.0f64.ln();
@@ -369,8 +457,12 @@ impl Gp {
 
     fn refit(&mut self) {
         let window: Vec<f64> = self.values.iter().copied().collect();
-        let Some(pats) = build_patterns(&window, self.cfg.history, self.cfg.time_scale_steps, self.cfg.prior_mean)
-        else {
+        let Some(pats) = build_patterns(
+            &window,
+            self.cfg.history,
+            self.cfg.time_scale_steps,
+            self.cfg.prior_mean,
+        ) else {
             self.fitted = None;
             return;
         };
@@ -477,7 +569,12 @@ impl Forecaster for Gp {
         let p = &f.pats;
         let h = self.cfg.history;
         // raw history for the recursion, oldest first
-        let mut hist: Vec<f64> = self.values.iter().skip(self.values.len() - h).copied().collect();
+        let mut hist: Vec<f64> = self
+            .values
+            .iter()
+            .skip(self.values.len() - h)
+            .copied()
+            .collect();
         let mut best_mean = f64::NEG_INFINITY;
         let mut cum_var = 0.0;
         let mut best_sd: f64 = 0.0;
@@ -485,7 +582,11 @@ impl Forecaster for Gp {
         for step in 0..horizon {
             q.clear();
             q.push(step as f64 / self.cfg.time_scale_steps);
-            q.extend(hist[hist.len() - h..].iter().map(|v| (v - p.x_mean) / p.x_scale));
+            q.extend(
+                hist[hist.len() - h..]
+                    .iter()
+                    .map(|v| (v - p.x_mean) / p.x_scale),
+            );
             let (m, v) = Self::predict_std(f, kernel, &q);
             let offset = match p.prior_mean {
                 PriorMean::Last => hist[hist.len() - 1],

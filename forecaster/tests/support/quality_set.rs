@@ -23,7 +23,8 @@ pub fn shared_data(workspace_root: &Path) -> Option<PathBuf> {
 }
 
 fn load(path: &Path, column: &str) -> Result<Vec<datasets::series::NamedSeries>, String> {
-    datasets::series::load_series(path, Some(column)).map_err(|e| format!("{}: {e}", path.display()))
+    datasets::series::load_series(path, Some(column))
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Loads the quality set (see the module docs).
@@ -37,7 +38,10 @@ pub fn quality_series(data: &Path, max_points: usize) -> Result<Vec<(String, Vec
         let p = data.join(format!("bitbrains-rnd/2013-7/{vm}.csv"));
         for col in ["CPU usage [MHZ]", "Memory usage [KB]"] {
             let s = load(&p, col)?;
-            let first = s.into_iter().next().ok_or_else(|| format!("{}: no series", p.display()))?;
+            let first = s
+                .into_iter()
+                .next()
+                .ok_or_else(|| format!("{}: no series", p.display()))?;
             push(format!("bitbrains/{vm}:{col}"), first.values);
         }
     }
@@ -51,7 +55,10 @@ pub fn quality_series(data: &Path, max_points: usize) -> Result<Vec<(String, Vec
     for p in &files {
         for col in ["avg_cpu_usage", "avg_memory_usage"] {
             let s = load(p, col)?;
-            let first = s.into_iter().next().ok_or_else(|| format!("{}: no series", p.display()))?;
+            let first = s
+                .into_iter()
+                .next()
+                .ok_or_else(|| format!("{}: no series", p.display()))?;
             push(format!("google2019/{}", first.name), first.values);
         }
     }
@@ -67,7 +74,10 @@ pub fn quality_series(data: &Path, max_points: usize) -> Result<Vec<(String, Vec
     let derived = data.join("google-2011/derived/data_resource_usage_5Minutes_6176858948.csv");
     for col in ["meanCPUUsage", "canonical_memory_usage"] {
         let s = load(&derived, col)?;
-        let first = s.into_iter().next().ok_or_else(|| format!("{}: no series", derived.display()))?;
+        let first = s
+            .into_iter()
+            .next()
+            .ok_or_else(|| format!("{}: no series", derived.display()))?;
         push(format!("google2011-derived:{col}"), first.values);
     }
     Ok(out)
