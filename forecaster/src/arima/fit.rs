@@ -451,7 +451,9 @@ pub(crate) fn fit_arima(
         }
         0.5 * (s2.ln() + s.sumlog / s.nu as f64)
     };
-    let par = if cold {
+    let par = if k == 0 {
+        start.clone()
+    } else if cold {
         minimize_bfgs(
             |par| ml(par, &mut work, &mut phi),
             &start,
