@@ -13,6 +13,7 @@ use crate::plan::{Action, Basis, Binding, Bound, Explanation, Plan, PlanSummary,
 
 const UNKNOWN: u32 = u32::MAX;
 const NO_VICTIM: u32 = u32::MAX;
+const NO_NEXT: u32 = u32::MAX;
 /// Relative tolerance when checking that a demand fits a host's free room,
 /// so that float rounding in long sums never evicts anything.
 const FIT_TOLERANCE: f64 = 1e-9;
@@ -165,6 +166,8 @@ enum State {
 struct Slot {
     host: u32,
     victim: u32,
+    /// Next elastic slot of the same application in keep order.
+    next: u32,
     state: State,
     core: bool,
     protected: bool,
@@ -383,10 +386,9 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
             pos_of_app[ai as usize] = pos as u32;
         }
     }
-    // Per application (view index): first slot.
-    let mut app_start: Vec<u32> = Vec::with_capacity(apps.len() + 1);
+    // Per application (view index): its slots and elastic keep order.
+    let mut app_info: Vec<AppInfo> = Vec::with_capacity(apps.len());
     let mut any_protected = false;
-    let mut pinned: Vec<bool> = Vec::with_capacity(if pessimistic { apps.len() } else { 0 });
     let mut slots: Vec<Slot> = Vec::with_capacity(n_comp);
     // Reserved for the worst case up front (untouched capacity costs no
     // memory): no reallocation copies of large action vectors.
@@ -394,12 +396,8 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
     let mut shrink_slots: Vec<u32> = Vec::with_capacity(n_comp);
     let mut growths: Vec<Action> = Vec::with_capacity(n_comp);
     let mut growth_slots: Vec<u32> = Vec::with_capacity(n_comp);
-    // Per application (view index): its range in `elastic_order`.
-    let mut elastic_range: Vec<(u32, u32)> =
-        Vec::with_capacity(if pessimistic { apps.len() } else { 0 });
-    let mut elastic_order: Vec<u32> = Vec::new();
     let mut app_elastic: Vec<(u64, u64, u32)> = Vec::new();
-    let mut global_elastic: Vec<(u64, u64, u64, u64, u32)> = Vec::new();
+    let mut global_elastic: Vec<GlobalKey> = Vec::new();
     let initial = if pessimistic {
         State::Pending
     } else {
@@ -407,7 +405,6 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
     };
     for (ai, app) in apps.iter().enumerate() {
         let base = slots.len() as u32;
-        app_start.push(base);
         let mut has_protected = false;
         app_elastic.clear();
         for (j, c) in app.components.iter().enumerate() {
@@ -419,6 +416,7 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
                 slots.push(Slot {
                     host,
                     victim: NO_VICTIM,
+                    next: NO_NEXT,
                     state: State::Unplaced,
                     core,
                     protected: c.protected,
@@ -434,6 +432,7 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
             slots.push(Slot {
                 host,
                 victim: NO_VICTIM,
+                next: NO_NEXT,
                 state: initial,
                 core,
                 protected: c.protected,
@@ -485,16 +484,21 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
                 }
             }
         }
-        if pessimistic {
-            pinned.push(has_protected);
-            any_protected |= has_protected;
-            let start = elastic_order.len() as u32;
-            app_elastic.sort_unstable();
-            elastic_order.extend(app_elastic.iter().map(|e| e.2));
-            elastic_range.push((start, elastic_order.len() as u32));
+        any_protected |= has_protected;
+        // Thread the elastic keep order (oldest first) through the slots.
+        app_elastic.sort_unstable();
+        let mut elastic_head = NO_NEXT;
+        for &(_, _, g) in app_elastic.iter().rev() {
+            slots[g as usize].next = elastic_head;
+            elastic_head = g;
         }
+        app_info.push(AppInfo {
+            start: base,
+            end: slots.len() as u32,
+            elastic_head,
+            pinned: has_protected,
+        });
     }
-    app_start.push(slots.len() as u32);
     if summary.unknown_host_components > 0 {
         tracing::warn!(
             components = summary.unknown_host_components,
@@ -506,15 +510,14 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
     let mut victims: Vec<Victim> = Vec::new();
     if pessimistic {
         global_elastic.sort_unstable();
-        let elastic = ElasticOrder {
-            range: &elastic_range,
-            order: &elastic_order,
-            global: &global_elastic,
+        let global = if interleaved {
+            None
+        } else {
+            Some(&global_elastic[..])
         };
-        let pinned: &[bool] = if any_protected { &pinned } else { &[] };
-        victims = plan_pessimistic(view, &order, &app_start, pinned, &elastic, &mut slots);
+        victims = plan_pessimistic(view, &order, &app_info, any_protected, global, &mut slots);
         summary.deferred_components =
-            apply_eviction_cap(apps, &app_start, &mut slots, &mut victims, cfg);
+            apply_eviction_cap(apps, &app_info, &mut slots, &mut victims, cfg);
     }
 
     // 3. Emit: application evictions, component evictions, shrinks, growths.
@@ -523,7 +526,10 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
     //    more than once.
     let component_of = |ai: u32, g: u32| -> (&Application, &Component) {
         let app = &apps[ai as usize];
-        (app, &app.components[(g - app_start[ai as usize]) as usize])
+        (
+            app,
+            &app.components[(g - app_info[ai as usize].start) as usize],
+        )
     };
     let mut evictions: Vec<Action> = Vec::new();
     for v in victims.iter().filter(|v| !v.deferred && v.whole_app) {
@@ -623,22 +629,32 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
     }
 }
 
-struct ElasticOrder<'a> {
-    /// Per scheduler position, the application's range in `order`.
-    range: &'a [(u32, u32)],
-    /// Elastic slots per application, oldest first (interleaved mode).
-    order: &'a [u32],
-    /// Cluster-wide keep order (the other victim orders), slot last.
-    global: &'a [(u64, u64, u64, u64, u32)],
+/// Cluster-wide elastic keep-order key: (victim-order key, scheduler
+/// position, start time, component id, slot).
+type GlobalKey = (u64, u64, u64, u64, u32);
+
+/// Per application: everything the planning needs in one cache line.
+#[derive(Clone, Copy, Debug)]
+struct AppInfo {
+    /// Its slots are `start..end`.
+    start: u32,
+    end: u32,
+    /// First elastic slot in keep order (oldest first), linked by
+    /// `Slot::next`; `NO_NEXT` when none (or not pessimistic).
+    elastic_head: u32,
+    /// Has a protected component: its core components are forced.
+    pinned: bool,
 }
 
 /// Thesis Algorithm 3 over the slots; returns the victims in decision order.
 fn plan_pessimistic(
     view: &ClusterView,
     order: &[u32],
-    app_start: &[u32],
-    pinned: &[bool],
-    elastic: &ElasticOrder<'_>,
+    app_info: &[AppInfo],
+    any_pinned: bool,
+    // Cluster-wide elastic keep order (slot last) for the victim orders
+    // other than the thesis's; `None` for the thesis's per-app order.
+    global: Option<&[GlobalKey]>,
     slots: &mut [Slot],
 ) -> Vec<Victim> {
     let mut free: Vec<Resources> = view
@@ -650,16 +666,18 @@ fn plan_pessimistic(
         .iter()
         .map(|c| Resources::new(c.cpu_cores * FIT_TOLERANCE, c.mem_bytes * FIT_TOLERANCE))
         .collect();
-    let range = |ai: u32| app_start[ai as usize] as usize..app_start[ai as usize + 1] as usize;
+    let range = |ai: u32| {
+        let a = &app_info[ai as usize];
+        a.start as usize..a.end as usize
+    };
 
     // Forced allocations first: protected components, and the core
     // components of applications that have a protected component (evicting
     // such an application would kill its protected component). Taken in
     // scheduler order so that the float sums do not depend on the view's
     // order.
-    // (`pinned` is empty when nothing is protected.)
-    for &ai in order.iter().filter(|_| !pinned.is_empty()) {
-        let protected_app = pinned[ai as usize];
+    for &ai in order.iter().filter(|_| any_pinned) {
+        let protected_app = app_info[ai as usize].pinned;
         for s in &mut slots[range(ai)] {
             if s.state == State::Pending && (s.protected || (protected_app && s.core)) {
                 let f = &mut free[s.host as usize];
@@ -671,7 +689,6 @@ fn plan_pessimistic(
 
     let mut victims: Vec<Victim> = Vec::new();
     let mut undo: Vec<(u32, Resources)> = Vec::new();
-    let interleaved = elastic.global.is_empty();
     for &ai in order {
         let r = range(ai);
         // Core components: all or nothing across every host.
@@ -724,20 +741,20 @@ fn plan_pessimistic(
                 s.state = State::Kept;
             }
         }
-        if interleaved {
+        if global.is_none() {
             // Elastic components, oldest first (thesis line 25).
-            let (a, b) = elastic.range[ai as usize];
-            let (a, b) = (a as usize, b as usize);
-            for &g in &elastic.order[a..b] {
+            let mut g = app_info[ai as usize].elastic_head;
+            while g != NO_NEXT {
                 keep_or_evict(ai, g, slots, &mut free, &tol, &mut victims, view);
+                g = slots[g as usize].next;
             }
         }
     }
 
-    if !interleaved {
+    if let Some(global) = global {
         // Every application's core components are placed; now the elastic
         // components cluster-wide in keep order.
-        for &(_, pos, _, _, g) in elastic.global {
+        for &(_, pos, _, _, g) in global {
             if slots[g as usize].state == State::Pending {
                 keep_or_evict(
                     order[pos as usize],
@@ -798,7 +815,7 @@ fn keep_or_evict(
 /// deferred components.
 fn apply_eviction_cap(
     apps: &[Application],
-    app_start: &[u32],
+    app_info: &[AppInfo],
     slots: &mut [Slot],
     victims: &mut [Victim],
     cfg: &ShaperConfig,
@@ -833,7 +850,7 @@ fn apply_eviction_cap(
         }
         deferred += cost(v);
         let app = &apps[v.app as usize];
-        let first = app_start[v.app as usize] as usize;
+        let first = app_info[v.app as usize].start as usize;
         for (j, c) in app.components.iter().enumerate() {
             let s = &mut slots[first + j];
             let mine =
