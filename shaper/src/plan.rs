@@ -223,8 +223,9 @@ pub struct PlanSummary {
 pub struct Plan {
     pub policy: Policy,
     pub now_s: f64,
-    /// In application order: evict applications, evict components, shrink
-    /// resizes, other resizes.
+    /// Apply in this order: application evictions (scheduler order),
+    /// component evictions (decision order), resizes that only shrink, then
+    /// the other resizes (both in the view's order).
     pub actions: Vec<Action>,
     pub summary: PlanSummary,
 }
