@@ -9,6 +9,48 @@
 //!   [`Explanation`]; apply them in order.
 //! * [`component_target`] exposes the per-component target (forecast +
 //!   buffer, clamped) for callers that only want a recommendation.
+//!
+//! ```
+//! use shaper::*;
+//!
+//! let cfg: ShaperConfig = toml::from_str("k1 = 0.05\nk2 = 3.0\n").expect("valid TOML");
+//! cfg.validate().expect("valid config");
+//! let request = Resources::new(2.0, 4e9);
+//! let view = ClusterView {
+//!     hosts: vec![Host { id: HostId(0), capacity: Resources::new(8.0, 16e9) }],
+//!     apps: vec![Application {
+//!         id: AppId(1),
+//!         submitted_s: 0.0,
+//!         priority: 0,
+//!         failures: 0,
+//!         expected_remaining_s: None,
+//!         components: vec![Component {
+//!             id: ComponentId(10),
+//!             class: Class::Core,
+//!             host: HostId(0),
+//!             request,
+//!             started_s: 0.0,
+//!             allocation: request,
+//!             usage: Resources::new(0.5, 1e9),
+//!             forecast: Some(Forecasts {
+//!                 cpu: Predictive::gaussian(0.6, 0.05),
+//!                 mem: Predictive::gaussian(1.2e9, 0.1e9),
+//!             }),
+//!             protected: false,
+//!             work_done_s: 3600.0,
+//!         }],
+//!     }],
+//! };
+//! let plan = decide(&view, 3600.0, &cfg);
+//! // cpu: 0.6 + 0.05 * 2 + 3 * 0.05 = 0.85 cores; mem: 1.2e9 + 0.2e9 + 0.3e9.
+//! match &plan.actions[0] {
+//!     Action::Resize { to, .. } => {
+//!         assert!((to.cpu_cores - 0.85).abs() < 1e-9);
+//!         assert!((to.mem_bytes - 1.7e9).abs() < 1.0);
+//!     }
+//!     other => panic!("expected a resize, got {other}"),
+//! }
+//! ```
 
 pub mod config;
 pub mod decide;
