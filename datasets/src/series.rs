@@ -23,6 +23,8 @@
 //! numbers; an empty or malformed value is an error naming file and line.
 
 use crate::io::{first_line, open};
+/// Builds a usage-series pool from real files (see [`crate::pool`]).
+pub use crate::pool::load_pool;
 use crate::DatasetError;
 use std::collections::HashMap;
 use std::io::{BufRead, Read};
