@@ -5,7 +5,8 @@
 //!   stepwise search, CSS + ML per candidate). Target <= 2.2 ms.
 //! * `arima/online_update/<series>`: one `observe` + `forecast(5)` of the
 //!   online model in steady state (window 60, warm refit each step, order
-//!   re-search every 20 steps amortised). Target <= 200 us.
+//!   re-search every 60 steps or on error degradation, amortised).
+//!   Target <= 200 us.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use forecaster::arima::{auto_arima, ArimaConfig, AutoArima};
