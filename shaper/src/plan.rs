@@ -1,9 +1,9 @@
 //! The plan `decide()` returns: actions as data, each with its explanation.
 //!
-//! Callers apply the actions **in order**: application evictions, component
-//! evictions, then resizes that only shrink, then resizes that grow (in any
-//! resource). Applying them in that order never needs more room on a host
-//! than the plan frees first.
+//! Callers apply the actions **in order**: resizes that only shrink,
+//! application evictions, component evictions, then resizes that grow (in
+//! any resource). Applying them in that order never needs more room on a
+//! host than the plan has freed first.
 
 use crate::config::{Policy, VictimOrder};
 use crate::model::{AppId, ComponentId, HostId, Resource, Resources};
@@ -223,9 +223,9 @@ pub struct PlanSummary {
 pub struct Plan {
     pub policy: Policy,
     pub now_s: f64,
-    /// Apply in this order: application evictions (scheduler order),
-    /// component evictions (decision order), resizes that only shrink, then
-    /// the other resizes (both in the view's order).
+    /// Apply in this order: resizes that only shrink (view order),
+    /// application evictions (scheduler order), component evictions
+    /// (decision order), then the other resizes (view order).
     pub actions: Vec<Action>,
     pub summary: PlanSummary,
 }

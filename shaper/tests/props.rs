@@ -479,14 +479,16 @@ proptest! {
             v
         };
         prop_assert_eq!(rs(&a), rs(&c));
-        // Shrinks come before growths.
-        let mut grown = false;
-        for r in c.resizes() {
-            if let Action::Resize { from, to, explanation, .. } = r {
-                let shrink = to.fits_in(from);
-                prop_assert!(!(grown && shrink), "shrink after a growth: {:?}", explanation);
-                grown |= !shrink;
-            }
+        // Shrinks, then evictions, then growths.
+        let mut phase = 0;
+        for act in &c.actions {
+            let p = match act {
+                Action::Resize { from, to, .. } if to.fits_in(from) => 0,
+                Action::Resize { .. } => 2,
+                _ => 1,
+            };
+            prop_assert!(p >= phase, "action out of order: {:?}", act.kind());
+            phase = p;
         }
     }
 
