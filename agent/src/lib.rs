@@ -1,4 +1,54 @@
 //! tailor's per-node daemon (sampling, forecasting, actuation through Docker)
 //! and, in `cluster`, the central shaper server and its client.
+//!
+//! * [`runtime`]: the [`ContainerRuntime`] trait over our own types;
+//!   [`docker::DockerRuntime`] implements it with bollard, [`fake::FakeRuntime`]
+//!   in memory for tests.
+//! * [`config`]: `agent.toml` ([`AgentConfig`], [`config::check_toml`]).
+//! * [`labels`]: container labels -> applications and components.
+//! * [`view`]: the per-round [`NodeView`], [`NodeAction`]s and the
+//!   [`PlanSource`] trait ([`LocalShaper`] in standalone mode; the cluster
+//!   client in cluster mode).
+//! * [`agent`]: the loop ([`Agent`]), actuation, evictions and restarts.
+//! * [`http`], [`metrics`], [`notify`]: operations (HTTP endpoint,
+//!   Prometheus text, systemd notifications).
 
+pub mod agent;
 pub mod cluster;
+pub mod config;
+pub mod docker;
+pub mod fake;
+pub mod http;
+pub mod labels;
+pub mod metrics;
+pub mod notify;
+pub mod runtime;
+pub mod state;
+pub mod view;
+
+pub use agent::{Agent, RoundReport, Shared};
+pub use config::{AgentConfig, ConfigIssue, ConfigIssues};
+pub use runtime::{ContainerRuntime, RuntimeError};
+pub use view::{
+    ActionOutcome, ContainerReport, LocalShaper, NodeAction, NodeActionKind, NodePlan, NodeView, PlanSource,
+    PlanSourceError,
+};
+
+/// Errors of the agent.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error(transparent)]
+    PlanSource(PlanSourceError),
+    #[error("{0}")]
+    Config(#[from] ConfigIssues),
+    #[error("cannot build the forecaster: {0}")]
+    Forecaster(#[from] forecaster::ForecastError),
+    #[error("HTTP endpoint {addr}: {source}")]
+    Http {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,8 +1,192 @@
-//! `tailor agent` (being built).
+//! `tailor agent`: the per-node daemon.
+//!
+//! ```text
+//! tailor agent [--config FILE]... [--once [--warmup N]] [--recommend]
+//!              [--listen ADDR] [--log-format plain|json]
+//! ```
+//!
+//! Several `--config` files merge table by table, later ones winning (e.g.
+//! the main file then a `[shaper]` snippet written by `tailor tune`).
+//! Without `--config`, `/etc/tailor/agent.toml` is read when it exists.
+//! `--once` runs `--warmup` sampling-only rounds (`interval_s` apart; models
+//! need `min_samples` samples before containers get a forecast), then one
+//! full round, prints its decisions as JSON on stdout and exits; it applies
+//! them only with `actuation = "shape"` and without `--recommend`.
+
+use agent::config::{Actuation, AgentConfig, Mode, DEFAULT_CONFIG_PATH};
+use agent::docker::DockerRuntime;
+use agent::{Agent, LocalShaper, PlanSource};
+use anyhow::Context;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tailor_core::{Clock, SystemClock};
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Configuration file(s) (TOML); later files override earlier ones.
+    #[arg(long = "config", short = 'c')]
+    pub config: Vec<PathBuf>,
+    /// Run one round, print its decisions as JSON, exit.
+    #[arg(long)]
+    pub once: bool,
+    /// With --once: sampling-only rounds before the round printed.
+    #[arg(long, default_value_t = 0)]
+    pub warmup: u32,
+    /// Dry run: compute, log and export decisions, change nothing.
+    #[arg(long)]
+    pub recommend: bool,
+    /// HTTP listen address (overrides [http] listen; "" disables).
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// Sampling interval in seconds (overrides interval_s).
+    #[arg(long)]
+    pub interval_s: Option<f64>,
+    /// Log format on stderr: plain (journald-friendly) or json.
+    #[arg(long, default_value = "plain", value_parser = ["plain", "json"])]
+    pub log_format: String,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`tailor agent` is not built yet")
+fn init_logging(format: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    // journald adds its own timestamps; plain lines stay short
+    let _ = if format == "json" {
+        builder.json().try_init()
+    } else {
+        builder.without_time().with_ansi(false).try_init()
+    };
+}
+
+/// Loads the agent configuration as `tailor agent` does.
+pub fn load_config(args: &Args) -> anyhow::Result<AgentConfig> {
+    let paths = if args.config.is_empty() {
+        let default = PathBuf::from(DEFAULT_CONFIG_PATH);
+        if default.exists() {
+            vec![default]
+        } else {
+            tracing::warn!("{DEFAULT_CONFIG_PATH} not found; using the built-in defaults");
+            Vec::new()
+        }
+    } else {
+        args.config.clone()
+    };
+    let mut cfg = if paths.is_empty() {
+        AgentConfig::default()
+    } else {
+        AgentConfig::load(&paths)?
+    };
+    if args.recommend {
+        cfg.actuation = Actuation::Recommend;
+    }
+    if let Some(l) = &args.listen {
+        cfg.http.listen = l.clone();
+    }
+    if let Some(i) = args.interval_s {
+        cfg.interval_s = i;
+    }
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    init_logging(&args.log_format);
+    let cfg = load_config(&args)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(4)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(run_async(args, cfg))
+}
+
+fn plan_source(cfg: &AgentConfig) -> anyhow::Result<Box<dyn PlanSource>> {
+    match cfg.mode {
+        Mode::Standalone => Ok(Box::new(LocalShaper::new(cfg.shaper.clone()))),
+        Mode::Cluster => {
+            let c = cfg
+                .cluster
+                .as_ref()
+                .context("mode = \"cluster\" needs a [cluster] table")?;
+            let source =
+                agent::cluster::plan_source::ClusterPlanSource::new(c, SystemClock.now_s())
+                    .context("cannot set up the cluster client")?;
+            Ok(Box::new(source))
+        }
+    }
+}
+
+async fn run_async(args: Args, cfg: AgentConfig) -> anyhow::Result<()> {
+    let runtime = Arc::new(DockerRuntime::new(&cfg.docker_socket)?);
+    let source = plan_source(&cfg)?;
+    let mut agent = Agent::new(cfg.clone(), runtime, source, Arc::new(SystemClock))?;
+
+    if args.once {
+        let interval = std::time::Duration::from_secs_f64(cfg.interval_s);
+        for i in 0..args.warmup {
+            agent
+                .sample_only()
+                .await
+                .with_context(|| format!("warm-up round {}", i + 1))?;
+            tokio::time::sleep(interval).await;
+        }
+        let report = agent.round().await.context("round failed")?;
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+
+    let shared = agent.shared();
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let http = if cfg.http.listen.is_empty() {
+        None
+    } else {
+        let listener = tokio::net::TcpListener::bind(&cfg.http.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", cfg.http.listen))?;
+        tracing::info!(addr = %listener.local_addr()?, "HTTP endpoint: /metrics /healthz /v1/decisions");
+        let mut rx = stop_rx.clone();
+        Some(tokio::spawn(agent::http::serve(
+            listener,
+            shared,
+            async move {
+                let _ = rx.changed().await;
+            },
+        )))
+    };
+    tracing::info!(
+        mode = ?cfg.mode,
+        actuation = ?cfg.actuation,
+        interval_s = cfg.interval_s,
+        forecaster = ?cfg.forecaster.kind,
+        k1 = cfg.shaper.k1,
+        k2 = cfg.shaper.k2,
+        "tailor agent starting"
+    );
+    agent.run(shutdown_signal()).await?;
+    let _ = stop_tx.send(true);
+    if let Some(h) = http {
+        let _ = h.await;
+    }
+    tracing::info!("tailor agent stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let term = signal(SignalKind::terminate());
+    let int = signal(SignalKind::interrupt());
+    match (term, int) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+                _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }

@@ -1,0 +1,1094 @@
+//! The agent loop: sample, forecast, plan, actuate, restart, report.
+//!
+//! One [`Agent::round`]:
+//! 1. drain runtime events (OOM kills are counted and raise the container's
+//!    next memory allocation to `max(limit + oom_bump_bytes, limit *
+//!    oom_bump_factor)` for `oom_memory_s`);
+//! 2. list managed containers, inspect new / changed ones (and every
+//!    container every `reinspect_every` rounds);
+//! 3. one stats sample per running container (concurrently): CPU cores from
+//!    the cumulative counter's delta, memory working set;
+//! 4. feed the forecasters (one per container and resource) and forecast
+//!    the peak of the next `horizon_samples` samples, off the async runtime
+//!    (`spawn_blocking`);
+//! 5. build the [`NodeView`] and ask the [`PlanSource`] for actions (not
+//!    during the agent's first `warmup_rounds` rounds: right after an agent
+//!    (re)start no container has a forecast, and containers without one
+//!    count at their request, which would bounce every shaped container
+//!    back to its request or evict to make room for requests);
+//! 6. `shape`: apply them evictions first, then shrinks, then growths;
+//!    `recommend`: record them only;
+//! 7. restart evicted containers, oldest eviction first, while their
+//!    request fits in the room left.
+//!
+//! A failing call for one container is counted and skipped; a daemon that
+//! is down fails the round (the loop backs off and retries).
+
+use crate::config::{Actuation, AgentConfig, ShutdownPolicy};
+use crate::labels::{self, ComponentLabels};
+use crate::metrics::Metrics;
+use crate::runtime::{
+    ContainerInfo, ContainerRuntime, ContainerState, CpuLimit, HostInfo, Limits, ResourceUpdate,
+    RuntimeError, RuntimeEvent,
+};
+use crate::state::{Eviction, PersistedState, StateStore};
+use crate::view::{
+    ActionOutcome, ContainerReport, NodeAction, NodeActionKind, NodePlan, NodeView, PlanSource,
+    PlanSourceError,
+};
+use crate::AgentError;
+use forecaster::Forecaster;
+use futures_util::stream::{self, StreamExt};
+use serde::{Deserialize, Serialize};
+use shaper::{Forecasts, Plan};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+use tailor_core::{Clock, Resources};
+use tokio::sync::mpsc;
+
+/// How many stats calls run at once.
+const STATS_CONCURRENCY: usize = 16;
+/// Memory limits are set in whole pages.
+const PAGE: u64 = 4096;
+
+/// One round's result: what was seen, decided and done. Served at
+/// `/v1/decisions` and printed by `tailor agent --once`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RoundReport {
+    pub round: u64,
+    pub at_s: f64,
+    pub actuation: Actuation,
+    /// Where the plan came from (`local`, `cluster`, ...).
+    pub source: String,
+    pub view: NodeView,
+    /// Every action with its result, in the order applied.
+    pub outcomes: Vec<ActionOutcome>,
+    /// Evicted containers restarted this round (names).
+    pub restarted: Vec<String>,
+    /// Per-container problems this round (the round still completed).
+    pub errors: Vec<String>,
+    /// The shaper's plan when computed locally (with full explanations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
+}
+
+/// State shared with the HTTP endpoint.
+#[derive(Debug)]
+pub struct Shared {
+    pub metrics: Metrics,
+    pub last: RwLock<Option<RoundReport>>,
+    pub interval_s: f64,
+    /// Unix seconds when the agent started.
+    pub started_unix_s: f64,
+}
+
+impl Shared {
+    /// The last round's report.
+    pub fn last_report(&self) -> Option<RoundReport> {
+        self.last.read().ok().and_then(|g| g.clone())
+    }
+}
+
+struct Models {
+    cpu: Box<dyn Forecaster>,
+    mem: Box<dyn Forecaster>,
+}
+
+/// What the agent knows about one managed container.
+#[derive(Clone, Debug)]
+struct Tracked {
+    info: ContainerInfo,
+    labels: ComponentLabels,
+    /// (cumulative CPU ns, sample time) of the previous sample.
+    last_cpu: Option<(u64, f64)>,
+    usage: Resources,
+    samples: u64,
+    forecast: Option<Forecasts>,
+    oom_kills: u32,
+    /// OOM floor (bytes) and until when it holds.
+    oom_floor: Option<(f64, f64)>,
+    needs_inspect: bool,
+}
+
+/// The per-node agent over a container runtime `R`.
+pub struct Agent<R: ContainerRuntime> {
+    cfg: AgentConfig,
+    runtime: Arc<R>,
+    source: Box<dyn PlanSource>,
+    clock: Arc<dyn Clock>,
+    shared: Arc<Shared>,
+    tracked: BTreeMap<String, Tracked>,
+    models: HashMap<String, Models>,
+    state: PersistedState,
+    store: StateStore,
+    host: Option<HostInfo>,
+    round: u64,
+    events_rx: Option<mpsc::UnboundedReceiver<RuntimeEvent>>,
+    events_task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl<R: ContainerRuntime> Drop for Agent<R> {
+    fn drop(&mut self) {
+        if let Some(t) = self.events_task.take() {
+            t.abort();
+        }
+    }
+}
+
+impl<R: ContainerRuntime> Agent<R> {
+    /// A new agent. Validates the config and checks that the forecaster can
+    /// be built; loads the persisted state.
+    pub fn new(
+        cfg: AgentConfig,
+        runtime: Arc<R>,
+        source: Box<dyn PlanSource>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, AgentError> {
+        cfg.validate()?;
+        cfg.forecaster.build()?;
+        let store = StateStore::new(&cfg.state_file);
+        let state = store.load();
+        let shared = Arc::new(Shared {
+            metrics: Metrics::new(),
+            last: RwLock::new(None),
+            interval_s: cfg.interval_s,
+            started_unix_s: tailor_core::SystemClock.now_s(),
+        });
+        Ok(Self {
+            cfg,
+            runtime,
+            source,
+            clock,
+            shared,
+            tracked: BTreeMap::new(),
+            models: HashMap::new(),
+            state,
+            store,
+            host: None,
+            round: 0,
+            events_rx: None,
+            events_task: None,
+        })
+    }
+
+    /// The state shared with the HTTP endpoint (metrics, last report).
+    pub fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
+    }
+
+    pub fn config(&self) -> &AgentConfig {
+        &self.cfg
+    }
+
+    /// Evicted containers waiting for room, oldest first.
+    pub fn evicted(&self) -> &[Eviction] {
+        &self.state.evicted
+    }
+
+    /// Subscribes to runtime events in a background task that resubscribes
+    /// with backoff (1 s doubling to 30 s) when the stream breaks. Events are
+    /// handled at the start of each round. Needs a tokio runtime.
+    pub fn start_event_listener(&mut self) {
+        if let Some(t) = self.events_task.take() {
+            t.abort();
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let runtime = self.runtime.clone();
+        let shared = self.shared.clone();
+        self.events_rx = Some(rx);
+        self.events_task = Some(tokio::spawn(async move {
+            let mut backoff = Duration::from_secs(1);
+            loop {
+                let mut events = runtime.events();
+                while let Some(ev) = events.next().await {
+                    match ev {
+                        Ok(ev) => {
+                            backoff = Duration::from_secs(1);
+                            if tx.send(ev).is_err() {
+                                return;
+                            }
+                        }
+                        Err(e) => {
+                            shared.metrics.runtime_error("events");
+                            tracing::warn!(error = %e, "runtime event stream failed; resubscribing");
+                            break;
+                        }
+                    }
+                }
+                if tx.is_closed() {
+                    return;
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(30));
+            }
+        }));
+    }
+
+    fn capacity(&self) -> Resources {
+        let host = self.host.as_ref();
+        let cpu = self
+            .cfg
+            .capacity
+            .cpu_cores
+            .unwrap_or_else(|| host.map(|h| f64::from(h.ncpu)).unwrap_or(0.0));
+        let mem = self
+            .cfg
+            .capacity
+            .mem_bytes
+            .unwrap_or_else(|| host.map(|h| h.mem_total_bytes as f64).unwrap_or(0.0));
+        Resources::new(
+            (cpu - self.cfg.capacity.reserved_cpu_cores).max(0.0),
+            (mem - self.cfg.capacity.reserved_mem_bytes).max(0.0),
+        )
+    }
+
+    fn drain_events(&mut self, now_s: f64) {
+        let Some(rx) = self.events_rx.as_mut() else {
+            return;
+        };
+        let mut events = Vec::new();
+        while let Ok(ev) = rx.try_recv() {
+            events.push(ev);
+        }
+        for ev in events {
+            let Some(t) = self.tracked.get_mut(ev.id()) else {
+                continue;
+            };
+            match ev {
+                RuntimeEvent::Oom { .. } => {
+                    t.oom_kills += 1;
+                    self.shared.metrics.oom_event();
+                    let limit = t
+                        .info
+                        .limits
+                        .mem_bytes
+                        .map(|m| m as f64)
+                        .unwrap_or(t.usage.mem_bytes);
+                    let floor = (limit + self.cfg.oom_bump_bytes as f64)
+                        .max(limit * self.cfg.oom_bump_factor);
+                    t.oom_floor = Some((floor, now_s + self.cfg.oom_memory_s));
+                    *self
+                        .state
+                        .app_failures
+                        .entry(t.labels.app.clone())
+                        .or_default() += 1;
+                    tracing::warn!(container = %t.info.name, limit_bytes = limit, next_floor_bytes = floor, "OOM kill; next memory allocation grows");
+                }
+                RuntimeEvent::Die { .. } | RuntimeEvent::Start { .. } => t.needs_inspect = true,
+                RuntimeEvent::Destroy { .. } => t.needs_inspect = true,
+            }
+        }
+    }
+
+    /// One full round. On success the report is also stored for
+    /// `/v1/decisions`.
+    pub async fn round(&mut self) -> Result<RoundReport, AgentError> {
+        let started = Instant::now();
+        self.round += 1;
+        let now_s = self.clock.now_s();
+        self.drain_events(now_s);
+        let result = self.round_inner(now_s).await;
+        let ok = result.is_ok();
+        self.shared.metrics.round(
+            ok,
+            started.elapsed().as_secs_f64(),
+            tailor_core::SystemClock.now_s(),
+        );
+        match &result {
+            Ok(report) => {
+                if let Ok(mut last) = self.shared.last.write() {
+                    *last = Some(report.clone());
+                }
+            }
+            Err(e) => {
+                if let AgentError::Runtime(r) = e {
+                    if r.is_unavailable() {
+                        self.shared.metrics.docker_up(false);
+                    }
+                }
+            }
+        }
+        result
+    }
+
+    /// Samples and feeds the forecasters only (no plan, no actuation): for
+    /// warming up models before `--once`.
+    pub async fn sample_only(&mut self) -> Result<NodeView, AgentError> {
+        self.round += 1;
+        let now_s = self.clock.now_s();
+        self.drain_events(now_s);
+        let mut errors = Vec::new();
+        self.sample(now_s, &mut errors).await?;
+        Ok(self.build_view(now_s))
+    }
+
+    async fn sample(&mut self, now_s: f64, errors: &mut Vec<String>) -> Result<(), AgentError> {
+        let reinspect = self.round % u64::from(self.cfg.reinspect_every) == 0;
+        if self.host.is_none() || reinspect {
+            match self.runtime.host_info().await {
+                Ok(h) => self.host = Some(h),
+                Err(e) => {
+                    self.shared.metrics.runtime_error("host_info");
+                    if self.host.is_none() || e.is_unavailable() {
+                        return Err(e.into());
+                    }
+                }
+            }
+        }
+        let list = match self.runtime.list(&self.cfg.selector.label_filter()).await {
+            Ok(l) => l,
+            Err(e) => {
+                self.shared.metrics.runtime_error("list");
+                return Err(e.into());
+            }
+        };
+        self.shared.metrics.docker_up(true);
+        let mut dirty = false;
+        let listed: BTreeSet<String> = list.iter().map(|s| s.id.clone()).collect();
+        for s in &list {
+            if !self.cfg.selector.matches(&s.labels) {
+                continue;
+            }
+            let need = match self.tracked.get(&s.id) {
+                None => true,
+                Some(t) => t.needs_inspect || t.info.state != s.state || reinspect,
+            };
+            if !need {
+                continue;
+            }
+            match self.runtime.inspect(&s.id).await {
+                Ok(info) => dirty |= self.track(info),
+                Err(RuntimeError::NotFound(_)) => {
+                    self.tracked.remove(&s.id);
+                }
+                Err(e) => {
+                    self.shared.metrics.runtime_error("inspect");
+                    errors.push(format!("inspect {}: {e}", s.name));
+                    if e.is_unavailable() {
+                        return Err(e.into());
+                    }
+                }
+            }
+        }
+        // vanished containers
+        let gone: Vec<String> = self
+            .tracked
+            .keys()
+            .filter(|id| !listed.contains(*id))
+            .cloned()
+            .collect();
+        for id in gone {
+            self.tracked.remove(&id);
+            self.models.remove(&id);
+            dirty |= self.state.originals.remove(&id).is_some();
+        }
+        let before = self.state.evicted.len();
+        let tracked = &self.tracked;
+        self.state.evicted.retain(|e| {
+            tracked
+                .get(&e.id)
+                .is_some_and(|t| t.info.state != ContainerState::Running)
+        });
+        dirty |= self.state.evicted.len() != before;
+        if dirty {
+            self.save_state();
+        }
+
+        // stats, concurrently
+        let running: Vec<String> = self
+            .tracked
+            .iter()
+            .filter(|(_, t)| t.info.state == ContainerState::Running)
+            .map(|(id, _)| id.clone())
+            .collect();
+        let runtime = self.runtime.clone();
+        let results: Vec<(String, Result<crate::runtime::ContainerStats, RuntimeError>)> =
+            stream::iter(running)
+                .map(|id| {
+                    let runtime = runtime.clone();
+                    async move {
+                        let r = runtime.stats(&id).await;
+                        (id, r)
+                    }
+                })
+                .buffer_unordered(STATS_CONCURRENCY)
+                .collect()
+                .await;
+        let mut observations: Vec<(String, Option<f64>, f64)> = Vec::new();
+        let mut unavailable = 0usize;
+        let total = results.len();
+        for (id, r) in results {
+            let Some(t) = self.tracked.get_mut(&id) else {
+                continue;
+            };
+            match r {
+                Ok(st) => {
+                    let mem = st.working_set_bytes() as f64;
+                    let cpu = match t.last_cpu {
+                        Some((prev_ns, prev_s)) if st.cpu_total_ns >= prev_ns && now_s > prev_s => {
+                            Some((st.cpu_total_ns - prev_ns) as f64 / 1e9 / (now_s - prev_s))
+                        }
+                        _ => None,
+                    };
+                    t.last_cpu = Some((st.cpu_total_ns, now_s));
+                    t.usage = Resources::new(cpu.unwrap_or(t.usage.cpu_cores), mem);
+                    t.samples += 1;
+                    observations.push((id, cpu, mem));
+                }
+                Err(RuntimeError::NotFound(_)) => t.needs_inspect = true,
+                Err(e) => {
+                    self.shared.metrics.runtime_error("stats");
+                    errors.push(format!("stats {}: {e}", t.info.name));
+                    if e.is_unavailable() {
+                        unavailable += 1;
+                    }
+                }
+            }
+        }
+        if total > 0 && unavailable == total {
+            return Err(RuntimeError::Unavailable("every stats call failed".into()).into());
+        }
+        self.observe(observations).await?;
+        Ok(())
+    }
+
+    /// Records a freshly inspected container. Returns true when the
+    /// persisted state changed.
+    fn track(&mut self, info: ContainerInfo) -> bool {
+        let mut dirty = false;
+        if !self.state.originals.contains_key(&info.id) {
+            self.state.originals.insert(info.id.clone(), info.limits);
+            dirty = true;
+        }
+        let parsed = labels::parse(&info.name, &info.labels);
+        match self.tracked.get_mut(&info.id) {
+            Some(t) => {
+                if t.info.started_s != info.started_s {
+                    // restarted: the CPU counter starts again
+                    t.last_cpu = None;
+                }
+                t.info = info;
+                t.labels = parsed;
+                t.needs_inspect = false;
+            }
+            None => {
+                for (label, problem) in &parsed.problems {
+                    tracing::warn!(container = %info.name, label = %label, "{problem}");
+                }
+                self.tracked.insert(
+                    info.id.clone(),
+                    Tracked {
+                        info,
+                        labels: parsed,
+                        last_cpu: None,
+                        usage: Resources::ZERO,
+                        samples: 0,
+                        forecast: None,
+                        oom_kills: 0,
+                        oom_floor: None,
+                        needs_inspect: false,
+                    },
+                );
+            }
+        }
+        dirty
+    }
+
+    /// Feeds the forecasters and forecasts, off the async runtime.
+    async fn observe(
+        &mut self,
+        observations: Vec<(String, Option<f64>, f64)>,
+    ) -> Result<(), AgentError> {
+        let mut work = Vec::with_capacity(observations.len());
+        for (id, cpu, mem) in observations {
+            let models = match self.models.remove(&id) {
+                Some(m) => m,
+                None => Models {
+                    cpu: self.cfg.forecaster.build()?,
+                    mem: self.cfg.forecaster.build()?,
+                },
+            };
+            work.push((id, models, cpu, mem));
+        }
+        let horizon = self.cfg.horizon_samples;
+        let min_samples = self.cfg.min_samples;
+        let done = tokio::task::spawn_blocking(move || {
+            work.into_iter()
+                .map(|(id, mut m, cpu, mem)| {
+                    if let Some(c) = cpu {
+                        if let Err(e) = m.cpu.observe(c) {
+                            tracing::debug!(container = %id, error = %e, "cpu sample rejected");
+                        }
+                    }
+                    if let Err(e) = m.mem.observe(mem) {
+                        tracing::debug!(container = %id, error = %e, "memory sample rejected");
+                    }
+                    let forecast = (m.cpu.observed() >= min_samples
+                        && m.mem.observed() >= min_samples)
+                        .then(|| Forecasts {
+                            cpu: m.cpu.forecast(horizon),
+                            mem: m.mem.forecast(horizon),
+                        })
+                        .filter(|f| {
+                            f.cpu.mean.is_finite()
+                                && f.mem.mean.is_finite()
+                                && f.cpu.std.is_finite()
+                                && f.mem.std.is_finite()
+                        });
+                    (id, m, forecast)
+                })
+                .collect::<Vec<_>>()
+        })
+        .await;
+        match done {
+            Ok(done) => {
+                for (id, m, forecast) in done {
+                    if let Some(t) = self.tracked.get_mut(&id) {
+                        t.forecast = forecast;
+                        self.models.insert(id, m);
+                    }
+                }
+            }
+            Err(e) => {
+                // a model panicked: its state is lost, rebuild from scratch next round
+                tracing::error!(error = %e, "forecaster task failed; models reset");
+            }
+        }
+        Ok(())
+    }
+
+    fn request_of(&self, t: &Tracked, cap: Resources) -> Resources {
+        let orig = self
+            .state
+            .originals
+            .get(&t.info.id)
+            .copied()
+            .unwrap_or(t.info.limits);
+        Resources::new(
+            t.labels
+                .request_cpu_cores
+                .or(orig.cpu.cores())
+                .unwrap_or(cap.cpu_cores),
+            t.labels
+                .request_mem_bytes
+                .or(orig.mem_bytes.map(|m| m as f64))
+                .unwrap_or(cap.mem_bytes),
+        )
+    }
+
+    fn allocation_of(t: &Tracked, cap: Resources) -> Resources {
+        Resources::new(
+            t.info.limits.cpu.cores().unwrap_or(cap.cpu_cores),
+            t.info
+                .limits
+                .mem_bytes
+                .map(|m| m as f64)
+                .unwrap_or(cap.mem_bytes),
+        )
+    }
+
+    fn build_view(&self, now_s: f64) -> NodeView {
+        let cap = self.capacity();
+        let containers = self
+            .tracked
+            .values()
+            .filter(|t| t.info.state == ContainerState::Running)
+            .map(|t| {
+                let mut request = self.request_of(t, cap);
+                let mut usage = t.usage;
+                if let Some((floor, until)) = t.oom_floor {
+                    if now_s <= until {
+                        usage.mem_bytes = usage.mem_bytes.max(floor);
+                        request.mem_bytes = request.mem_bytes.max(floor);
+                    }
+                }
+                ContainerReport {
+                    id: t.info.id.clone(),
+                    name: t.info.name.clone(),
+                    app: t.labels.app.clone(),
+                    class: t.labels.class,
+                    priority: t.labels.priority,
+                    protected: t.labels.protected,
+                    started_s: t.info.started_s.unwrap_or(now_s),
+                    request,
+                    allocation: Self::allocation_of(t, cap),
+                    usage,
+                    forecast: t.forecast,
+                    samples: t.samples,
+                    oom_kills: t.oom_kills,
+                    app_failures: self
+                        .state
+                        .app_failures
+                        .get(&t.labels.app)
+                        .copied()
+                        .unwrap_or(0),
+                }
+            })
+            .collect();
+        NodeView {
+            node: self
+                .cfg
+                .node_name
+                .clone()
+                .or_else(|| self.host.as_ref().map(|h| h.name.clone()))
+                .unwrap_or_else(|| "node".to_string()),
+            round: self.round,
+            at_s: now_s,
+            capacity: cap,
+            containers,
+            evicted: self.state.evicted.iter().map(|e| e.name.clone()).collect(),
+        }
+    }
+
+    async fn round_inner(&mut self, now_s: f64) -> Result<RoundReport, AgentError> {
+        let mut errors = Vec::new();
+        self.sample(now_s, &mut errors).await?;
+        let view = self.build_view(now_s);
+        if self.round <= u64::from(self.cfg.warmup_rounds) {
+            // the agent's own warm-up: models fill up, nothing is planned
+            return Ok(RoundReport {
+                round: self.round,
+                at_s: now_s,
+                actuation: self.cfg.actuation,
+                source: "warm-up".to_string(),
+                view,
+                outcomes: Vec::new(),
+                restarted: Vec::new(),
+                errors,
+                plan: None,
+            });
+        }
+        let plan: NodePlan = match self.source.plan(&view).await {
+            Ok(p) => p,
+            Err(e) => {
+                self.shared.metrics.plan_source_error();
+                return Err(e.into());
+            }
+        };
+        let outcomes = self.apply(&view, &plan.actions, now_s).await;
+        self.source.outcomes(&outcomes).await;
+        let restarted = if self.cfg.actuation == Actuation::Shape && self.cfg.restart_evicted {
+            self.restart_evicted(now_s).await
+        } else {
+            Vec::new()
+        };
+        let cap = view.capacity;
+        let running = self
+            .tracked
+            .values()
+            .filter(|t| t.info.state == ContainerState::Running);
+        let allocated = running
+            .clone()
+            .fold(Resources::ZERO, |a, t| a.add(&Self::allocation_of(t, cap)));
+        self.shared.metrics.node(
+            running.count() as u64,
+            self.state.evicted.len() as u64,
+            cap,
+            allocated,
+            view.requested(),
+            view.used(),
+        );
+        for o in &outcomes {
+            match o.result.as_str() {
+                "applied" => {
+                    tracing::info!(container = %o.action.container_name, action = ?o.action.kind, explanation = %o.action.explanation, "applied")
+                }
+                "recommended" => {
+                    tracing::info!(container = %o.action.container_name, action = ?o.action.kind, explanation = %o.action.explanation, "recommended (dry run)")
+                }
+                _ => {
+                    tracing::warn!(container = %o.action.container_name, action = ?o.action.kind, result = %o.result, error = ?o.error, "action not applied")
+                }
+            }
+        }
+        Ok(RoundReport {
+            round: self.round,
+            at_s: now_s,
+            actuation: self.cfg.actuation,
+            source: plan.source,
+            view,
+            outcomes,
+            restarted,
+            errors,
+            plan: plan.plan,
+        })
+    }
+
+    fn limits_update(&self, t: &Tracked, to: Resources) -> ResourceUpdate {
+        let orig = self
+            .state
+            .originals
+            .get(&t.info.id)
+            .copied()
+            .unwrap_or(t.info.limits);
+        let mem = to.mem_bytes.max(self.cfg.min_mem_bytes as f64);
+        let mem = ((mem / PAGE as f64).ceil() as u64).saturating_mul(PAGE);
+        let cores = (to.cpu_cores.max(self.cfg.min_cpu_cores) * 1000.0).round() / 1000.0;
+        // keep the kind of CPU limit the container was started with
+        let kind = if matches!(t.info.limits.cpu, CpuLimit::Quota { .. }) {
+            t.info.limits.cpu
+        } else {
+            orig.cpu
+        };
+        ResourceUpdate {
+            mem_bytes: Some(mem),
+            cpu: Some(kind.with_cores(cores)),
+        }
+    }
+
+    async fn apply(
+        &mut self,
+        view: &NodeView,
+        actions: &[NodeAction],
+        now_s: f64,
+    ) -> Vec<ActionOutcome> {
+        let mut ordered: Vec<&NodeAction> = actions.iter().collect();
+        ordered.sort_by_key(|a| a.order_class());
+        let shape = self.cfg.actuation == Actuation::Shape;
+        let mut outcomes = Vec::with_capacity(ordered.len());
+        let mut failed_apps: BTreeSet<String> = BTreeSet::new();
+        let mut dirty = false;
+        for a in ordered {
+            let kind = match a.kind {
+                NodeActionKind::Evict { .. } => "evict",
+                NodeActionKind::Resize { .. } => "resize",
+            };
+            let outcome = |result: &str, error: Option<String>| ActionOutcome {
+                action: a.clone(),
+                result: result.to_string(),
+                error,
+            };
+            let Some(t) = self.tracked.get(&a.container_id).cloned() else {
+                self.shared.metrics.action(kind, "refused");
+                outcomes.push(outcome("refused", Some("not a managed container".into())));
+                continue;
+            };
+            if t.info.state != ContainerState::Running {
+                self.shared.metrics.action(kind, "refused");
+                outcomes.push(outcome("refused", Some("container is not running".into())));
+                continue;
+            }
+            match &a.kind {
+                NodeActionKind::Evict { .. } => {
+                    if t.labels.protected {
+                        self.shared.metrics.action(kind, "refused");
+                        outcomes.push(outcome(
+                            "refused",
+                            Some("protected containers are never evicted".into()),
+                        ));
+                        continue;
+                    }
+                    if !shape {
+                        self.shared.metrics.action(kind, "recommended");
+                        outcomes.push(outcome("recommended", None));
+                        continue;
+                    }
+                    match self
+                        .runtime
+                        .stop(&a.container_id, self.cfg.stop_grace_s)
+                        .await
+                    {
+                        Ok(()) => {
+                            let cap = view.capacity;
+                            let request = view
+                                .containers
+                                .iter()
+                                .find(|c| c.id == a.container_id)
+                                .map(|c| c.request)
+                                .unwrap_or_else(|| self.request_of(&t, cap));
+                            self.state.evicted.push(Eviction {
+                                id: a.container_id.clone(),
+                                name: t.info.name.clone(),
+                                app: t.labels.app.clone(),
+                                at_s: now_s,
+                                reason: a.explanation.clone(),
+                                request,
+                            });
+                            if failed_apps.insert(t.labels.app.clone()) {
+                                *self
+                                    .state
+                                    .app_failures
+                                    .entry(t.labels.app.clone())
+                                    .or_default() += 1;
+                            }
+                            if let Some(tm) = self.tracked.get_mut(&a.container_id) {
+                                tm.info.state = ContainerState::Exited;
+                                tm.needs_inspect = true;
+                                tm.last_cpu = None;
+                            }
+                            dirty = true;
+                            tracing::warn!(container = %t.info.name, app = %t.labels.app, reason = %a.explanation, "evicted");
+                            self.shared.metrics.action(kind, "applied");
+                            outcomes.push(outcome("applied", None));
+                        }
+                        Err(e) => {
+                            self.shared.metrics.runtime_error("stop");
+                            self.shared.metrics.action(kind, "failed");
+                            outcomes.push(outcome("failed", Some(e.to_string())));
+                        }
+                    }
+                }
+                NodeActionKind::Resize { from, to } => {
+                    let shrinks = to.cpu_cores < from.cpu_cores || to.mem_bytes < from.mem_bytes;
+                    if t.labels.protected && shrinks {
+                        self.shared.metrics.action(kind, "refused");
+                        outcomes.push(outcome(
+                            "refused",
+                            Some("protected containers are never shrunk".into()),
+                        ));
+                        continue;
+                    }
+                    if !to.is_finite() || to.cpu_cores <= 0.0 || to.mem_bytes <= 0.0 {
+                        self.shared.metrics.action(kind, "refused");
+                        outcomes.push(outcome("refused", Some(format!("invalid target {to:?}"))));
+                        continue;
+                    }
+                    if !shape {
+                        self.shared.metrics.action(kind, "recommended");
+                        outcomes.push(outcome("recommended", None));
+                        continue;
+                    }
+                    let update = self.limits_update(&t, *to);
+                    match self.runtime.update(&a.container_id, &update).await {
+                        Ok(()) => {
+                            if let Some(tm) = self.tracked.get_mut(&a.container_id) {
+                                if let Some(m) = update.mem_bytes {
+                                    tm.info.limits.mem_bytes = Some(m);
+                                }
+                                if let Some(c) = update.cpu {
+                                    tm.info.limits.cpu = c;
+                                }
+                            }
+                            self.shared.metrics.action(kind, "applied");
+                            outcomes.push(outcome("applied", None));
+                        }
+                        Err(e) => {
+                            self.shared.metrics.runtime_error("update");
+                            self.shared.metrics.action(kind, "failed");
+                            if let Some(tm) = self.tracked.get_mut(&a.container_id) {
+                                tm.needs_inspect = true;
+                            }
+                            outcomes.push(outcome("failed", Some(e.to_string())));
+                        }
+                    }
+                }
+            }
+        }
+        if dirty {
+            self.save_state();
+        }
+        outcomes
+    }
+
+    /// The limits a container gets back: what it was started with; an
+    /// unlimited resource gets the node's capacity (Docker cannot remove a
+    /// limit with `update`).
+    fn original_update(&self, t: &Tracked) -> ResourceUpdate {
+        let cap = self.capacity();
+        let orig = self
+            .state
+            .originals
+            .get(&t.info.id)
+            .copied()
+            .unwrap_or(t.info.limits);
+        let mem = orig
+            .mem_bytes
+            .unwrap_or_else(|| (cap.mem_bytes as u64 / PAGE) * PAGE);
+        let cpu = match orig.cpu {
+            CpuLimit::Unlimited => CpuLimit::Nano {
+                nano_cpus: (cap.cpu_cores * 1e9).round() as i64,
+            },
+            c => c,
+        };
+        ResourceUpdate {
+            mem_bytes: Some(mem),
+            cpu: Some(cpu),
+        }
+    }
+
+    async fn restart_evicted(&mut self, now_s: f64) -> Vec<String> {
+        let cap = self.capacity();
+        let allocated = self
+            .tracked
+            .values()
+            .filter(|t| t.info.state == ContainerState::Running)
+            .fold(Resources::ZERO, |a, t| a.add(&Self::allocation_of(t, cap)));
+        let mut free = cap.sub(&allocated);
+        let mut restarted = Vec::new();
+        while let Some(e) = self.state.evicted.first().cloned() {
+            if now_s - e.at_s < self.cfg.restart_cooldown_s || !e.request.fits_in(&free) {
+                break;
+            }
+            let Some(t) = self.tracked.get(&e.id).cloned() else {
+                self.state.evicted.remove(0);
+                continue;
+            };
+            let update = self.original_update(&t);
+            if let Err(err) = self.runtime.update(&e.id, &update).await {
+                self.shared.metrics.runtime_error("update");
+                tracing::warn!(container = %e.name, error = %err, "cannot restore limits before restart");
+            }
+            match self.runtime.start(&e.id).await {
+                Ok(()) => {
+                    self.state.evicted.remove(0);
+                    free = free.sub(&e.request);
+                    if let Some(tm) = self.tracked.get_mut(&e.id) {
+                        tm.info.state = ContainerState::Running;
+                        tm.info.limits = Limits {
+                            mem_bytes: update.mem_bytes,
+                            cpu: update.cpu.unwrap_or(tm.info.limits.cpu),
+                        };
+                        tm.needs_inspect = true;
+                        tm.last_cpu = None;
+                    }
+                    self.shared.metrics.action("restart", "applied");
+                    tracing::info!(container = %e.name, app = %e.app, evicted_for_s = now_s - e.at_s, "restarted evicted container");
+                    restarted.push(e.name.clone());
+                }
+                Err(err) => {
+                    self.shared.metrics.runtime_error("start");
+                    self.shared.metrics.action("restart", "failed");
+                    tracing::warn!(container = %e.name, error = %err, "cannot restart evicted container");
+                    if matches!(err, RuntimeError::NotFound(_)) {
+                        self.state.evicted.remove(0);
+                        continue;
+                    }
+                    break;
+                }
+            }
+        }
+        if !restarted.is_empty() {
+            self.save_state();
+        }
+        restarted
+    }
+
+    fn save_state(&self) {
+        if let Err(e) = self.store.save(&self.state) {
+            tracing::warn!(path = %self.cfg.state_file.display(), error = %e, "cannot write agent state");
+        }
+    }
+
+    /// What SIGTERM does (`on_shutdown`): with `restore_requests` every
+    /// running managed container whose limits the agent changed gets its
+    /// original limits back; `keep_current` changes nothing. Nothing is
+    /// stopped either way, and in `recommend` mode nothing was changed.
+    /// Returns the containers restored.
+    pub async fn shutdown(&mut self) -> Vec<String> {
+        let mut restored = Vec::new();
+        if self.cfg.actuation != Actuation::Shape
+            || self.cfg.on_shutdown != ShutdownPolicy::RestoreRequests
+        {
+            return restored;
+        }
+        let running: Vec<Tracked> = self
+            .tracked
+            .values()
+            .filter(|t| t.info.state == ContainerState::Running)
+            .cloned()
+            .collect();
+        for t in running {
+            let update = self.original_update(&t);
+            let current = ResourceUpdate {
+                mem_bytes: t.info.limits.mem_bytes,
+                cpu: Some(t.info.limits.cpu),
+            };
+            if update == current {
+                continue;
+            }
+            match self.runtime.update(&t.info.id, &update).await {
+                Ok(()) => restored.push(t.info.name.clone()),
+                Err(e) => {
+                    tracing::warn!(container = %t.info.name, error = %e, "cannot restore request on shutdown")
+                }
+            }
+        }
+        tracing::info!(restored = restored.len(), "restored requests on shutdown");
+        restored
+    }
+
+    /// Runs rounds every `interval_s` until `shutdown` resolves, then
+    /// applies the shutdown policy. Failed rounds back off (interval x 2^n,
+    /// at most max(interval, 30 s)). Sends sd_notify READY / WATCHDOG /
+    /// STOPPING when run by systemd.
+    pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<(), AgentError> {
+        self.start_event_listener();
+        let heartbeat = Arc::new(std::sync::atomic::AtomicU64::new(
+            tailor_core::SystemClock.now_s() as u64,
+        ));
+        let watchdog = crate::notify::watchdog_period().map(|period| {
+            let heartbeat = heartbeat.clone();
+            let stale_after_s = (3.0 * self.cfg.interval_s + 30.0).max(period.as_secs_f64()) as u64;
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(period / 2);
+                loop {
+                    tick.tick().await;
+                    let now = tailor_core::SystemClock.now_s() as u64;
+                    if now.saturating_sub(heartbeat.load(std::sync::atomic::Ordering::Relaxed))
+                        <= stale_after_s
+                    {
+                        let _ = crate::notify::notify("WATCHDOG=1");
+                    } else {
+                        tracing::error!("agent loop is stuck; not pinging the systemd watchdog");
+                    }
+                }
+            })
+        });
+        let _ = crate::notify::notify("READY=1\nSTATUS=sampling");
+        tokio::pin!(shutdown);
+        let interval = Duration::from_secs_f64(self.cfg.interval_s);
+        let max_backoff = interval.max(Duration::from_secs(30));
+        let mut failures = 0u32;
+        let mut next = tokio::time::Instant::now();
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => break,
+                _ = tokio::time::sleep_until(next) => {}
+            }
+            heartbeat.store(
+                tailor_core::SystemClock.now_s() as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            let wait = match self.round().await {
+                Ok(report) => {
+                    if failures > 0 {
+                        tracing::info!(after_failures = failures, "round succeeded again");
+                    }
+                    failures = 0;
+                    tracing::debug!(
+                        round = report.round,
+                        containers = report.view.containers.len(),
+                        actions = report.outcomes.len(),
+                        "round done"
+                    );
+                    interval
+                }
+                Err(e) => {
+                    failures += 1;
+                    let wait = (interval * 2u32.saturating_pow(failures.min(16))).min(max_backoff);
+                    tracing::warn!(error = %e, failures, retry_in_s = wait.as_secs_f64(), "round failed");
+                    wait
+                }
+            };
+            next += wait;
+            let now = tokio::time::Instant::now();
+            if next < now {
+                next = now;
+            }
+        }
+        let _ = crate::notify::notify("STOPPING=1");
+        if let Some(w) = watchdog {
+            w.abort();
+        }
+        self.shutdown().await;
+        Ok(())
+    }
+}
+
+impl From<PlanSourceError> for AgentError {
+    fn from(e: PlanSourceError) -> Self {
+        AgentError::PlanSource(e)
+    }
+}

@@ -1,0 +1,574 @@
+//! [`ContainerRuntime`] for Docker, with bollard.
+//!
+//! * API version negotiation: the client starts at bollard's default version
+//!   and negotiates down to the daemon's (Debian's docker.io 20.10 speaks
+//!   API 1.41, current engines 1.4x/1.5x). Until a negotiation succeeds
+//!   (daemon down at start, restarting) every call first retries it.
+//! * Stats are read with one raw `GET /containers/{id}/stats?stream=false&one-shot=true`
+//!   over the unix socket and decoded leniently: bollard's typed memory stats
+//!   reject cgroup fields it does not know (newer kernels add some), and the
+//!   agent only needs the CPU counter, memory usage and inactive file cache.
+
+use crate::runtime::{
+    parse_rfc3339_s, ContainerInfo, ContainerRuntime, ContainerState, ContainerStats,
+    ContainerSummary, CpuLimit, HostInfo, Limits, ResourceUpdate, RuntimeError, RuntimeEvent,
+};
+use bollard::container::{
+    InspectContainerOptions, ListContainersOptions, StartContainerOptions, StopContainerOptions,
+    UpdateContainerOptions,
+};
+use bollard::system::EventsOptions;
+use bollard::Docker;
+use futures_util::stream::{BoxStream, StreamExt};
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Default Docker socket.
+pub const DEFAULT_SOCKET: &str = "/var/run/docker.sock";
+
+/// Per-request timeout of the client (seconds).
+const REQUEST_TIMEOUT_S: u64 = 30;
+/// Largest stats answer read (bytes).
+const MAX_STATS_BYTES: usize = 1 << 20;
+
+/// Docker through bollard (unix socket).
+pub struct DockerRuntime {
+    socket: PathBuf,
+    client: Mutex<Docker>,
+    negotiated: AtomicBool,
+    api_version: Mutex<String>,
+}
+
+impl std::fmt::Debug for DockerRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DockerRuntime")
+            .field("socket", &self.socket)
+            .finish()
+    }
+}
+
+impl DockerRuntime {
+    /// A client for the daemon at `socket`. Does not touch the daemon: the
+    /// first call connects and negotiates the API version.
+    pub fn new(socket: impl AsRef<Path>) -> Result<Self, RuntimeError> {
+        let socket = socket.as_ref().to_path_buf();
+        let path = socket.to_string_lossy().to_string();
+        let client =
+            Docker::connect_with_socket(&path, REQUEST_TIMEOUT_S, bollard::API_DEFAULT_VERSION)
+                .map_err(map_err)?;
+        Ok(Self {
+            socket,
+            client: Mutex::new(client),
+            negotiated: AtomicBool::new(false),
+            api_version: Mutex::new(String::new()),
+        })
+    }
+
+    /// The API version in use after negotiation (empty before).
+    pub fn api_version(&self) -> String {
+        self.api_version
+            .lock()
+            .map(|v| v.clone())
+            .unwrap_or_default()
+    }
+
+    fn docker(&self) -> Docker {
+        match self.client.lock() {
+            Ok(c) => c.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The negotiated client (negotiates first when needed).
+    async fn client(&self) -> Result<Docker, RuntimeError> {
+        if self.negotiated.load(Ordering::Acquire) {
+            return Ok(self.docker());
+        }
+        let negotiated = self.docker().negotiate_version().await.map_err(map_err)?;
+        let version = negotiated.client_version().to_string();
+        tracing::info!(api_version = %version, socket = %self.socket.display(), "negotiated Docker API version");
+        if let Ok(mut c) = self.client.lock() {
+            *c = negotiated.clone();
+        }
+        if let Ok(mut v) = self.api_version.lock() {
+            *v = version;
+        }
+        self.negotiated.store(true, Ordering::Release);
+        Ok(negotiated)
+    }
+
+    /// Raw GET over the unix socket (HTTP/1.0: the daemon answers and closes).
+    async fn raw_get(&self, path_and_query: &str) -> Result<(u16, Vec<u8>), RuntimeError> {
+        let fut = async {
+            let mut stream = tokio::net::UnixStream::connect(&self.socket)
+                .await
+                .map_err(|e| {
+                    RuntimeError::Unavailable(format!("{}: {e}", self.socket.display()))
+                })?;
+            let req = format!(
+                "GET {path_and_query} HTTP/1.0\r\nHost: docker\r\nUser-Agent: tailor-agent\r\n\r\n"
+            );
+            stream
+                .write_all(req.as_bytes())
+                .await
+                .map_err(|e| RuntimeError::Unavailable(e.to_string()))?;
+            let mut buf = Vec::with_capacity(8192);
+            let mut chunk = [0u8; 8192];
+            loop {
+                let n = stream
+                    .read(&mut chunk)
+                    .await
+                    .map_err(|e| RuntimeError::Unavailable(e.to_string()))?;
+                if n == 0 {
+                    break;
+                }
+                if buf.len() + n > MAX_STATS_BYTES {
+                    return Err(RuntimeError::Decode(format!(
+                        "answer larger than {MAX_STATS_BYTES} bytes"
+                    )));
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            parse_http_response(&buf)
+        };
+        tokio::time::timeout(Duration::from_secs(REQUEST_TIMEOUT_S), fut)
+            .await
+            .map_err(|_| {
+                RuntimeError::Unavailable(format!("timeout after {REQUEST_TIMEOUT_S} s"))
+            })?
+    }
+}
+
+/// Splits an HTTP/1.x answer into status and body (no chunked encoding: the
+/// request is HTTP/1.0).
+fn parse_http_response(buf: &[u8]) -> Result<(u16, Vec<u8>), RuntimeError> {
+    let head_end = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| RuntimeError::Decode("no HTTP header end".into()))?;
+    let head =
+        std::str::from_utf8(&buf[..head_end]).map_err(|e| RuntimeError::Decode(e.to_string()))?;
+    let status_line = head.lines().next().unwrap_or_default();
+    let status = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse::<u16>().ok())
+        .ok_or_else(|| RuntimeError::Decode(format!("bad status line {status_line:?}")))?;
+    let chunked = head.lines().any(|l| {
+        let l = l.to_ascii_lowercase();
+        l.starts_with("transfer-encoding:") && l.contains("chunked")
+    });
+    let body = &buf[head_end + 4..];
+    let body = if chunked {
+        dechunk(body)?
+    } else {
+        body.to_vec()
+    };
+    Ok((status, body))
+}
+
+fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, RuntimeError> {
+    let mut out = Vec::with_capacity(body.len());
+    loop {
+        let line_end = body
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .ok_or_else(|| RuntimeError::Decode("bad chunk header".into()))?;
+        let size_str = std::str::from_utf8(&body[..line_end])
+            .map_err(|e| RuntimeError::Decode(e.to_string()))?;
+        let size = usize::from_str_radix(size_str.split(';').next().unwrap_or("").trim(), 16)
+            .map_err(|e| RuntimeError::Decode(format!("bad chunk size: {e}")))?;
+        body = &body[line_end + 2..];
+        if size == 0 {
+            return Ok(out);
+        }
+        if body.len() < size {
+            return Err(RuntimeError::Decode("truncated chunk".into()));
+        }
+        out.extend_from_slice(&body[..size]);
+        body = body.get(size + 2..).unwrap_or(&[]);
+    }
+}
+
+#[derive(Deserialize)]
+struct RawStats {
+    #[serde(default)]
+    cpu_stats: Option<RawCpuStats>,
+    #[serde(default)]
+    memory_stats: Option<RawMemStats>,
+}
+
+#[derive(Deserialize)]
+struct RawCpuStats {
+    #[serde(default)]
+    cpu_usage: Option<RawCpuUsage>,
+    #[serde(default)]
+    system_cpu_usage: Option<u64>,
+    #[serde(default)]
+    online_cpus: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct RawCpuUsage {
+    #[serde(default)]
+    total_usage: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct RawMemStats {
+    #[serde(default)]
+    usage: Option<u64>,
+    #[serde(default)]
+    limit: Option<u64>,
+    #[serde(default)]
+    stats: Option<HashMap<String, serde_json::Value>>,
+}
+
+/// Decodes a Docker stats answer (cgroup v1 or v2) leniently.
+pub fn decode_stats(body: &[u8]) -> Result<ContainerStats, RuntimeError> {
+    let raw: RawStats =
+        serde_json::from_slice(body).map_err(|e| RuntimeError::Decode(e.to_string()))?;
+    let cpu = raw.cpu_stats;
+    let cpu_total_ns = cpu
+        .as_ref()
+        .and_then(|c| c.cpu_usage.as_ref())
+        .and_then(|u| u.total_usage)
+        .unwrap_or(0);
+    let mem = raw.memory_stats;
+    let get = |k: &str| -> Option<u64> {
+        mem.as_ref()
+            .and_then(|m| m.stats.as_ref())
+            .and_then(|s| s.get(k))
+            .and_then(|v| v.as_u64())
+    };
+    // v1: total_inactive_file (hierarchical); v2: inactive_file
+    let inactive = get("total_inactive_file")
+        .or_else(|| get("inactive_file"))
+        .unwrap_or(0);
+    let limit = mem
+        .as_ref()
+        .and_then(|m| m.limit)
+        .filter(|&l| l > 0 && l < (1u64 << 62));
+    Ok(ContainerStats {
+        cpu_total_ns,
+        system_cpu_ns: cpu.as_ref().and_then(|c| c.system_cpu_usage),
+        online_cpus: cpu.as_ref().and_then(|c| c.online_cpus),
+        mem_usage_bytes: mem.as_ref().and_then(|m| m.usage).unwrap_or(0),
+        mem_inactive_file_bytes: inactive,
+        mem_limit_bytes: limit,
+    })
+}
+
+fn map_err(e: bollard::errors::Error) -> RuntimeError {
+    use bollard::errors::Error as E;
+    match e {
+        E::DockerResponseServerError {
+            status_code: 404,
+            message,
+        } => RuntimeError::NotFound(message),
+        E::DockerResponseServerError {
+            status_code,
+            message,
+        } => RuntimeError::Api {
+            status: status_code,
+            message,
+        },
+        E::JsonDataError { message, .. } => RuntimeError::Decode(message),
+        E::JsonSerdeError { err } => RuntimeError::Decode(err.to_string()),
+        E::APIVersionParseError {} => RuntimeError::Decode("cannot parse API version".into()),
+        other => RuntimeError::Unavailable(other.to_string()),
+    }
+}
+
+fn map_not_found(id: &str, e: RuntimeError) -> RuntimeError {
+    match e {
+        RuntimeError::NotFound(_) => RuntimeError::NotFound(id.to_string()),
+        other => other,
+    }
+}
+
+fn container_name(names: &[String], id: &str) -> String {
+    names
+        .first()
+        .map(|n| n.trim_start_matches('/').to_string())
+        .unwrap_or_else(|| id.chars().take(12).collect())
+}
+
+impl ContainerRuntime for DockerRuntime {
+    async fn host_info(&self) -> Result<HostInfo, RuntimeError> {
+        let info = self.client().await?.info().await.map_err(map_err)?;
+        Ok(HostInfo {
+            name: info.name.unwrap_or_default(),
+            ncpu: info.ncpu.and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
+            mem_total_bytes: info
+                .mem_total
+                .and_then(|m| u64::try_from(m).ok())
+                .unwrap_or(0),
+            cgroup_version: info.cgroup_version.map(|v| v.to_string()),
+            server_version: info.server_version.unwrap_or_default(),
+        })
+    }
+
+    async fn list(
+        &self,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<Vec<ContainerSummary>, RuntimeError> {
+        let mut filters: HashMap<String, Vec<String>> = HashMap::new();
+        if !labels.is_empty() {
+            filters.insert(
+                "label".into(),
+                labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+            );
+        }
+        let opts = ListContainersOptions::<String> {
+            all: true,
+            filters,
+            ..Default::default()
+        };
+        let list = self
+            .client()
+            .await?
+            .list_containers(Some(opts))
+            .await
+            .map_err(map_err)?;
+        Ok(list
+            .into_iter()
+            .filter_map(|c| {
+                let id = c.id?;
+                Some(ContainerSummary {
+                    name: container_name(&c.names.unwrap_or_default(), &id),
+                    labels: c.labels.unwrap_or_default().into_iter().collect(),
+                    state: ContainerState::parse(c.state.as_deref().unwrap_or("")),
+                    id,
+                })
+            })
+            .collect())
+    }
+
+    async fn inspect(&self, id: &str) -> Result<ContainerInfo, RuntimeError> {
+        let c = self
+            .client()
+            .await?
+            .inspect_container(id, None::<InspectContainerOptions>)
+            .await
+            .map_err(|e| map_not_found(id, map_err(e)))?;
+        let full_id = c.id.clone().unwrap_or_else(|| id.to_string());
+        let state = c.state.as_ref();
+        let status = state
+            .and_then(|s| s.status.map(|st| st.to_string()))
+            .unwrap_or_default();
+        let started_s = state
+            .and_then(|s| s.started_at.as_deref())
+            .and_then(parse_rfc3339_s);
+        let hc = c.host_config.as_ref();
+        let mem = hc
+            .and_then(|h| h.memory)
+            .filter(|&m| m > 0)
+            .map(|m| m as u64);
+        let nano = hc.and_then(|h| h.nano_cpus).unwrap_or(0);
+        let quota = hc.and_then(|h| h.cpu_quota).unwrap_or(0);
+        let period = hc
+            .and_then(|h| h.cpu_period)
+            .filter(|&p| p > 0)
+            .unwrap_or(100_000);
+        let cpu = if nano > 0 {
+            CpuLimit::Nano { nano_cpus: nano }
+        } else if quota > 0 {
+            CpuLimit::Quota {
+                quota_us: quota,
+                period_us: period,
+            }
+        } else {
+            CpuLimit::Unlimited
+        };
+        let name = c
+            .name
+            .as_deref()
+            .map(|n| n.trim_start_matches('/').to_string())
+            .unwrap_or_default();
+        Ok(ContainerInfo {
+            id: full_id,
+            name,
+            labels: c
+                .config
+                .and_then(|cfg| cfg.labels)
+                .unwrap_or_default()
+                .into_iter()
+                .collect(),
+            state: ContainerState::parse(&status),
+            started_s,
+            limits: Limits {
+                mem_bytes: mem,
+                cpu,
+            },
+            oom_killed: state.and_then(|s| s.oom_killed).unwrap_or(false),
+        })
+    }
+
+    async fn stats(&self, id: &str) -> Result<ContainerStats, RuntimeError> {
+        if !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+        {
+            return Err(RuntimeError::NotFound(id.to_string()));
+        }
+        let (status, body) = self
+            .raw_get(&format!(
+                "/containers/{id}/stats?stream=false&one-shot=true"
+            ))
+            .await?;
+        match status {
+            200 => decode_stats(&body),
+            404 => Err(RuntimeError::NotFound(id.to_string())),
+            s => Err(RuntimeError::Api {
+                status: s,
+                message: String::from_utf8_lossy(&body).trim().to_string(),
+            }),
+        }
+    }
+
+    async fn update(&self, id: &str, update: &ResourceUpdate) -> Result<(), RuntimeError> {
+        let mut opts = UpdateContainerOptions::<String> {
+            ..Default::default()
+        };
+        if let Some(m) = update.mem_bytes {
+            let m = i64::try_from(m)
+                .map_err(|_| RuntimeError::Decode(format!("memory {m} too large")))?;
+            opts.memory = Some(m);
+            opts.memory_swap = Some(m);
+        }
+        match update.cpu {
+            Some(CpuLimit::Nano { nano_cpus }) => opts.nano_cpus = Some(nano_cpus),
+            Some(CpuLimit::Quota {
+                quota_us,
+                period_us,
+            }) => {
+                opts.cpu_quota = Some(quota_us);
+                opts.cpu_period = Some(period_us);
+            }
+            Some(CpuLimit::Unlimited) => opts.nano_cpus = Some(0),
+            None => {}
+        }
+        self.client()
+            .await?
+            .update_container(id, opts)
+            .await
+            .map_err(|e| map_not_found(id, map_err(e)))
+    }
+
+    async fn stop(&self, id: &str, grace_s: u32) -> Result<(), RuntimeError> {
+        let opts = StopContainerOptions {
+            t: i64::from(grace_s),
+        };
+        match self.client().await?.stop_container(id, Some(opts)).await {
+            Ok(()) => Ok(()),
+            // 304: already stopped
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 304, ..
+            }) => Ok(()),
+            Err(e) => Err(map_not_found(id, map_err(e))),
+        }
+    }
+
+    async fn start(&self, id: &str) -> Result<(), RuntimeError> {
+        match self
+            .client()
+            .await?
+            .start_container(id, None::<StartContainerOptions<String>>)
+            .await
+        {
+            Ok(()) => Ok(()),
+            // 304: already started
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 304, ..
+            }) => Ok(()),
+            Err(e) => Err(map_not_found(id, map_err(e))),
+        }
+    }
+
+    fn events(&self) -> BoxStream<'static, Result<RuntimeEvent, RuntimeError>> {
+        let docker = self.docker();
+        let mut filters: HashMap<String, Vec<String>> = HashMap::new();
+        filters.insert("type".into(), vec!["container".into()]);
+        filters.insert(
+            "event".into(),
+            vec!["oom".into(), "die".into(), "start".into(), "destroy".into()],
+        );
+        let opts = EventsOptions::<String> {
+            filters,
+            ..Default::default()
+        };
+        docker
+            .events(Some(opts))
+            .filter_map(|msg| async move {
+                match msg {
+                    Err(e) => Some(Err(map_err(e))),
+                    Ok(m) => {
+                        let actor = m.actor?;
+                        let id = actor.id?;
+                        let attrs = actor.attributes.unwrap_or_default();
+                        match m.action.as_deref()? {
+                            "oom" => Some(Ok(RuntimeEvent::Oom { id })),
+                            "die" => Some(Ok(RuntimeEvent::Die {
+                                id,
+                                exit_code: attrs.get("exitCode").and_then(|c| c.parse().ok()),
+                            })),
+                            "start" => Some(Ok(RuntimeEvent::Start { id })),
+                            "destroy" => Some(Ok(RuntimeEvent::Destroy { id })),
+                            _ => None,
+                        }
+                    }
+                }
+            })
+            .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V1: &str = r#"{"read":"2026-11-22T08:26:55.801169848Z","cpu_stats":{"cpu_usage":{"total_usage":30301404},"system_cpu_usage":1975210000000,"online_cpus":2},"memory_stats":{"usage":561152,"max_usage":4083712,"stats":{"cache":0,"total_inactive_file":4096,"inactive_file":0,"rss":53248},"limit":33554432}}"#;
+    const V2: &str = r#"{"cpu_stats":{"cpu_usage":{"total_usage":7},"online_cpus":4},"memory_stats":{"usage":1000,"stats":{"inactive_file":300,"anon":600,"zswap":0,"some_new_field":12},"limit":9223372036854771712}}"#;
+
+    #[test]
+    fn decodes_v1_and_v2() {
+        let s = decode_stats(V1.as_bytes()).expect("v1");
+        assert_eq!(s.cpu_total_ns, 30301404);
+        assert_eq!(s.mem_usage_bytes, 561152);
+        assert_eq!(s.working_set_bytes(), 561152 - 4096);
+        assert_eq!(s.mem_limit_bytes, Some(33554432));
+        assert_eq!(s.online_cpus, Some(2));
+        let s = decode_stats(V2.as_bytes()).expect("v2");
+        assert_eq!(s.working_set_bytes(), 700);
+        assert_eq!(s.mem_limit_bytes, None, "unlimited shows as a huge number");
+    }
+
+    #[test]
+    fn decodes_empty_stats_of_a_stopped_container() {
+        let s = decode_stats(br#"{"read":"0001-01-01T00:00:00Z","cpu_stats":{"cpu_usage":{"total_usage":0}},"memory_stats":{}}"#)
+            .expect("decodes");
+        assert_eq!(s.cpu_total_ns, 0);
+        assert_eq!(s.working_set_bytes(), 0);
+        assert!(decode_stats(b"not json").is_err());
+    }
+
+    #[test]
+    fn http_parsing() {
+        let (s, b) =
+            parse_http_response(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{}")
+                .expect("ok");
+        assert_eq!((s, b.as_slice()), (200, b"{}".as_slice()));
+        let (s, b) =
+            parse_http_response(b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
+                .expect("chunked");
+        assert_eq!((s, b.as_slice()), (404, b"abcde".as_slice()));
+        assert!(parse_http_response(b"garbage").is_err());
+        assert!(parse_http_response(b"HTTP/1.1 abc\r\n\r\n").is_err());
+    }
+}

@@ -1,0 +1,273 @@
+//! An in-memory [`ContainerRuntime`] for unit tests of the agent's logic
+//! (and the overhead bench). Usage is scripted by the test; the fake records
+//! every update, stop and start, and can be switched "down" to simulate a
+//! daemon restart.
+
+use crate::runtime::{
+    ContainerInfo, ContainerRuntime, ContainerState, ContainerStats, ContainerSummary, CpuLimit,
+    HostInfo, Limits, ResourceUpdate, RuntimeError, RuntimeEvent,
+};
+use futures_util::stream::{BoxStream, StreamExt};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::broadcast;
+
+/// One fake container.
+#[derive(Clone, Debug)]
+pub struct FakeContainer {
+    pub info: ContainerInfo,
+    pub cpu_total_ns: u64,
+    pub mem_usage_bytes: u64,
+    pub mem_inactive_file_bytes: u64,
+}
+
+/// A call the agent made.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FakeCall {
+    Update(String, ResourceUpdate),
+    Stop(String, u32),
+    Start(String),
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    containers: BTreeMap<String, FakeContainer>,
+    calls: Vec<FakeCall>,
+    down: bool,
+    fail_stats_for: Vec<String>,
+    now_s: f64,
+}
+
+/// The fake runtime. Cheap to clone (shared state).
+#[derive(Clone, Debug)]
+pub struct FakeRuntime {
+    inner: Arc<Mutex<Inner>>,
+    host: HostInfo,
+    events: broadcast::Sender<RuntimeEvent>,
+}
+
+impl FakeRuntime {
+    pub fn new(ncpu: u32, mem_total_bytes: u64) -> Self {
+        let (events, _) = broadcast::channel(1024);
+        Self {
+            inner: Arc::new(Mutex::new(Inner::default())),
+            host: HostInfo {
+                name: "fake-node".into(),
+                ncpu,
+                mem_total_bytes,
+                cgroup_version: Some("2".into()),
+                server_version: "fake".into(),
+            },
+            events,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        match self.inner.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Adds a running container.
+    pub fn add(
+        &self,
+        id: &str,
+        labels: &[(&str, &str)],
+        mem_limit: Option<u64>,
+        cpu: CpuLimit,
+        started_s: f64,
+    ) {
+        let info = ContainerInfo {
+            id: id.to_string(),
+            name: id.to_string(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            state: ContainerState::Running,
+            started_s: Some(started_s),
+            limits: Limits {
+                mem_bytes: mem_limit,
+                cpu,
+            },
+            oom_killed: false,
+        };
+        self.lock().containers.insert(
+            id.to_string(),
+            FakeContainer {
+                info,
+                cpu_total_ns: 0,
+                mem_usage_bytes: 0,
+                mem_inactive_file_bytes: 0,
+            },
+        );
+    }
+
+    /// Sets memory usage and adds CPU time.
+    pub fn set_usage(&self, id: &str, mem_usage_bytes: u64, add_cpu_ns: u64) {
+        if let Some(c) = self.lock().containers.get_mut(id) {
+            c.mem_usage_bytes = mem_usage_bytes;
+            c.cpu_total_ns += add_cpu_ns;
+        }
+    }
+
+    pub fn remove(&self, id: &str) {
+        self.lock().containers.remove(id);
+        let _ = self
+            .events
+            .send(RuntimeEvent::Destroy { id: id.to_string() });
+    }
+
+    /// Simulates an OOM kill event.
+    pub fn oom(&self, id: &str) {
+        let _ = self.events.send(RuntimeEvent::Oom { id: id.to_string() });
+    }
+
+    /// Daemon down (every call fails with `Unavailable`) or back up.
+    pub fn set_down(&self, down: bool) {
+        self.lock().down = down;
+    }
+
+    /// The time `start` records as a container's start time.
+    pub fn set_now(&self, now_s: f64) {
+        self.lock().now_s = now_s;
+    }
+
+    /// Makes `stats` fail for one container.
+    pub fn fail_stats(&self, id: &str) {
+        self.lock().fail_stats_for.push(id.to_string());
+    }
+
+    pub fn calls(&self) -> Vec<FakeCall> {
+        self.lock().calls.clone()
+    }
+
+    pub fn container(&self, id: &str) -> Option<FakeContainer> {
+        self.lock().containers.get(id).cloned()
+    }
+
+    fn check_up(&self) -> Result<(), RuntimeError> {
+        if self.lock().down {
+            Err(RuntimeError::Unavailable("fake daemon is down".into()))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl ContainerRuntime for FakeRuntime {
+    async fn host_info(&self) -> Result<HostInfo, RuntimeError> {
+        self.check_up()?;
+        Ok(self.host.clone())
+    }
+
+    async fn list(
+        &self,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<Vec<ContainerSummary>, RuntimeError> {
+        self.check_up()?;
+        Ok(self
+            .lock()
+            .containers
+            .values()
+            .filter(|c| labels.iter().all(|(k, v)| c.info.labels.get(k) == Some(v)))
+            .map(|c| ContainerSummary {
+                id: c.info.id.clone(),
+                name: c.info.name.clone(),
+                labels: c.info.labels.clone(),
+                state: c.info.state,
+            })
+            .collect())
+    }
+
+    async fn inspect(&self, id: &str) -> Result<ContainerInfo, RuntimeError> {
+        self.check_up()?;
+        self.lock()
+            .containers
+            .get(id)
+            .map(|c| c.info.clone())
+            .ok_or_else(|| RuntimeError::NotFound(id.into()))
+    }
+
+    async fn stats(&self, id: &str) -> Result<ContainerStats, RuntimeError> {
+        self.check_up()?;
+        let g = self.lock();
+        if g.fail_stats_for.iter().any(|f| f == id) {
+            return Err(RuntimeError::Api {
+                status: 500,
+                message: "stats failed".into(),
+            });
+        }
+        let c = g
+            .containers
+            .get(id)
+            .ok_or_else(|| RuntimeError::NotFound(id.into()))?;
+        Ok(ContainerStats {
+            cpu_total_ns: c.cpu_total_ns,
+            system_cpu_ns: None,
+            online_cpus: Some(self.host.ncpu),
+            mem_usage_bytes: c.mem_usage_bytes,
+            mem_inactive_file_bytes: c.mem_inactive_file_bytes,
+            mem_limit_bytes: c.info.limits.mem_bytes,
+        })
+    }
+
+    async fn update(&self, id: &str, update: &ResourceUpdate) -> Result<(), RuntimeError> {
+        self.check_up()?;
+        let mut g = self.lock();
+        g.calls.push(FakeCall::Update(id.to_string(), *update));
+        let c = g
+            .containers
+            .get_mut(id)
+            .ok_or_else(|| RuntimeError::NotFound(id.into()))?;
+        if let Some(m) = update.mem_bytes {
+            c.info.limits.mem_bytes = Some(m);
+        }
+        if let Some(cpu) = update.cpu {
+            c.info.limits.cpu = cpu;
+        }
+        Ok(())
+    }
+
+    async fn stop(&self, id: &str, grace_s: u32) -> Result<(), RuntimeError> {
+        self.check_up()?;
+        let mut g = self.lock();
+        g.calls.push(FakeCall::Stop(id.to_string(), grace_s));
+        let c = g
+            .containers
+            .get_mut(id)
+            .ok_or_else(|| RuntimeError::NotFound(id.into()))?;
+        c.info.state = ContainerState::Exited;
+        c.mem_usage_bytes = 0;
+        Ok(())
+    }
+
+    async fn start(&self, id: &str) -> Result<(), RuntimeError> {
+        self.check_up()?;
+        let mut g = self.lock();
+        g.calls.push(FakeCall::Start(id.to_string()));
+        let now_s = g.now_s;
+        let c = g
+            .containers
+            .get_mut(id)
+            .ok_or_else(|| RuntimeError::NotFound(id.into()))?;
+        c.info.state = ContainerState::Running;
+        c.info.started_s = Some(now_s);
+        Ok(())
+    }
+
+    fn events(&self) -> BoxStream<'static, Result<RuntimeEvent, RuntimeError>> {
+        let rx = self.events.subscribe();
+        futures_util::stream::unfold(rx, |mut rx| async move {
+            loop {
+                match rx.recv().await {
+                    Ok(ev) => return Some((Ok(ev), rx)),
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                }
+            }
+        })
+        .boxed()
+    }
+}

@@ -1,0 +1,275 @@
+//! Prometheus metrics of the agent (text exposition format 0.0.4).
+//!
+//! Label values come from fixed sets only (operation, action kind, result,
+//! resource): the number of series does not grow with the number of
+//! containers.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use tailor_core::Resources;
+
+/// Runtime operations counted in `tailor_agent_runtime_errors_total`.
+pub const OPS: [&str; 8] = [
+    "host_info",
+    "list",
+    "inspect",
+    "stats",
+    "update",
+    "stop",
+    "start",
+    "events",
+];
+
+#[derive(Debug, Default, Clone)]
+struct Data {
+    rounds: u64,
+    round_errors: u64,
+    round_seconds_sum: f64,
+    round_seconds_last: f64,
+    runtime_errors: BTreeMap<&'static str, u64>,
+    actions: BTreeMap<(&'static str, &'static str), u64>,
+    oom_events: u64,
+    plan_source_errors: u64,
+    docker_up: bool,
+    running: u64,
+    evicted: u64,
+    capacity: Resources,
+    allocated: Resources,
+    requested: Resources,
+    used: Resources,
+    last_round_unix_s: f64,
+}
+
+/// Counters and gauges, updated by the loop, rendered by `/metrics`.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    data: Mutex<Data>,
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Data) -> T) -> T {
+        match self.data.lock() {
+            Ok(mut d) => f(&mut d),
+            Err(p) => f(&mut p.into_inner()),
+        }
+    }
+
+    /// A finished round (ok or not) and how long it took.
+    pub fn round(&self, ok: bool, seconds: f64, at_unix_s: f64) {
+        self.with(|d| {
+            d.rounds += 1;
+            if !ok {
+                d.round_errors += 1;
+            }
+            d.round_seconds_sum += seconds;
+            d.round_seconds_last = seconds;
+            d.last_round_unix_s = at_unix_s;
+        })
+    }
+
+    /// A failed runtime call; `op` must be one of [`OPS`] (others count as
+    /// `other`).
+    pub fn runtime_error(&self, op: &str) {
+        let op: &'static str = OPS.iter().find(|o| **o == op).copied().unwrap_or("other");
+        self.with(|d| *d.runtime_errors.entry(op).or_default() += 1)
+    }
+
+    /// An action: kind `resize|evict|restart`, result
+    /// `applied|failed|recommended|refused`.
+    pub fn action(&self, kind: &str, result: &str) {
+        let kind: &'static str = match kind {
+            "resize" => "resize",
+            "evict" => "evict",
+            "restart" => "restart",
+            _ => "other",
+        };
+        let result: &'static str = match result {
+            "applied" => "applied",
+            "failed" => "failed",
+            "recommended" => "recommended",
+            "refused" => "refused",
+            _ => "other",
+        };
+        self.with(|d| *d.actions.entry((kind, result)).or_default() += 1)
+    }
+
+    pub fn oom_event(&self) {
+        self.with(|d| d.oom_events += 1)
+    }
+
+    pub fn plan_source_error(&self) {
+        self.with(|d| d.plan_source_errors += 1)
+    }
+
+    pub fn docker_up(&self, up: bool) {
+        self.with(|d| d.docker_up = up)
+    }
+
+    /// Node gauges after a round.
+    pub fn node(
+        &self,
+        running: u64,
+        evicted: u64,
+        capacity: Resources,
+        allocated: Resources,
+        requested: Resources,
+        used: Resources,
+    ) {
+        self.with(|d| {
+            d.running = running;
+            d.evicted = evicted;
+            d.capacity = capacity;
+            d.allocated = allocated;
+            d.requested = requested;
+            d.used = used;
+        })
+    }
+
+    /// Count of one action series (for tests and `/v1/decisions`).
+    pub fn action_count(&self, kind: &str, result: &str) -> u64 {
+        self.with(|d| {
+            d.actions
+                .iter()
+                .filter(|((k, r), _)| *k == kind && *r == result)
+                .map(|(_, v)| *v)
+                .sum()
+        })
+    }
+
+    pub fn oom_events(&self) -> u64 {
+        self.with(|d| d.oom_events)
+    }
+
+    pub fn rounds(&self) -> (u64, u64) {
+        self.with(|d| (d.rounds, d.round_errors))
+    }
+
+    /// Unix time of the last finished round (0 before the first).
+    pub fn last_round_unix_s(&self) -> f64 {
+        self.with(|d| d.last_round_unix_s)
+    }
+
+    /// Prometheus text format.
+    pub fn render(&self) -> String {
+        let d = self.with(|d| d.clone());
+        let mut s = String::with_capacity(4096);
+        let mut push = |text: String| s.push_str(&text);
+        push(format!(
+            "# HELP tailor_agent_rounds_total Shaping rounds run.\n# TYPE tailor_agent_rounds_total counter\ntailor_agent_rounds_total {}\n",
+            d.rounds
+        ));
+        push(format!(
+            "# HELP tailor_agent_round_errors_total Rounds that failed (runtime or plan source unavailable).\n# TYPE tailor_agent_round_errors_total counter\ntailor_agent_round_errors_total {}\n",
+            d.round_errors
+        ));
+        push(format!(
+            "# HELP tailor_agent_round_duration_seconds Duration of shaping rounds.\n# TYPE tailor_agent_round_duration_seconds summary\ntailor_agent_round_duration_seconds_sum {}\ntailor_agent_round_duration_seconds_count {}\n",
+            d.round_seconds_sum, d.rounds
+        ));
+        push(format!(
+            "# HELP tailor_agent_last_round_duration_seconds Duration of the last round.\n# TYPE tailor_agent_last_round_duration_seconds gauge\ntailor_agent_last_round_duration_seconds {}\n",
+            d.round_seconds_last
+        ));
+        push("# HELP tailor_agent_runtime_errors_total Failed container runtime calls by operation.\n# TYPE tailor_agent_runtime_errors_total counter\n".into());
+        for op in OPS.iter().chain(std::iter::once(&"other")) {
+            push(format!(
+                "tailor_agent_runtime_errors_total{{op=\"{op}\"}} {}\n",
+                d.runtime_errors.get(op).copied().unwrap_or(0)
+            ));
+        }
+        push("# HELP tailor_agent_actions_total Actions by kind and result.\n# TYPE tailor_agent_actions_total counter\n".into());
+        for kind in ["resize", "evict", "restart"] {
+            for result in ["applied", "failed", "recommended", "refused"] {
+                push(format!(
+                    "tailor_agent_actions_total{{kind=\"{kind}\",result=\"{result}\"}} {}\n",
+                    d.actions.get(&(kind, result)).copied().unwrap_or(0)
+                ));
+            }
+        }
+        push(format!(
+            "# HELP tailor_agent_oom_events_total OOM kills reported by the runtime for managed containers.\n# TYPE tailor_agent_oom_events_total counter\ntailor_agent_oom_events_total {}\n",
+            d.oom_events
+        ));
+        push(format!(
+            "# HELP tailor_agent_plan_source_errors_total Rounds whose plan source failed.\n# TYPE tailor_agent_plan_source_errors_total counter\ntailor_agent_plan_source_errors_total {}\n",
+            d.plan_source_errors
+        ));
+        push(format!(
+            "# HELP tailor_agent_runtime_up 1 when the last runtime call succeeded.\n# TYPE tailor_agent_runtime_up gauge\ntailor_agent_runtime_up {}\n",
+            u8::from(d.docker_up)
+        ));
+        push(format!(
+            "# HELP tailor_agent_managed_containers Managed containers by state.\n# TYPE tailor_agent_managed_containers gauge\ntailor_agent_managed_containers{{state=\"running\"}} {}\ntailor_agent_managed_containers{{state=\"evicted\"}} {}\n",
+            d.running, d.evicted
+        ));
+        for (name, help, r) in [
+            (
+                "tailor_agent_node_capacity",
+                "Capacity for managed containers (cores, bytes).",
+                d.capacity,
+            ),
+            (
+                "tailor_agent_node_allocated",
+                "Sum of managed containers' limits (cores, bytes).",
+                d.allocated,
+            ),
+            (
+                "tailor_agent_node_requested",
+                "Sum of managed containers' requests (cores, bytes).",
+                d.requested,
+            ),
+            (
+                "tailor_agent_node_used",
+                "Sum of managed containers' usage: CPU cores, memory working set bytes.",
+                d.used,
+            ),
+        ] {
+            push(format!(
+                "# HELP {name} {help}\n# TYPE {name} gauge\n{name}{{resource=\"cpu\"}} {}\n{name}{{resource=\"mem\"}} {}\n",
+                r.cpu_cores, r.mem_bytes
+            ));
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_every_series_with_bounded_labels() {
+        let m = Metrics::new();
+        m.round(true, 0.5, 1.0);
+        m.round(false, 1.5, 2.0);
+        m.runtime_error("stats");
+        m.runtime_error("something-else");
+        m.action("resize", "applied");
+        m.action("bogus", "bogus");
+        m.oom_event();
+        let text = m.render();
+        assert!(text.contains("tailor_agent_rounds_total 2\n"));
+        assert!(text.contains("tailor_agent_round_errors_total 1\n"));
+        assert!(text.contains("tailor_agent_runtime_errors_total{op=\"stats\"} 1\n"));
+        assert!(text.contains("tailor_agent_runtime_errors_total{op=\"other\"} 1\n"));
+        assert!(text.contains("tailor_agent_actions_total{kind=\"resize\",result=\"applied\"} 1\n"));
+        assert!(text.contains("tailor_agent_oom_events_total 1\n"));
+        assert_eq!(m.action_count("resize", "applied"), 1);
+        // every sample line is "name{labels} value" or "name value"
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let value = line.rsplit(' ').next().expect("value");
+            assert!(value.parse::<f64>().is_ok(), "bad line {line}");
+        }
+        let series = text.lines().filter(|l| !l.starts_with('#')).count();
+        // the same number of series whatever happened
+        let m2 = Metrics::new();
+        assert_eq!(
+            m2.render().lines().filter(|l| !l.starts_with('#')).count(),
+            series
+        );
+    }
+}

@@ -1,0 +1,382 @@
+//! The container runtime as the agent sees it: a small trait over our own
+//! types, implemented for Docker with bollard ([`crate::docker`]) and by an
+//! in-memory fake ([`crate::fake`]) for unit tests of the logic.
+
+use futures_util::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::future::Future;
+
+/// Errors of a runtime call.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RuntimeError {
+    /// The container does not exist (any more): normal when containers come
+    /// and go between two calls.
+    #[error("container {0} not found")]
+    NotFound(String),
+    /// The daemon could not be reached (down, restarting, socket missing).
+    #[error("container runtime unavailable: {0}")]
+    Unavailable(String),
+    /// The daemon answered with an error.
+    #[error("container runtime error (status {status}): {message}")]
+    Api { status: u16, message: String },
+    /// The daemon's answer could not be understood.
+    #[error("cannot decode runtime answer: {0}")]
+    Decode(String),
+}
+
+impl RuntimeError {
+    /// True when the error says the daemon is gone (reconnect, back off)
+    /// rather than something about one container.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, RuntimeError::Unavailable(_))
+    }
+}
+
+/// Container state as reported by the runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContainerState {
+    Created,
+    Running,
+    Paused,
+    Restarting,
+    Removing,
+    Exited,
+    Dead,
+    Unknown,
+}
+
+impl ContainerState {
+    pub fn parse(s: &str) -> Self {
+        match s.to_ascii_lowercase().as_str() {
+            "created" => Self::Created,
+            "running" => Self::Running,
+            "paused" => Self::Paused,
+            "restarting" => Self::Restarting,
+            "removing" => Self::Removing,
+            "exited" => Self::Exited,
+            "dead" => Self::Dead,
+            _ => Self::Unknown,
+        }
+    }
+}
+
+/// How a container's CPU is limited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CpuLimit {
+    /// No CPU limit.
+    Unlimited,
+    /// `NanoCpus` (`docker run --cpus`): 1e9 = one core.
+    Nano { nano_cpus: i64 },
+    /// CFS quota / period in microseconds (`--cpu-quota`, `--cpu-period`).
+    Quota { quota_us: i64, period_us: i64 },
+}
+
+impl CpuLimit {
+    /// The limit in cores, `None` when unlimited.
+    pub fn cores(&self) -> Option<f64> {
+        match *self {
+            CpuLimit::Unlimited => None,
+            CpuLimit::Nano { nano_cpus } if nano_cpus > 0 => Some(nano_cpus as f64 / 1e9),
+            CpuLimit::Quota {
+                quota_us,
+                period_us,
+            } if quota_us > 0 && period_us > 0 => Some(quota_us as f64 / period_us as f64),
+            _ => None,
+        }
+    }
+
+    /// The same kind of limit set to `cores` (unlimited becomes NanoCpus:
+    /// Docker refuses to mix NanoCpus with a CFS quota, so a container keeps
+    /// the kind it was started with).
+    pub fn with_cores(&self, cores: f64) -> CpuLimit {
+        match *self {
+            CpuLimit::Quota { period_us, .. } if period_us > 0 => CpuLimit::Quota {
+                quota_us: ((cores * period_us as f64).round() as i64).max(1000),
+                period_us,
+            },
+            _ => CpuLimit::Nano {
+                nano_cpus: (cores * 1e9).round() as i64,
+            },
+        }
+    }
+}
+
+/// The limits a container runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Memory limit in bytes, `None` when unlimited.
+    pub mem_bytes: Option<u64>,
+    pub cpu: CpuLimit,
+}
+
+/// One entry of the container list (cheap, no per-container call).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContainerSummary {
+    pub id: String,
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub state: ContainerState,
+}
+
+/// Everything the agent needs to know about one container.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContainerInfo {
+    pub id: String,
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub state: ContainerState,
+    /// When its current run started (Unix seconds), `None` if never started.
+    pub started_s: Option<f64>,
+    pub limits: Limits,
+    /// The kernel OOM-killed it (last exit).
+    pub oom_killed: bool,
+}
+
+/// One stats sample. CPU counters are cumulative.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContainerStats {
+    /// Cumulative CPU time used by the container, nanoseconds.
+    pub cpu_total_ns: u64,
+    /// Cumulative host CPU time, nanoseconds (as Docker reports it).
+    pub system_cpu_ns: Option<u64>,
+    pub online_cpus: Option<u32>,
+    /// Memory usage as the cgroup counts it (includes page cache).
+    pub mem_usage_bytes: u64,
+    /// Inactive file cache: `total_inactive_file` (cgroup v1) or
+    /// `inactive_file` (cgroup v2).
+    pub mem_inactive_file_bytes: u64,
+    /// The memory limit the kernel applies, if any.
+    pub mem_limit_bytes: Option<u64>,
+}
+
+impl ContainerStats {
+    /// Working set = usage - inactive file cache (what kubelet and cAdvisor
+    /// call the working set; what the OOM killer cannot reclaim cheaply).
+    pub fn working_set_bytes(&self) -> u64 {
+        self.mem_usage_bytes
+            .saturating_sub(self.mem_inactive_file_bytes)
+    }
+}
+
+/// A new limit for one container. `None` leaves that resource alone.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResourceUpdate {
+    /// Memory limit in bytes; the swap limit is set to the same value (no
+    /// swap), always together with it.
+    pub mem_bytes: Option<u64>,
+    pub cpu: Option<CpuLimit>,
+}
+
+/// What the runtime's event stream tells the agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum RuntimeEvent {
+    /// The kernel OOM killer hit a process of the container.
+    Oom {
+        id: String,
+    },
+    /// The container's main process exited.
+    Die {
+        id: String,
+        exit_code: Option<i64>,
+    },
+    Start {
+        id: String,
+    },
+    Destroy {
+        id: String,
+    },
+}
+
+impl RuntimeEvent {
+    pub fn id(&self) -> &str {
+        match self {
+            RuntimeEvent::Oom { id }
+            | RuntimeEvent::Die { id, .. }
+            | RuntimeEvent::Start { id }
+            | RuntimeEvent::Destroy { id } => id,
+        }
+    }
+}
+
+/// The host as the runtime sees it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub name: String,
+    pub ncpu: u32,
+    pub mem_total_bytes: u64,
+    /// `"1"` or `"2"` when the daemon says.
+    pub cgroup_version: Option<String>,
+    pub server_version: String,
+}
+
+/// Container runtime operations the agent uses. Implementations must be
+/// cheap to share (`&self` everywhere) and never panic on daemon answers.
+pub trait ContainerRuntime: Send + Sync + 'static {
+    /// The host: CPU count, memory, name.
+    fn host_info(&self) -> impl Future<Output = Result<HostInfo, RuntimeError>> + Send;
+
+    /// Every container (running or not) that carries all of `labels`
+    /// (`key=value` pairs).
+    fn list(
+        &self,
+        labels: &BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<Vec<ContainerSummary>, RuntimeError>> + Send;
+
+    /// Full information on one container.
+    fn inspect(&self, id: &str)
+        -> impl Future<Output = Result<ContainerInfo, RuntimeError>> + Send;
+
+    /// One stats sample (no waiting for a second sample).
+    fn stats(&self, id: &str) -> impl Future<Output = Result<ContainerStats, RuntimeError>> + Send;
+
+    /// Changes limits of a (running or stopped) container.
+    fn update(
+        &self,
+        id: &str,
+        update: &ResourceUpdate,
+    ) -> impl Future<Output = Result<(), RuntimeError>> + Send;
+
+    /// Stops a container: SIGTERM, then SIGKILL after `grace_s` seconds.
+    fn stop(&self, id: &str, grace_s: u32)
+        -> impl Future<Output = Result<(), RuntimeError>> + Send;
+
+    /// Starts a stopped container.
+    fn start(&self, id: &str) -> impl Future<Output = Result<(), RuntimeError>> + Send;
+
+    /// Container events (OOM, die, start, destroy) from now on. The stream
+    /// ends or yields an error when the daemon goes away; callers
+    /// resubscribe with backoff.
+    fn events(&self) -> BoxStream<'static, Result<RuntimeEvent, RuntimeError>>;
+}
+
+/// Parses an RFC 3339 UTC timestamp as Docker writes it
+/// (`2026-11-22T08:26:55.801169848Z`, offsets allowed) into Unix seconds.
+/// Docker's "never" (`0001-01-01T00:00:00Z`) and garbage give `None`.
+pub fn parse_rfc3339_s(s: &str) -> Option<f64> {
+    let s = s.trim();
+    if s.len() < 20 || !s.is_ascii() {
+        return None;
+    }
+    let num = |a: usize, b: usize| -> Option<i64> { s.get(a..b)?.parse::<i64>().ok() };
+    let (year, month, day) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+    let (hour, min, sec) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
+    if year < 1970
+        || !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || min > 59
+        || sec > 60
+    {
+        return None;
+    }
+    let rest = &s[19..];
+    let (frac, tz) = match rest.strip_prefix('.') {
+        Some(r) => {
+            let end = r.find(|c: char| !c.is_ascii_digit()).unwrap_or(r.len());
+            let digits = &r[..end];
+            let frac = if digits.is_empty() {
+                0.0
+            } else {
+                format!("0.{digits}").parse::<f64>().ok()?
+            };
+            (frac, &r[end..])
+        }
+        None => (0.0, rest),
+    };
+    let offset_s = match tz {
+        "Z" | "z" => 0,
+        t if t.len() == 6 && (t.starts_with('+') || t.starts_with('-')) => {
+            let h: i64 = t.get(1..3)?.parse().ok()?;
+            let m: i64 = t.get(4..6)?.parse().ok()?;
+            let sign = if t.starts_with('-') { -1 } else { 1 };
+            sign * (h * 3600 + m * 60)
+        }
+        _ => return None,
+    };
+    // days from civil (Howard Hinnant's algorithm)
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146097 + doe - 719468;
+    let secs = days * 86400 + hour * 3600 + min * 60 + sec - offset_s;
+    Some(secs as f64 + frac)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339() {
+        assert_eq!(parse_rfc3339_s("1970-01-01T00:00:00Z"), Some(0.0));
+        assert_eq!(parse_rfc3339_s("1970-01-01T00:00:01Z"), Some(1.0));
+        let t = parse_rfc3339_s("2026-11-22T08:26:55.5Z").expect("parses");
+        assert!((t - 1_795_336_015.5).abs() < 1e-6, "{t}");
+        let t2 = parse_rfc3339_s("2026-11-22T09:26:55.5+01:00").expect("parses");
+        assert!((t - t2).abs() < 1e-6);
+        assert_eq!(parse_rfc3339_s("0001-01-01T00:00:00Z"), None);
+        assert_eq!(parse_rfc3339_s("garbage"), None);
+        assert_eq!(parse_rfc3339_s("2026-13-22T08:26:55Z"), None);
+        assert_eq!(
+            parse_rfc3339_s("2026-11-22T08:26:55.1234567890123Zjunk"),
+            None
+        );
+    }
+
+    #[test]
+    fn cpu_limits() {
+        assert_eq!(
+            CpuLimit::Nano {
+                nano_cpus: 500_000_000
+            }
+            .cores(),
+            Some(0.5)
+        );
+        assert_eq!(
+            CpuLimit::Quota {
+                quota_us: 50_000,
+                period_us: 100_000
+            }
+            .cores(),
+            Some(0.5)
+        );
+        assert_eq!(CpuLimit::Unlimited.cores(), None);
+        assert_eq!(
+            CpuLimit::Unlimited.with_cores(1.5),
+            CpuLimit::Nano {
+                nano_cpus: 1_500_000_000
+            }
+        );
+        assert_eq!(
+            CpuLimit::Quota {
+                quota_us: 1,
+                period_us: 100_000
+            }
+            .with_cores(0.25),
+            CpuLimit::Quota {
+                quota_us: 25_000,
+                period_us: 100_000
+            }
+        );
+    }
+
+    #[test]
+    fn working_set_never_negative() {
+        let s = ContainerStats {
+            cpu_total_ns: 0,
+            system_cpu_ns: None,
+            online_cpus: None,
+            mem_usage_bytes: 10,
+            mem_inactive_file_bytes: 20,
+            mem_limit_bytes: None,
+        };
+        assert_eq!(s.working_set_bytes(), 0);
+    }
+}

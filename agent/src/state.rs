@@ -1,0 +1,125 @@
+//! What must survive an agent restart: each container's original limits (its
+//! request once the agent has shrunk it) and the evicted containers waiting
+//! for room, in eviction order. Stored as JSON, written atomically.
+
+use crate::runtime::Limits;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use tailor_core::Resources;
+
+/// A container the agent stopped to make room.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Eviction {
+    pub id: String,
+    pub name: String,
+    pub app: String,
+    /// When it was stopped (Unix seconds).
+    pub at_s: f64,
+    /// The shaper's explanation.
+    pub reason: String,
+    /// What it needs to come back (its request).
+    pub request: Resources,
+}
+
+/// The persisted state.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PersistedState {
+    /// Container id -> limits it had when the agent first saw it.
+    #[serde(default)]
+    pub originals: BTreeMap<String, Limits>,
+    /// Evicted containers, oldest eviction first.
+    #[serde(default)]
+    pub evicted: Vec<Eviction>,
+    /// Application name -> failures and preemptions seen.
+    #[serde(default)]
+    pub app_failures: BTreeMap<String, u32>,
+}
+
+/// Reads and writes [`PersistedState`]; an empty path keeps it in memory.
+#[derive(Clone, Debug)]
+pub struct StateStore {
+    path: Option<PathBuf>,
+}
+
+impl StateStore {
+    pub fn new(path: &Path) -> Self {
+        Self {
+            path: (!path.as_os_str().is_empty()).then(|| path.to_path_buf()),
+        }
+    }
+
+    /// The stored state; a missing file is an empty state, a corrupt one is
+    /// logged and ignored.
+    pub fn load(&self) -> PersistedState {
+        let Some(path) = &self.path else {
+            return PersistedState::default();
+        };
+        match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+                tracing::warn!(path = %path.display(), error = %e, "ignoring unreadable agent state file");
+                PersistedState::default()
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => PersistedState::default(),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "cannot read agent state file");
+                PersistedState::default()
+            }
+        }
+    }
+
+    /// Writes the state (temp file + rename). Failures are returned; the
+    /// caller logs them and carries on.
+    pub fn save(&self, state: &PersistedState) -> std::io::Result<()> {
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        if let Some(dir) = path.parent() {
+            if !dir.as_os_str().is_empty() {
+                std::fs::create_dir_all(dir)?;
+            }
+        }
+        let tmp = path.with_extension("json.tmp");
+        let bytes = serde_json::to_vec_pretty(state).map_err(std::io::Error::other)?;
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::CpuLimit;
+
+    #[test]
+    fn roundtrip_and_corruption() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = StateStore::new(&dir.path().join("sub/state.json"));
+        assert_eq!(store.load(), PersistedState::default());
+        let mut s = PersistedState::default();
+        s.originals.insert(
+            "abc".into(),
+            Limits {
+                mem_bytes: Some(1 << 30),
+                cpu: CpuLimit::Nano {
+                    nano_cpus: 500_000_000,
+                },
+            },
+        );
+        s.evicted.push(Eviction {
+            id: "def".into(),
+            name: "d".into(),
+            app: "a".into(),
+            at_s: 5.0,
+            reason: "r".into(),
+            request: Resources::new(1.0, 2.0),
+        });
+        store.save(&s).expect("save");
+        assert_eq!(store.load(), s);
+        std::fs::write(dir.path().join("sub/state.json"), b"{not json").expect("write");
+        assert_eq!(store.load(), PersistedState::default());
+        let mem = StateStore::new(Path::new(""));
+        mem.save(&s).expect("no-op");
+        assert_eq!(mem.load(), PersistedState::default());
+    }
+}

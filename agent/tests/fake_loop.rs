@@ -1,0 +1,532 @@
+//! The agent loop's logic against the in-memory fake runtime (no Docker),
+//! driven round by round with a manual clock.
+
+use agent::config::check_toml;
+use agent::fake::{FakeCall, FakeRuntime};
+use agent::runtime::CpuLimit;
+use agent::{Agent, AgentConfig, LocalShaper, NodeActionKind};
+use std::sync::Arc;
+use tailor_core::ManualClock;
+
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+fn config(extra: &str) -> AgentConfig {
+    let text = format!(
+        r#"
+interval_s = 1.0
+min_samples = 3
+horizon_samples = 3
+state_file = ""
+restart_cooldown_s = 0.0
+[http]
+listen = ""
+[shaper]
+grace_period_s = 0.0
+k1 = 0.05
+k2 = 3.0
+[forecaster]
+kind = "peak"
+calibrated = false
+[forecaster.peak]
+window = 3
+{extra}
+"#
+    );
+    check_toml(&text, None).expect("test config is valid")
+}
+
+fn with_capacity(cfg: &str, cpu: f64, mem: u64) -> String {
+    format!("{cfg}\n[capacity]\ncpu_cores = {cpu}\nmem_bytes = {mem}\n")
+}
+
+struct Rig {
+    fake: FakeRuntime,
+    clock: Arc<ManualClock>,
+    agent: Agent<FakeRuntime>,
+}
+
+fn rig(cfg: AgentConfig) -> Rig {
+    let fake = FakeRuntime::new(4, 8 * GIB);
+    let clock = Arc::new(ManualClock::new(1_000.0));
+    let source = Box::new(LocalShaper::new(cfg.shaper.clone()));
+    let agent = Agent::new(cfg, Arc::new(fake.clone()), source, clock.clone()).expect("agent");
+    Rig { fake, clock, agent }
+}
+
+impl Rig {
+    /// Advances 1 s, burns `cpu` cores for every listed container, sets memory.
+    async fn step(&mut self, usage: &[(&str, u64, f64)]) -> agent::RoundReport {
+        self.clock.advance(1.0);
+        self.fake.set_now(self.clock_now());
+        for (id, mem, cpu) in usage {
+            self.fake.set_usage(id, *mem, (cpu * 1e9) as u64);
+        }
+        self.agent.round().await.expect("round")
+    }
+
+    fn clock_now(&self) -> f64 {
+        use tailor_core::Clock;
+        self.clock.now_s()
+    }
+
+    fn updates_of(&self, id: &str) -> Vec<agent::runtime::ResourceUpdate> {
+        self.fake
+            .calls()
+            .into_iter()
+            .filter_map(|c| match c {
+                FakeCall::Update(i, u) if i == id => Some(u),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+const ENABLE: (&str, &str) = ("tailor.enable", "true");
+
+#[tokio::test]
+async fn idle_container_memory_is_cut_towards_usage_plus_buffer() {
+    let mut r = rig(config(""));
+    r.fake.add(
+        "idle",
+        &[ENABLE],
+        Some(GIB),
+        CpuLimit::Nano {
+            nano_cpus: 1_000_000_000,
+        },
+        900.0,
+    );
+    for _ in 0..6 {
+        r.step(&[("idle", 50 * MIB, 0.05)]).await;
+    }
+    let mem = r
+        .fake
+        .container("idle")
+        .expect("exists")
+        .info
+        .limits
+        .mem_bytes
+        .expect("limited");
+    assert!(
+        mem < 200 * MIB,
+        "limit {mem} should be cut from 1 GiB towards 50 MiB + buffer"
+    );
+    assert!(mem >= 50 * MIB, "limit {mem} must stay above usage");
+    let cpu = r
+        .fake
+        .container("idle")
+        .expect("exists")
+        .info
+        .limits
+        .cpu
+        .cores()
+        .expect("limited");
+    assert!(cpu < 0.5 && cpu >= 0.05, "cpu limit {cpu}");
+    // the report explains it
+    let report = r.step(&[("idle", 50 * MIB, 0.05)]).await;
+    assert_eq!(report.view.containers.len(), 1);
+    assert!(report.view.containers[0].forecast.is_some());
+}
+
+#[tokio::test]
+async fn recommend_mode_changes_nothing() {
+    let mut r = rig(config("").clone_with(|c| c.actuation = agent::config::Actuation::Recommend));
+    r.fake.add(
+        "idle",
+        &[ENABLE],
+        Some(GIB),
+        CpuLimit::Nano {
+            nano_cpus: 1_000_000_000,
+        },
+        900.0,
+    );
+    let mut recommended = 0;
+    for _ in 0..6 {
+        let rep = r.step(&[("idle", 50 * MIB, 0.05)]).await;
+        recommended += rep
+            .outcomes
+            .iter()
+            .filter(|o| o.result == "recommended")
+            .count();
+    }
+    assert!(recommended > 0, "a shrink is recommended");
+    assert!(
+        r.fake.calls().is_empty(),
+        "no runtime change in recommend mode: {:?}",
+        r.fake.calls()
+    );
+    assert_eq!(
+        r.fake
+            .container("idle")
+            .expect("exists")
+            .info
+            .limits
+            .mem_bytes,
+        Some(GIB)
+    );
+}
+
+#[tokio::test]
+async fn unlabelled_and_protected_containers_are_never_touched() {
+    let mut r = rig(config(""));
+    r.fake.add(
+        "stranger",
+        &[],
+        Some(GIB),
+        CpuLimit::Nano {
+            nano_cpus: 1_000_000_000,
+        },
+        900.0,
+    );
+    r.fake.add(
+        "vip",
+        &[ENABLE, ("tailor.protected", "true")],
+        Some(GIB),
+        CpuLimit::Nano {
+            nano_cpus: 1_000_000_000,
+        },
+        900.0,
+    );
+    r.fake.add(
+        "idle",
+        &[ENABLE],
+        Some(GIB),
+        CpuLimit::Nano {
+            nano_cpus: 1_000_000_000,
+        },
+        900.0,
+    );
+    for _ in 0..6 {
+        let rep = r
+            .step(&[
+                ("stranger", 10 * MIB, 0.01),
+                ("vip", 10 * MIB, 0.01),
+                ("idle", 10 * MIB, 0.01),
+            ])
+            .await;
+        assert!(
+            rep.view.containers.iter().all(|c| c.id != "stranger"),
+            "unlabelled container is not managed"
+        );
+    }
+    assert!(r.updates_of("stranger").is_empty());
+    assert!(
+        r.updates_of("vip").is_empty(),
+        "protected container was changed: {:?}",
+        r.updates_of("vip")
+    );
+    assert!(
+        !r.updates_of("idle").is_empty(),
+        "the managed one is shaped"
+    );
+}
+
+#[tokio::test]
+async fn overload_evicts_youngest_elastic_of_last_app_then_restarts_it() {
+    // 1 GiB node; app a (core, request 700 MiB) first, app b: core + two
+    // elastic (requests 300 MiB); everyone uses 150 MiB, then a uses 600
+    // k2 = 0: the step in a-core's usage would make the peak model's sigma
+    // (and so the buffer) huge for a few rounds; this test is about order
+    let mut r = rig(config(&with_capacity("", 4.0, GIB)).clone_with(|c| c.shaper.k2 = 0.0));
+    let lim = Some(300 * MIB);
+    let cpu = CpuLimit::Nano {
+        nano_cpus: 500_000_000,
+    };
+    r.fake.add(
+        "a-core",
+        &[ENABLE, ("tailor.app", "a")],
+        Some(700 * MIB),
+        cpu,
+        100.0,
+    );
+    r.fake
+        .add("b-core", &[ENABLE, ("tailor.app", "b")], lim, cpu, 200.0);
+    r.fake.add(
+        "b-el-old",
+        &[ENABLE, ("tailor.app", "b"), ("tailor.class", "elastic")],
+        lim,
+        cpu,
+        300.0,
+    );
+    r.fake.add(
+        "b-el-young",
+        &[ENABLE, ("tailor.app", "b"), ("tailor.class", "elastic")],
+        lim,
+        cpu,
+        400.0,
+    );
+    let light = 150 * MIB;
+    // requests (700 + 3 x 300 MiB) exceed the node: warm the models up first
+    for _ in 0..3 {
+        r.clock.advance(1.0);
+        for id in ["a-core", "b-core", "b-el-old", "b-el-young"] {
+            r.fake.set_usage(id, light, 100_000_000);
+        }
+        r.agent.sample_only().await.expect("sample");
+    }
+    for _ in 0..3 {
+        r.step(&[
+            ("a-core", light, 0.1),
+            ("b-core", light, 0.1),
+            ("b-el-old", light, 0.1),
+            ("b-el-young", light, 0.1),
+        ])
+        .await;
+    }
+    assert!(
+        r.fake
+            .calls()
+            .iter()
+            .all(|c| !matches!(c, FakeCall::Stop(..))),
+        "no eviction while everything fits"
+    );
+    // a-core's memory grows: the node no longer fits everything
+    let mut evicted = Vec::new();
+    for _ in 0..5 {
+        let rep = r
+            .step(&[
+                ("a-core", 600 * MIB, 0.1),
+                ("b-core", light, 0.1),
+                ("b-el-old", light, 0.1),
+                ("b-el-young", light, 0.1),
+            ])
+            .await;
+        for o in &rep.outcomes {
+            if matches!(o.action.kind, NodeActionKind::Evict { .. }) && o.result == "applied" {
+                evicted.push(o.action.container_id.clone());
+            }
+        }
+    }
+    assert_eq!(
+        evicted,
+        vec!["b-el-young".to_string()],
+        "the youngest elastic of the last application goes first"
+    );
+    assert_eq!(r.agent.evicted().len(), 1);
+    // load drops again: room returns, the evicted container comes back
+    let mut restarted = false;
+    for _ in 0..8 {
+        let rep = r
+            .step(&[
+                ("a-core", light, 0.1),
+                ("b-core", light, 0.1),
+                ("b-el-old", light, 0.1),
+            ])
+            .await;
+        if rep.restarted.iter().any(|n| n == "b-el-young") {
+            restarted = true;
+            break;
+        }
+    }
+    assert!(restarted, "evicted container restarted when room returned");
+    assert!(r
+        .fake
+        .calls()
+        .contains(&FakeCall::Start("b-el-young".into())));
+    assert!(r.agent.evicted().is_empty());
+}
+
+#[tokio::test]
+async fn oom_kill_makes_the_next_allocation_grow() {
+    let mut r = rig(config(""));
+    r.agent.start_event_listener();
+    r.fake.add(
+        "tight",
+        &[ENABLE],
+        Some(100 * MIB),
+        CpuLimit::Nano {
+            nano_cpus: 1_000_000_000,
+        },
+        900.0,
+    );
+    for _ in 0..4 {
+        r.step(&[("tight", 90 * MIB, 0.1)]).await;
+    }
+    let before = r
+        .fake
+        .container("tight")
+        .expect("exists")
+        .info
+        .limits
+        .mem_bytes
+        .expect("limited");
+    r.fake.oom("tight");
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let rep = r.step(&[("tight", 90 * MIB, 0.1)]).await;
+    assert_eq!(rep.view.containers[0].oom_kills, 1);
+    let mem = r
+        .fake
+        .container("tight")
+        .expect("exists")
+        .info
+        .limits
+        .mem_bytes
+        .expect("limited");
+    assert!(
+        mem >= before + 100 * MIB,
+        "after an OOM kill at {} MiB the limit grows by >= 100 MiB, got {}",
+        before / MIB,
+        mem / MIB
+    );
+    assert_eq!(r.agent.shared().metrics.oom_events(), 1);
+}
+
+#[tokio::test]
+async fn daemon_down_fails_rounds_then_recovers() {
+    let mut r = rig(config(""));
+    r.fake
+        .add("c", &[ENABLE], Some(GIB), CpuLimit::Unlimited, 900.0);
+    r.step(&[("c", 10 * MIB, 0.1)]).await;
+    r.fake.set_down(true);
+    r.clock.advance(1.0);
+    assert!(r.agent.round().await.is_err());
+    assert!(r.agent.round().await.is_err());
+    r.fake.set_down(false);
+    let rep = r.step(&[("c", 10 * MIB, 0.1)]).await;
+    assert_eq!(rep.view.containers.len(), 1);
+    assert_eq!(r.agent.shared().metrics.rounds(), (4, 2));
+}
+
+#[tokio::test]
+async fn one_failing_container_does_not_stop_the_round() {
+    let mut r = rig(config(""));
+    let one = CpuLimit::Nano {
+        nano_cpus: 1_000_000_000,
+    };
+    r.fake.add("bad", &[ENABLE], Some(GIB), one, 900.0);
+    r.fake.add("good", &[ENABLE], Some(GIB), one, 900.0);
+    r.fake.fail_stats("bad");
+    let mut last = None;
+    for _ in 0..7 {
+        last = Some(r.step(&[("good", 10 * MIB, 0.1)]).await);
+    }
+    let rep = last.expect("ran");
+    assert!(rep.errors.iter().any(|e| e.contains("bad")));
+    assert!(
+        !r.updates_of("good").is_empty(),
+        "the healthy container is still shaped: {:#?}",
+        rep.outcomes
+    );
+    assert!(
+        r.updates_of("bad").is_empty(),
+        "no forecast: keeps its request"
+    );
+    // a vanishing container is not an error either
+    r.fake.remove("good");
+    let rep = r.step(&[]).await;
+    assert!(rep.view.containers.iter().all(|c| c.id != "good"));
+}
+
+#[tokio::test]
+async fn original_limits_survive_an_agent_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = dir.path().join("state.json");
+    let cfg = config("").clone_with(|c| c.state_file = state.clone());
+    let fake = FakeRuntime::new(4, 8 * GIB);
+    fake.add(
+        "c",
+        &[ENABLE],
+        Some(GIB),
+        CpuLimit::Nano {
+            nano_cpus: 2_000_000_000,
+        },
+        900.0,
+    );
+    let clock = Arc::new(ManualClock::new(1_000.0));
+    {
+        let mut a = Agent::new(
+            cfg.clone(),
+            Arc::new(fake.clone()),
+            Box::new(LocalShaper::new(cfg.shaper.clone())),
+            clock.clone(),
+        )
+        .expect("agent");
+        for _ in 0..6 {
+            clock.advance(1.0);
+            fake.set_usage("c", 20 * MIB, 50_000_000);
+            a.round().await.expect("round");
+        }
+    }
+    assert!(
+        fake.container("c")
+            .expect("c")
+            .info
+            .limits
+            .mem_bytes
+            .expect("limited")
+            < GIB
+    );
+    let mut b = Agent::new(
+        cfg.clone(),
+        Arc::new(fake.clone()),
+        Box::new(LocalShaper::new(cfg.shaper.clone())),
+        clock.clone(),
+    )
+    .expect("agent");
+    clock.advance(1.0);
+    let rep = b.round().await.expect("round");
+    assert_eq!(
+        rep.view.containers[0].request.mem_bytes, GIB as f64,
+        "request = original limit, not the shrunk one"
+    );
+    assert_eq!(rep.view.containers[0].request.cpu_cores, 2.0);
+}
+
+#[tokio::test]
+async fn shutdown_restores_requests_and_keeps_containers_running() {
+    let mut r = rig(config(""));
+    r.fake.add(
+        "c",
+        &[ENABLE],
+        Some(GIB),
+        CpuLimit::Nano {
+            nano_cpus: 2_000_000_000,
+        },
+        900.0,
+    );
+    r.fake.add("u", &[ENABLE], None, CpuLimit::Unlimited, 900.0);
+    for _ in 0..6 {
+        r.step(&[("c", 20 * MIB, 0.05), ("u", 20 * MIB, 0.05)])
+            .await;
+    }
+    assert!(
+        r.fake
+            .container("c")
+            .expect("c")
+            .info
+            .limits
+            .mem_bytes
+            .expect("limited")
+            < GIB
+    );
+    let restored = r.agent.shutdown().await;
+    assert_eq!(restored, vec!["c".to_string(), "u".to_string()]);
+    let limits = r.fake.container("c").expect("c").info.limits;
+    assert_eq!(limits.mem_bytes, Some(GIB));
+    assert_eq!(
+        limits.cpu,
+        CpuLimit::Nano {
+            nano_cpus: 2_000_000_000
+        }
+    );
+    // unlimited at start: gets the node's capacity back
+    let limits = r.fake.container("u").expect("u").info.limits;
+    assert_eq!(limits.mem_bytes, Some(8 * GIB));
+    assert_eq!(limits.cpu.cores(), Some(4.0));
+    assert!(r
+        .fake
+        .calls()
+        .iter()
+        .all(|c| !matches!(c, FakeCall::Stop(..))));
+}
+
+trait CloneWith {
+    fn clone_with(self, f: impl FnOnce(&mut Self)) -> Self;
+}
+
+impl CloneWith for AgentConfig {
+    fn clone_with(mut self, f: impl FnOnce(&mut Self)) -> Self {
+        f(&mut self);
+        self
+    }
+}

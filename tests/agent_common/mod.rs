@@ -1,0 +1,194 @@
+//! Helpers for the agent's Docker integration tests (real dockerd).
+//!
+//! `docker_or_skip()` checks that Docker answers and that the test image is
+//! there (building it with tools/build-test-image.sh if needed). When Docker
+//! is unavailable the tests FAIL if `CI=true`, and skip with a loud message
+//! otherwise. `scripts/test.sh` installs and starts dockerd first.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+pub const IMAGE: &str = "tailor-test:latest";
+pub const MIB: u64 = 1 << 20;
+
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI")
+        .map(|v| !v.is_empty() && v != "false" && v != "0")
+        .unwrap_or(false)
+}
+
+/// `Some(())` when Docker and the test image are ready. Panics in CI when
+/// they are not; returns `None` (after a loud message) elsewhere.
+pub fn docker_or_skip(test: &str) -> Option<()> {
+    let problem = match Command::new("docker")
+        .args(["info", "--format", "{{.ServerVersion}}"])
+        .output()
+    {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(format!(
+            "`docker info` failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Some(format!("cannot run `docker`: {e}")),
+    };
+    let problem = problem.or_else(|| {
+        let script = workspace_root().join("tools/build-test-image.sh");
+        match Command::new("bash").arg(&script).output() {
+            Ok(o) if o.status.success() => None,
+            Ok(o) => Some(format!(
+                "{} failed: {}{}",
+                script.display(),
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            )),
+            Err(e) => Some(format!("cannot run {}: {e}", script.display())),
+        }
+    });
+    match problem {
+        None => Some(()),
+        Some(p) if in_ci() => {
+            panic!("{test}: Docker is required in CI (CI=true) but unavailable: {p}")
+        }
+        Some(p) => {
+            eprintln!("\n!!!!!!!!!! SKIPPED {test}: Docker unavailable: {p}\n!!!!!!!!!! run ./scripts/test.sh to install and start dockerd\n");
+            None
+        }
+    }
+}
+
+pub fn docker(args: &[&str]) -> Result<String, String> {
+    let o = Command::new("docker")
+        .args(args)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if o.status.success() {
+        Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+    } else {
+        Err(format!(
+            "docker {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ))
+    }
+}
+
+/// A test container, removed (`docker rm -f`) when dropped.
+pub struct TestContainer {
+    pub id: String,
+    pub name: String,
+}
+
+impl Drop for TestContainer {
+    fn drop(&mut self) {
+        let _ = docker(&["rm", "-f", &self.id]);
+    }
+}
+
+impl TestContainer {
+    /// `docker run -d --network none` of the test image running
+    /// `loadgen STEPS...`, with the given memory limit (MiB), CPU limit
+    /// (cores) and labels.
+    pub fn run(
+        name: &str,
+        mem_mib: u64,
+        cpus: f64,
+        labels: &[(&str, &str)],
+        steps: &[&str],
+        extra: &[&str],
+    ) -> TestContainer {
+        let _ = docker(&["rm", "-f", name]);
+        let mut args: Vec<String> = vec![
+            "run".into(),
+            "-d".into(),
+            "--network".into(),
+            "none".into(),
+            "--name".into(),
+            name.into(),
+            "--memory".into(),
+            format!("{mem_mib}m"),
+            "--memory-swap".into(),
+            format!("{mem_mib}m"),
+            "--cpus".into(),
+            format!("{cpus}"),
+        ];
+        for (k, v) in labels {
+            args.push("--label".into());
+            args.push(format!("{k}={v}"));
+        }
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.push(IMAGE.into());
+        args.push("/bin/loadgen".into());
+        args.extend(steps.iter().map(|s| s.to_string()));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let id = docker(&refs).unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        TestContainer {
+            id,
+            name: name.to_string(),
+        }
+    }
+
+    pub fn mem_limit(&self) -> u64 {
+        docker(&["inspect", "--format", "{{.HostConfig.Memory}}", &self.id])
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0)
+    }
+
+    pub fn nano_cpus(&self) -> i64 {
+        docker(&["inspect", "--format", "{{.HostConfig.NanoCpus}}", &self.id])
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0)
+    }
+
+    pub fn running(&self) -> bool {
+        docker(&["inspect", "--format", "{{.State.Running}}", &self.id])
+            .map(|s| s == "true")
+            .unwrap_or(false)
+    }
+
+    pub fn oom_killed(&self) -> bool {
+        docker(&["inspect", "--format", "{{.State.OOMKilled}}", &self.id])
+            .map(|s| s == "true")
+            .unwrap_or(false)
+    }
+}
+
+/// An agent config for the tests: 1 s interval, short history, no grace
+/// period, a fast baseline forecaster, containers selected by
+/// `tailor.test=<test>`.
+/// `top` holds top-level keys, `tables` extra tables.
+pub fn agent_config(test: &str, top: &str, tables: &str) -> agent::AgentConfig {
+    let text = format!(
+        r#"
+interval_s = 1.0
+min_samples = 3
+horizon_samples = 3
+state_file = ""
+stop_grace_s = 1
+restart_cooldown_s = 2.0
+{top}
+[selector]
+labels = {{ "tailor.test" = "{test}" }}
+[http]
+listen = ""
+[shaper]
+grace_period_s = 0.0
+k1 = 0.1
+k2 = 3.0
+[forecaster]
+kind = "peak"
+calibrated = false
+[forecaster.peak]
+window = 5
+{tables}
+"#
+    );
+    agent::config::check_toml(&text, None).unwrap_or_else(|e| panic!("test config: {e}"))
+}
