@@ -69,7 +69,9 @@ pub struct ArimaConfig {
     /// Online: fewest samples before a model is fitted (default 10); below
     /// it the forecast is the last value with a std from recent differences.
     pub min_samples: usize,
-    /// Online: iteration limit of the warm-started refit (default 30).
+    /// Online: BFGS iterations of the warm-started refit (default 5: the
+    /// window moves by one sample, so the optimum moves little; 30 gave the
+    /// same median MASE at ~2x the cost).
     pub warm_max_iter: usize,
 }
 
@@ -90,7 +92,7 @@ impl Default for ArimaConfig {
             degrade_window: 10,
             degrade_ratio: 2.0,
             min_samples: 10,
-            warm_max_iter: 30,
+            warm_max_iter: 5,
         }
     }
 }
