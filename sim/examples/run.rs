@@ -2,6 +2,7 @@
 //! without the CLI): `cargo run --release -p sim --example run -- WORKLOAD
 //! [POLICY] [FORECASTER] [K1] [K2] [--no-baseline] [--serial]`, e.g.
 //! `google2011:/work/shared/data/google-2011 pessimistic oracle 0.05 3`.
+//! `SIM_CONFIG=file.toml` sets the base configuration.
 
 use std::str::FromStr;
 
@@ -23,7 +24,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         wl.apps.len(),
         comps
     );
-    let mut cfg = SimConfig::default();
+    let mut cfg = match std::env::var("SIM_CONFIG") {
+        Ok(path) => SimConfig::load(std::path::Path::new(&path))?,
+        Err(_) => SimConfig::default(),
+    };
     if let Some(p) = pos.get(1) {
         cfg.shaper.policy = shaper::Policy::from_str(p)?;
     }
@@ -42,7 +46,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     cfg.parallel_forecasts = !flags.iter().any(|f| f.as_str() == "--serial");
     let with_baseline = !flags.iter().any(|f| f.as_str() == "--no-baseline");
-    let (run, _) = sim::replay(&wl, &cfg, with_baseline, None)?;
+    let verbose = flags.iter().any(|f| f.as_str() == "--progress");
+    let cb = |p: sim::Progress| {
+        if verbose {
+            eprintln!(
+                "t={:.0}s apps done {}/{}",
+                p.now_s, p.apps_done, p.apps_total
+            );
+        }
+    };
+    let (run, _) = sim::replay(&wl, &cfg, with_baseline, Some(&cb))?;
     println!("{}", serde_json::to_string_pretty(&run.summary)?);
     Ok(())
 }

@@ -1018,7 +1018,14 @@ impl<'w> Engine<'w> {
                 self.apps[a].failures += 1;
                 self.reset_app(a);
             }
-            Class::Elastic => self.lose_elastic(c),
+            Class::Elastic => {
+                // Counts towards the shaper's failure limit: a component
+                // replays its usage from the start when it restarts, so an
+                // app whose forecasts miss a spike would otherwise lose the
+                // same work forever.
+                self.apps[a].failures += 1;
+                self.lose_elastic(c);
+            }
         }
     }
 
@@ -1224,6 +1231,8 @@ impl<'w> Engine<'w> {
                             self.apps[a].failures += 1;
                             self.reset_app(a);
                         } else {
+                            let a = self.comps[c].app as usize;
+                            self.apps[a].failures += 1;
                             self.lose_elastic(c);
                         }
                     }
