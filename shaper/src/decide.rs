@@ -688,7 +688,20 @@ fn plan_pessimistic(
 
     let mut victims: Vec<Victim> = Vec::new();
     let mut undo: Vec<(u32, Resources)> = Vec::new();
-    for &ai in order {
+    for (pos, &ai) in order.iter().enumerate() {
+        // Touch the data of the applications a few places ahead so that
+        // their cache misses overlap with this one's work (a plain load;
+        // `black_box` keeps it).
+        if let Some(&ahead) = order.get(pos + 8) {
+            std::hint::black_box(app_info[ahead as usize].start);
+        }
+        if let Some(&ahead) = order.get(pos + 4) {
+            let a = app_info[ahead as usize];
+            if a.start < a.end {
+                std::hint::black_box(slots[a.start as usize].host);
+                std::hint::black_box(slots[(a.end - 1) as usize].host);
+            }
+        }
         let r = range(ai);
         // Core components: all or nothing across every host.
         undo.clear();
