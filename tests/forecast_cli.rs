@@ -1,0 +1,174 @@
+//! `tailor forecast` end to end (the binary): on generated CSV files always,
+//! and on the Bitbrains / GCD_VMs files in ../shared/data when present.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn tailor() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tailor"))
+}
+
+fn shared_data() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+    p.is_dir().then_some(p)
+}
+
+fn write_series(dir: &Path, values: &[f64]) -> PathBuf {
+    let p = dir.join("series.csv");
+    let mut text = String::from("cpu\n");
+    for v in values {
+        text.push_str(&format!("{v}\n"));
+    }
+    std::fs::write(&p, text).expect("write");
+    p
+}
+
+fn run_json(args: &[&str], input: &Path) -> serde_json::Value {
+    let out = tailor()
+        .arg("forecast")
+        .args(args)
+        .arg("--input")
+        .arg(input)
+        .arg("--json")
+        .output()
+        .expect("run tailor");
+    assert!(
+        out.status.success(),
+        "tailor forecast {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+#[test]
+fn every_model_reports_the_documented_fields() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let values: Vec<f64> = (0..120)
+        .map(|i| 10.0 + (i as f64 * 0.3).sin() * 2.0 + ((i * 31) % 7) as f64 * 0.1)
+        .collect();
+    let input = write_series(dir.path(), &values);
+    for model in ["arima", "gp", "last", "peak", "vpa"] {
+        for cal in [false, true] {
+            let mut args = vec!["--model", model];
+            if cal {
+                args.push("--calibrated");
+            }
+            let v = run_json(&args, &input);
+            assert_eq!(v["points"], 119, "{model}: {v}");
+            assert_eq!(v["series"], 1);
+            assert!(
+                v["model"].as_str().expect("model").starts_with(model),
+                "{v}"
+            );
+            for key in [
+                "mae",
+                "mase",
+                "coverage_1sigma",
+                "coverage_2sigma",
+                "coverage_3sigma",
+                "upper_exceed_2sigma",
+                "upper_exceed_3sigma",
+                "mean_band_2",
+                "mean_level",
+                "updates_per_sec",
+            ] {
+                let x = v[key]
+                    .as_f64()
+                    .unwrap_or_else(|| panic!("{model}: {key} missing in {v}"));
+                assert!(x.is_finite() && x >= 0.0, "{model}: {key} = {x}");
+            }
+            let c1 = v["coverage_1sigma"].as_f64().expect("c1");
+            let c3 = v["coverage_3sigma"].as_f64().expect("c3");
+            assert!(c1 <= c3 && c3 <= 1.0, "{model}: coverage not monotone: {v}");
+        }
+    }
+    // last value is its own MASE reference
+    let v = run_json(&["--model", "last"], &input);
+    assert!((v["mase"].as_f64().expect("mase") - 1.0).abs() < 1e-12);
+}
+
+#[test]
+fn horizon_and_max_points_are_honoured() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let values: Vec<f64> = (0..100).map(|i| (i % 10) as f64).collect();
+    let input = write_series(dir.path(), &values);
+    let v = run_json(
+        &["--model", "peak", "--horizon", "5", "--max-points", "50"],
+        &input,
+    );
+    // scored points: i in 1..=50-5
+    assert_eq!(v["points"], 45, "{v}");
+}
+
+#[test]
+fn bad_input_fails_cleanly() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let missing = dir.path().join("nope.csv");
+    let out = tailor()
+        .args(["forecast", "--model", "gp", "--json", "--input"])
+        .arg(&missing)
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nope.csv"));
+    let input = write_series(dir.path(), &[1.0, 2.0]);
+    let out = tailor()
+        .args(["forecast", "--model", "gp", "--horizon", "0", "--input"])
+        .arg(&input)
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let out = tailor()
+        .args(["forecast", "--model", "nonsense", "--input"])
+        .arg(&input)
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+}
+
+#[test]
+fn reads_the_real_formats() {
+    let Some(data) = shared_data() else {
+        println!("skipped: ../shared/data not found");
+        return;
+    };
+    let bb = data.join("bitbrains-rnd/2013-7/1.csv");
+    let v = run_json(
+        &[
+            "--model",
+            "gp",
+            "--calibrated",
+            "--column",
+            "Memory usage [KB]",
+            "--max-points",
+            "150",
+        ],
+        &bb,
+    );
+    assert_eq!(v["points"], 149, "{v}");
+    let tar = data.join("google-2011/derived/GCD_VMs.tar.gz");
+    let v = run_json(
+        &[
+            "--model",
+            "last",
+            "--column",
+            "mem",
+            "--max-series",
+            "3",
+            "--max-points",
+            "100",
+        ],
+        &tar,
+    );
+    assert_eq!(v["series"], 3, "{v}");
+    assert_eq!(v["points"], 3 * 99, "{v}");
+    let g19 = data.join("google-2019/instance_usage_job113/22-300000000-2531793000000.csv");
+    let v = run_json(
+        &["--model", "vpa", "--max-series", "1", "--max-points", "100"],
+        &g19,
+    );
+    assert_eq!(v["points"], 99, "{v}");
+    let derived = data.join("google-2011/derived/data_resource_usage_5Minutes_6176858948.csv");
+    let v = run_json(&["--model", "peak", "--max-points", "100"], &derived);
+    assert_eq!(v["points"], 99, "{v}");
+}
