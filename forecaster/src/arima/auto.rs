@@ -55,6 +55,7 @@ fn unreachable_model() -> SsModel {
         a: [0.0; super::kalman::MAX_RD],
         pmat: [0.0; super::kalman::MAX_RD * super::kalman::MAX_RD],
         pn: [0.0; super::kalman::MAX_RD * super::kalman::MAX_RD],
+        steady_tol: 1e-14,
     }
 }
 

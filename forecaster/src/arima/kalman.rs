@@ -30,6 +30,9 @@ pub(crate) struct SsModel {
     pub a: [f64; MAX_RD],
     pub pmat: [f64; MAX_RD * MAX_RD],
     pub pn: [f64; MAX_RD * MAX_RD],
+    /// Relative change of the filtered covariance below which the filter
+    /// treats it as converged (1e-14 by default: exact to rounding).
+    pub steady_tol: f64,
 }
 
 /// Sums of one likelihood pass.
@@ -63,6 +66,7 @@ impl SsModel {
             a: [0.0; MAX_RD],
             pmat: [0.0; MAX_RD * MAX_RD],
             pn: [0.0; MAX_RD * MAX_RD],
+            steady_tol: 1e-14,
         };
         m.phi[..p].copy_from_slice(phi);
         m.theta[..q].copy_from_slice(theta);
@@ -138,9 +142,13 @@ impl SsModel {
 
     /// `pnew = T P T' + V`.
     #[inline]
-    fn predict_cov(&self, pm: &[f64; MAX_RD * MAX_RD], pnew: &mut [f64; MAX_RD * MAX_RD]) {
+    fn predict_cov(
+        &self,
+        pm: &[f64; MAX_RD * MAX_RD],
+        pnew: &mut [f64; MAX_RD * MAX_RD],
+        mm: &mut [f64; MAX_RD * MAX_RD],
+    ) {
         let (p, r, d, rd) = (self.p, self.r, self.d, self.rd);
-        let mut mm = [0.0; MAX_RD * MAX_RD];
         // mm = T P
         for i in 0..r {
             for j in 0..rd {
@@ -224,11 +232,13 @@ impl SsModel {
         // the gain is constant: the remaining steps only update the state.
         let mut steady = false;
         let mut gain = 1.0;
+        let mut ln_gain = f64::NAN;
+        let mut mm = [0.0; MAX_RD * MAX_RD];
         for (l, &yl) in y.iter().enumerate() {
             self.predict_state(&a, &mut anew);
             if !steady {
                 if l > 0 {
-                    self.predict_cov(&pm, &mut pnew);
+                    self.predict_cov(&pm, &mut pnew, &mut mm);
                 }
                 for i in 0..rd {
                     let mut tmp = pnew[i * rd];
@@ -249,7 +259,10 @@ impl SsModel {
             if gain < 1e4 {
                 nu += 1;
                 ssq += resid0 * resid0 / gain;
-                sumlog += gain.ln();
+                if !steady || ln_gain.is_nan() {
+                    ln_gain = gain.ln();
+                }
+                sumlog += ln_gain;
             }
             if let Some(res) = resid.as_deref_mut() {
                 res.push(resid0 / gain.sqrt());
@@ -268,7 +281,7 @@ impl SsModel {
                         pm[i * rd + j] = v;
                     }
                 }
-                if l > 0 && change <= 1e-14 * size.max(1.0) {
+                if l > 0 && change <= self.steady_tol * size.max(1.0) {
                     steady = true;
                 }
             }
@@ -286,11 +299,12 @@ impl SsModel {
         let mut anew = [0.0; MAX_RD];
         let mut pm = self.pmat;
         let mut pnew = [0.0; MAX_RD * MAX_RD];
+        let mut mm = [0.0; MAX_RD * MAX_RD];
         let mut out = Vec::with_capacity(h);
         for _ in 0..h {
             self.predict_state(&a, &mut anew);
             a = anew;
-            self.predict_cov(&pm, &mut pnew);
+            self.predict_cov(&pm, &mut pnew, &mut mm);
             pm = pnew;
             let mut z = [0.0; MAX_RD];
             z[0] = 1.0;
