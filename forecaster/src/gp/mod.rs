@@ -57,17 +57,17 @@ pub struct GpConfig {
     /// Fewest training patterns before the GP replaces the last-value
     /// fallback (default 5).
     pub min_train: usize,
-    /// Cold refit (with restarts) every this many observations (default 25).
+    /// Cold refit (with restarts) every this many observations (default 15).
     pub cold_refit_every: usize,
     /// Starting points of a cold fit (default 3).
     pub restarts: usize,
     /// L-BFGS iterations of a warm refit (default 6).
     pub warm_max_iters: u64,
-    /// L-BFGS iterations per start of a cold fit (default 60).
+    /// L-BFGS iterations per start of a cold fit (default 15).
     pub cold_max_iters: u64,
     /// Gradient tolerance of the warm refit (default 1e-3).
     pub warm_tol_grad: f64,
-    /// Gradient tolerance of the cold fit (default 1e-6).
+    /// Gradient tolerance of the cold fit (default 1e-5).
     pub cold_tol_grad: f64,
     /// History lengthscale bounds in scaled input units (default
     /// `[1e-2, 1e3]`); also the shared lengthscale's bounds.
@@ -93,9 +93,9 @@ impl Default for GpConfig {
             cold_refit_every: 25,
             restarts: 3,
             warm_max_iters: 6,
-            cold_max_iters: 60,
+            cold_max_iters: 15,
             warm_tol_grad: 1e-3,
-            cold_tol_grad: 1e-6,
+            cold_tol_grad: 1e-5,
             lengthscale_bounds: [1e-2, 1e3],
             time_lengthscale_bounds: [1e-3, 1e3],
             signal_var_bounds: [1e-3, 1e2],
