@@ -45,6 +45,16 @@ fn bench_decide(c: &mut Criterion) {
                 b.iter_with_large_drop(|| decide(black_box(v), black_box(NOW_S), &cfg))
             });
         }
+        // A long-running shaper: one Decider and one plan reused per round.
+        let cfg = ShaperConfig::default();
+        let mut decider = Decider::new();
+        let mut plan = decide(&view, NOW_S, &cfg);
+        group.bench_with_input(BenchmarkId::new("pessimistic_reuse", n), &view, |b, v| {
+            b.iter(|| {
+                decider.decide_into(black_box(v), black_box(NOW_S), &cfg, &mut plan);
+                plan.actions.len()
+            })
+        });
     }
     group.finish();
 }

@@ -1,5 +1,5 @@
 //! Times `decide()` on a synthetic view:
-//! `decide_scale [components] [reps] [policy] [random|sorted] [first|steady]`.
+//! `decide_scale [components] [reps] [policy] [random|sorted] [first|steady] [fresh|reuse]`.
 //! `first`: the view as built (every allocation = request: the first round
 //! after start-up, ~53% of components resized); `steady`: the plan of one
 //! round is applied to the view first (resizes and evictions) and the
@@ -63,12 +63,29 @@ fn main() {
             }
         }
     }
+    // `reuse`: one `Decider` and one plan reused across the calls (a
+    // long-running shaper); default: a fresh `decide()` per call.
+    let reuse = args.get(6).is_some_and(|s| s == "reuse");
+    let mut decider = Decider::new();
+    let mut kept = Plan {
+        policy,
+        now_s: NOW_S,
+        actions: Vec::new(),
+        summary: PlanSummary::default(),
+    };
     let mut best = f64::INFINITY;
     let mut cpu_total = 0.0;
     for _ in 0..reps {
         let c0 = thread_cpu_s();
         let t = Instant::now();
-        let plan = decide(&view, NOW_S, &cfg);
+        let fresh;
+        let plan = if reuse {
+            decider.decide_into(&view, NOW_S, &cfg, &mut kept);
+            &kept
+        } else {
+            fresh = decide(&view, NOW_S, &cfg);
+            &fresh
+        };
         let dt = t.elapsed().as_secs_f64();
         let cpu = match (c0, thread_cpu_s()) {
             (Some(a), Some(b)) => b - a,
@@ -82,12 +99,12 @@ fn main() {
             cpu * 1e3,
             plan.actions.len()
         );
-        drop(plan);
     }
     println!(
-        "components={n} policy={policy} apps={} round={} best_wall_ms={:.1} mean_cpu_ms={:.0}",
+        "components={n} policy={policy} apps={} round={} {} best_wall_ms={:.1} mean_cpu_ms={:.0}",
         if sorted { "sorted" } else { "random" },
         if steady { "steady" } else { "first" },
+        if reuse { "reuse" } else { "fresh" },
         best * 1e3,
         cpu_total / reps as f64 * 1e3
     );

@@ -361,6 +361,62 @@ fn fits(free: &Resources, need: &Resources, tol: &Resources) -> Option<Resource>
 /// `cfg` should have passed [`ShaperConfig::validate`]; with an invalid
 /// config `decide` still never panics and returns finite allocations.
 pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
+    decide_with(view, now_s, cfg, &mut Scratch::default(), Vec::new())
+}
+
+/// Buffers reused from one round to the next by a [`Decider`].
+#[derive(Debug, Default)]
+struct Scratch {
+    app_info: Vec<AppInfo>,
+    slots: Vec<Slot>,
+    shrink_slots: Vec<u32>,
+    growths: Vec<Action>,
+    growth_slots: Vec<u32>,
+    app_elastic: Vec<(u64, u64, u32)>,
+    global_elastic: Vec<GlobalKey>,
+}
+
+/// [`decide`] for callers that plan round after round (the central shaper,
+/// the simulator): it keeps its working buffers between rounds, and
+/// [`Decider::decide_into`] also reuses the previous plan's memory, so a
+/// large cluster does not pay for fresh pages every round. Same plans as
+/// [`decide`].
+#[derive(Debug, Default)]
+pub struct Decider {
+    scratch: Scratch,
+}
+
+impl Decider {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Same as [`decide`].
+    pub fn decide(&mut self, view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
+        decide_with(view, now_s, cfg, &mut self.scratch, Vec::new())
+    }
+
+    /// Same as [`decide`], writing the plan over `plan` (whose action
+    /// vector is reused).
+    pub fn decide_into(
+        &mut self,
+        view: &ClusterView,
+        now_s: f64,
+        cfg: &ShaperConfig,
+        plan: &mut Plan,
+    ) {
+        let actions = std::mem::take(&mut plan.actions);
+        *plan = decide_with(view, now_s, cfg, &mut self.scratch, actions);
+    }
+}
+
+fn decide_with(
+    view: &ClusterView,
+    now_s: f64,
+    cfg: &ShaperConfig,
+    scratch: &mut Scratch,
+    mut actions: Vec<Action>,
+) -> Plan {
     let apps = &view.apps;
     let hosts = HostIndex::new(&view.hosts);
     let n_comp: usize = apps.iter().map(|a| a.components.len()).sum();
@@ -386,18 +442,35 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
             pos_of_app[ai as usize] = pos as u32;
         }
     }
+    let Scratch {
+        app_info,
+        slots,
+        shrink_slots,
+        growths,
+        growth_slots,
+        app_elastic,
+        global_elastic,
+    } = scratch;
     // Per application (view index): its slots and elastic keep order.
-    let mut app_info: Vec<AppInfo> = Vec::with_capacity(apps.len());
+    app_info.clear();
+    app_info.reserve(apps.len());
     let mut any_protected = false;
-    let mut slots: Vec<Slot> = Vec::with_capacity(n_comp);
+    slots.clear();
+    slots.reserve(n_comp);
     // Reserved for the worst case up front (untouched capacity costs no
-    // memory): no reallocation copies of large action vectors.
-    let mut shrinks: Vec<Action> = Vec::with_capacity(n_comp);
-    let mut shrink_slots: Vec<u32> = Vec::with_capacity(n_comp);
-    let mut growths: Vec<Action> = Vec::with_capacity(n_comp);
-    let mut growth_slots: Vec<u32> = Vec::with_capacity(n_comp);
-    let mut app_elastic: Vec<(u64, u64, u32)> = Vec::new();
-    let mut global_elastic: Vec<GlobalKey> = Vec::new();
+    // memory): no reallocation copies of large action vectors. The shrinks
+    // vector becomes the plan.
+    actions.clear();
+    actions.reserve(n_comp);
+    let mut shrinks = actions;
+    shrink_slots.clear();
+    shrink_slots.reserve(n_comp);
+    growths.clear();
+    growths.reserve(n_comp);
+    growth_slots.clear();
+    growth_slots.reserve(n_comp);
+    app_elastic.clear();
+    global_elastic.clear();
     let initial = if pessimistic {
         State::Pending
     } else {
@@ -515,9 +588,8 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
         } else {
             Some(&global_elastic[..])
         };
-        victims = plan_pessimistic(view, &order, &app_info, any_protected, global, &mut slots);
-        summary.deferred_components =
-            apply_eviction_cap(apps, &app_info, &mut slots, &mut victims, cfg);
+        victims = plan_pessimistic(view, &order, app_info, any_protected, global, slots);
+        summary.deferred_components = apply_eviction_cap(apps, app_info, slots, &mut victims, cfg);
     }
 
     // 3. Emit: shrinks, application evictions, component evictions, growths.
@@ -594,7 +666,7 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
         }
     });
     if summary.deferred_components > 0 {
-        for (a, &g) in growths.iter_mut().zip(&growth_slots) {
+        for (a, &g) in growths.iter_mut().zip(growth_slots.iter()) {
             if slots[g as usize].state == State::Deferred && fix_deferred(g, a) {
                 actions.push(a.clone());
             }
@@ -606,8 +678,8 @@ pub fn decide(view: &ClusterView, now_s: f64, cfg: &ShaperConfig) -> Plan {
     actions.extend(evictions);
     actions.extend(
         growths
-            .into_iter()
-            .zip(growth_slots)
+            .drain(..)
+            .zip(growth_slots.drain(..))
             .filter(|(_, g)| matches!(slots[*g as usize].state, State::Kept | State::Forced))
             .map(|(a, _)| a),
     );

@@ -59,7 +59,7 @@ pub mod plan;
 pub mod synthetic;
 
 pub use config::{ConfigError, ConfigErrors, Policy, SchedulerOrder, ShaperConfig, VictimOrder};
-pub use decide::{component_target, decide, Target};
+pub use decide::{component_target, decide, Decider, Target};
 pub use model::*;
 pub use plan::{Action, Basis, Binding, Bound, Explanation, Plan, PlanSummary, Reason, Sizing};
 pub use tailor_core::Calibration;

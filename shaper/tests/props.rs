@@ -566,3 +566,22 @@ proptest! {
         prop_assert_eq!(back.actions.len(), plan.actions.len());
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// A `Decider` reused across rounds (with its plan memory) plans exactly
+    /// what `decide` plans.
+    #[test]
+    fn decider_reuse_matches_decide(a in case_strategy(), b in case_strategy(), optimistic in proptest::bool::ANY) {
+        let mut d = Decider::new();
+        let mut plan = Plan { policy: Policy::Baseline, now_s: 0.0, actions: Vec::new(), summary: PlanSummary::default() };
+        let mut cfg_b = b.cfg.clone();
+        if optimistic { cfg_b.policy = Policy::Optimistic; }
+        for (view, cfg) in [(&a.view, &a.cfg), (&b.view, &cfg_b), (&a.view, &a.cfg)] {
+            d.decide_into(view, NOW_S, cfg, &mut plan);
+            prop_assert_eq!(&plan, &decide(view, NOW_S, cfg));
+            prop_assert_eq!(d.decide(view, NOW_S, cfg), plan.clone());
+        }
+    }
+}
