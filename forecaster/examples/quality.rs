@@ -7,6 +7,7 @@
 //! ```
 //! MODEL is `arima`, `gp`, `last`, `peak` or `vpa`, optionally suffixed
 //! `+cal` for the calibrated wrapper; the default runs all of them both ways.
+//! `QUALITY_SET=holdout` uses the held-out series instead.
 
 #[path = "../tests/support/quality_set.rs"]
 mod quality_set;
@@ -20,7 +21,15 @@ fn main() {
         println!("skipped: ../shared/data not found");
         return;
     };
-    let series = match quality_set::quality_series(&data, 300) {
+    // QUALITY_SET=holdout: the held-out series (calibration defaults were
+    // chosen on the main set)
+    let holdout = std::env::var("QUALITY_SET").is_ok_and(|v| v == "holdout");
+    let loaded = if holdout {
+        quality_set::holdout_series(&data, 300)
+    } else {
+        quality_set::quality_series(&data, 300)
+    };
+    let series = match loaded {
         Ok(s) => s,
         Err(e) => {
             eprintln!("loading the quality set: {e}");

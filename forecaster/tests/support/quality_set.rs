@@ -82,3 +82,48 @@ pub fn quality_series(data: &Path, max_points: usize) -> Result<Vec<(String, Vec
     }
     Ok(out)
 }
+
+/// A held-out set for checking that the calibration defaults (chosen on
+/// [`quality_series`]) generalise: GCD_VMs members 80, 240, ..., 1520 (CPU
+/// and memory, 20 series), the Google 2011 derived `max_mem_usage` and
+/// `AssignMem`, and samples 300..600 of Bitbrains VMs 1..10 memory.
+pub fn holdout_series(data: &Path, max_points: usize) -> Result<Vec<(String, Vec<f64>)>, String> {
+    let mut out: Vec<(String, Vec<f64>)> = Vec::new();
+    let tar = data.join("google-2011/derived/GCD_VMs.tar.gz");
+    for col in ["cpu", "mem"] {
+        for (i, m) in load(&tar, col)?.into_iter().enumerate() {
+            if i % 160 == 80 {
+                let mut v = m.values;
+                v.truncate(max_points);
+                out.push((format!("gcd/{}", m.name), v));
+            }
+        }
+    }
+    let derived = data.join("google-2011/derived/data_resource_usage_5Minutes_6176858948.csv");
+    for col in ["max_mem_usage", "AssignMem"] {
+        let s = load(&derived, col)?;
+        let first = s
+            .into_iter()
+            .next()
+            .ok_or_else(|| format!("{}: no series", derived.display()))?;
+        let mut v = first.values;
+        v.truncate(max_points);
+        out.push((format!("google2011-derived:{col}"), v));
+    }
+    for vm in 1..=10 {
+        let p = data.join(format!("bitbrains-rnd/2013-7/{vm}.csv"));
+        let s = load(&p, "Memory usage [KB]")?;
+        let first = s
+            .into_iter()
+            .next()
+            .ok_or_else(|| format!("{}: no series", p.display()))?;
+        let v: Vec<f64> = first
+            .values
+            .into_iter()
+            .skip(300)
+            .take(max_points)
+            .collect();
+        out.push((format!("bitbrains/{vm}:mem[300..]"), v));
+    }
+    Ok(out)
+}
