@@ -80,11 +80,14 @@ impl Shared {
     pub async fn run_round(self: &Arc<Self>) -> Result<RoundOutcome, SkipReason> {
         let t0 = Instant::now();
         let now_s = self.clock.now_s();
+        // Under the lock only: numbering the round, cloning Arcs, and at the
+        // end swapping pending actions. View building, decide() and turning
+        // the plan into wire actions run on a blocking thread without it.
         let snap = self.with_state(|s| {
-            s.snapshot(now_s)
-                .map(|input| (input, s.shaper_config().clone()))
+            s.begin_round(now_s)
+                .map(|snap| (snap, s.shaper_config().clone()))
         });
-        let (input, cfg) = match snap {
+        let (snap, cfg) = match snap {
             Ok(x) => x,
             Err(reason) => {
                 self.with_metrics(|m| match reason {
@@ -94,19 +97,20 @@ impl Shared {
                 return Err(reason);
             }
         };
-        let decided = tokio::task::spawn_blocking(move || {
+        let prepared = tokio::task::spawn_blocking(move || {
+            let input = snap.build();
             let plan = shaper::decide(&input.view, now_s, &cfg);
-            (input, plan)
+            input.prepare(&plan)
         })
         .await;
-        let (input, plan) = match decided {
-            Ok(x) => x,
+        let prepared = match prepared {
+            Ok(p) => p,
             Err(e) => {
-                tracing::error!(error = %e, "decide() task failed; round skipped");
+                tracing::error!(error = %e, "round task failed; round skipped");
                 return Err(SkipReason::NoAgents);
             }
         };
-        let out = self.with_state(|s| s.install(&input, &plan));
+        let out = self.with_state(|s| s.commit(prepared));
         let elapsed = t0.elapsed().as_secs_f64();
         self.with_metrics(|m| {
             m.round_latency.observe(elapsed);

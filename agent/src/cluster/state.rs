@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 /// Rounds for which action records are kept (to match late acks).
-pub const RETAIN_ROUNDS: u64 = 16;
+pub const RETAIN_ROUNDS: u64 = 4;
 
 /// Why a report or ack was refused (the server answers 400).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -71,7 +71,7 @@ struct ActionRecord {
 
 #[derive(Clone, Debug)]
 struct AgentRecord {
-    report: ReportRequest,
+    report: Arc<ReportRequest>,
     first_seen_s: f64,
     last_seen_s: f64,
     reports: u64,
@@ -94,6 +94,7 @@ struct Origin {
 pub struct RoundInput {
     pub round: u64,
     pub now_s: f64,
+    epoch: String,
     pub view: ClusterView,
     origins: HashMap<ComponentId, Origin>,
     live_agents: Vec<Arc<str>>,
@@ -101,6 +102,26 @@ pub struct RoundInput {
     /// Components left out of the view because their id collided (should
     /// never happen with 64-bit hashes; counted to be sure).
     pub collisions: u64,
+}
+
+/// A round's inputs, taken under the lock (cheap: reference counts).
+#[derive(Clone, Debug)]
+pub struct RoundSnapshot {
+    pub round: u64,
+    pub now_s: f64,
+    epoch: String,
+    agents: Vec<(Arc<str>, Arc<ReportRequest>, bool)>,
+    app_failures: BTreeMap<String, u32>,
+}
+
+/// A planned round turned into per-agent actions, ready to commit.
+#[derive(Debug)]
+pub struct PreparedRound {
+    round: u64,
+    per_agent: HashMap<Arc<str>, Vec<WireAction>>,
+    records: Vec<(ActionId, ActionRecord)>,
+    in_round: HashSet<Arc<str>>,
+    outcome: RoundOutcome,
 }
 
 /// What a round did.
@@ -275,6 +296,7 @@ impl ShaperState {
             None => Arc::from(req.agent_id.as_str()),
         };
         self.apply_acks(&key, &acks);
+        let req = Arc::new(req);
         let rec = self.agents.entry(key).or_insert_with(|| AgentRecord {
             report: req.clone(),
             first_seen_s: now_s,
@@ -353,9 +375,10 @@ impl ShaperState {
         out
     }
 
-    /// Builds the cluster view for a new round (and forgets agents silent
-    /// for `forget_after_intervals`).
-    pub fn snapshot(&mut self, now_s: f64) -> Result<RoundInput, SkipReason> {
+    /// Starts a round: forgets agents silent for `forget_after_intervals`,
+    /// numbers the round and takes cheap references to every agent's latest
+    /// report. Call [`RoundSnapshot::build`] (outside any lock) next.
+    pub fn begin_round(&mut self, now_s: f64) -> Result<RoundSnapshot, SkipReason> {
         if now_s < self.started_s + f64::from(self.cfg.warmup_intervals) * self.cfg.interval_s {
             return Err(SkipReason::Warmup);
         }
@@ -373,23 +396,156 @@ impl ShaperState {
             return Err(SkipReason::NoAgents);
         }
         self.round += 1;
+        Ok(RoundSnapshot {
+            round: self.round,
+            now_s,
+            epoch: self.epoch.clone(),
+            agents: self
+                .agents
+                .iter()
+                .map(|(k, a)| {
+                    (
+                        k.clone(),
+                        a.report.clone(),
+                        self.is_stale_at(a.last_seen_s, now_s),
+                    )
+                })
+                .collect(),
+            app_failures: self.app_failures.clone(),
+        })
+    }
+
+    /// Builds the cluster view for a new round (`begin_round` + `build`).
+    pub fn snapshot(&mut self, now_s: f64) -> Result<RoundInput, SkipReason> {
+        Ok(self.begin_round(now_s)?.build())
+    }
+
+    /// Turns a plan into per-agent pending actions (replacing the previous
+    /// round's unacknowledged ones) and returns what was handed out
+    /// (`prepare` + `commit`).
+    pub fn install(&mut self, input: &RoundInput, plan: &Plan) -> RoundOutcome {
+        let prepared = input.prepare(plan);
+        self.commit(prepared)
+    }
+
+    /// Installs a prepared round: swaps every agent's pending actions and
+    /// records the new actions. Cheap: call it under the lock.
+    pub fn commit(&mut self, prepared: PreparedRound) -> RoundOutcome {
+        let PreparedRound {
+            round,
+            mut per_agent,
+            records,
+            in_round,
+            outcome,
+        } = prepared;
+        if round < self.round {
+            // A newer round was begun meanwhile (cannot happen with one round
+            // task, but be safe): keep its actions, drop these.
+            tracing::warn!(round, latest = self.round, "stale round dropped");
+        }
+        self.actions.reserve(records.len());
+        for (id, rec) in records {
+            self.actions.insert(id, rec);
+        }
+        for (name, rec) in self.agents.iter_mut() {
+            if !in_round.contains(name) {
+                continue;
+            }
+            for old in rec.pending.drain(..) {
+                if let Some(r) = self.actions.get_mut(&old.id) {
+                    if r.status == ActionStatus::Pending {
+                        r.status = ActionStatus::Superseded;
+                    }
+                }
+            }
+            rec.pending = per_agent.remove(name).unwrap_or_default();
+            rec.pending_round = round;
+        }
+        let keep_from = round.saturating_sub(RETAIN_ROUNDS);
+        if self.actions.values().any(|r| r.round < keep_from) {
+            self.actions.retain(|_, r| r.round >= keep_from);
+        }
+        self.counted_app_evictions.retain(|(r, _)| *r >= keep_from);
+        outcome
+    }
+
+    /// Snapshot, `decide()`, install: one whole round.
+    pub fn plan_round(&mut self, now_s: f64) -> Result<RoundOutcome, SkipReason> {
+        let input = self.snapshot(now_s)?;
+        let plan = shaper::decide(&input.view, now_s, &self.shaper);
+        Ok(self.install(&input, &plan))
+    }
+
+    /// The status of one action, while it is remembered.
+    pub fn action_status(&self, id: &ActionId) -> Option<ActionStatus> {
+        self.actions.get(id).map(|r| r.status.clone())
+    }
+
+    /// This server instance's id (prefix of its action ids).
+    pub fn epoch(&self) -> &str {
+        &self.epoch
+    }
+
+    /// Everything `GET /v1/status` shows.
+    pub fn status(&self, now_s: f64) -> Status {
+        let mut s = Status {
+            api_version: API_VERSION,
+            epoch: self.epoch.clone(),
+            started_s: self.started_s,
+            round: self.round,
+            agents: self
+                .agents
+                .iter()
+                .map(|(name, a)| AgentStatus {
+                    agent_id: name.to_string(),
+                    stale: self.is_stale_at(a.last_seen_s, now_s),
+                    first_seen_s: a.first_seen_s,
+                    last_seen_s: a.last_seen_s,
+                    reports: a.reports,
+                    components: a.report.components.len() as u64,
+                    capacity: a.report.capacity,
+                    pending_actions: a.pending.len() as u64,
+                })
+                .collect(),
+            actions_pending: 0,
+            actions_applied: 0,
+            actions_failed: 0,
+            actions_superseded: 0,
+            app_failures: self.app_failures.clone(),
+        };
+        for r in self.actions.values() {
+            match r.status {
+                ActionStatus::Pending => s.actions_pending += 1,
+                ActionStatus::Applied => s.actions_applied += 1,
+                ActionStatus::Failed { .. } => s.actions_failed += 1,
+                ActionStatus::Superseded => s.actions_superseded += 1,
+            }
+        }
+        s
+    }
+}
+
+impl RoundSnapshot {
+    /// Builds the cluster view (no lock needed). Stale agents' components
+    /// are frozen at their last allocation (see the module docs).
+    pub fn build(&self) -> RoundInput {
         let mut view = ClusterView::default();
         let mut origins: HashMap<ComponentId, Origin> =
-            HashMap::with_capacity(self.component_count() as usize);
+            HashMap::with_capacity(self.agents.iter().map(|a| a.1.components.len()).sum());
         let mut host_ids: HashSet<HostId> = HashSet::with_capacity(self.agents.len());
         let mut apps: BTreeMap<&str, Application> = BTreeMap::new();
         let mut app_ids: HashMap<AppId, &str> = HashMap::new();
         let mut live_agents = Vec::new();
         let mut stale_agents = Vec::new();
         let mut collisions = 0u64;
-        for (name, rec) in &self.agents {
+        for (name, report, stale) in &self.agents {
             let host = protocol::host_id(name);
             if !host_ids.insert(host) {
                 tracing::error!(agent = %name, "host id collision: agent left out of this round");
-                collisions += rec.report.components.len() as u64;
+                collisions += report.components.len() as u64;
                 continue;
             }
-            let stale = self.is_stale_at(rec.last_seen_s, now_s);
+            let stale = *stale;
             if stale {
                 stale_agents.push(name.to_string());
             } else {
@@ -397,9 +553,9 @@ impl ShaperState {
             }
             view.hosts.push(Host {
                 id: host,
-                capacity: rec.report.capacity,
+                capacity: report.capacity,
             });
-            for c in &rec.report.components {
+            for c in &report.components {
                 let id = protocol::component_id(name, &c.container_id);
                 if origins.contains_key(&id) {
                     tracing::error!(agent = %name, container = %c.container_id, "component id collision: left out");
@@ -436,7 +592,7 @@ impl ShaperState {
                     (Some(a), Some(b)) => Some(a.max(b)),
                     (a, b) => a.or(b),
                 };
-                let work_done_s = c.work_done_s.unwrap_or((now_s - c.started_s).max(0.0));
+                let work_done_s = c.work_done_s.unwrap_or((self.now_s - c.started_s).max(0.0));
                 let comp = if stale {
                     // Last known allocation, frozen: no forecast, request =
                     // allocation, usage capped by it.
@@ -482,29 +638,33 @@ impl ShaperState {
             }
         }
         view.apps = apps.into_values().collect();
-        Ok(RoundInput {
+        RoundInput {
             round: self.round,
-            now_s,
+            now_s: self.now_s,
+            epoch: self.epoch.clone(),
             view,
             origins,
             live_agents,
             stale_agents,
             collisions,
-        })
+        }
     }
+}
 
-    /// Turns a plan into per-agent pending actions (replacing the previous
-    /// round's unacknowledged ones) and returns what was handed out.
-    pub fn install(&mut self, input: &RoundInput, plan: &Plan) -> RoundOutcome {
+impl RoundInput {
+    /// Turns `plan` into per-agent wire actions with fresh ids (no lock
+    /// needed); [`ShaperState::commit`] installs them.
+    pub fn prepare(&self, plan: &Plan) -> PreparedRound {
         let mut out = RoundOutcome {
-            round: input.round,
-            agents_live: input.live_agents.len() as u64,
-            agents_stale: input.stale_agents.len() as u64,
-            components: input.origins.len() as u64,
+            round: self.round,
+            agents_live: self.live_agents.len() as u64,
+            agents_stale: self.stale_agents.len() as u64,
+            components: self.origins.len() as u64,
             ..RoundOutcome::default()
         };
         let mut per_agent: HashMap<Arc<str>, Vec<WireAction>> = HashMap::new();
         let mut n = 0u64;
+        let mut records: Vec<(ActionId, ActionRecord)> = Vec::new();
         let mut push = |origin: &Origin,
                         kind: ActionKind,
                         explanation: &shaper::Explanation,
@@ -522,7 +682,7 @@ impl ShaperState {
                     whole_app: true, ..
                 } => out.evict_application += 1,
             }
-            let id = ActionId(format!("{}-{}-{}", self.epoch, input.round, n));
+            let id = ActionId(format!("{}-{}-{}", self.epoch, self.round, n));
             n += 1;
             let summary = match &kind {
                 ActionKind::Resize { container_id, from, to } => format!(
@@ -536,11 +696,11 @@ impl ShaperState {
                     format!("evict {container_id} (elastic component of app {}): {explanation}", origin.app)
                 }
             };
-            self.actions.insert(
+            records.push((
                 id.clone(),
                 ActionRecord {
                     agent: origin.agent.clone(),
-                    round: input.round,
+                    round: self.round,
                     app: origin.app.clone(),
                     whole_app: matches!(
                         kind,
@@ -551,7 +711,7 @@ impl ShaperState {
                     ),
                     status: ActionStatus::Pending,
                 },
-            );
+            ));
             per_agent
                 .entry(origin.agent.clone())
                 .or_default()
@@ -572,7 +732,7 @@ impl ShaperState {
                     explanation,
                     ..
                 } => {
-                    if let Some(o) = input.origins.get(component) {
+                    if let Some(o) = self.origins.get(component) {
                         let kind = ActionKind::Resize {
                             container_id: o.container_id.clone(),
                             from: *from,
@@ -586,7 +746,7 @@ impl ShaperState {
                     explanation,
                     ..
                 } => {
-                    if let Some(o) = input.origins.get(component) {
+                    if let Some(o) = self.origins.get(component) {
                         let kind = ActionKind::Evict {
                             container_id: o.container_id.clone(),
                             whole_app: false,
@@ -600,7 +760,7 @@ impl ShaperState {
                     ..
                 } => {
                     for component in components {
-                        if let Some(o) = input.origins.get(component) {
+                        if let Some(o) = self.origins.get(component) {
                             let kind = ActionKind::Evict {
                                 container_id: o.container_id.clone(),
                                 whole_app: true,
@@ -611,80 +771,19 @@ impl ShaperState {
                 }
             }
         }
-        // Replace pending actions of every agent that was in the view (live or
-        // stale: a stale agent gets nothing).
-        for (name, rec) in self.agents.iter_mut() {
-            let in_round = input.live_agents.iter().any(|a| a == name)
-                || input.stale_agents.iter().any(|a| **a == **name);
-            if !in_round {
-                continue;
-            }
-            for old in rec.pending.drain(..) {
-                if let Some(r) = self.actions.get_mut(&old.id) {
-                    if r.status == ActionStatus::Pending {
-                        r.status = ActionStatus::Superseded;
-                    }
-                }
-            }
-            rec.pending = per_agent.remove(name).unwrap_or_default();
-            rec.pending_round = input.round;
-        }
-        // Forget old records.
-        let keep_from = input.round.saturating_sub(RETAIN_ROUNDS);
-        self.actions.retain(|_, r| r.round >= keep_from);
-        self.counted_app_evictions
-            .retain(|(round, _)| *round >= keep_from);
-        out
-    }
-
-    /// Snapshot, `decide()`, install: one whole round.
-    pub fn plan_round(&mut self, now_s: f64) -> Result<RoundOutcome, SkipReason> {
-        let input = self.snapshot(now_s)?;
-        let plan = shaper::decide(&input.view, now_s, &self.shaper);
-        Ok(self.install(&input, &plan))
-    }
-
-    /// The status of one action, while it is remembered.
-    pub fn action_status(&self, id: &ActionId) -> Option<ActionStatus> {
-        self.actions.get(id).map(|r| r.status.clone())
-    }
-
-    /// Everything `GET /v1/status` shows.
-    pub fn status(&self, now_s: f64) -> Status {
-        let mut s = Status {
-            api_version: API_VERSION,
-            epoch: self.epoch.clone(),
-            started_s: self.started_s,
-            round: self.round,
-            agents: self
-                .agents
+        let mut in_round: HashSet<Arc<str>> = self.live_agents.iter().cloned().collect();
+        in_round.extend(
+            self.stale_agents
                 .iter()
-                .map(|(name, a)| AgentStatus {
-                    agent_id: name.to_string(),
-                    stale: self.is_stale_at(a.last_seen_s, now_s),
-                    first_seen_s: a.first_seen_s,
-                    last_seen_s: a.last_seen_s,
-                    reports: a.reports,
-                    components: a.report.components.len() as u64,
-                    capacity: a.report.capacity,
-                    pending_actions: a.pending.len() as u64,
-                })
-                .collect(),
-            actions_pending: 0,
-            actions_applied: 0,
-            actions_failed: 0,
-            actions_superseded: 0,
-            app_failures: self.app_failures.clone(),
-        };
-        for r in self.actions.values() {
-            match r.status {
-                ActionStatus::Pending => s.actions_pending += 1,
-                ActionStatus::Applied => s.actions_applied += 1,
-                ActionStatus::Failed { .. } => s.actions_failed += 1,
-                ActionStatus::Superseded => s.actions_superseded += 1,
-            }
+                .map(|s| Arc::<str>::from(s.as_str())),
+        );
+        PreparedRound {
+            round: self.round,
+            per_agent,
+            records,
+            in_round,
+            outcome: out,
         }
-        s
     }
 }
 
