@@ -1104,8 +1104,12 @@ impl<'w> Engine<'w> {
             }
             let spec = &wl.apps[c.app as usize].components[c.spec as usize];
             let u = spec.usage.interval_s;
+            // Current sample: the sample events' counter, or (for constant
+            // series, which have no sample events) the elapsed time, with a
+            // tolerance so that float rounding never lags a boundary.
             let cur = if u.is_finite() && u > 0.0 {
-                ((now - c.started_s) / u).floor().max(0.0) as u64
+                c.sample
+                    .max(((now - c.started_s) / u + 1e-6).floor().max(0.0) as u64)
             } else {
                 0
             };
