@@ -49,7 +49,40 @@ fn bench(c: &mut Criterion) {
     g.bench_function(format!("parse {label}, {rows} rows"), |b| {
         b.iter(|| count_rows(&bytes))
     });
+    g.bench_function("gunzip only", |b| b.iter(|| gunzip_only(&bytes)));
+    g.bench_function("gunzip + csv split", |b| {
+        b.iter(|| split_only(&bytes, true))
+    });
+    g.bench_function("gunzip + csv split, quoting off", |b| {
+        b.iter(|| split_only(&bytes, false))
+    });
     g.finish();
+}
+
+/// Decompression alone (the floor of any .csv.gz reader).
+fn gunzip_only(bytes: &[u8]) -> u64 {
+    let mut r = datasets::io::maybe_gunzip(std::io::Cursor::new(bytes.to_vec()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::io::copy(&mut r, &mut std::io::sink()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Decompression + CSV splitting, no field parsing.
+fn split_only(bytes: &[u8], quoting: bool) -> u64 {
+    let r = datasets::io::maybe_gunzip(std::io::Cursor::new(bytes.to_vec()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut csv = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(r);
+    let mut rec = csv::ByteRecord::new();
+    let mut n = 0u64;
+    while csv
+        .read_byte_record(&mut rec)
+        .unwrap_or_else(|e| panic!("{e}"))
+    {
+        n += 1;
+    }
+    n
 }
 
 criterion_group!(benches, bench);
