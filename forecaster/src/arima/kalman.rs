@@ -17,6 +17,7 @@ const KAPPA: f64 = 1e6;
 /// The state-space model with its filter state (`a`, `P`) and initial
 /// covariance `Pn`.
 #[derive(Clone, Debug)]
+#[allow(dead_code)] // q: kept with p for debugging output
 pub(crate) struct SsModel {
     pub p: usize,
     pub q: usize,

@@ -3,6 +3,7 @@
 
 /// Result of a minimisation.
 #[derive(Clone, Debug)]
+#[allow(dead_code)] // f and iters: for diagnostics
 pub(crate) struct OptResult {
     pub x: Vec<f64>,
     pub f: f64,

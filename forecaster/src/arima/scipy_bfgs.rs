@@ -11,6 +11,7 @@
 /// Outcome of [`minimize_bfgs`], with SciPy's `status` codes: 0 success,
 /// 1 iteration limit, 2 precision loss (line search failed), 3 NaN.
 #[derive(Clone, Debug)]
+#[allow(dead_code)] // f: for diagnostics
 pub(crate) struct BfgsResult {
     pub x: Vec<f64>,
     pub f: f64,
