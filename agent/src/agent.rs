@@ -1011,7 +1011,7 @@ impl<R: ContainerRuntime> Agent<R> {
 
     /// Runs rounds every `interval_s` until `shutdown` resolves, then
     /// applies the shutdown policy. Failed rounds back off (interval x 2^n,
-    /// at most max(interval, 30 s)). Sends sd_notify READY / WATCHDOG /
+    /// at most 5 intervals or 30 s). Sends sd_notify READY / WATCHDOG /
     /// STOPPING when run by systemd.
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<(), AgentError> {
         self.start_event_listener();
@@ -1039,7 +1039,8 @@ impl<R: ContainerRuntime> Agent<R> {
         let _ = crate::notify::notify("READY=1\nSTATUS=sampling");
         tokio::pin!(shutdown);
         let interval = Duration::from_secs_f64(self.cfg.interval_s);
-        let max_backoff = interval.max(Duration::from_secs(30));
+        // back off up to 5 intervals, at most 30 s (never less than one interval)
+        let max_backoff = (interval * 5).min(Duration::from_secs(30)).max(interval);
         let mut failures = 0u32;
         let mut next = tokio::time::Instant::now();
         loop {
