@@ -14,12 +14,29 @@
 //!   window (N = h = 20), windows at steps 0, 60, 120, ... of every series;
 //! * `arima_cold_s`: median time of `auto_arima` on 60-point windows at the
 //!   same steps;
-//! * `arima_update_s`: median time of one online AutoArima update + forecast.
+//! * `arima_update_s`: median time of one online AutoArima update + forecast;
+//! * `gp_update_cpu_mean_s`, `gp_cold_fit_cpu_mean_s`: mean thread CPU time
+//!   of a GP update (all steps, warm-up included) and of a cold fit (same windows, one loop), which
+//!   other processes on the machine do not inflate.
 
 use std::time::Instant;
 
 use forecaster::arima::{auto_arima, ArimaConfig, AutoArima};
 use forecaster::{Forecaster, Gp, GpConfig};
+
+/// CPU time of this thread in seconds (Linux `/proc/thread-self/schedstat`;
+/// NaN elsewhere). Robust to other processes competing for the cores,
+/// unlike wall time; coarse, so only totals over many calls are used.
+fn cpu_s() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|t| {
+            t.split_whitespace()
+                .next()
+                .and_then(|x| x.parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |ns| ns * 1e-9)
+}
 
 fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
@@ -57,6 +74,8 @@ fn main() {
     };
     let (mut gp_upd, mut gp_cold, mut ar_cold, mut ar_upd) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // CPU-time totals: (seconds, count)
+    let (mut cpu_upd, mut cpu_cold) = ((0.0f64, 0usize), (0.0f64, 0usize));
     for s in &series {
         let mut gp = match Gp::new(gp_cfg.clone()) {
             Ok(g) => g,
@@ -65,6 +84,7 @@ fn main() {
                 std::process::exit(1);
             }
         };
+        let c0 = cpu_s();
         for (i, &v) in s.iter().enumerate() {
             let t0 = Instant::now();
             let _ = gp.observe(v);
@@ -73,6 +93,7 @@ fn main() {
                 gp_upd.push(t0.elapsed().as_secs_f64());
             }
         }
+        cpu_upd = (cpu_upd.0 + cpu_s() - c0, cpu_upd.1 + s.len());
         let mut ar = match AutoArima::new(ArimaConfig::default()) {
             Ok(a) => a,
             Err(e) => {
@@ -101,10 +122,22 @@ fn main() {
             start += 60;
         }
     }
+    // CPU time of all cold fits in one loop (per-call deltas are too coarse)
+    let c0 = cpu_s();
+    for s in &series {
+        let mut start = 0;
+        while start + 60 <= s.len() {
+            std::hint::black_box(Gp::fit_window(&gp_cfg, &s[start..start + 40], None));
+            cpu_cold.1 += 1;
+            start += 60;
+        }
+    }
+    cpu_cold.0 = cpu_s() - c0;
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     println!(
         "{{\"series\":{},\"gp_updates\":{},\"gp_update_s\":{:e},\"gp_update_mean_s\":{:e},\"gp_cold_fit_s\":{:e},\
-         \"arima_cold_s\":{:e},\"arima_update_s\":{:e},\"arima_update_mean_s\":{:e}}}",
+         \"arima_cold_s\":{:e},\"arima_update_s\":{:e},\"arima_update_mean_s\":{:e},\
+         \"gp_update_cpu_mean_s\":{:e},\"gp_cold_fit_cpu_mean_s\":{:e}}}",
         series.len(),
         gp_upd.len(),
         median(gp_upd.clone()),
@@ -112,6 +145,8 @@ fn main() {
         median(gp_cold),
         median(ar_cold),
         median(ar_upd.clone()),
-        mean(&ar_upd)
+        mean(&ar_upd),
+        cpu_upd.0 / cpu_upd.1.max(1) as f64,
+        cpu_cold.0 / cpu_cold.1.max(1) as f64
     );
 }

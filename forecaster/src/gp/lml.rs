@@ -434,6 +434,10 @@ struct NegLml<'a> {
     best: &'a RefCell<Best>,
     /// Last evaluation (argmin asks for cost and gradient separately).
     cache: RefCell<Option<(Vec<f64>, f64, Vec<f64>)>>,
+    /// Evaluations done and allowed: argmin's inner line search has no
+    /// iteration cap, so the budget bounds the work of one optimisation.
+    evals: std::cell::Cell<usize>,
+    budget: usize,
 }
 
 /// Index into `theta` of optimiser coordinate `i`.
@@ -448,15 +452,21 @@ fn coord_map(shared: bool) -> &'static [&'static [usize]] {
 impl NegLml<'_> {
     /// Negative LML (per training point) and its gradient in the
     /// unconstrained coordinates `p`.
-    fn eval(&self, p: &[f64]) -> (f64, Vec<f64>) {
+    fn eval(&self, p: &[f64]) -> Result<(f64, Vec<f64>), argmin::core::Error> {
         if let Some((k, c, g)) = &*self.cache.borrow() {
             if k.as_slice() == p {
-                return (*c, g.clone());
+                return Ok((*c, g.clone()));
             }
         }
+        if self.evals.get() >= self.budget {
+            return Err(argmin::core::Error::msg(
+                "GP hyperparameter fit: evaluation budget exhausted",
+            ));
+        }
+        self.evals.set(self.evals.get() + 1);
         let out = self.eval_uncached(p);
         *self.cache.borrow_mut() = Some((p.to_vec(), out.0, out.1.clone()));
-        out
+        Ok(out)
     }
 
     fn eval_uncached(&self, p: &[f64]) -> (f64, Vec<f64>) {
@@ -518,7 +528,7 @@ impl CostFunction for NegLml<'_> {
     type Param = Vec<f64>;
     type Output = f64;
     fn cost(&self, p: &Self::Param) -> Result<f64, argmin::core::Error> {
-        Ok(self.eval(p).0)
+        Ok(self.eval(p)?.0)
     }
 }
 
@@ -526,7 +536,7 @@ impl Gradient for NegLml<'_> {
     type Param = Vec<f64>;
     type Gradient = Vec<f64>;
     fn gradient(&self, p: &Self::Param) -> Result<Vec<f64>, argmin::core::Error> {
-        Ok(self.eval(p).1)
+        Ok(self.eval(p)?.1)
     }
 }
 
@@ -540,7 +550,8 @@ pub struct FitResult {
 }
 
 /// Maximises the LML with L-BFGS (argmin, backtracking Armijo line search)
-/// from `start` (log scale), at most `max_iters` iterations; with `shared`
+/// from `start` (log scale), at most `max_iters` iterations and `3 *
+/// max_iters + 5` LML evaluations; with `shared`
 /// the two lengthscales stay tied (to `start[0]`'s group). Never fails:
 /// returns the best point evaluated (or the clamped start with `lml = -inf`).
 pub fn optimise(
@@ -569,6 +580,8 @@ pub fn optimise(
         shared,
         best: &best,
         cache: RefCell::new(None),
+        evals: std::cell::Cell::new(0),
+        budget: (3 * max_iters as usize).saturating_add(5),
     };
     let fail = FitResult {
         theta: start,

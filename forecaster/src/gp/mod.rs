@@ -57,9 +57,10 @@ pub struct GpConfig {
     /// Fewest training patterns before the GP replaces the last-value
     /// fallback (default 5).
     pub min_train: usize,
-    /// Cold refit (with restarts) every this many observations (default 15).
+    /// Cold refit (with restarts) every this many observations (default 25).
     pub cold_refit_every: usize,
-    /// Starting points of a cold fit (default 3).
+    /// Starting points of a cold fit (default 2; the previous optimum is
+    /// an extra start in the periodic cold refit).
     pub restarts: usize,
     /// L-BFGS iterations of a warm refit (default 6).
     pub warm_max_iters: u64,
@@ -91,7 +92,7 @@ impl Default for GpConfig {
             time_scale_steps: 20.0,
             min_train: 5,
             cold_refit_every: 25,
-            restarts: 3,
+            restarts: 2,
             warm_max_iters: 6,
             cold_max_iters: 15,
             warm_tol_grad: 1e-3,
