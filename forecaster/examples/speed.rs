@@ -10,7 +10,7 @@
 //!   refit, plus the one-step forecast) at N = h = 20, over every step after
 //!   the first 40 of every series (periodic cold refits included);
 //! * `gp_update_mean_s`: the mean of the same;
-//! * `gp_cold_fit_s`: median time of a cold fit (3 restarts) on a 40-point
+//! * `gp_cold_fit_s`: median time of a cold fit (2 restarts) on a 40-point
 //!   window (N = h = 20), windows at steps 0, 60, 120, ... of every series;
 //! * `arima_cold_s`: median time of `auto_arima` on 60-point windows at the
 //!   same steps;
