@@ -205,17 +205,18 @@ async fn overload_evicts_youngest_elastic_of_last_app_and_restarts_it() {
     }
     let sel = ("tailor.test", test);
     let on = ("tailor.enable", "true");
-    // node of 480 MiB for managed containers. App "a" (first): one core
-    // container that grows to 330 MiB for a while. App "b": a core and two
+    // node of 500 MiB for managed containers. App "a" (first): one core
+    // container (request 600 MiB) that grows to 330 MiB (+10 MiB/s: its
+    // buffer, k1 * request = 60 MiB, covers several seconds) for a while. App "b": a core and two
     // elastic containers of ~30 MiB each.
     let a = TestContainer::run(
         "tailor-t-a-core",
-        400,
+        600,
         0.5,
         &[on, sel, ("tailor.app", "a")],
         &[
             "30:0.02:12",
-            "330:0.02:6:ramp",
+            "330:0.02:30:ramp",
             "330:0.02:14",
             "30:0.02:3600",
         ],
@@ -251,7 +252,7 @@ async fn overload_evicts_youngest_elastic_of_last_app_and_restarts_it() {
     let mut cfg = agent_config(
         test,
         "",
-        &format!("[capacity]\ncpu_cores = 2.0\nmem_bytes = {}\n", 480 * MIB),
+        &format!("[capacity]\ncpu_cores = 2.0\nmem_bytes = {}\n", 500 * MIB),
     );
     // buffer = k1 * request only: the ramp would make the peak model's sigma
     // (and the k2 term) large for a few rounds; this test is about the order
@@ -264,7 +265,7 @@ async fn overload_evicts_youngest_elastic_of_last_app_and_restarts_it() {
     }
     let mut evictions: Vec<String> = Vec::new();
     let mut restarted: Vec<String> = Vec::new();
-    rounds(&mut agent, 50, |r| {
+    rounds(&mut agent, 75, |r| {
         for o in &r.outcomes {
             if matches!(o.action.kind, NodeActionKind::Evict { .. }) && o.result == "applied" {
                 evictions.push(o.action.container_name.clone());
@@ -273,6 +274,9 @@ async fn overload_evicts_youngest_elastic_of_last_app_and_restarts_it() {
         restarted.extend(r.restarted.iter().cloned());
     })
     .await;
+    let (n, failed) = agent.shared().metrics.rounds();
+    eprintln!("overload: {n} rounds ({failed} failed), evictions {evictions:?}, restarted {restarted:?}");
+    assert!(!a.oom_killed(), "a-core outgrew its limit (kernel OOM kill)");
     assert!(!evictions.is_empty(), "overload made the agent evict");
     assert_eq!(
         evictions[0], "tailor-t-b-el-young",

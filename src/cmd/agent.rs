@@ -119,7 +119,11 @@ fn plan_source(cfg: &AgentConfig) -> anyhow::Result<Box<dyn PlanSource>> {
     }
 }
 
-async fn run_async(args: Args, cfg: AgentConfig) -> anyhow::Result<()> {
+async fn run_async(args: Args, mut cfg: AgentConfig) -> anyhow::Result<()> {
+    if args.once {
+        // --warmup replaces the agent's own warm-up rounds
+        cfg.warmup_rounds = 0;
+    }
     let runtime = Arc::new(DockerRuntime::new(&cfg.docker_socket)?);
     let source = plan_source(&cfg)?;
     let mut agent = Agent::new(cfg.clone(), runtime, source, Arc::new(SystemClock))?;

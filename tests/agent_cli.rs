@@ -1,0 +1,128 @@
+//! `tailor config check` and `tailor agent --once` as a user runs them.
+
+mod agent_common;
+
+use agent_common::*;
+use std::process::Command;
+
+fn tailor(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
+        .args(args)
+        .output()
+        .expect("run tailor");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+#[test]
+fn config_check_reports_every_error_with_file_and_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "interval_s = 0\nbogus = 1\n[shaper]\nk1 = -1.0\nk2 = -2.0\n[http]\nlisten = \"nowhere\"\n[capacity]\nmem_bytes = \"lots\"\n",
+    )
+    .expect("write");
+    let (ok, stdout, _) = tailor(&["config", "check", bad.to_str().expect("utf8")]);
+    assert!(!ok, "invalid config must fail");
+    for key in [
+        "interval_s",
+        "bogus",
+        "shaper.k1",
+        "shaper.k2",
+        "http.listen",
+        "capacity.mem_bytes",
+    ] {
+        assert!(
+            stdout.contains(&format!(": {key}: ")),
+            "missing {key} in:\n{stdout}"
+        );
+    }
+    assert!(
+        stdout
+            .lines()
+            .all(|l| l.starts_with(bad.to_str().expect("utf8"))),
+        "every line names the file:\n{stdout}"
+    );
+}
+
+#[test]
+fn config_check_accepts_example_and_tune_snippet() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snippet = dir.path().join("tuned.toml");
+    std::fs::write(
+        &snippet,
+        "# written by tailor tune\n[shaper]\nk1 = 0.1\nk2 = 2.0\n",
+    )
+    .expect("write");
+    let example = workspace_root().join("packaging/agent.toml");
+    let (ok, stdout, stderr) = tailor(&[
+        "config",
+        "check",
+        "--print",
+        example.to_str().expect("utf8"),
+        snippet.to_str().expect("utf8"),
+    ]);
+    assert!(ok, "valid configs: {stdout}{stderr}");
+    assert!(
+        stdout.contains("k1 = 0.1"),
+        "merged config shows the tuned k1:\n{stdout}"
+    );
+}
+
+#[test]
+fn agent_once_prints_one_rounds_decisions() {
+    let test = "once";
+    if docker_or_skip(test).is_none() {
+        return;
+    }
+    let c = TestContainer::run(
+        "tailor-t-once",
+        256,
+        1.0,
+        &[("tailor.enable", "true"), ("tailor.test", test)],
+        &["8:0.02:3600"],
+        &[],
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("agent.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "interval_s = 1.0\nmin_samples = 3\nstate_file = \"\"\n[selector]\nlabels = {{ \"tailor.test\" = \"{test}\" }}\n[http]\nlisten = \"\"\n[shaper]\ngrace_period_s = 0.0\n[forecaster]\nkind = \"peak\"\n"
+        ),
+    )
+    .expect("write");
+    let (ok, stdout, stderr) = tailor(&[
+        "agent",
+        "--once",
+        "--warmup",
+        "3",
+        "--recommend",
+        "--config",
+        cfg.to_str().expect("utf8"),
+    ]);
+    assert!(ok, "tailor agent --once failed: {stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("JSON on stdout");
+    let containers = report["view"]["containers"].as_array().expect("containers");
+    assert_eq!(containers.len(), 1);
+    assert_eq!(containers[0]["name"], "tailor-t-once");
+    assert!(
+        !containers[0]["forecast"].is_null(),
+        "forecast after the warm-up"
+    );
+    let outcomes = report["outcomes"].as_array().expect("outcomes");
+    assert!(
+        outcomes
+            .iter()
+            .any(|o| o["result"] == "recommended" && o["action"]["kind"] == "resize"),
+        "a cut is recommended: {stdout}"
+    );
+    assert!(outcomes
+        .iter()
+        .all(|o| o["action"]["explanation"].as_str().is_some_and(|e| !e.is_empty())));
+    assert_eq!(c.mem_limit(), 256 * MIB, "--recommend changes nothing");
+}
