@@ -360,6 +360,7 @@ impl Forecaster for Vpa {
 }
 
 /// Standard normal quantile (Acklam's rational approximation, |err| < 1.2e-9).
+#[allow(clippy::excessive_precision)]
 pub fn inverse_normal_cdf(p: f64) -> f64 {
     if p <= 0.0 {
         return f64::NEG_INFINITY;

@@ -425,6 +425,9 @@ struct Best {
     neg_lml: f64,
 }
 
+/// One cached evaluation: parameters, cost, gradient.
+type Evaluation = (Vec<f64>, f64, Vec<f64>);
+
 struct NegLml<'a> {
     ts: &'a TrainSet,
     kernel: KernelKind,
@@ -433,7 +436,7 @@ struct NegLml<'a> {
     shared: bool,
     best: &'a RefCell<Best>,
     /// Last evaluation (argmin asks for cost and gradient separately).
-    cache: RefCell<Option<(Vec<f64>, f64, Vec<f64>)>>,
+    cache: RefCell<Option<Evaluation>>,
     /// Evaluations done and allowed: argmin's inner line search has no
     /// iteration cap, so the budget bounds the work of one optimisation.
     evals: std::cell::Cell<usize>,

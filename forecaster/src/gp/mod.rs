@@ -474,7 +474,7 @@ impl Gp {
         let cold = self.theta.is_none() || self.since_cold >= self.cfg.cold_refit_every;
         let mut best: Option<lml::FitResult> = None;
         let mut consider = |r: lml::FitResult| {
-            if best.map_or(true, |b| r.lml > b.lml) {
+            if !matches!(best, Some(b) if b.lml >= r.lml) {
                 best = Some(r);
             }
         };
