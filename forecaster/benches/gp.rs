@@ -67,6 +67,7 @@ fn bench_gp(c: &mut Criterion) {
         // N = h: warm refit + predict (cold refits excluded: measured below)
         let cfg = GpConfig {
             history: h,
+            train_size: Some(h),
             cold_refit_every: usize::MAX,
             ..GpConfig::default()
         };
@@ -88,6 +89,7 @@ fn bench_gp(c: &mut Criterion) {
         let cold = warmed(
             GpConfig {
                 history: h,
+                train_size: Some(h),
                 ..GpConfig::default()
             },
             &series[..300],
