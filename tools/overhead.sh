@@ -4,7 +4,7 @@
 # CPU time and RSS of the agent process read from /proc over a window after
 # a warm-up.
 #
-#   tools/overhead.sh [CONTAINERS] [WARMUP_S] [MEASURE_S]
+#   [TAILOR_BIN=path/to/tailor] tools/overhead.sh [CONTAINERS] [WARMUP_S] [MEASURE_S]
 #
 # Needs a running dockerd and the test image (scripts/test.sh or
 # tools/dockerd-start.sh + tools/build-test-image.sh). Removes its containers
@@ -28,8 +28,13 @@ cleanup() {
 trap cleanup EXIT
 
 tools/build-test-image.sh >/dev/null
-cargo build --release --bin tailor >&2
-BIN="$CARGO_TARGET_DIR/release/tailor"
+# TAILOR_BIN: measure an already built binary instead of building the release one
+if [ -n "${TAILOR_BIN:-}" ]; then
+    BIN="$TAILOR_BIN"
+else
+    cargo build --release --bin tailor >&2
+    BIN="$CARGO_TARGET_DIR/release/tailor"
+fi
 
 echo "starting $N containers..." >&2
 docker ps -aq --filter "label=$LABEL" | xargs -r docker rm -f >/dev/null 2>&1 || true
