@@ -325,9 +325,14 @@ fn settle(planned: Resources, c: &Component, cfg: &ShaperConfig) -> (Resources, 
         return (p, true, false);
     }
     let usage = Resources::new(sane(c.usage.cpu_cores), sane(c.usage.mem_bytes));
-    let need_growth = Resource::ALL
-        .iter()
-        .any(|&r| cur.get(r) < usage.get(r) && p.get(r) > cur.get(r));
+    // Growths the hysteresis never holds back: any resource already short
+    // of its usage, and any memory growth at all (memory is not
+    // compressible: a held-back growth towards the forecast peak is an OOM
+    // kill waiting to happen, CPU only slows down).
+    let need_growth = p.mem_bytes > cur.mem_bytes
+        || Resource::ALL
+            .iter()
+            .any(|&r| cur.get(r) < usage.get(r) && p.get(r) > cur.get(r));
     let m = if cfg.min_relative_change.is_finite() {
         cfg.min_relative_change
     } else {
@@ -1257,6 +1262,14 @@ mod tests {
         view2.apps[0].components[0].usage = Resources::new(1.0, 495.0);
         let plan = decide(&view2, 10_000.0, &cfg);
         assert_eq!(plan.resizes().count(), 1, "{:#?}", plan.actions);
+        // A small memory growth towards the forecast (usage still below the
+        // allocation) is applied too: memory growths are never held back.
+        let mut view3 = view.clone();
+        view3.apps[0].components[0].allocation = Resources::new(2.05, 495.0);
+        view3.apps[0].components[0].usage = Resources::new(1.0, 400.0);
+        let plan = decide(&view3, 10_000.0, &cfg);
+        assert_eq!(plan.resizes().count(), 1, "{:#?}", plan.actions);
+        assert_eq!(plan.summary.skipped_by_hysteresis, 0);
     }
 
     #[test]
