@@ -22,4 +22,4 @@ if ! tools/build-test-image.sh; then
     echo "test.sh: WARNING: could not build the test image; Docker tests will fail in CI / skip outside it" >&2
 fi
 
-cargo test --workspace --all-targets
+cargo test --workspace --all-targets --no-fail-fast
