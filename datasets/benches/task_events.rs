@@ -73,6 +73,7 @@ fn split_only(bytes: &[u8], quoting: bool) -> u64 {
     let mut csv = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
+        .quoting(quoting)
         .from_reader(r);
     let mut rec = csv::ByteRecord::new();
     let mut n = 0u64;
