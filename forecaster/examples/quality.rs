@@ -8,6 +8,8 @@
 //! MODEL is `arima`, `gp`, `last`, `peak` or `vpa`, optionally suffixed
 //! `+cal` for the calibrated wrapper; the default runs all of them both ways.
 //! `QUALITY_SET=holdout` uses the held-out series instead.
+//! `QUALITY_DUMP=FILE` writes the set (one series a line: `name<TAB>v1,v2,...`)
+//! to FILE and exits (input of `scripts/reference/gp_quality.py`).
 
 #[path = "../tests/support/quality_set.rs"]
 mod quality_set;
@@ -36,6 +38,23 @@ fn main() {
             std::process::exit(1);
         }
     };
+    if let Some(path) = std::env::var_os("QUALITY_DUMP") {
+        let text: String = series
+            .iter()
+            .map(|(name, v)| {
+                let vals: Vec<String> = v.iter().map(|x| format!("{x:?}")).collect();
+                format!("{name}\t{}\n", vals.join(","))
+            })
+            .collect();
+        if let Err(e) = std::fs::write(&path, text) {
+            eprintln!(
+                "QUALITY_DUMP {}: {e}",
+                std::path::Path::new(&path).display()
+            );
+            std::process::exit(1);
+        }
+        return;
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let specs: Vec<String> = if args.is_empty() {
         ModelKind::ALL

@@ -11,15 +11,11 @@
 //! grows tenfold on every failed Cholesky factorisation.
 //!
 //! Hyperparameters are log-parameterised, `theta = [ln l_t, ln l_h,
-//! ln signal_var, ln noise_var]`, and kept inside bounds by optimising
-//! unconstrained `u` with `theta = lo + (hi - lo) * sigmoid(u)`.
+//! ln signal_var, ln noise_var]`, and kept inside box bounds by a projected
+//! L-BFGS ([`optimise`], as scikit-learn's L-BFGS-B in log space). The
+//! evaluations reuse the buffers of an [`Evaluator`] (no allocation per
+//! evaluation).
 
-use std::cell::RefCell;
-
-use argmin::core::{CostFunction, Executor, Gradient};
-use argmin::solver::linesearch::condition::ArmijoCondition;
-use argmin::solver::linesearch::BacktrackingLineSearch;
-use argmin::solver::quasinewton::LBFGS;
 use serde::{Deserialize, Serialize};
 
 /// Diagonal jitter always added (scikit-learn's `alpha` default).
@@ -50,22 +46,6 @@ impl KernelKind {
         match self {
             KernelKind::Exponential => (-r2.sqrt()).exp(),
             KernelKind::SquaredExponential => (-0.5 * r2).exp(),
-        }
-    }
-
-    /// `d corr / d ln l` for a lengthscale whose scaled squared-distance
-    /// part is `part2` (so `r2 = part2 + other`), given `c = corr(r2)`.
-    #[inline]
-    fn dcorr(self, r2: f64, part2: f64, c: f64) -> f64 {
-        match self {
-            KernelKind::Exponential => {
-                if r2 > 0.0 {
-                    c * part2 / r2.sqrt()
-                } else {
-                    0.0
-                }
-            }
-            KernelKind::SquaredExponential => c * part2,
         }
     }
 }
@@ -198,36 +178,50 @@ impl TrainSet {
 fn cholesky_in_place(a: &mut [f64], n: usize) -> bool {
     for j in 0..n {
         let rj = j * n;
-        let mut d = a[rj + j];
-        for k in 0..j {
-            d -= a[rj + k] * a[rj + k];
-        }
+        let (head, tail) = a.split_at_mut(rj + j);
+        let row_j = &head[rj..rj + j];
+        let d = tail[0] - dot(row_j, row_j);
         if !(d > 0.0 && d.is_finite()) {
             return false;
         }
         let djj = d.sqrt();
-        a[rj + j] = djj;
+        tail[0] = djj;
         let inv = 1.0 / djj;
         for i in j + 1..n {
             let ri = i * n;
-            let mut s = a[ri + j];
-            for k in 0..j {
-                s -= a[ri + k] * a[rj + k];
-            }
+            let s = a[ri + j] - dot(&a[ri..ri + j], &a[rj..rj + j]);
             a[ri + j] = s * inv;
         }
     }
     true
 }
 
+/// Dot product (4 accumulators, so the compiler can vectorise it).
+#[inline]
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0.0f64; 4];
+    let chunks = n / 4;
+    for c in 0..chunks {
+        let k = 4 * c;
+        acc[0] += a[k] * b[k];
+        acc[1] += a[k + 1] * b[k + 1];
+        acc[2] += a[k + 2] * b[k + 2];
+        acc[3] += a[k + 3] * b[k + 3];
+    }
+    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for k in 4 * chunks..n {
+        s += a[k] * b[k];
+    }
+    s
+}
+
 /// Solves `L x = b` in place (`l` row-major lower triangular).
 fn solve_lower(l: &[f64], n: usize, b: &mut [f64]) {
     for i in 0..n {
         let ri = i * n;
-        let mut s = b[i];
-        for k in 0..i {
-            s -= l[ri + k] * b[k];
-        }
+        let s = b[i] - dot(&l[ri..ri + i], &b[..i]);
         b[i] = s / l[ri + i];
     }
 }
@@ -257,141 +251,222 @@ pub struct Factor {
     pub lml: f64,
     /// Diagonal jitter that made the factorisation succeed.
     pub jitter: f64,
-    /// Signal-only correlation matrix (without the variance), row-major.
-    corr: Vec<f64>,
 }
 
-/// Scaled squared distance.
-#[inline]
-fn r2(dt2: f64, dh2: f64, it2: f64, ih2: f64) -> f64 {
-    dt2 * it2 + dh2 * ih2
+/// Reusable buffers for LML (and gradient) evaluations on one training
+/// set: no allocation per evaluation.
+#[derive(Clone, Debug)]
+pub struct Evaluator<'a> {
+    ts: &'a TrainSet,
+    kernel: KernelKind,
+    /// Scaled distance `r` (exponential) or `r^2` (squared exponential) of
+    /// every pair, lower triangle, row-major `n x n`.
+    rr: Vec<f64>,
+    /// Correlation `k(r)` of every pair, lower triangle.
+    corr: Vec<f64>,
+    l: Vec<f64>,
+    alpha: Vec<f64>,
+    /// `L^-1` transposed (row `j` = column `j` of `L^-1`).
+    mt: Vec<f64>,
+    theta: Theta,
+    lml: f64,
+    jitter: f64,
+    /// Whether `l`/`alpha` hold a successful factorisation at `theta`.
+    valid: bool,
+    /// Factorisations done.
+    pub evals: usize,
+}
+
+impl<'a> Evaluator<'a> {
+    /// Buffers for `ts`.
+    pub fn new(ts: &'a TrainSet, kernel: KernelKind) -> Self {
+        let nn = ts.n * ts.n;
+        Self {
+            ts,
+            kernel,
+            rr: vec![0.0; nn],
+            corr: vec![0.0; nn],
+            l: vec![0.0; nn],
+            alpha: vec![0.0; ts.n],
+            mt: vec![0.0; nn],
+            theta: [f64::NAN; NP],
+            lml: f64::NEG_INFINITY,
+            jitter: BASE_JITTER,
+            valid: false,
+            evals: 0,
+        }
+    }
+
+    /// Factorises `K(theta)` (jitter retries) and returns the LML; `None`
+    /// when even [`MAX_JITTER`] fails or a value is not finite.
+    pub fn lml(&mut self, theta: Theta) -> Option<f64> {
+        self.valid = false;
+        self.evals += 1;
+        let ts = self.ts;
+        let n = ts.n;
+        if n == 0 {
+            return None;
+        }
+        let it2 = (-2.0 * theta[0]).exp();
+        let ih2 = (-2.0 * theta[1]).exp();
+        let sf2 = theta[2].exp();
+        let sn2 = theta[3].exp();
+        if !(it2.is_finite() && ih2.is_finite() && sf2.is_finite() && sn2.is_finite()) {
+            return None;
+        }
+        let exponential = self.kernel == KernelKind::Exponential;
+        for i in 0..n {
+            let ri = i * n;
+            let (dt, dh) = (&ts.dt2[ri..ri + i], &ts.dh2[ri..ri + i]);
+            let rr = &mut self.rr[ri..ri + i];
+            for ((r, &a), &b) in rr.iter_mut().zip(dt).zip(dh) {
+                *r = a * it2 + b * ih2;
+            }
+            if exponential {
+                for r in rr.iter_mut() {
+                    *r = r.sqrt();
+                }
+                for (c, &r) in self.corr[ri..ri + i].iter_mut().zip(rr.iter()) {
+                    *c = (-r).exp();
+                }
+            } else {
+                for (c, &r) in self.corr[ri..ri + i].iter_mut().zip(rr.iter()) {
+                    *c = (-0.5 * r).exp();
+                }
+            }
+        }
+        let mut jitter = BASE_JITTER;
+        loop {
+            for i in 0..n {
+                let ri = i * n;
+                for (lv, &c) in self.l[ri..ri + i].iter_mut().zip(&self.corr[ri..ri + i]) {
+                    *lv = sf2 * c;
+                }
+                self.l[ri + i] = sf2 + sn2 + jitter;
+            }
+            if cholesky_in_place(&mut self.l, n) {
+                self.alpha.copy_from_slice(&ts.y);
+                solve_lower(&self.l, n, &mut self.alpha);
+                let quad = dot(&self.alpha, &self.alpha);
+                solve_upper_t(&self.l, n, &mut self.alpha);
+                let logdet_half: f64 = (0..n).map(|i| self.l[i * n + i].ln()).sum();
+                let lml =
+                    -0.5 * quad - logdet_half - 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
+                if lml.is_finite() && self.alpha.iter().all(|a| a.is_finite()) {
+                    self.theta = theta;
+                    self.lml = lml;
+                    self.jitter = jitter;
+                    self.valid = true;
+                    return Some(lml);
+                }
+            }
+            jitter *= 10.0;
+            if jitter > MAX_JITTER {
+                tracing::trace!(
+                    ?theta,
+                    "GP kernel matrix not positive definite even with max jitter"
+                );
+                return None;
+            }
+        }
+    }
+
+    /// Gradient of the LML with respect to `theta` at the last successful
+    /// [`Evaluator::lml`] point (`None` when there is none).
+    pub fn grad(&mut self) -> Option<Theta> {
+        if !self.valid {
+            return None;
+        }
+        let n = self.ts.n;
+        let theta = self.theta;
+        let it2 = (-2.0 * theta[0]).exp();
+        let ih2 = (-2.0 * theta[1]).exp();
+        let sf2 = theta[2].exp();
+        let sn2 = theta[3].exp();
+        // mt row j = L^-1 e_j (zero before j)
+        let (l, mt) = (&self.l, &mut self.mt);
+        for j in 0..n {
+            let rj = j * n;
+            let row = &mut mt[rj..rj + n];
+            row[..j].fill(0.0);
+            row[j] = 1.0 / l[rj + j];
+            for i in j + 1..n {
+                let ri = i * n;
+                let s = dot(&l[ri + j..ri + i], &row[j..i]);
+                row[i] = -s / l[ri + i];
+            }
+        }
+        // W = alpha alpha^T - K^-1 with K^-1[i][j] = sum_{k >= i} mt[i][k] mt[j][k] (i >= j);
+        // dLML/dtheta = 0.5 * sum W dK (off-diagonal pairs counted twice)
+        let exponential = self.kernel == KernelKind::Exponential;
+        let mut g = [0.0f64; NP];
+        for i in 0..n {
+            let ri = i * n;
+            let ai = self.alpha[i];
+            let mi = &mt[ri + i..ri + n];
+            let kii = dot(mi, mi);
+            let wii = ai * ai - kii;
+            g[2] += 0.5 * wii * sf2;
+            g[3] += 0.5 * wii * sn2;
+            let (mut gs, mut gt, mut gh) = (0.0, 0.0, 0.0);
+            for j in 0..i {
+                let k = ri + j;
+                let kinv = dot(mi, &mt[j * n + i..j * n + n]);
+                let w = ai * self.alpha[j] - kinv;
+                let c = self.corr[k];
+                let wc = w * c;
+                gs += wc;
+                let pt = self.ts.dt2[k] * it2;
+                let ph = self.ts.dh2[k] * ih2;
+                if exponential {
+                    let r = self.rr[k];
+                    if r > 0.0 {
+                        let q = wc / r;
+                        gt += q * pt;
+                        gh += q * ph;
+                    }
+                } else {
+                    gt += wc * pt;
+                    gh += wc * ph;
+                }
+            }
+            g[2] += gs * sf2;
+            g[0] += gt * sf2;
+            g[1] += gh * sf2;
+        }
+        Some(g)
+    }
+
+    /// The factor at the last successful evaluation.
+    pub fn factor(&self) -> Option<Factor> {
+        self.valid.then(|| Factor {
+            n: self.ts.n,
+            l: self.l.clone(),
+            alpha: self.alpha.clone(),
+            lml: self.lml,
+            jitter: self.jitter,
+        })
+    }
+
+    /// Log hyperparameters of the last successful evaluation.
+    pub fn theta(&self) -> Option<Theta> {
+        self.valid.then_some(self.theta)
+    }
 }
 
 /// Factorises `K(theta)` with jitter retries; `None` when even
 /// [`MAX_JITTER`] fails or a value is not finite.
 pub fn factor(ts: &TrainSet, kernel: KernelKind, theta: Theta) -> Option<Factor> {
-    let n = ts.n;
-    if n == 0 {
-        return None;
-    }
-    let it2 = (-2.0 * theta[0]).exp();
-    let ih2 = (-2.0 * theta[1]).exp();
-    let sf2 = theta[2].exp();
-    let sn2 = theta[3].exp();
-    if !(it2.is_finite() && ih2.is_finite() && sf2.is_finite() && sn2.is_finite()) {
-        return None;
-    }
-    let mut corr = vec![0.0; n * n];
-    for i in 0..n {
-        corr[i * n + i] = 1.0;
-        for j in 0..i {
-            let k = i * n + j;
-            let c = kernel.corr(r2(ts.dt2[k], ts.dh2[k], it2, ih2));
-            corr[k] = c;
-            corr[j * n + i] = c;
-        }
-    }
-    let mut jitter = BASE_JITTER;
-    let mut l = vec![0.0; n * n];
-    loop {
-        for i in 0..n {
-            for j in 0..=i {
-                l[i * n + j] = sf2 * corr[i * n + j];
-            }
-            l[i * n + i] += sn2 + jitter;
-        }
-        if cholesky_in_place(&mut l, n) {
-            let mut alpha = ts.y.clone();
-            solve_lower(&l, n, &mut alpha);
-            let quad: f64 = alpha.iter().map(|v| v * v).sum();
-            solve_upper_t(&l, n, &mut alpha);
-            let logdet_half: f64 = (0..n).map(|i| l[i * n + i].ln()).sum();
-            let lml =
-                -0.5 * quad - logdet_half - 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
-            if lml.is_finite() && alpha.iter().all(|a| a.is_finite()) {
-                return Some(Factor {
-                    n,
-                    l,
-                    alpha,
-                    lml,
-                    jitter,
-                    corr,
-                });
-            }
-        }
-        jitter *= 10.0;
-        if jitter > MAX_JITTER {
-            tracing::debug!(
-                ?theta,
-                "GP kernel matrix not positive definite even with max jitter"
-            );
-            return None;
-        }
-    }
-}
-
-/// `(K + noise I)^-1` (full, row-major) from a factor.
-fn inverse(f: &Factor) -> Vec<f64> {
-    let n = f.n;
-    let l = &f.l;
-    // M = L^-1 (lower triangular), row-major
-    let mut m = vec![0.0; n * n];
-    for i in 0..n {
-        m[i * n + i] = 1.0 / l[i * n + i];
-        for j in 0..i {
-            let mut s = 0.0;
-            for k in j..i {
-                s -= l[i * n + k] * m[k * n + j];
-            }
-            m[i * n + j] = s / l[i * n + i];
-        }
-    }
-    // K^-1 = M^T M: (i, j) = sum_{k >= max(i, j)} M[k][i] M[k][j]
-    let mut kinv = vec![0.0; n * n];
-    for i in 0..n {
-        for j in 0..=i {
-            let mut s = 0.0;
-            for k in i..n {
-                s += m[k * n + i] * m[k * n + j];
-            }
-            kinv[i * n + j] = s;
-            kinv[j * n + i] = s;
-        }
-    }
-    kinv
+    let mut ev = Evaluator::new(ts, kernel);
+    ev.lml(theta)?;
+    ev.factor()
 }
 
 /// Log marginal likelihood and its gradient with respect to `theta`.
 pub fn lml_and_grad(ts: &TrainSet, kernel: KernelKind, theta: Theta) -> Option<(f64, Theta)> {
-    let f = factor(ts, kernel, theta)?;
-    let n = ts.n;
-    let it2 = (-2.0 * theta[0]).exp();
-    let ih2 = (-2.0 * theta[1]).exp();
-    let sf2 = theta[2].exp();
-    let sn2 = theta[3].exp();
-    let kinv = inverse(&f);
-    // W = alpha alpha^T - K^-1; dLML/dtheta_j = 0.5 * sum_ik W_ik dK_ik/dtheta_j.
-    let mut g = [0.0f64; NP];
-    for i in 0..n {
-        let ai = f.alpha[i];
-        let wii = ai * ai - kinv[i * n + i];
-        g[2] += 0.5 * wii * sf2;
-        g[3] += 0.5 * wii * sn2;
-        for j in 0..i {
-            let k = i * n + j;
-            let w = ai * f.alpha[j] - kinv[k];
-            let c = f.corr[k];
-            let pt = ts.dt2[k] * it2;
-            let ph = ts.dh2[k] * ih2;
-            let rr = pt + ph;
-            // off-diagonal terms counted twice (symmetry)
-            let ws = w * sf2;
-            g[2] += ws * c;
-            g[0] += ws * kernel.dcorr(rr, pt, c);
-            g[1] += ws * kernel.dcorr(rr, ph, c);
-        }
-    }
-    Some((f.lml, g))
+    let mut ev = Evaluator::new(ts, kernel);
+    let lml = ev.lml(theta)?;
+    Some((lml, ev.grad()?))
 }
 
 /// Predictive mean and latent variance (standardised space) at a test point
@@ -411,136 +486,17 @@ pub fn predict(
         .zip(dh2)
         .map(|(&a, &b)| sf2 * kernel.corr(r2(a, b, it2, ih2)))
         .collect();
-    let mean: f64 = v.iter().zip(&f.alpha).map(|(a, b)| a * b).sum();
+    let mean = dot(&v, &f.alpha);
     solve_lower(&f.l, f.n, &mut v);
-    let reduce: f64 = v.iter().map(|x| x * x).sum();
+    let reduce = dot(&v, &v);
     let var = (sf2 - reduce).max(0.0);
     (mean, var)
 }
 
-/// Best point seen during an optimisation (argmin may stop with an error).
-#[derive(Clone, Copy, Debug)]
-struct Best {
-    theta: Theta,
-    neg_lml: f64,
-}
-
-/// One cached evaluation: parameters, cost, gradient.
-type Evaluation = (Vec<f64>, f64, Vec<f64>);
-
-struct NegLml<'a> {
-    ts: &'a TrainSet,
-    kernel: KernelKind,
-    bounds: (Theta, Theta),
-    /// Tie the time and history lengthscales (optimise 3 parameters).
-    shared: bool,
-    best: &'a RefCell<Best>,
-    /// Last evaluation (argmin asks for cost and gradient separately).
-    cache: RefCell<Option<Evaluation>>,
-    /// Evaluations done and allowed: argmin's inner line search has no
-    /// iteration cap, so the budget bounds the work of one optimisation.
-    evals: std::cell::Cell<usize>,
-    budget: usize,
-}
-
-/// Index into `theta` of optimiser coordinate `i`.
-fn coord_map(shared: bool) -> &'static [&'static [usize]] {
-    if shared {
-        &[&[0, 1], &[2], &[3]]
-    } else {
-        &[&[0], &[1], &[2], &[3]]
-    }
-}
-
-impl NegLml<'_> {
-    /// Negative LML (per training point) and its gradient in the
-    /// unconstrained coordinates `p`.
-    fn eval(&self, p: &[f64]) -> Result<(f64, Vec<f64>), argmin::core::Error> {
-        if let Some((k, c, g)) = &*self.cache.borrow() {
-            if k.as_slice() == p {
-                return Ok((*c, g.clone()));
-            }
-        }
-        if self.evals.get() >= self.budget {
-            return Err(argmin::core::Error::msg(
-                "GP hyperparameter fit: evaluation budget exhausted",
-            ));
-        }
-        self.evals.set(self.evals.get() + 1);
-        let out = self.eval_uncached(p);
-        *self.cache.borrow_mut() = Some((p.to_vec(), out.0, out.1.clone()));
-        Ok(out)
-    }
-
-    fn eval_uncached(&self, p: &[f64]) -> (f64, Vec<f64>) {
-        let (lo, hi) = self.bounds;
-        let map = coord_map(self.shared);
-        let mut t = [0.0; NP];
-        let mut dt_du = [0.0; NP];
-        for (ci, idx) in map.iter().enumerate() {
-            let u = p.get(ci).copied().unwrap_or(0.0);
-            let u = if u.is_finite() {
-                u.clamp(-40.0, 40.0)
-            } else {
-                0.0
-            };
-            let sg = 1.0 / (1.0 + (-u).exp());
-            for &i in idx.iter() {
-                t[i] = (lo[i] + (hi[i] - lo[i]) * sg).clamp(lo[i], hi[i]);
-                dt_du[i] = (hi[i] - lo[i]) * sg * (1.0 - sg);
-            }
-        }
-        match lml_and_grad(self.ts, self.kernel, t) {
-            Some((lml, g)) => {
-                {
-                    let mut b = self.best.borrow_mut();
-                    if -lml < b.neg_lml {
-                        *b = Best {
-                            theta: t,
-                            neg_lml: -lml,
-                        };
-                    }
-                }
-                // per-point scale keeps the first (memoryless) L-BFGS step short
-                let w = 1.0 / self.ts.n as f64;
-                let grad = map
-                    .iter()
-                    .map(|idx| idx.iter().map(|&i| -g[i] * dt_du[i] * w).sum())
-                    .collect();
-                (-lml * w, grad)
-            }
-            None => (1e10, vec![0.0; map.len()]),
-        }
-    }
-}
-
-/// Maps log parameters inside `(lo, hi)` to the unconstrained optimiser
-/// coordinates (the first index of each coordinate's group).
-fn to_unconstrained(theta: Theta, lo: Theta, hi: Theta, shared: bool) -> Vec<f64> {
-    coord_map(shared)
-        .iter()
-        .map(|idx| {
-            let i = idx[0];
-            let f = ((theta[i] - lo[i]) / (hi[i] - lo[i])).clamp(1e-9, 1.0 - 1e-9);
-            (f / (1.0 - f)).ln()
-        })
-        .collect()
-}
-
-impl CostFunction for NegLml<'_> {
-    type Param = Vec<f64>;
-    type Output = f64;
-    fn cost(&self, p: &Self::Param) -> Result<f64, argmin::core::Error> {
-        Ok(self.eval(p)?.0)
-    }
-}
-
-impl Gradient for NegLml<'_> {
-    type Param = Vec<f64>;
-    type Gradient = Vec<f64>;
-    fn gradient(&self, p: &Self::Param) -> Result<Vec<f64>, argmin::core::Error> {
-        Ok(self.eval(p)?.1)
-    }
+/// Scaled squared distance.
+#[inline]
+fn r2(dt2: f64, dh2: f64, it2: f64, ih2: f64) -> f64 {
+    dt2 * it2 + dh2 * ih2
 }
 
 /// Result of a hyperparameter optimisation.
@@ -550,13 +506,46 @@ pub struct FitResult {
     pub theta: Theta,
     /// Log marginal likelihood at `theta` (`-inf` when nothing factorised).
     pub lml: f64,
+    /// LML evaluations (factorisations) spent.
+    pub evals: usize,
 }
 
-/// Maximises the LML with L-BFGS (argmin, backtracking Armijo line search)
-/// from `start` (log scale), at most `max_iters` iterations and `3 *
-/// max_iters + 5` LML evaluations; with `shared`
-/// the two lengthscales stay tied (to `start[0]`'s group). Never fails:
-/// returns the best point evaluated (or the clamped start with `lml = -inf`).
+/// L-BFGS memory (pairs kept).
+const MEMORY: usize = 5;
+/// Largest change of one log parameter in one line-search step.
+const MAX_STEP: f64 = 3.0;
+/// Backtracking steps per line search.
+const MAX_BACKTRACK: usize = 8;
+
+/// Optimiser coordinates -> log parameters.
+#[inline]
+fn to_theta(x: &[f64; NP], shared: bool) -> Theta {
+    if shared {
+        [x[0], x[0], x[1], x[2]]
+    } else {
+        *x
+    }
+}
+
+/// LML gradient -> optimiser coordinates (of the negative LML per point).
+#[inline]
+fn to_coord_grad(g: &Theta, shared: bool, scale: f64) -> [f64; NP] {
+    if shared {
+        [-(g[0] + g[1]) * scale, -g[2] * scale, -g[3] * scale, 0.0]
+    } else {
+        g.map(|v| -v * scale)
+    }
+}
+
+/// Maximises the LML by a projected L-BFGS in log space inside the bounds
+/// (the active set: a parameter at a bound whose gradient points outwards
+/// is held), with a backtracking Armijo line search, from `start` (log
+/// scale), at most `max_iters` iterations and `3 * max_iters + 5` LML
+/// evaluations; stops when the projected gradient of the negative LML per
+/// training point is below `tol_grad` or the relative decrease below 1e-10.
+/// With `shared` the two lengthscales stay tied (to `start[0]`). Never
+/// fails: returns the best point evaluated (or the clamped start with `lml
+/// = -inf` when nothing factorised).
 pub fn optimise(
     ts: &TrainSet,
     kernel: KernelKind,
@@ -566,56 +555,200 @@ pub fn optimise(
     max_iters: u64,
     tol_grad: f64,
 ) -> FitResult {
+    let mut ev = Evaluator::new(ts, kernel);
+    optimise_with(&mut ev, bounds, start, shared, max_iters, tol_grad)
+}
+
+/// [`optimise`] reusing an [`Evaluator`]'s buffers.
+pub fn optimise_with(
+    ev: &mut Evaluator<'_>,
+    bounds: &Bounds,
+    start: Theta,
+    shared: bool,
+    max_iters: u64,
+    tol_grad: f64,
+) -> FitResult {
+    let evals0 = ev.evals;
     let mut start = bounds.clamp_log(start);
     if shared {
         start[1] = start[0];
     }
-    let (lo, hi) = bounds.log();
-    let u0 = to_unconstrained(start, lo, hi, shared);
-    let best = RefCell::new(Best {
-        theta: start,
-        neg_lml: f64::INFINITY,
-    });
-    let problem = NegLml {
-        ts,
-        kernel,
-        bounds: (lo, hi),
-        shared,
-        best: &best,
-        cache: RefCell::new(None),
-        evals: std::cell::Cell::new(0),
-        budget: (3 * max_iters as usize).saturating_add(5),
+    let (tlo, thi) = bounds.log();
+    let m = if shared { 3 } else { NP };
+    let (lo, hi, x0) = if shared {
+        (
+            [tlo[0].max(tlo[1]), tlo[2], tlo[3], 0.0],
+            [thi[0].min(thi[1]), thi[2], thi[3], 0.0],
+            [start[0], start[2], start[3], 0.0],
+        )
+    } else {
+        (tlo, thi, start)
     };
     let fail = FitResult {
         theta: start,
         lml: f64::NEG_INFINITY,
+        evals: 0,
     };
-    let Ok(linesearch) =
-        ArmijoCondition::new(1e-4).and_then(|c| BacktrackingLineSearch::new(c).rho(0.5))
-    else {
+    let n = ev.ts.n;
+    if n == 0 {
         return fail;
-    };
-    let Ok(solver) = LBFGS::new(linesearch, 5)
-        .with_tolerance_grad(tol_grad)
-        .and_then(|s| s.with_tolerance_cost(1e-10))
-    else {
-        return fail;
-    };
-    let res = Executor::new(problem, solver)
-        .configure(|state| state.param(u0).max_iters(max_iters))
-        .timer(false)
-        .run();
-    if let Err(e) = &res {
-        tracing::trace!(error = %e, "GP L-BFGS stopped early; keeping the best point seen");
     }
-    let b = best.into_inner();
-    if b.neg_lml.is_finite() {
-        FitResult {
-            theta: b.theta,
-            lml: -b.neg_lml,
+    let w = 1.0 / n as f64;
+    let budget = (3 * max_iters as usize).saturating_add(5);
+    let clamp = |x: [f64; NP]| {
+        let mut o = x;
+        for i in 0..m {
+            o[i] = o[i].clamp(lo[i], hi[i]);
         }
-    } else {
-        fail
+        o
+    };
+    let mut x = clamp(x0);
+    let Some(l0) = ev.lml(to_theta(&x, shared)) else {
+        return FitResult {
+            evals: ev.evals - evals0,
+            ..fail
+        };
+    };
+    let Some(g0) = ev.grad() else {
+        return fail;
+    };
+    let mut f = -l0 * w;
+    let mut g = to_coord_grad(&g0, shared, w);
+    let mut s_mem = [[0.0f64; NP]; MEMORY];
+    let mut y_mem = [[0.0f64; NP]; MEMORY];
+    let mut rho_mem = [0.0f64; MEMORY];
+    let mut mem_len = 0usize;
+    let mut mem_head = 0usize;
+    let dotm = |a: &[f64; NP], b: &[f64; NP]| (0..m).map(|i| a[i] * b[i]).sum::<f64>();
+    let inf_norm = |a: &[f64; NP]| (0..m).fold(0.0f64, |acc, i| acc.max(a[i].abs()));
+    for _ in 0..max_iters {
+        let mut pg = g;
+        for i in 0..m {
+            if (x[i] <= lo[i] && g[i] > 0.0) || (x[i] >= hi[i] && g[i] < 0.0) {
+                pg[i] = 0.0;
+            }
+        }
+        if inf_norm(&pg) < tol_grad {
+            break;
+        }
+        // two-loop recursion on the free coordinates
+        let mut d = pg;
+        let mut a_hist = [0.0f64; MEMORY];
+        for k in 0..mem_len {
+            let idx = (mem_head + MEMORY - 1 - k) % MEMORY;
+            let a = rho_mem[idx] * dotm(&s_mem[idx], &d);
+            a_hist[idx] = a;
+            for i in 0..m {
+                d[i] -= a * y_mem[idx][i];
+            }
+        }
+        if mem_len > 0 {
+            let last = (mem_head + MEMORY - 1) % MEMORY;
+            let gamma = dotm(&s_mem[last], &y_mem[last]) / dotm(&y_mem[last], &y_mem[last]);
+            for v in d.iter_mut().take(m) {
+                *v *= gamma;
+            }
+        }
+        for k in (0..mem_len).rev() {
+            let idx = (mem_head + MEMORY - 1 - k) % MEMORY;
+            let b = rho_mem[idx] * dotm(&y_mem[idx], &d);
+            for i in 0..m {
+                d[i] += (a_hist[idx] - b) * s_mem[idx][i];
+            }
+        }
+        for i in 0..m {
+            d[i] = if pg[i] == 0.0 { 0.0 } else { -d[i] };
+        }
+        let mut dg = dotm(&d, &pg);
+        if !(dg < 0.0 && dg.is_finite()) {
+            mem_len = 0;
+            d = pg.map(|v| -v);
+            dg = dotm(&d, &pg);
+        }
+        let mut step = if mem_len == 0 {
+            (1.0 / inf_norm(&d)).min(1.0)
+        } else {
+            1.0
+        };
+        let dmax = inf_norm(&d) * step;
+        if dmax > MAX_STEP {
+            step *= MAX_STEP / dmax;
+        }
+        let mut accepted = None;
+        for _ in 0..MAX_BACKTRACK {
+            if ev.evals - evals0 >= budget {
+                break;
+            }
+            let mut xn = x;
+            for i in 0..m {
+                xn[i] = x[i] + step * d[i];
+            }
+            let xn = clamp(xn);
+            let mut dx = [0.0; NP];
+            for i in 0..m {
+                dx[i] = xn[i] - x[i];
+            }
+            let pred = dotm(&g, &dx);
+            if pred >= 0.0 {
+                break;
+            }
+            match ev.lml(to_theta(&xn, shared)) {
+                Some(ln) => {
+                    let fnew = -ln * w;
+                    if fnew <= f + 1e-4 * pred {
+                        accepted = Some((xn, fnew));
+                        break;
+                    }
+                    // safeguarded quadratic interpolation along the step
+                    let q = 2.0 * (fnew - f - pred);
+                    let t = if q > 0.0 {
+                        (-pred / q).clamp(0.1, 0.5)
+                    } else {
+                        0.5
+                    };
+                    step *= t;
+                }
+                None => step *= 0.25,
+            }
+        }
+        let Some((xn, fnew)) = accepted else {
+            if mem_len > 0 && ev.evals - evals0 < budget {
+                // retry from steepest descent
+                mem_len = 0;
+                continue;
+            }
+            break;
+        };
+        let Some(gl) = ev.grad() else {
+            break;
+        };
+        let gn = to_coord_grad(&gl, shared, w);
+        let mut sv = [0.0; NP];
+        let mut yv = [0.0; NP];
+        for i in 0..m {
+            sv[i] = xn[i] - x[i];
+            yv[i] = gn[i] - g[i];
+        }
+        let sy = dotm(&sv, &yv);
+        if sy > 1e-12 * dotm(&yv, &yv).max(1e-300) {
+            s_mem[mem_head] = sv;
+            y_mem[mem_head] = yv;
+            rho_mem[mem_head] = 1.0 / sy;
+            mem_head = (mem_head + 1) % MEMORY;
+            mem_len = (mem_len + 1).min(MEMORY);
+        }
+        let decrease = f - fnew;
+        x = xn;
+        f = fnew;
+        g = gn;
+        if decrease <= 1e-10 * f.abs().max(1.0) || ev.evals - evals0 >= budget {
+            break;
+        }
+    }
+    FitResult {
+        theta: to_theta(&x, shared),
+        lml: -f / w,
+        evals: ev.evals - evals0,
     }
 }
 
