@@ -68,6 +68,9 @@ pub struct GpConfig {
     pub cold_max_iters: u64,
     /// Gradient tolerance of the warm refit (default 1e-3).
     pub warm_tol_grad: f64,
+    /// Relative objective decrease below which a warm refit stops
+    /// (default 1e-4).
+    pub warm_tol_rel: f64,
     /// Gradient tolerance of the cold fit (default 1e-5).
     pub cold_tol_grad: f64,
     /// History lengthscale bounds in scaled input units (default
@@ -79,6 +82,43 @@ pub struct GpConfig {
     pub signal_var_bounds: [f64; 2],
     /// Noise variance bounds, standardised units (default `[1e-6, 1e1]`).
     pub noise_var_bounds: [f64; 2],
+    /// When a warm refit also runs from the fixed cold starting point.
+    pub warm_anchor: WarmAnchor,
+    /// LML margin over the white-noise model below which a warm optimum is
+    /// degenerate (default 1).
+    pub degenerate_margin: f64,
+    /// While degenerate, the anchor runs at most every this many warm
+    /// refits (default 1: every one).
+    pub anchor_every: usize,
+    /// L-BFGS iterations of that anchor run (default 6).
+    pub anchor_max_iters: u64,
+    /// Hyperprior: sd of a Gaussian prior on every log hyperparameter
+    /// centred on the running mean of past optima (0 = none, plain ML-II).
+    pub hyper_prior_sd: f64,
+    /// Weight of the newest optimum in that running mean.
+    pub hyper_prior_weight: f64,
+    /// Warm refits start from the previous optimisation's L-BFGS
+    /// curvature pairs (default true).
+    pub keep_curvature: bool,
+    /// Fit before `history + min_train` values are seen, with patterns of
+    /// `len / 2` lags (from `2 * min_train` values; default true); else the
+    /// last-value fallback until then.
+    pub short_start: bool,
+}
+
+/// When a warm refit also runs from the fixed (median-distance) cold
+/// starting point and keeps the better optimum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum WarmAnchor {
+    /// Never (warm start only).
+    Never,
+    /// When the warm optimum is no better than white noise: the
+    /// correlations vanished (a flat plateau warm starts cannot leave).
+    #[default]
+    Degenerate,
+    /// Every step.
+    Always,
 }
 
 impl Default for GpConfig {
@@ -96,11 +136,20 @@ impl Default for GpConfig {
             warm_max_iters: 6,
             cold_max_iters: 15,
             warm_tol_grad: 1e-3,
+            warm_tol_rel: 1e-4,
             cold_tol_grad: 1e-5,
             lengthscale_bounds: [1e-2, 1e3],
             time_lengthscale_bounds: [1e-3, 1e3],
             signal_var_bounds: [1e-3, 1e2],
             noise_var_bounds: [1e-6, 1e1],
+            warm_anchor: WarmAnchor::Degenerate,
+            degenerate_margin: 1.0,
+            anchor_every: 1,
+            anchor_max_iters: 6,
+            short_start: true,
+            keep_curvature: true,
+            hyper_prior_sd: 0.0,
+            hyper_prior_weight: 0.1,
         }
     }
 }
@@ -150,6 +199,7 @@ impl GpConfig {
         for (name, v) in [
             ("warm_tol_grad", self.warm_tol_grad),
             ("cold_tol_grad", self.cold_tol_grad),
+            ("warm_tol_rel", self.warm_tol_rel),
         ] {
             if !(v.is_finite() && v > 0.0) {
                 errs.push(format!("gp.{name} = {v} must be finite and > 0"));
@@ -339,6 +389,14 @@ pub struct Gp {
     values: VecDeque<f64>,
     observed: usize,
     theta: Option<lml::Theta>,
+    /// Running mean of past optima (the hyperprior's mean).
+    prior_mean: Option<lml::Theta>,
+    /// LML evaluations (factorisations) spent by all fits so far.
+    evals: u64,
+    /// Warm refits since the last anchor run.
+    since_anchor: usize,
+    /// Curvature pairs of the last accepted optimisation.
+    lbfgs: lml::LbfgsMemory,
     since_cold: usize,
     fitted: Option<Fitted>,
 }
@@ -353,6 +411,10 @@ impl Gp {
             values: VecDeque::with_capacity(cap + 1),
             observed: 0,
             theta: None,
+            prior_mean: None,
+            evals: 0,
+            lbfgs: lml::LbfgsMemory::default(),
+            since_anchor: 0,
             since_cold: 0,
             fitted: None,
         })
@@ -367,6 +429,12 @@ impl Gp {
     /// signal_var, noise_var]` (natural scale, scaled units), once fitted.
     pub fn hyperparameters(&self) -> Option<[f64; 4]> {
         self.fitted.as_ref().map(|f| f.theta.map(f64::exp))
+    }
+
+    /// LML evaluations (kernel factorisations) all fits so far have spent:
+    /// the unit of the hyperparameter search's cost.
+    pub fn fit_evaluations(&self) -> u64 {
+        self.evals
     }
 
     /// Log marginal likelihood of the current fit.
@@ -413,10 +481,31 @@ impl Gp {
         })
     }
 
+    /// History length of the patterns fitted on `len` values: `history`,
+    /// or with [`GpConfig::short_start`] and fewer than `history +
+    /// min_train` values, `len / 2` (as many patterns as lags).
+    fn effective_history(&self, len: usize) -> usize {
+        let h = self.cfg.history;
+        if self.cfg.short_start && len < h + self.cfg.min_train {
+            (len / 2).clamp(1, h)
+        } else {
+            h
+        }
+    }
+
+    /// Fewest values the GP fits on (before: last-value fallback).
+    fn min_fit_len(&self) -> usize {
+        if self.cfg.short_start {
+            (2 * self.cfg.min_train).min(self.cfg.history + self.cfg.min_train)
+        } else {
+            self.cfg.history + self.cfg.min_train
+        }
+    }
+
     /// Refits the current window from scratch (cold fit with restarts),
     /// as the periodic cold refit does. No-op with too little history.
     pub fn cold_refit(&mut self) {
-        if self.values.len() >= self.cfg.history + self.cfg.min_train {
+        if self.values.len() >= self.min_fit_len() {
             self.since_cold = self.cfg.cold_refit_every;
             self.refit();
         }
@@ -460,7 +549,7 @@ impl Gp {
         let window: Vec<f64> = self.values.iter().copied().collect();
         let Some(pats) = build_patterns(
             &window,
-            self.cfg.history,
+            self.effective_history(window.len()),
             self.cfg.time_scale_steps,
             self.cfg.prior_mean,
         ) else {
@@ -472,11 +561,38 @@ impl Gp {
         let kernel = self.cfg.kernel;
         let shared = self.cfg.lengthscales == Lengthscales::Shared;
         let cold = self.theta.is_none() || self.since_cold >= self.cfg.cold_refit_every;
+        let prior = match (self.prior_mean, self.cfg.hyper_prior_sd) {
+            (Some(mean), sd) if sd > 0.0 => Some(lml::HyperPrior {
+                mean,
+                inv_var: 1.0 / (sd * sd),
+            }),
+            _ => None,
+        };
+        let prior = prior.as_ref();
+        let cold_opts = lml::OptOptions {
+            max_iters: self.cfg.cold_max_iters as usize,
+            max_evals: None,
+            tol_grad: self.cfg.cold_tol_grad,
+            tol_rel: 1e-10,
+        };
+        let warm_opts = lml::OptOptions {
+            max_iters: self.cfg.warm_max_iters as usize,
+            max_evals: None,
+            tol_grad: self.cfg.warm_tol_grad,
+            tol_rel: self.cfg.warm_tol_rel,
+        };
+        let anchor_opts = lml::OptOptions {
+            max_iters: self.cfg.anchor_max_iters as usize,
+            ..warm_opts
+        };
+        let mut ev = lml::Evaluator::new(&ts, kernel);
         let mut best: Option<lml::FitResult> = None;
         let mut consider = |r: lml::FitResult| {
-            if !matches!(best, Some(b) if b.lml >= r.lml) {
+            let better = !matches!(best, Some(b) if b.objective >= r.objective);
+            if better {
                 best = Some(r);
             }
+            better
         };
         if cold {
             self.since_cold = 0;
@@ -485,27 +601,75 @@ impl Gp {
                 starts.push(t);
             }
             for s in starts {
-                consider(lml::optimise(
-                    &ts,
-                    kernel,
+                let mut mem = lml::LbfgsMemory::default();
+                let r = lml::optimise_with(
+                    &mut ev,
                     &bounds,
                     s,
                     shared,
-                    self.cfg.cold_max_iters,
-                    self.cfg.cold_tol_grad,
-                ));
+                    &cold_opts,
+                    prior,
+                    Some(&mut mem),
+                );
+                if consider(r) {
+                    self.lbfgs = mem;
+                }
             }
         } else if let Some(t) = self.theta {
             self.since_cold += 1;
-            consider(lml::optimise(
-                &ts,
-                kernel,
+            let mut mem = if self.cfg.keep_curvature {
+                self.lbfgs
+            } else {
+                lml::LbfgsMemory::default()
+            };
+            let r = lml::optimise_with(
+                &mut ev,
                 &bounds,
                 t,
                 shared,
-                self.cfg.warm_max_iters,
-                self.cfg.warm_tol_grad,
-            ));
+                &warm_opts,
+                prior,
+                Some(&mut mem),
+            );
+            if consider(r) {
+                self.lbfgs = mem;
+            }
+            let n = ts.n as f64;
+            let white = -0.5 * n * (1.0 + (2.0 * std::f64::consts::PI).ln());
+            self.since_anchor += 1;
+            let anchor = match self.cfg.warm_anchor {
+                WarmAnchor::Never => false,
+                WarmAnchor::Always => true,
+                WarmAnchor::Degenerate => {
+                    !(r.lml > white + self.cfg.degenerate_margin)
+                        && self.since_anchor >= self.cfg.anchor_every
+                }
+            };
+            if anchor {
+                self.since_anchor = 0;
+                let s = self.cold_starts(&ts)[0];
+                let mut mem = lml::LbfgsMemory::default();
+                let r = lml::optimise_with(
+                    &mut ev,
+                    &bounds,
+                    s,
+                    shared,
+                    &anchor_opts,
+                    prior,
+                    Some(&mut mem),
+                );
+                if consider(r) {
+                    self.lbfgs = mem;
+                }
+            }
+        }
+        self.evals += ev.evals as u64;
+        if let Some(b) = best.filter(|b| b.lml.is_finite()) {
+            let a = self.cfg.hyper_prior_weight;
+            self.prior_mean = Some(match self.prior_mean {
+                Some(m) => std::array::from_fn(|i| (1.0 - a) * m[i] + a * b.theta[i]),
+                None => b.theta,
+            });
         }
         let theta = match best {
             Some(b) if b.lml.is_finite() => b.theta,
@@ -555,7 +719,7 @@ impl Forecaster for Gp {
         }
         self.values.push_back(value);
         self.observed += 1;
-        if self.values.len() >= self.cfg.history + self.cfg.min_train {
+        if self.values.len() >= self.min_fit_len() {
             self.refit();
         }
         Ok(())
@@ -568,7 +732,7 @@ impl Forecaster for Gp {
         };
         let kernel = self.cfg.kernel;
         let p = &f.pats;
-        let h = self.cfg.history;
+        let h = p.dim - 1;
         // raw history for the recursion, oldest first
         let mut hist: Vec<f64> = self
             .values
