@@ -108,10 +108,39 @@ pub(crate) fn score(
 /// Errors: an empty series or one with a non-finite value, and series for
 /// which no candidate could be fitted.
 pub fn auto_arima(y: &[f64], cfg: &ArimaConfig) -> Result<ArimaFit, ArimaError> {
+    let mut all = search(y, cfg, 1)?;
+    Ok(all.swap_remove(0).0)
+}
+
+/// The search behind [`auto_arima`]; returns up to `keep` (>= 1) fitted
+/// candidates with a finite criterion, best first, as `(fit, criterion)`.
+/// The constant / line / parabola shortcuts return one model with a NaN
+/// criterion.
+pub(crate) fn search(
+    y: &[f64],
+    cfg: &ArimaConfig,
+    keep: usize,
+) -> Result<Vec<(ArimaFit, f64)>, ArimaError> {
+    check_series(y)?;
+    let d = if is_constant(y) {
+        0
+    } else {
+        ndiffs(y, cfg.kpss_alpha, cfg.max_d.min(2))
+    };
+    search_d(y, cfg, d, keep)
+}
+
+/// [`search`] with a given number of differences `d`.
+pub(crate) fn search_d(
+    y: &[f64],
+    cfg: &ArimaConfig,
+    d: usize,
+    keep: usize,
+) -> Result<Vec<(ArimaFit, f64)>, ArimaError> {
     check_series(y)?;
     let n = y.len();
     if is_constant(y) {
-        return Ok(constant_fit(y[0], n));
+        return Ok(vec![(constant_fit(y[0], n), f64::NAN)]);
     }
     let max_p = cfg.max_p.min(5).min(n / 3);
     let max_q = cfg.max_q.min(5).min(n / 3);
@@ -120,7 +149,6 @@ pub fn auto_arima(y: &[f64], cfg: &ArimaConfig) -> Result<ArimaFit, ArimaError> 
     } else {
         cfg.ic
     };
-    let d = ndiffs(y, cfg.kpss_alpha, cfg.max_d.min(2));
     let mut dx = y.to_vec();
     for _ in 0..d {
         dx = dx.windows(2).map(|w| w[1] - w[0]).collect();
@@ -152,21 +180,26 @@ pub fn auto_arima(y: &[f64], cfg: &ArimaConfig) -> Result<ArimaFit, ArimaError> 
                 Some(m),
             )
         };
-        return fit_arima(y, spec, None, beta, COLD_MAX_ITER, cfg.optimizer);
+        return fit_arima(y, spec, None, beta, COLD_MAX_ITER, cfg.optimizer)
+            .map(|f| vec![(f, f64::NAN)]);
     }
     let allow_drift = cfg.allow_drift && d == 1;
     let allow_mean = cfg.allow_mean && d == 0;
     let mut constant = allow_drift || allow_mean;
 
+    let keep = keep.max(1);
     let mut best: Option<ArimaFit> = None;
     let mut best_ic = f64::INFINITY;
+    // runners-up (finite criterion), kept when keep > 1
+    let mut others: Vec<(ArimaFit, f64)> = Vec::new();
     let mut tried: Vec<(usize, usize, bool)> = Vec::with_capacity(NMODELS);
     let try_model = |p: usize,
                      q: usize,
                      c: bool,
                      best: &mut Option<ArimaFit>,
                      best_ic: &mut f64,
-                     tried: &mut Vec<(usize, usize, bool)>|
+                     tried: &mut Vec<(usize, usize, bool)>,
+                     others: &mut Vec<(ArimaFit, f64)>|
      -> bool {
         tried.push((p, q, c));
         let (fit, v) = score(
@@ -181,10 +214,20 @@ pub fn auto_arima(y: &[f64], cfg: &ArimaConfig) -> Result<ArimaFit, ArimaError> 
             cfg.optimizer,
         );
         if v < *best_ic {
+            if keep > 1 {
+                if let Some(old) = best.take() {
+                    others.push((old, *best_ic));
+                }
+            }
             *best_ic = v;
             *best = fit;
             true
         } else {
+            if keep > 1 && v.is_finite() {
+                if let Some(f) = fit {
+                    others.push((f, v));
+                }
+            }
             false
         }
     };
@@ -197,7 +240,7 @@ pub fn auto_arima(y: &[f64], cfg: &ArimaConfig) -> Result<ArimaFit, ArimaError> 
                 }
                 let consts: &[bool] = if constant { &[true, false] } else { &[false] };
                 for &c in consts {
-                    try_model(p, q, c, &mut best, &mut best_ic, &mut tried);
+                    try_model(p, q, c, &mut best, &mut best_ic, &mut tried, &mut others);
                 }
             }
         }
@@ -205,20 +248,66 @@ pub fn auto_arima(y: &[f64], cfg: &ArimaConfig) -> Result<ArimaFit, ArimaError> 
         let (sp, sq) = if n < 10 { (1, 1) } else { (2, 2) };
         let mut p = sp.min(max_p);
         let mut q = sq.min(max_q);
-        try_model(p, q, constant, &mut best, &mut best_ic, &mut tried);
-        if try_model(0, 0, constant, &mut best, &mut best_ic, &mut tried) {
+        try_model(
+            p,
+            q,
+            constant,
+            &mut best,
+            &mut best_ic,
+            &mut tried,
+            &mut others,
+        );
+        if try_model(
+            0,
+            0,
+            constant,
+            &mut best,
+            &mut best_ic,
+            &mut tried,
+            &mut others,
+        ) {
             p = 0;
             q = 0;
         }
-        if max_p > 0 && try_model(1, 0, constant, &mut best, &mut best_ic, &mut tried) {
+        if max_p > 0
+            && try_model(
+                1,
+                0,
+                constant,
+                &mut best,
+                &mut best_ic,
+                &mut tried,
+                &mut others,
+            )
+        {
             p = 1;
             q = 0;
         }
-        if max_q > 0 && try_model(0, 1, constant, &mut best, &mut best_ic, &mut tried) {
+        if max_q > 0
+            && try_model(
+                0,
+                1,
+                constant,
+                &mut best,
+                &mut best_ic,
+                &mut tried,
+                &mut others,
+            )
+        {
             p = 0;
             q = 1;
         }
-        if constant && try_model(0, 0, false, &mut best, &mut best_ic, &mut tried) {
+        if constant
+            && try_model(
+                0,
+                0,
+                false,
+                &mut best,
+                &mut best_ic,
+                &mut tried,
+                &mut others,
+            )
+        {
             // statsforecast keeps `constant` as is here
             p = 0;
             q = 0;
@@ -254,7 +343,15 @@ pub fn auto_arima(y: &[f64], cfg: &ArimaConfig) -> Result<ArimaFit, ArimaError> 
                 if tried.len() >= NMODELS {
                     break;
                 }
-                if try_model(np, nq, constant, &mut best, &mut best_ic, &mut tried) {
+                if try_model(
+                    np,
+                    nq,
+                    constant,
+                    &mut best,
+                    &mut best_ic,
+                    &mut tried,
+                    &mut others,
+                ) {
                     p = np;
                     q = nq;
                     moved = true;
@@ -267,7 +364,15 @@ pub fn auto_arima(y: &[f64], cfg: &ArimaConfig) -> Result<ArimaFit, ArimaError> 
             if (allow_drift || allow_mean)
                 && is_new(&tried, p, q, !constant)
                 && tried.len() < NMODELS
-                && try_model(p, q, !constant, &mut best, &mut best_ic, &mut tried)
+                && try_model(
+                    p,
+                    q,
+                    !constant,
+                    &mut best,
+                    &mut best_ic,
+                    &mut tried,
+                    &mut others,
+                )
             {
                 constant = !constant;
             }
@@ -276,7 +381,13 @@ pub fn auto_arima(y: &[f64], cfg: &ArimaConfig) -> Result<ArimaFit, ArimaError> 
     match best {
         Some(fit) if best_ic.is_finite() => {
             tracing::debug!(order = ?fit.order(), constant = fit.constant, ic = best_ic, models = tried.len(), "auto_arima selected");
-            Ok(fit)
+            let mut out = vec![(fit, best_ic)];
+            if keep > 1 {
+                others.retain(|(_, v)| v.is_finite());
+                others.sort_by(|a, b| a.1.total_cmp(&b.1));
+                out.extend(others.into_iter().take(keep - 1));
+            }
+            Ok(out)
         }
         _ => Err(ArimaError::NoSuitableModel),
     }

@@ -73,6 +73,20 @@ pub struct ArimaConfig {
     /// window moves by one sample, so the optimum moves little; 30 gave the
     /// same median MASE at ~2x the cost).
     pub warm_max_iter: usize,
+    /// Online: number of best candidate models of the order search kept,
+    /// warm-refitted at every sample and combined with Akaike weights
+    /// `exp(-ic/2)` (default 3; 1 = the selected model only, as
+    /// statsforecast). On the 52-series quality set 3 models lowered the
+    /// pooled one-step MASE from 0.94 to 0.81 and the median by 0.02-0.03:
+    /// a single order chosen on 60 samples is often a poor guess.
+    pub average_models: usize,
+    /// Online: before fitting, samples other than the newest are clamped to
+    /// `median +- clip_mads * 1.4826 * MAD` of the window (default 4.0; 0 =
+    /// off). Isolated usage spikes otherwise dominate the Gaussian fit;
+    /// on the quality set this lowered the median one-step MASE by ~0.03
+    /// (also on the held-out set). Intervals come from the clamped fit, so
+    /// use the calibrated wrapper for coverage.
+    pub clip_mads: f64,
 }
 
 impl Default for ArimaConfig {
@@ -93,6 +107,8 @@ impl Default for ArimaConfig {
             degrade_ratio: 2.0,
             min_samples: 10,
             warm_max_iter: 5,
+            average_models: 3,
+            clip_mads: 4.0,
         }
     }
 }
@@ -151,6 +167,18 @@ impl ArimaConfig {
         }
         if self.warm_max_iter == 0 {
             errs.push("arima.warm_max_iter must be >= 1".to_string());
+        }
+        if self.average_models == 0 || self.average_models > 20 {
+            errs.push(format!(
+                "arima.average_models must be in 1..=20, got {}",
+                self.average_models
+            ));
+        }
+        if !(self.clip_mads.is_finite() && self.clip_mads >= 0.0) {
+            errs.push(format!(
+                "arima.clip_mads must be finite and >= 0, got {}",
+                self.clip_mads
+            ));
         }
         if errs.is_empty() {
             Ok(())

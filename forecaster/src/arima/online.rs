@@ -5,8 +5,8 @@
 
 use std::collections::VecDeque;
 
-use super::auto::auto_arima;
-use super::config::{ArimaConfig, Optimizer};
+use super::auto::search;
+use super::config::{ArimaConfig, InformationCriterion, Optimizer};
 use super::fit::{fit_arima, near_unit_root, ArimaFit, Spec, Warm};
 use crate::{ForecastError, Forecaster, Predictive};
 
@@ -23,13 +23,16 @@ pub struct AutoArima {
     cfg: ArimaConfig,
     buf: VecDeque<f64>,
     observed: usize,
-    fit: Option<ArimaFit>,
+    /// Current models, the selected (best criterion) first; more than one
+    /// when `average_models > 1`.
+    fits: Vec<ArimaFit>,
     since_search: usize,
     /// Recent squared standardized one-step errors.
     errs: VecDeque<f64>,
     /// Per-step forecasts cached after each refit (up to `cache_h` steps).
     cache: Vec<(f64, f64)>,
     scratch: Vec<f64>,
+    sort_buf: Vec<f64>,
 }
 
 const CACHE_H: usize = 12;
@@ -43,11 +46,12 @@ impl AutoArima {
             buf: VecDeque::with_capacity(cfg.window + 1),
             cfg,
             observed: 0,
-            fit: None,
+            fits: Vec::new(),
             since_search: 0,
             errs: VecDeque::new(),
             cache: Vec::new(),
             scratch: Vec::new(),
+            sort_buf: Vec::new(),
         })
     }
 
@@ -58,7 +62,7 @@ impl AutoArima {
 
     /// The current model, if one is fitted.
     pub fn current_fit(&self) -> Option<&ArimaFit> {
-        self.fit.as_ref()
+        self.fits.first()
     }
 
     /// Per-step forecasts `(mean, std)` for steps 1..=h (fallback when no
@@ -66,11 +70,11 @@ impl AutoArima {
     /// random walk).
     pub fn forecast_steps(&self, h: usize) -> Vec<(f64, f64)> {
         let h = h.max(1);
-        if let Some(fit) = &self.fit {
+        if !self.fits.is_empty() {
             let fc = if h <= self.cache.len() {
                 self.cache[..h].to_vec()
             } else {
-                fit.forecast(h)
+                self.combined_forecast(h)
             };
             if fc.iter().all(|(m, s)| m.is_finite() && s.is_finite()) {
                 return fc;
@@ -107,55 +111,136 @@ impl AutoArima {
             && self.errs.iter().sum::<f64>() / self.errs.len() as f64 > self.cfg.degrade_ratio
     }
 
+    fn criterion(&self, f: &ArimaFit) -> f64 {
+        match self.cfg.ic {
+            InformationCriterion::Aicc => f.aicc,
+            InformationCriterion::Aic => f.aic,
+        }
+    }
+
+    /// Forecasts of the current models combined with Akaike weights: the
+    /// mixture's mean and std per step.
+    fn combined_forecast(&self, h: usize) -> Vec<(f64, f64)> {
+        if self.fits.len() == 1 {
+            return self.fits[0].forecast(h);
+        }
+        let ics: Vec<f64> = self.fits.iter().map(|f| self.criterion(f)).collect();
+        let min = ics.iter().copied().fold(f64::INFINITY, f64::min);
+        let w: Vec<f64> = ics.iter().map(|v| (-0.5 * (v - min)).exp()).collect();
+        let wsum: f64 = w.iter().sum();
+        let mut m1 = vec![0.0; h];
+        let mut m2 = vec![0.0; h];
+        for (f, wi) in self.fits.iter().zip(&w) {
+            let wi = wi / wsum;
+            for (k, (m, s)) in f.forecast(h).into_iter().enumerate() {
+                m1[k] += wi * m;
+                m2[k] += wi * (s * s + m * m);
+            }
+        }
+        m1.iter()
+            .zip(&m2)
+            .map(|(&m, &v)| (m, (v - m * m).max(0.0).sqrt()))
+            .collect()
+    }
+
+    fn warm_refit(&self, y: &[f64], old: &ArimaFit) -> Option<ArimaFit> {
+        if old.constant_series.is_some() {
+            return None;
+        }
+        let spec = Spec {
+            p: old.p,
+            d: old.d,
+            q: old.q,
+            constant: old.constant,
+        };
+        let warm = Warm {
+            ar: &old.ar,
+            ma: &old.ma,
+            beta: old.beta,
+        };
+        match fit_arima(
+            y,
+            spec,
+            Some(warm),
+            None,
+            self.cfg.warm_max_iter,
+            Optimizer::Fast,
+        ) {
+            Ok(f) if !near_unit_root(&f) && self.criterion(&f).is_finite() => Some(f),
+            Ok(_) => {
+                tracing::debug!("warm refit near a unit root");
+                None
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "warm refit failed");
+                None
+            }
+        }
+    }
+
     fn refit(&mut self) {
         self.scratch.clear();
         self.scratch.extend(self.buf.iter().copied());
-        let y = &self.scratch;
-        let search =
-            self.fit.is_none() || self.since_search >= self.cfg.research_every || self.degraded();
-        let mut new_fit = None;
-        if !search {
-            if let Some(old) = &self.fit {
-                if old.constant_series.is_none() {
-                    let spec = Spec {
-                        p: old.p,
-                        d: old.d,
-                        q: old.q,
-                        constant: old.constant,
-                    };
-                    let warm = Warm {
-                        ar: &old.ar,
-                        ma: &old.ma,
-                        beta: old.beta,
-                    };
-                    match fit_arima(
-                        y,
-                        spec,
-                        Some(warm),
-                        None,
-                        self.cfg.warm_max_iter,
-                        Optimizer::Fast,
-                    ) {
-                        Ok(f) if !near_unit_root(&f) => new_fit = Some(f),
-                        Ok(_) => tracing::debug!("warm refit near a unit root; re-searching"),
-                        Err(e) => tracing::debug!(error = %e, "warm refit failed; re-searching"),
+        let mut y = std::mem::take(&mut self.scratch);
+        winsorize(&mut y, self.cfg.clip_mads, &mut self.sort_buf);
+        let search_now =
+            self.fits.is_empty() || self.since_search >= self.cfg.research_every || self.degraded();
+        let mut new_fits = Vec::new();
+        if !search_now {
+            for (i, old) in self.fits.iter().enumerate() {
+                match self.warm_refit(&y, old) {
+                    Some(f) => new_fits.push(f),
+                    None if i == 0 => {
+                        // the selected model failed: re-search
+                        new_fits.clear();
+                        break;
                     }
+                    None => {}
                 }
             }
         }
-        if new_fit.is_none() {
-            match auto_arima(y, &self.cfg) {
-                Ok(f) => new_fit = Some(f),
+        if new_fits.is_empty() {
+            match search(&y, &self.cfg, self.cfg.average_models) {
+                Ok(all) => new_fits = all.into_iter().map(|(f, _)| f).collect(),
                 Err(e) => tracing::debug!(error = %e, "auto_arima failed; using the fallback"),
             }
             self.since_search = 0;
             self.errs.clear();
         }
-        self.fit = new_fit;
-        self.cache = match &self.fit {
-            Some(f) => f.forecast(CACHE_H),
-            None => Vec::new(),
+        self.scratch = y;
+        self.fits = new_fits;
+        self.cache = if self.fits.is_empty() {
+            Vec::new()
+        } else {
+            self.combined_forecast(CACHE_H)
         };
+    }
+}
+
+/// Clamps every sample but the newest to `median +- c * 1.4826 * MAD` of
+/// `y` (nothing when `c` is 0 or the MAD is 0). Isolated spikes otherwise
+/// dominate a 60-sample Gaussian fit (the mean, the AR/MA coefficients and
+/// the order); the newest sample is kept as is so that a level shift shows
+/// at once.
+fn winsorize(y: &mut [f64], c: f64, buf: &mut Vec<f64>) {
+    let n = y.len();
+    if !(c > 0.0) || n < 3 {
+        return;
+    }
+    buf.clear();
+    buf.extend_from_slice(y);
+    let mid = n / 2;
+    let med = *buf.select_nth_unstable_by(mid, f64::total_cmp).1;
+    for (b, v) in buf.iter_mut().zip(y.iter()) {
+        *b = (v - med).abs();
+    }
+    let mad = 1.4826 * *buf.select_nth_unstable_by(mid, f64::total_cmp).1;
+    if !(mad > 0.0 && mad.is_finite()) {
+        return;
+    }
+    let (lo, hi) = (med - c * mad, med + c * mad);
+    for v in y[..n - 1].iter_mut() {
+        *v = v.clamp(lo, hi);
     }
 }
 
