@@ -19,7 +19,7 @@ use shaper::{
 };
 
 use crate::metrics::{AppOutcome, RunMetrics, TimePoint};
-use crate::placement::{fits, FreeTree, Placement};
+use crate::placement::{fits, FreeTree, Placement, UnfitCache};
 use crate::SimError;
 
 /// Builds one forecaster (one per component and resource).
@@ -259,6 +259,8 @@ pub struct Engine<'w> {
     horizon: usize,
     hosts: Vec<HostSt>,
     tree: FreeTree,
+    /// Requests known to fit nowhere (scheduler shortcut, exact).
+    unfit: UnfitCache,
     free_pos_cpu: f64,
     free_pos_mem: f64,
     apps: Vec<AppSt>,
@@ -322,7 +324,13 @@ impl<'w> Engine<'w> {
                 comps: Vec::new(),
             })
             .collect();
-        let mut tree = FreeTree::new(hosts.len());
+        let biggest = hosts.iter().fold(Resources::ZERO, |m, h| {
+            Resources::new(
+                m.cpu_cores.max(h.cap.cpu_cores),
+                m.mem_bytes.max(h.cap.mem_bytes),
+            )
+        });
+        let mut tree = FreeTree::with_scale(hosts.len(), biggest);
         let (mut fc, mut fm) = (0.0, 0.0);
         for (i, h) in hosts.iter().enumerate() {
             tree.set(i, h.cap);
@@ -347,6 +355,7 @@ impl<'w> Engine<'w> {
             horizon,
             hosts,
             tree,
+            unfit: UnfitCache::default(),
             free_pos_cpu: fc,
             free_pos_mem: fm,
             apps: Vec::with_capacity(wl.apps.len()),
@@ -564,7 +573,7 @@ impl<'w> Engine<'w> {
         let total = self.remaining_apps;
         while self.remaining_apps > 0 {
             if self.dirty && self.heap.peek().map_or(true, |e| e.0.t.0 > self.now) {
-                self.schedule_pass(forecasting)?;
+                self.schedule_pass();
             }
             let Some(Reverse(ev)) = self.heap.pop() else {
                 break;
@@ -639,7 +648,7 @@ impl<'w> Engine<'w> {
     /// scheduler order (merged walk over both sets). In strict mode the
     /// first queued application that does not fit blocks every later entry,
     /// elastic components of later applications included.
-    fn schedule_pass(&mut self, forecasting: Forecasting<'_>) -> Result<(), SimError> {
+    fn schedule_pass(&mut self) {
         self.dirty = false;
         let strict = !self.cfg.backfill;
         let mut q_cur: Option<Key> = None;
@@ -672,10 +681,10 @@ impl<'w> Engine<'w> {
             let a = key.2 as usize;
             if from_queue {
                 q_cur = Some(key);
-                if self.try_admit(a, forecasting)? {
+                if self.try_admit(a) {
                     self.queue.remove(&key);
                     if self.apps[a].state == AState::Running {
-                        self.place_pending(a, forecasting)?;
+                        self.place_pending(a);
                     }
                     // Its leftover pending components are retried when the
                     // walk reaches its key in `elastic_wait`; skip that.
@@ -687,15 +696,14 @@ impl<'w> Engine<'w> {
                 }
             } else {
                 e_cur = Some(key);
-                self.place_pending(a, forecasting)?;
+                self.place_pending(a);
             }
         }
-        Ok(())
     }
 
     /// Places every core component of `a` (all or nothing), then queues its
     /// elastic components as pending. True when admitted.
-    fn try_admit(&mut self, a: usize, forecasting: Forecasting<'_>) -> Result<bool, SimError> {
+    fn try_admit(&mut self, a: usize) -> bool {
         let (first, n) = (self.apps[a].first as usize, self.apps[a].n as usize);
         // Quick necessary conditions.
         let mut need = Resources::ZERO;
@@ -703,16 +711,21 @@ impl<'w> Engine<'w> {
         for c in first..first + n {
             if self.comps[c].class == Class::Core {
                 let r = self.comps[c].request;
-                if !fits(&r, max.cpu_cores, max.mem_bytes) {
-                    return Ok(false);
+                if !fits(&r, max.cpu_cores, max.mem_bytes) || self.unfit.known_unfit(&r, &self.tree)
+                {
+                    return false;
                 }
                 need = need.add(&r);
             }
         }
         if !fits(&need, self.free_pos_cpu, self.free_pos_mem) {
-            return Ok(false);
+            return false;
         }
-        // Tentative placement, undone afterwards either way.
+        // Tentative placement, undone afterwards either way by restoring the
+        // exact previous host state (so the unfit cache stays valid: no host
+        // gains room it did not have before).
+        let saved_pos = (self.free_pos_cpu, self.free_pos_mem);
+        let mut saved: Vec<(usize, Resources)> = Vec::new();
         let mut placed: Vec<(usize, usize)> = Vec::new();
         let mut ok = true;
         for c in first..first + n {
@@ -720,23 +733,40 @@ impl<'w> Engine<'w> {
                 continue;
             }
             let r = self.comps[c].request;
-            match self.tree.find(&r, self.cfg.placement) {
+            // Records a failure only while nothing is tentatively reserved.
+            let found = if self.unfit.known_unfit(&r, &self.tree) {
+                None
+            } else {
+                self.tree.find(&r, self.cfg.placement)
+            };
+            match found {
                 Some(h) => {
-                    self.reserve(h, r);
+                    if !saved.iter().any(|(sh, _)| *sh == h) {
+                        saved.push((h, self.hosts[h].alloc));
+                    }
+                    self.hosts[h].alloc = self.hosts[h].alloc.add(&r);
+                    let free = self.host_free(h);
+                    self.tree.set(h, free);
                     placed.push((c, h));
                 }
                 None => {
+                    if placed.is_empty() {
+                        // Nothing tentative yet: a failure of the real state.
+                        self.unfit.record(r);
+                    }
                     ok = false;
                     break;
                 }
             }
         }
-        for &(c, h) in placed.iter().rev() {
-            let r = self.comps[c].request;
-            self.reserve(h, Resources::ZERO.sub(&r));
+        for &(h, alloc) in saved.iter().rev() {
+            self.hosts[h].alloc = alloc;
+            let free = self.host_free(h);
+            self.tree.set(h, free);
         }
+        (self.free_pos_cpu, self.free_pos_mem) = saved_pos;
         if !ok {
-            return Ok(false);
+            return false;
         }
         let app = &mut self.apps[a];
         app.state = AState::Running;
@@ -748,37 +778,51 @@ impl<'w> Engine<'w> {
             }
         }
         for (c, h) in placed {
-            self.start(c, h, forecasting)?;
+            self.start(c, h);
             if self.apps[a].state != AState::Running {
                 // The host OOM killer crashed it while starting (optimistic
                 // overcommit); it is queued again.
                 break;
             }
         }
-        Ok(true)
+        true
+    }
+
+    /// A host for a component needing `r` (None when none fits); remembers
+    /// failures so that equal or larger requests skip the tree search until
+    /// room appears.
+    fn find_host(&mut self, r: &Resources) -> Option<usize> {
+        if self.unfit.known_unfit(r, &self.tree) {
+            return None;
+        }
+        let found = self.tree.find(r, self.cfg.placement);
+        if found.is_none() {
+            self.unfit.record(*r);
+        }
+        found
     }
 
     /// Places the pending elastic components of running app `a` that fit.
-    fn place_pending(&mut self, a: usize, forecasting: Forecasting<'_>) -> Result<(), SimError> {
+    fn place_pending(&mut self, a: usize) {
         if self.apps[a].state != AState::Running {
-            return Ok(());
+            return;
         }
         let pending = std::mem::take(&mut self.apps[a].pending);
-        let mut left = Vec::new();
+        let mut left = Vec::with_capacity(pending.len());
         for c in pending {
             let c = c as usize;
             if self.comps[c].state != CState::Pending {
                 continue;
             }
             let r = self.comps[c].request;
-            match self.tree.find(&r, self.cfg.placement) {
-                Some(h) => self.start(c, h, forecasting)?,
+            match self.find_host(&r) {
+                Some(h) => self.start(c, h),
                 None => left.push(c as u32),
             }
             if self.apps[a].state != AState::Running {
                 // Starting a component triggered the host OOM killer and
                 // crashed this application.
-                return Ok(());
+                return;
             }
         }
         let key = self.apps[a].key;
@@ -788,7 +832,6 @@ impl<'w> Engine<'w> {
             self.elastic_wait.insert(key);
         }
         self.apps[a].pending = left;
-        Ok(())
     }
 
     // ----- host bookkeeping -----
@@ -805,27 +848,20 @@ impl<'w> Engine<'w> {
         self.free_pos_cpu += after.cpu_cores.max(0.0) - before.cpu_cores.max(0.0);
         self.free_pos_mem += after.mem_bytes.max(0.0) - before.mem_bytes.max(0.0);
         self.tree.set(h, after);
+        if after.cpu_cores > before.cpu_cores || after.mem_bytes > before.mem_bytes {
+            self.unfit.gained(h);
+        }
     }
 
-    /// Starts component `c` on host `h` with its request as allocation.
-    fn start(&mut self, c: usize, h: usize, forecasting: Forecasting<'_>) -> Result<(), SimError> {
+    /// Starts component `c` on host `h` with its request as allocation. Its
+    /// forecasters are built at its first shaping round (a component that
+    /// finishes before one never needs them).
+    fn start(&mut self, c: usize, h: usize) {
         let request = self.comps[c].request;
         self.reserve(h, request);
         let spec =
             &self.wl.apps[self.comps[c].app as usize].components[self.comps[c].spec as usize];
         let now = self.now;
-        let fc = match forecasting {
-            Forecasting::Off => None,
-            Forecasting::Oracle => {
-                Some(Box::new(oracle_fc(spec, &self.comps[c], 0, self.horizon)?))
-            }
-            Forecasting::Model(f) => Some(Box::new(CompFc {
-                cpu: f()?,
-                mem: f()?,
-                fed: 0,
-                base: 0,
-            })),
-        };
         let slot = self.hosts[h].comps.len() as u32;
         self.hosts[h].comps.push(c as u32);
         let comp = &mut self.comps[c];
@@ -839,7 +875,7 @@ impl<'w> Engine<'w> {
         comp.remaining_s = comp.work_s;
         comp.progress_t = now;
         comp.rate = 0.0;
-        comp.fc = fc;
+        comp.fc = None;
         comp.forecast = None;
         let usage = comp.usage;
         let inst = comp.inst;
@@ -859,7 +895,6 @@ impl<'w> Engine<'w> {
             );
         }
         self.check_host_overload(h);
-        Ok(())
     }
 
     /// Brings `c`'s progress up to now, recomputes its rate and, when it
@@ -916,6 +951,7 @@ impl<'w> Engine<'w> {
             self.free_pos_cpu += after.cpu_cores.max(0.0) - before.cpu_cores.max(0.0);
             self.free_pos_mem += after.mem_bytes.max(0.0) - before.mem_bytes.max(0.0);
             self.tree.set(h, after);
+            self.unfit.gained(h);
         }
         let comp = &mut self.comps[c];
         comp.inst = comp.inst.wrapping_add(1);
@@ -1114,10 +1150,27 @@ impl<'w> Engine<'w> {
                 0
             };
             let req = c.request;
+            let is_oracle = matches!(forecasting, Forecasting::Oracle);
+            if c.fc.is_none() {
+                // Built at the component's first round: the model sees every
+                // sample since the start below, exactly as if it had been
+                // built at start; an oracle starts at the current sample.
+                c.fc = match forecasting {
+                    Forecasting::Off => None,
+                    Forecasting::Oracle => {
+                        Some(Box::new(oracle_fc_from(spec, &req, c.work_s, cur, h)?))
+                    }
+                    Forecasting::Model(f) => Some(Box::new(CompFc {
+                        cpu: f()?,
+                        mem: f()?,
+                        fed: 0,
+                        base: 0,
+                    })),
+                };
+            }
             let Some(fc) = c.fc.as_mut() else {
                 return Ok(0);
             };
-            let is_oracle = matches!(forecasting, Forecasting::Oracle);
             if is_oracle && cur + h as u64 + 1 >= fc.base + oracle_len(c.work_s, u, h) {
                 // Past the future the oracle was built with (the component
                 // ran slower than at full speed): rebuild it from here.
@@ -1352,10 +1405,6 @@ fn oracle_len(work_s: f64, u: f64, h: usize) -> u64 {
         1.0
     };
     (2.0 * full.clamp(1.0, 1e7)) as u64 + h as u64 + 2
-}
-
-fn oracle_fc(spec: &ComponentSpec, comp: &Comp, from: u64, h: usize) -> Result<CompFc, SimError> {
-    oracle_fc_from(spec, &comp.request, comp.work_s, from, h)
 }
 
 /// An oracle pair whose future starts at sample `from` (the samples before
