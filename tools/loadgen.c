@@ -12,9 +12,13 @@
  * CPU_CORES (0..1, one thread, duty cycle over 50 ms slices) for SECONDS
  * seconds. With ":ramp" both move linearly from the previous step's values
  * to this step's over the step. After the last step the final state is held
- * until the process is killed (SIGTERM exits at once). Example:
+ * until the process is killed (SIGTERM exits at once), unless the
+ * environment variable LOADGEN_LOOP=1 is set: then the script starts over
+ * after the last step (ramps of the first step start from the last step's
+ * values). Example:
  *
  *     loadgen 8:0.05:10 64:0.2:30:ramp
+ *     LOADGEN_LOOP=1 loadgen 8:0.01:30:ramp 24:0.02:30:ramp
  *
  * Built statically (gcc -static -O2) so it runs in a busybox-only image.
  */
@@ -112,6 +116,8 @@ int main(int argc, char **argv) {
         return 2;
     }
 
+    const char *loop_env = getenv("LOADGEN_LOOP");
+    int loop = loop_env != NULL && strcmp(loop_env, "1") == 0;
     double prev_mem = 0.0, prev_cpu = 0.0;
     int i = 0;
     long long step_start = now_ns();
@@ -119,10 +125,10 @@ int main(int argc, char **argv) {
         long long t = now_ns();
         struct step *st = &steps[i];
         double elapsed = (double)(t - step_start) / 1e9;
-        if (i < nsteps - 1 && elapsed >= st->secs) {
+        if ((i < nsteps - 1 || loop) && elapsed >= st->secs) {
             prev_mem = st->mem_mib;
             prev_cpu = st->cpu;
-            i++;
+            i = (i + 1) % nsteps;
             step_start = t;
             printf("loadgen: step %d: mem %.0f MiB cpu %.2f for %.0f s%s\n", i, steps[i].mem_mib,
                    steps[i].cpu, steps[i].secs, steps[i].ramp ? " (ramp)" : "");

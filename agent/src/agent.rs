@@ -109,7 +109,24 @@ struct Tracked {
     oom_kills: u32,
     /// OOM floor (bytes) and until when it holds.
     oom_floor: Option<(f64, f64)>,
+    /// Times (daemon clock) of streamed OOM events not yet matched with an
+    /// OOM-killed exit seen by `inspect` (newest last, at most
+    /// [`MAX_PENDING_OOMS`]).
+    streamed_ooms: Vec<Option<f64>>,
+    /// End of an OOM-killed run counted from `inspect` whose streamed event
+    /// may still arrive late (then it is not counted again).
+    recovered_oom_exit: Option<f64>,
     needs_inspect: bool,
+}
+
+/// Streamed OOM events remembered per container for matching.
+const MAX_PENDING_OOMS: usize = 8;
+
+/// True when an OOM event at `event_s` and an OOM-killed exit at `exit_s`
+/// (both the daemon's clock) are the same kill: the event comes first, the
+/// exit within seconds.
+fn same_oom(event_s: Option<f64>, exit_s: f64) -> bool {
+    event_s.is_none_or(|e| exit_s >= e - 1.0 && exit_s <= e + 10.0)
 }
 
 /// The per-node agent over a container runtime `R`.
@@ -257,29 +274,55 @@ impl<R: ContainerRuntime> Agent<R> {
                 continue;
             };
             match ev {
-                RuntimeEvent::Oom { .. } => {
-                    t.oom_kills += 1;
-                    self.shared.metrics.oom_event();
-                    let limit = t
-                        .info
-                        .limits
-                        .mem_bytes
-                        .map(|m| m as f64)
-                        .unwrap_or(t.usage.mem_bytes);
-                    let floor = (limit + self.cfg.oom_bump_bytes as f64)
-                        .max(limit * self.cfg.oom_bump_factor);
-                    t.oom_floor = Some((floor, now_s + self.cfg.oom_memory_s));
-                    *self
-                        .state
-                        .app_failures
-                        .entry(t.labels.app.clone())
-                        .or_default() += 1;
-                    tracing::warn!(container = %t.info.name, limit_bytes = limit, next_floor_bytes = floor, "OOM kill; next memory allocation grows");
+                RuntimeEvent::Oom { id, at_s } => {
+                    if let (Some(e), Some(f)) = (at_s, t.recovered_oom_exit) {
+                        if same_oom(Some(e), f) {
+                            // counted already: inspect saw the exit before the event came
+                            t.recovered_oom_exit = None;
+                            continue;
+                        }
+                    }
+                    if t.streamed_ooms.len() == MAX_PENDING_OOMS {
+                        t.streamed_ooms.remove(0);
+                    }
+                    t.streamed_ooms.push(at_s);
+                    self.count_oom(&id, now_s, false);
                 }
                 RuntimeEvent::Die { .. } | RuntimeEvent::Start { .. } => t.needs_inspect = true,
                 RuntimeEvent::Destroy { .. } => t.needs_inspect = true,
             }
         }
+    }
+
+    /// Counts an OOM kill of a tracked container and makes its next memory
+    /// allocation grow: usage floor and request at least
+    /// `max(limit + oom_bump_bytes, limit * oom_bump_factor)` for
+    /// `oom_memory_s`. `recovered`: found by `inspect`, not by the stream.
+    fn count_oom(&mut self, id: &str, now_s: f64, recovered: bool) {
+        let Some(t) = self.tracked.get_mut(id) else {
+            return;
+        };
+        t.oom_kills += 1;
+        self.shared.metrics.oom_event(recovered);
+        let limit = t
+            .info
+            .limits
+            .mem_bytes
+            .map(|m| m as f64)
+            .unwrap_or(t.usage.mem_bytes);
+        let floor = (limit + self.cfg.oom_bump_bytes as f64).max(limit * self.cfg.oom_bump_factor);
+        t.oom_floor = Some((floor, now_s + self.cfg.oom_memory_s));
+        *self
+            .state
+            .app_failures
+            .entry(t.labels.app.clone())
+            .or_default() += 1;
+        let how = if recovered {
+            "OOM kill found by inspect (missed by the event stream)"
+        } else {
+            "OOM kill"
+        };
+        tracing::warn!(container = %t.info.name, limit_bytes = limit, next_floor_bytes = floor, "{how}; next memory allocation grows");
     }
 
     /// One full round. On success the report is also stored for
@@ -359,7 +402,7 @@ impl<R: ContainerRuntime> Agent<R> {
                 continue;
             }
             match self.runtime.inspect(&s.id).await {
-                Ok(info) => dirty |= self.track(info),
+                Ok(info) => dirty |= self.track(info, now_s),
                 Err(RuntimeError::NotFound(_)) => {
                     self.tracked.remove(&s.id);
                 }
@@ -383,6 +426,7 @@ impl<R: ContainerRuntime> Agent<R> {
             self.tracked.remove(&id);
             self.models.remove(&id);
             dirty |= self.state.originals.remove(&id).is_some();
+            dirty |= self.state.oom_exits.remove(&id).is_some();
         }
         let before = self.state.evicted.len();
         let tracked = &self.tracked;
@@ -454,14 +498,35 @@ impl<R: ContainerRuntime> Agent<R> {
         Ok(())
     }
 
-    /// Records a freshly inspected container. Returns true when the
-    /// persisted state changed.
-    fn track(&mut self, info: ContainerInfo) -> bool {
+    /// Records a freshly inspected container. An OOM-killed last run that
+    /// was not counted yet (Docker's `State.OOMKilled` + `FinishedAt`) is
+    /// counted here unless a streamed OOM event already did: OOM kills that
+    /// happen while the event stream is down are not lost. Returns true
+    /// when the persisted state changed.
+    fn track(&mut self, info: ContainerInfo, now_s: f64) -> bool {
         let mut dirty = false;
-        if !self.state.originals.contains_key(&info.id) {
+        // a container this agent (or its previous run) already knew
+        let known =
+            self.tracked.contains_key(&info.id) || self.state.originals.contains_key(&info.id);
+        if !known {
             self.state.originals.insert(info.id.clone(), info.limits);
             dirty = true;
         }
+        let new_oom_exit = match (info.oom_killed, info.finished_s) {
+            (true, Some(f))
+                if self
+                    .state
+                    .oom_exits
+                    .get(&info.id)
+                    .is_none_or(|&k| (k - f).abs() > 1e-3) =>
+            {
+                self.state.oom_exits.insert(info.id.clone(), f);
+                dirty = true;
+                Some(f)
+            }
+            _ => None,
+        };
+        let id = info.id.clone();
         let parsed = labels::parse(&info.name, &info.labels);
         match self.tracked.get_mut(&info.id) {
             Some(t) => {
@@ -488,9 +553,20 @@ impl<R: ContainerRuntime> Agent<R> {
                         forecast: None,
                         oom_kills: 0,
                         oom_floor: None,
+                        streamed_ooms: Vec::new(),
+                        recovered_oom_exit: None,
                         needs_inspect: false,
                     },
                 );
+            }
+        }
+        if let (Some(f), Some(t)) = (new_oom_exit, self.tracked.get_mut(&id)) {
+            if let Some(i) = t.streamed_ooms.iter().position(|&e| same_oom(e, f)) {
+                // the stream told us already
+                t.streamed_ooms.remove(i);
+            } else if known {
+                t.recovered_oom_exit = Some(f);
+                self.count_oom(&id, now_s, true);
             }
         }
         dirty

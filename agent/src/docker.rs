@@ -407,6 +407,10 @@ impl ContainerRuntime for DockerRuntime {
                 cpu,
             },
             oom_killed: state.and_then(|s| s.oom_killed).unwrap_or(false),
+            finished_s: state
+                .and_then(|s| s.finished_at.as_deref())
+                .and_then(parse_rfc3339_s),
+            exit_code: state.and_then(|s| s.exit_code),
         })
     }
 
@@ -512,8 +516,12 @@ impl ContainerRuntime for DockerRuntime {
                         let actor = m.actor?;
                         let id = actor.id?;
                         let attrs = actor.attributes.unwrap_or_default();
+                        let at_s = m
+                            .time_nano
+                            .map(|ns| ns as f64 / 1e9)
+                            .or(m.time.map(|s| s as f64));
                         match m.action.as_deref()? {
-                            "oom" => Some(Ok(RuntimeEvent::Oom { id })),
+                            "oom" => Some(Ok(RuntimeEvent::Oom { id, at_s })),
                             "die" => Some(Ok(RuntimeEvent::Die {
                                 id,
                                 exit_code: attrs.get("exitCode").and_then(|c| c.parse().ok()),

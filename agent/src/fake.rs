@@ -92,6 +92,8 @@ impl FakeRuntime {
                 cpu,
             },
             oom_killed: false,
+            finished_s: None,
+            exit_code: None,
         };
         self.lock().containers.insert(
             id.to_string(),
@@ -119,9 +121,42 @@ impl FakeRuntime {
             .send(RuntimeEvent::Destroy { id: id.to_string() });
     }
 
-    /// Simulates an OOM kill event.
+    /// Simulates an OOM event in the stream (the kernel killed a process
+    /// of the container; the container keeps running).
     pub fn oom(&self, id: &str) {
-        let _ = self.events.send(RuntimeEvent::Oom { id: id.to_string() });
+        let at_s = Some(self.lock().now_s);
+        let _ = self.events.send(RuntimeEvent::Oom {
+            id: id.to_string(),
+            at_s,
+        });
+    }
+
+    /// The kernel OOM-kills the container's main process at `at_s`: it
+    /// exits (137) with `OOMKilled` set, as Docker reports it. With
+    /// `stream` the event stream says so too (oom, then die); without, the
+    /// agent can only find out from `inspect` (a disconnected stream).
+    pub fn oom_kill(&self, id: &str, at_s: f64, stream: bool) {
+        {
+            let mut g = self.lock();
+            let Some(c) = g.containers.get_mut(id) else {
+                return;
+            };
+            c.info.state = ContainerState::Exited;
+            c.info.oom_killed = true;
+            c.info.finished_s = Some(at_s);
+            c.info.exit_code = Some(137);
+            c.mem_usage_bytes = 0;
+        }
+        if stream {
+            let _ = self.events.send(RuntimeEvent::Oom {
+                id: id.to_string(),
+                at_s: Some(at_s),
+            });
+            let _ = self.events.send(RuntimeEvent::Die {
+                id: id.to_string(),
+                exit_code: Some(137),
+            });
+        }
     }
 
     /// Daemon down (every call fails with `Unavailable`) or back up.
@@ -234,11 +269,15 @@ impl ContainerRuntime for FakeRuntime {
         self.check_up()?;
         let mut g = self.lock();
         g.calls.push(FakeCall::Stop(id.to_string(), grace_s));
+        let now_s = g.now_s;
         let c = g
             .containers
             .get_mut(id)
             .ok_or_else(|| RuntimeError::NotFound(id.into()))?;
         c.info.state = ContainerState::Exited;
+        c.info.oom_killed = false;
+        c.info.finished_s = Some(now_s);
+        c.info.exit_code = Some(143);
         c.mem_usage_bytes = 0;
         Ok(())
     }
@@ -252,8 +291,11 @@ impl ContainerRuntime for FakeRuntime {
             .containers
             .get_mut(id)
             .ok_or_else(|| RuntimeError::NotFound(id.into()))?;
+        // like Docker: OOMKilled and FinishedAt describe the last exit and
+        // stay until the next one
         c.info.state = ContainerState::Running;
         c.info.started_s = Some(now_s);
+        c.info.exit_code = Some(0);
         Ok(())
     }
 

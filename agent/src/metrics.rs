@@ -29,6 +29,7 @@ struct Data {
     runtime_errors: BTreeMap<&'static str, u64>,
     actions: BTreeMap<(&'static str, &'static str), u64>,
     oom_events: u64,
+    oom_recovered: u64,
     plan_source_errors: u64,
     docker_up: bool,
     running: u64,
@@ -97,8 +98,15 @@ impl Metrics {
         self.with(|d| *d.actions.entry((kind, result)).or_default() += 1)
     }
 
-    pub fn oom_event(&self) {
-        self.with(|d| d.oom_events += 1)
+    /// An OOM kill of a managed container; `recovered` when the event
+    /// stream missed it and `inspect` found it (`State.OOMKilled`).
+    pub fn oom_event(&self, recovered: bool) {
+        self.with(|d| {
+            d.oom_events += 1;
+            if recovered {
+                d.oom_recovered += 1;
+            }
+        })
     }
 
     pub fn plan_source_error(&self) {
@@ -142,6 +150,11 @@ impl Metrics {
 
     pub fn oom_events(&self) -> u64 {
         self.with(|d| d.oom_events)
+    }
+
+    /// OOM kills found by `inspect` that the event stream missed.
+    pub fn oom_recovered(&self) -> u64 {
+        self.with(|d| d.oom_recovered)
     }
 
     pub fn rounds(&self) -> (u64, u64) {
@@ -191,8 +204,12 @@ impl Metrics {
             }
         }
         push(format!(
-            "# HELP tailor_agent_oom_events_total OOM kills reported by the runtime for managed containers.\n# TYPE tailor_agent_oom_events_total counter\ntailor_agent_oom_events_total {}\n",
+            "# HELP tailor_agent_oom_events_total OOM kills of managed containers (event stream or inspect).\n# TYPE tailor_agent_oom_events_total counter\ntailor_agent_oom_events_total {}\n",
             d.oom_events
+        ));
+        push(format!(
+            "# HELP tailor_agent_oom_recovered_total OOM kills the event stream missed, found by inspect (State.OOMKilled).\n# TYPE tailor_agent_oom_recovered_total counter\ntailor_agent_oom_recovered_total {}\n",
+            d.oom_recovered
         ));
         push(format!(
             "# HELP tailor_agent_plan_source_errors_total Rounds whose plan source failed.\n# TYPE tailor_agent_plan_source_errors_total counter\ntailor_agent_plan_source_errors_total {}\n",
@@ -250,14 +267,16 @@ mod tests {
         m.runtime_error("something-else");
         m.action("resize", "applied");
         m.action("bogus", "bogus");
-        m.oom_event();
+        m.oom_event(false);
+        m.oom_event(true);
         let text = m.render();
         assert!(text.contains("tailor_agent_rounds_total 2\n"));
         assert!(text.contains("tailor_agent_round_errors_total 1\n"));
         assert!(text.contains("tailor_agent_runtime_errors_total{op=\"stats\"} 1\n"));
         assert!(text.contains("tailor_agent_runtime_errors_total{op=\"other\"} 1\n"));
         assert!(text.contains("tailor_agent_actions_total{kind=\"resize\",result=\"applied\"} 1\n"));
-        assert!(text.contains("tailor_agent_oom_events_total 1\n"));
+        assert!(text.contains("tailor_agent_oom_events_total 2\n"));
+        assert!(text.contains("tailor_agent_oom_recovered_total 1\n"));
         assert_eq!(m.action_count("resize", "applied"), 1);
         // every sample line is "name{labels} value" or "name value"
         for line in text.lines().filter(|l| !l.starts_with('#')) {

@@ -131,8 +131,13 @@ pub struct ContainerInfo {
     /// When its current run started (Unix seconds), `None` if never started.
     pub started_s: Option<f64>,
     pub limits: Limits,
-    /// The kernel OOM-killed it (last exit).
+    /// The kernel OOM-killed it (its last exit; Docker keeps saying so
+    /// after a restart, until the next exit).
     pub oom_killed: bool,
+    /// When its last run ended (Unix seconds), `None` if it never ended.
+    pub finished_s: Option<f64>,
+    /// Exit code of its last run (0 while running).
+    pub exit_code: Option<i64>,
 }
 
 /// One stats sample. CPU counters are cumulative.
@@ -174,9 +179,11 @@ pub struct ResourceUpdate {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum RuntimeEvent {
-    /// The kernel OOM killer hit a process of the container.
+    /// The kernel OOM killer hit a process of the container, at `at_s`
+    /// (Unix seconds, the daemon's clock) when the runtime says.
     Oom {
         id: String,
+        at_s: Option<f64>,
     },
     /// The container's main process exited.
     Die {
@@ -194,7 +201,7 @@ pub enum RuntimeEvent {
 impl RuntimeEvent {
     pub fn id(&self) -> &str {
         match self {
-            RuntimeEvent::Oom { id }
+            RuntimeEvent::Oom { id, .. }
             | RuntimeEvent::Die { id, .. }
             | RuntimeEvent::Start { id }
             | RuntimeEvent::Destroy { id } => id,

@@ -34,6 +34,11 @@ pub struct PersistedState {
     /// Application name -> failures and preemptions seen.
     #[serde(default)]
     pub app_failures: BTreeMap<String, u32>,
+    /// Container id -> end (Docker's `State.FinishedAt`, Unix seconds) of
+    /// its last OOM-killed run already counted, so that an OOM kill found
+    /// by `inspect` is counted once, across agent restarts too.
+    #[serde(default)]
+    pub oom_exits: BTreeMap<String, f64>,
 }
 
 /// Reads and writes [`PersistedState`]; an empty path keeps it in memory.

@@ -530,3 +530,114 @@ impl CloneWith for AgentConfig {
         self
     }
 }
+
+/// A container OOM-killed at `before` MiB limit, run through `rounds`
+/// rounds at 90 MiB usage first.
+async fn oom_rig(listener: bool) -> (Rig, u64) {
+    let mut r = rig(config(""));
+    if listener {
+        r.agent.start_event_listener();
+    }
+    r.fake.add(
+        "tight",
+        &[ENABLE],
+        Some(100 * MIB),
+        CpuLimit::Nano {
+            nano_cpus: 1_000_000_000,
+        },
+        900.0,
+    );
+    for _ in 0..4 {
+        r.step(&[("tight", 90 * MIB, 0.1)]).await;
+    }
+    let before = r
+        .fake
+        .container("tight")
+        .and_then(|c| c.info.limits.mem_bytes)
+        .expect("limited");
+    (r, before)
+}
+
+impl Rig {
+    fn mem_limit(&self, id: &str) -> u64 {
+        self.fake
+            .container(id)
+            .and_then(|c| c.info.limits.mem_bytes)
+            .expect("limited")
+    }
+
+    /// `docker start` (a restart policy or an operator).
+    async fn restart(&self, id: &str) {
+        use agent::ContainerRuntime;
+        self.fake.start(id).await.expect("start");
+    }
+}
+
+#[tokio::test]
+async fn oom_kill_missed_by_the_event_stream_is_recovered_from_inspect() {
+    // no event listener: the stream is down while the kernel kills it
+    let (mut r, before) = oom_rig(false).await;
+    let killed_at = r.clock_now() + 0.5;
+    r.fake.oom_kill("tight", killed_at, false);
+    let rep = r.step(&[]).await;
+    assert!(rep.view.containers.is_empty(), "exited, not in the view");
+    assert_eq!(r.agent.shared().metrics.oom_events(), 1, "found by inspect");
+    assert_eq!(r.agent.shared().metrics.oom_recovered(), 1);
+    // it comes back (restart policy); Docker still says OOMKilled with the
+    // same FinishedAt: counted once, and its next allocation grows
+    r.restart("tight").await;
+    let mut last = None;
+    for _ in 0..8 {
+        last = Some(r.step(&[("tight", 90 * MIB, 0.1)]).await);
+    }
+    let rep = last.expect("rounds ran");
+    assert_eq!(rep.view.containers[0].oom_kills, 1);
+    assert!(rep.view.containers[0].request.mem_bytes >= (before + 100 * MIB) as f64);
+    assert_eq!(r.agent.shared().metrics.oom_events(), 1, "counted once");
+    assert_eq!(r.agent.shared().metrics.oom_recovered(), 1);
+    let mem = r.mem_limit("tight");
+    assert!(
+        mem >= before + 100 * MIB,
+        "after an OOM kill at {} MiB the limit grows by >= 100 MiB, got {}",
+        before / MIB,
+        mem / MIB
+    );
+}
+
+#[tokio::test]
+async fn streamed_oom_kill_is_not_counted_again_by_inspect() {
+    let (mut r, before) = oom_rig(true).await;
+    let killed_at = r.clock_now() + 0.5;
+    r.fake.oom_kill("tight", killed_at, true);
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    r.step(&[]).await;
+    r.restart("tight").await;
+    for _ in 0..8 {
+        r.step(&[("tight", 90 * MIB, 0.1)]).await;
+    }
+    assert_eq!(r.agent.shared().metrics.oom_events(), 1, "counted once");
+    assert_eq!(r.agent.shared().metrics.oom_recovered(), 0);
+    assert!(r.mem_limit("tight") >= before + 100 * MIB);
+}
+
+#[tokio::test]
+async fn late_stream_event_of_a_recovered_oom_kill_is_not_counted_again() {
+    let (mut r, _) = oom_rig(true).await;
+    let killed_at = r.clock_now() + 0.5;
+    // the kill reaches inspect before the stream delivers its event
+    r.fake.oom_kill("tight", killed_at, false);
+    r.step(&[]).await;
+    assert_eq!(r.agent.shared().metrics.oom_recovered(), 1);
+    r.fake.set_now(killed_at);
+    r.fake.oom("tight");
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    r.step(&[]).await;
+    r.restart("tight").await;
+    r.step(&[("tight", 90 * MIB, 0.1)]).await;
+    assert_eq!(r.agent.shared().metrics.oom_events(), 1, "counted once");
+    // a later, separate OOM event is counted
+    r.fake.oom("tight");
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    r.step(&[("tight", 90 * MIB, 0.1)]).await;
+    assert_eq!(r.agent.shared().metrics.oom_events(), 2);
+}
