@@ -44,8 +44,8 @@ impl KernelKind {
     #[inline]
     fn corr(self, r2: f64) -> f64 {
         match self {
-            KernelKind::Exponential => (-r2.sqrt()).exp(),
-            KernelKind::SquaredExponential => (-0.5 * r2).exp(),
+            KernelKind::Exponential => exp_neg(-r2.sqrt()),
+            KernelKind::SquaredExponential => exp_neg(-0.5 * r2),
         }
     }
 }
@@ -175,25 +175,90 @@ impl TrainSet {
     }
 }
 
-fn cholesky_in_place(a: &mut [f64], n: usize) -> bool {
-    for j in 0..n {
-        let rj = j * n;
-        let (head, tail) = a.split_at_mut(rj + j);
-        let row_j = &head[rj..rj + j];
-        let d = tail[0] - dot(row_j, row_j);
+/// `e^x` for `x <= 0` (clamped at -708), branch-free so loops over it
+/// vectorise: Cody-Waite reduction by `ln 2` and a degree-12 Taylor
+/// polynomial on `|f| <= ln(2) / 2` (relative error a few ulp).
+#[inline(always)]
+fn exp_neg(x: f64) -> f64 {
+    const LOG2E: f64 = std::f64::consts::LOG2_E;
+    const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-1;
+    const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+    const MAGIC: f64 = 6_755_399_441_055_744.0; // 1.5 * 2^52
+    let x = x.clamp(-708.0, 0.0);
+    let t = x * LOG2E + MAGIC;
+    let k = t - MAGIC;
+    let f = x - k * LN2_HI - k * LN2_LO;
+    let mut p = 1.0 / 479_001_600.0;
+    p = p * f + 1.0 / 39_916_800.0;
+    p = p * f + 1.0 / 3_628_800.0;
+    p = p * f + 1.0 / 362_880.0;
+    p = p * f + 1.0 / 40_320.0;
+    p = p * f + 1.0 / 5_040.0;
+    p = p * f + 1.0 / 720.0;
+    p = p * f + 1.0 / 120.0;
+    p = p * f + 1.0 / 24.0;
+    p = p * f + 1.0 / 6.0;
+    p = p * f + 0.5;
+    p = p * f + 1.0;
+    p = p * f + 1.0;
+    // the low mantissa bits of t hold k (two's complement); 2^k by exponent bits
+    let ki = t.to_bits().wrapping_sub(MAGIC.to_bits()) as i64;
+    p * f64::from_bits(((ki + 1023) as u64) << 52)
+}
+
+/// `a -= f * b` elementwise.
+#[inline(always)]
+fn axpy_neg(a: &mut [f64], f: f64, b: &[f64]) {
+    let n = a.len().min(b.len());
+    let (a, b) = (&mut a[..n], &b[..n]);
+    for k in 0..n {
+        a[k] -= f * b[k];
+    }
+}
+
+/// In-place right-looking Cholesky of the upper triangle of a row-major
+/// `n x n` matrix: `A = U^T U` (every update is a contiguous axpy).
+fn cholesky_upper(u: &mut [f64], n: usize) -> bool {
+    for k in 0..n {
+        let rk = k * n;
+        let d = u[rk + k];
         if !(d > 0.0 && d.is_finite()) {
             return false;
         }
-        let djj = d.sqrt();
-        tail[0] = djj;
-        let inv = 1.0 / djj;
-        for i in j + 1..n {
-            let ri = i * n;
-            let s = a[ri + j] - dot(&a[ri..ri + j], &a[rj..rj + j]);
-            a[ri + j] = s * inv;
+        let s = d.sqrt();
+        u[rk + k] = s;
+        let inv = 1.0 / s;
+        for v in &mut u[rk + k + 1..rk + n] {
+            *v *= inv;
+        }
+        let (top, rest) = u.split_at_mut((k + 1) * n);
+        let row_k = &top[rk..rk + n];
+        for i in k + 1..n {
+            let f = row_k[i];
+            let ri = (i - k - 1) * n;
+            axpy_neg(&mut rest[ri + i..ri + n], f, &row_k[i..n]);
         }
     }
     true
+}
+
+/// Solves `U^T x = b` in place (forward substitution, axpy form).
+fn solve_ut(u: &[f64], n: usize, b: &mut [f64]) {
+    for k in 0..n {
+        let rk = k * n;
+        let xk = b[k] / u[rk + k];
+        b[k] = xk;
+        axpy_neg(&mut b[k + 1..n], xk, &u[rk + k + 1..rk + n]);
+    }
+}
+
+/// Solves `U x = b` in place (back substitution).
+fn solve_u(u: &[f64], n: usize, b: &mut [f64]) {
+    for i in (0..n).rev() {
+        let ri = i * n;
+        let s = b[i] - dot(&u[ri + i + 1..ri + n], &b[i + 1..n]);
+        b[i] = s / u[ri + i];
+    }
 }
 
 /// Dot product (4 accumulators, so the compiler can vectorise it).
@@ -202,39 +267,19 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let mut acc = [0.0f64; 4];
-    let chunks = n / 4;
-    for c in 0..chunks {
-        let k = 4 * c;
-        acc[0] += a[k] * b[k];
-        acc[1] += a[k + 1] * b[k + 1];
-        acc[2] += a[k + 2] * b[k + 2];
-        acc[3] += a[k + 3] * b[k + 3];
+    let mut ca = a.chunks_exact(4);
+    let mut cb = b.chunks_exact(4);
+    for (x, y) in (&mut ca).zip(&mut cb) {
+        acc[0] += x[0] * y[0];
+        acc[1] += x[1] * y[1];
+        acc[2] += x[2] * y[2];
+        acc[3] += x[3] * y[3];
     }
     let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    for k in 4 * chunks..n {
-        s += a[k] * b[k];
+    for (x, y) in ca.remainder().iter().zip(cb.remainder()) {
+        s += x * y;
     }
     s
-}
-
-/// Solves `L x = b` in place (`l` row-major lower triangular).
-fn solve_lower(l: &[f64], n: usize, b: &mut [f64]) {
-    for i in 0..n {
-        let ri = i * n;
-        let s = b[i] - dot(&l[ri..ri + i], &b[..i]);
-        b[i] = s / l[ri + i];
-    }
-}
-
-/// Solves `L^T x = b` in place.
-fn solve_upper_t(l: &[f64], n: usize, b: &mut [f64]) {
-    for i in (0..n).rev() {
-        let mut s = b[i];
-        for k in i + 1..n {
-            s -= l[k * n + i] * b[k];
-        }
-        b[i] = s / l[i * n + i];
-    }
 }
 
 /// A factorised kernel matrix at given hyperparameters.
@@ -242,9 +287,9 @@ fn solve_upper_t(l: &[f64], n: usize, b: &mut [f64]) {
 pub struct Factor {
     /// Training points.
     pub n: usize,
-    /// Row-major lower Cholesky factor of `K + (noise + jitter) I`
-    /// (only the lower triangle is meaningful).
-    pub l: Vec<f64>,
+    /// Row-major upper Cholesky factor `U` of `K + (noise + jitter) I =
+    /// U^T U` (only the upper triangle is meaningful).
+    pub u: Vec<f64>,
     /// `(K + noise I)^-1 y`.
     pub alpha: Vec<f64>,
     /// Log marginal likelihood.
@@ -253,25 +298,40 @@ pub struct Factor {
     pub jitter: f64,
 }
 
+/// Buffers of an [`Evaluator`], kept between fits so that refits do not
+/// allocate (they grow to the largest training set seen).
+#[derive(Clone, Debug, Default)]
+pub struct Workspace {
+    rr: Vec<f64>,
+    corr: Vec<f64>,
+    u: Vec<f64>,
+    alpha: Vec<f64>,
+    m: Vec<f64>,
+    kinv: Vec<f64>,
+}
+
 /// Reusable buffers for LML (and gradient) evaluations on one training
-/// set: no allocation per evaluation.
+/// set: no allocation per evaluation. Pair quantities live in the upper
+/// triangle of row-major `n x n` buffers (`[i * n + j]`, `i < j`).
 #[derive(Clone, Debug)]
 pub struct Evaluator<'a> {
     ts: &'a TrainSet,
     kernel: KernelKind,
-    /// Scaled distance `r` (exponential) or `r^2` (squared exponential) of
-    /// every pair, lower triangle, row-major `n x n`.
+    /// Scaled distance `r` (exponential) or `r^2` (squared exponential).
     rr: Vec<f64>,
-    /// Correlation `k(r)` of every pair, lower triangle.
+    /// Correlation `k(r)`.
     corr: Vec<f64>,
-    l: Vec<f64>,
+    /// Cholesky factor `U`.
+    u: Vec<f64>,
     alpha: Vec<f64>,
-    /// `L^-1` transposed (row `j` = column `j` of `L^-1`).
-    mt: Vec<f64>,
+    /// `M = U^-T = L^-1` (lower, row-major).
+    m: Vec<f64>,
+    /// `K^-1` (upper).
+    kinv: Vec<f64>,
     theta: Theta,
     lml: f64,
     jitter: f64,
-    /// Whether `l`/`alpha` hold a successful factorisation at `theta`.
+    /// Whether `u`/`alpha` hold a successful factorisation at `theta`.
     valid: bool,
     /// Factorisations done.
     pub evals: usize,
@@ -280,20 +340,50 @@ pub struct Evaluator<'a> {
 impl<'a> Evaluator<'a> {
     /// Buffers for `ts`.
     pub fn new(ts: &'a TrainSet, kernel: KernelKind) -> Self {
+        Self::with_workspace(ts, kernel, Workspace::default())
+    }
+
+    /// Evaluator for `ts` on reused buffers.
+    pub fn with_workspace(ts: &'a TrainSet, kernel: KernelKind, ws: Workspace) -> Self {
         let nn = ts.n * ts.n;
+        let Workspace {
+            mut rr,
+            mut corr,
+            mut u,
+            mut alpha,
+            mut m,
+            mut kinv,
+        } = ws;
+        for b in [&mut rr, &mut corr, &mut u, &mut m, &mut kinv] {
+            b.resize(nn, 0.0);
+        }
+        alpha.resize(ts.n, 0.0);
         Self {
             ts,
             kernel,
-            rr: vec![0.0; nn],
-            corr: vec![0.0; nn],
-            l: vec![0.0; nn],
-            alpha: vec![0.0; ts.n],
-            mt: vec![0.0; nn],
+            rr,
+            corr,
+            u,
+            alpha,
+            m,
+            kinv,
             theta: [f64::NAN; NP],
             lml: f64::NEG_INFINITY,
             jitter: BASE_JITTER,
             valid: false,
             evals: 0,
+        }
+    }
+
+    /// Gives the buffers back for the next fit.
+    pub fn into_workspace(self) -> Workspace {
+        Workspace {
+            rr: self.rr,
+            corr: self.corr,
+            u: self.u,
+            alpha: self.alpha,
+            m: self.m,
+            kinv: self.kinv,
         }
     }
 
@@ -316,22 +406,25 @@ impl<'a> Evaluator<'a> {
         }
         let exponential = self.kernel == KernelKind::Exponential;
         for i in 0..n {
-            let ri = i * n;
-            let (dt, dh) = (&ts.dt2[ri..ri + i], &ts.dh2[ri..ri + i]);
-            let rr = &mut self.rr[ri..ri + i];
-            for ((r, &a), &b) in rr.iter_mut().zip(dt).zip(dh) {
-                *r = a * it2 + b * ih2;
-            }
+            let span = i * n + i + 1..i * n + n;
+            let (dt, dh) = (&ts.dt2[span.clone()], &ts.dh2[span.clone()]);
+            let rr = &mut self.rr[span.clone()];
+            let corr = &mut self.corr[span];
+            let len = rr.len();
+            let (corr, dt, dh) = (&mut corr[..len], &dt[..len], &dh[..len]);
             if exponential {
-                for r in rr.iter_mut() {
-                    *r = r.sqrt();
+                for k in 0..len {
+                    rr[k] = (dt[k] * it2 + dh[k] * ih2).sqrt();
                 }
-                for (c, &r) in self.corr[ri..ri + i].iter_mut().zip(rr.iter()) {
-                    *c = (-r).exp();
+                for k in 0..len {
+                    corr[k] = exp_neg(-rr[k]);
                 }
             } else {
-                for (c, &r) in self.corr[ri..ri + i].iter_mut().zip(rr.iter()) {
-                    *c = (-0.5 * r).exp();
+                for k in 0..len {
+                    rr[k] = dt[k] * it2 + dh[k] * ih2;
+                }
+                for k in 0..len {
+                    corr[k] = exp_neg(-0.5 * rr[k]);
                 }
             }
         }
@@ -339,17 +432,20 @@ impl<'a> Evaluator<'a> {
         loop {
             for i in 0..n {
                 let ri = i * n;
-                for (lv, &c) in self.l[ri..ri + i].iter_mut().zip(&self.corr[ri..ri + i]) {
-                    *lv = sf2 * c;
+                self.u[ri + i] = sf2 + sn2 + jitter;
+                for (uv, &c) in self.u[ri + i + 1..ri + n]
+                    .iter_mut()
+                    .zip(&self.corr[ri + i + 1..ri + n])
+                {
+                    *uv = sf2 * c;
                 }
-                self.l[ri + i] = sf2 + sn2 + jitter;
             }
-            if cholesky_in_place(&mut self.l, n) {
+            if cholesky_upper(&mut self.u, n) {
                 self.alpha.copy_from_slice(&ts.y);
-                solve_lower(&self.l, n, &mut self.alpha);
+                solve_ut(&self.u, n, &mut self.alpha);
                 let quad = dot(&self.alpha, &self.alpha);
-                solve_upper_t(&self.l, n, &mut self.alpha);
-                let logdet_half: f64 = (0..n).map(|i| self.l[i * n + i].ln()).sum();
+                solve_u(&self.u, n, &mut self.alpha);
+                let logdet_half: f64 = (0..n).map(|i| self.u[i * n + i].ln()).sum();
                 let lml =
                     -0.5 * quad - logdet_half - 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
                 if lml.is_finite() && self.alpha.iter().all(|a| a.is_finite()) {
@@ -383,56 +479,81 @@ impl<'a> Evaluator<'a> {
         let ih2 = (-2.0 * theta[1]).exp();
         let sf2 = theta[2].exp();
         let sn2 = theta[3].exp();
-        // mt row j = L^-1 e_j (zero before j)
-        let (l, mt) = (&self.l, &mut self.mt);
-        for j in 0..n {
-            let rj = j * n;
-            let row = &mut mt[rj..rj + n];
-            row[..j].fill(0.0);
-            row[j] = 1.0 / l[rj + j];
-            for i in j + 1..n {
-                let ri = i * n;
-                let s = dot(&l[ri + j..ri + i], &row[j..i]);
-                row[i] = -s / l[ri + i];
+        // M = U^-T (lower, row-major), from the last column back:
+        // M[j][i] = -(1 / U_ii) * sum_{k=i+1..=j} U[i][k] M[j][k]
+        let (u, m) = (&self.u, &mut self.m);
+        for i in (0..n).rev() {
+            let ri = i * n;
+            let inv = 1.0 / u[ri + i];
+            m[ri + i] = inv;
+            let urow = &u[ri + i + 1..ri + n];
+            for j in i + 1..n {
+                let rj = j * n;
+                let len = j - i;
+                let (a, b) = (&urow[..len], &m[rj + i + 1..rj + j + 1]);
+                let mut s = 0.0;
+                for k in 0..len {
+                    s += a[k] * b[k];
+                }
+                m[rj + i] = -inv * s;
             }
         }
-        // W = alpha alpha^T - K^-1 with K^-1[i][j] = sum_{k >= i} mt[i][k] mt[j][k] (i >= j);
-        // dLML/dtheta = 0.5 * sum W dK (off-diagonal pairs counted twice)
+        // K^-1 = V V^T = sum_k m_k m_k^T (upper triangle)
+        let kinv = &mut self.kinv;
+        kinv.fill(0.0);
+        for k in 0..n {
+            let mk = &self.m[k * n..k * n + k + 1];
+            for i in 0..=k {
+                let f = mk[i];
+                axpy_neg(&mut kinv[i * n + i..i * n + k + 1], -f, &mk[i..]);
+            }
+        }
+        // W = alpha alpha^T - K^-1; dLML/dtheta = 0.5 * sum W dK (pairs twice)
         let exponential = self.kernel == KernelKind::Exponential;
         let mut g = [0.0f64; NP];
         for i in 0..n {
             let ri = i * n;
             let ai = self.alpha[i];
-            let mi = &mt[ri + i..ri + n];
-            let kii = dot(mi, mi);
-            let wii = ai * ai - kii;
+            let wii = ai * ai - kinv[ri + i];
             g[2] += 0.5 * wii * sf2;
             g[3] += 0.5 * wii * sn2;
+            let span = ri + i + 1..ri + n;
             let (mut gs, mut gt, mut gh) = (0.0, 0.0, 0.0);
-            for j in 0..i {
-                let k = ri + j;
-                let kinv = dot(mi, &mt[j * n + i..j * n + n]);
-                let w = ai * self.alpha[j] - kinv;
-                let c = self.corr[k];
-                let wc = w * c;
-                gs += wc;
-                let pt = self.ts.dt2[k] * it2;
-                let ph = self.ts.dh2[k] * ih2;
-                if exponential {
-                    let r = self.rr[k];
-                    if r > 0.0 {
-                        let q = wc / r;
-                        gt += q * pt;
-                        gh += q * ph;
-                    }
-                } else {
-                    gt += wc * pt;
-                    gh += wc * ph;
+            let len = n - i - 1;
+            let ki = &kinv[span.clone()];
+            let aj = &self.alpha[i + 1..n];
+            let c = &self.corr[span.clone()];
+            let rr = &self.rr[span.clone()];
+            let dt = &self.ts.dt2[span.clone()];
+            let dh = &self.ts.dh2[span];
+            let (ki, aj, c, rr, dt, dh) = (
+                &ki[..len],
+                &aj[..len],
+                &c[..len],
+                &rr[..len],
+                &dt[..len],
+                &dh[..len],
+            );
+            if exponential {
+                for k in 0..len {
+                    let wc = (ai * aj[k] - ki[k]) * c[k];
+                    gs += wc;
+                    // r > 0 for distinct inputs; duplicates contribute nothing
+                    let q = if rr[k] > 0.0 { wc / rr[k] } else { 0.0 };
+                    gt += q * dt[k];
+                    gh += q * dh[k];
+                }
+            } else {
+                for k in 0..len {
+                    let wc = (ai * aj[k] - ki[k]) * c[k];
+                    gs += wc;
+                    gt += wc * dt[k];
+                    gh += wc * dh[k];
                 }
             }
             g[2] += gs * sf2;
-            g[0] += gt * sf2;
-            g[1] += gh * sf2;
+            g[0] += gt * it2 * sf2;
+            g[1] += gh * ih2 * sf2;
         }
         Some(g)
     }
@@ -441,7 +562,7 @@ impl<'a> Evaluator<'a> {
     pub fn factor(&self) -> Option<Factor> {
         self.valid.then(|| Factor {
             n: self.ts.n,
-            l: self.l.clone(),
+            u: self.u.clone(),
             alpha: self.alpha.clone(),
             lml: self.lml,
             jitter: self.jitter,
@@ -484,19 +605,13 @@ pub fn predict(
     let mut v: Vec<f64> = dt2
         .iter()
         .zip(dh2)
-        .map(|(&a, &b)| sf2 * kernel.corr(r2(a, b, it2, ih2)))
+        .map(|(&a, &b)| sf2 * kernel.corr(a * it2 + b * ih2))
         .collect();
     let mean = dot(&v, &f.alpha);
-    solve_lower(&f.l, f.n, &mut v);
+    solve_ut(&f.u, f.n, &mut v);
     let reduce = dot(&v, &v);
     let var = (sf2 - reduce).max(0.0);
     (mean, var)
-}
-
-/// Scaled squared distance.
-#[inline]
-fn r2(dt2: f64, dh2: f64, it2: f64, ih2: f64) -> f64 {
-    dt2 * it2 + dh2 * ih2
 }
 
 /// Result of a hyperparameter optimisation.

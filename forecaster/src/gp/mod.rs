@@ -71,6 +71,10 @@ pub struct GpConfig {
     /// Relative objective decrease below which a warm refit stops
     /// (default 1e-4).
     pub warm_tol_rel: f64,
+    /// L-BFGS iterations every cold start gets before only the best one
+    /// continues to `cold_max_iters` (default 4; 0 = every start runs to
+    /// `cold_max_iters`).
+    pub cold_screen_iters: usize,
     /// Gradient tolerance of the cold fit (default 1e-5).
     pub cold_tol_grad: f64,
     /// History lengthscale bounds in scaled input units (default
@@ -137,6 +141,7 @@ impl Default for GpConfig {
             cold_max_iters: 15,
             warm_tol_grad: 1e-3,
             warm_tol_rel: 1e-4,
+            cold_screen_iters: 4,
             cold_tol_grad: 1e-5,
             lengthscale_bounds: [1e-2, 1e3],
             time_lengthscale_bounds: [1e-3, 1e3],
@@ -393,6 +398,8 @@ pub struct Gp {
     prior_mean: Option<lml::Theta>,
     /// LML evaluations (factorisations) spent by all fits so far.
     evals: u64,
+    /// Buffers of the LML evaluations, reused by every refit.
+    ws: lml::Workspace,
     /// Warm refits since the last anchor run.
     since_anchor: usize,
     /// Curvature pairs of the last accepted optimisation.
@@ -415,6 +422,7 @@ impl Gp {
             evals: 0,
             lbfgs: lml::LbfgsMemory::default(),
             since_anchor: 0,
+            ws: lml::Workspace::default(),
             since_cold: 0,
             fitted: None,
         })
@@ -585,7 +593,7 @@ impl Gp {
             max_iters: self.cfg.anchor_max_iters as usize,
             ..warm_opts
         };
-        let mut ev = lml::Evaluator::new(&ts, kernel);
+        let mut ev = lml::Evaluator::with_workspace(&ts, kernel, std::mem::take(&mut self.ws));
         let mut best: Option<lml::FitResult> = None;
         let mut consider = |r: lml::FitResult| {
             let better = !matches!(best, Some(b) if b.objective >= r.objective);
@@ -600,6 +608,16 @@ impl Gp {
             if let Some(t) = self.theta {
                 starts.push(t);
             }
+            // screen every start with a few iterations, then finish the best
+            let screen = self
+                .cfg
+                .cold_screen_iters
+                .min(self.cfg.cold_max_iters as usize);
+            let screen_opts = lml::OptOptions {
+                max_iters: screen,
+                ..cold_opts
+            };
+            let mut lead: Option<(lml::FitResult, lml::LbfgsMemory)> = None;
             for s in starts {
                 let mut mem = lml::LbfgsMemory::default();
                 let r = lml::optimise_with(
@@ -607,12 +625,34 @@ impl Gp {
                     &bounds,
                     s,
                     shared,
-                    &cold_opts,
+                    if screen > 0 { &screen_opts } else { &cold_opts },
                     prior,
                     Some(&mut mem),
                 );
-                if consider(r) {
-                    self.lbfgs = mem;
+                if !matches!(lead, Some((b, _)) if b.objective >= r.objective) {
+                    lead = Some((r, mem));
+                }
+            }
+            if let Some((r, mut mem)) = lead {
+                consider(r);
+                self.lbfgs = mem;
+                if screen > 0 && r.objective.is_finite() {
+                    let finish_opts = lml::OptOptions {
+                        max_iters: self.cfg.cold_max_iters as usize - screen,
+                        ..cold_opts
+                    };
+                    let r2 = lml::optimise_with(
+                        &mut ev,
+                        &bounds,
+                        r.theta,
+                        shared,
+                        &finish_opts,
+                        prior,
+                        Some(&mut mem),
+                    );
+                    if consider(r2) {
+                        self.lbfgs = mem;
+                    }
                 }
             }
         } else if let Some(t) = self.theta {
@@ -663,7 +703,6 @@ impl Gp {
                 }
             }
         }
-        self.evals += ev.evals as u64;
         if let Some(b) = best.filter(|b| b.lml.is_finite()) {
             let a = self.cfg.hyper_prior_weight;
             self.prior_mean = Some(match self.prior_mean {
@@ -679,7 +718,16 @@ impl Gp {
                 bounds.clamp_log([md, md, 0.0, 0.0])
             }
         };
-        match lml::factor(&ts, kernel, theta) {
+        // the factor at the chosen point (the last evaluation, unless a
+        // later start or a rejected line-search trial came after it)
+        let factor = if ev.theta() == Some(theta) {
+            ev.factor()
+        } else {
+            ev.lml(theta).and_then(|_| ev.factor())
+        };
+        self.evals += ev.evals as u64;
+        self.ws = ev.into_workspace();
+        match factor {
             Some(factor) => {
                 self.theta = Some(theta);
                 self.fitted = Some(Fitted {
