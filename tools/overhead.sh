@@ -18,14 +18,16 @@
 # Requests fit the node in both modes (64 MiB and 0.005 cores each, as a CFS
 # quota of 5 ms per 1 s period: 200 containers ask 1 core and 12.5 GiB), so
 # the shaper never has a reason to evict; in shape mode the agent really
-# resizes them (min_cpu_cores lowered to 0.001 so that an allocation never
-# exceeds the request).
+# resizes them (memory; CPU stays at the agent's floor min_cpu_cores = 0.01,
+# Docker's NanoCPUs minimum, which is above these requests).
 #
 # The number of running managed containers is checked every 30 s during the
 # window (docker ps); the script fails if it ever drops below N.
 # Optionally (PERF_S > 0 and perf installed) perf samples the agent for
 # PERF_S seconds after the window (call graphs into $PERF_OUT, default
 # /tmp/tailor-overhead.perf.data) and prints the top symbols.
+#
+# The agent's log is kept in $AGENT_LOG (default /tmp/tailor-overhead-agent.log).
 #
 # Needs a running dockerd and the test image (scripts/test.sh or
 # tools/dockerd-start.sh + tools/build-test-image.sh). Removes its
@@ -42,6 +44,7 @@ INTERVAL_S="${INTERVAL_S:-10}"
 PERF_S="${PERF_S:-0}"
 PERF_OUT="${PERF_OUT:-/tmp/tailor-overhead.perf.data}"
 PORT="${PORT:-19847}"
+AGENT_LOG="${AGENT_LOG:-/tmp/tailor-overhead-agent.log}"
 LABEL="tailor.test=overhead"
 WORK="$(mktemp -d)"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
@@ -53,6 +56,7 @@ esac
 
 cleanup() {
     if [ -n "${AGENT_PID:-}" ]; then kill "$AGENT_PID" 2>/dev/null || true; wait "$AGENT_PID" 2>/dev/null || true; fi
+    cp "$WORK/agent.log" "$AGENT_LOG" 2>/dev/null || true
     docker ps -aq --filter "label=$LABEL" | xargs -r docker rm -f >/dev/null 2>&1 || true
     rm -rf "$WORK"
 }
@@ -71,15 +75,18 @@ running() { docker ps -q --filter "label=$LABEL" --filter status=running | wc -l
 
 echo "starting $N containers..." >&2
 docker ps -aq --filter "label=$LABEL" | xargs -r docker rm -f >/dev/null 2>&1 || true
-for i in $(seq 1 "$N"); do
-    half=$((30 + (i % 7) * 15))
+start_one() {
+    local i=$1 half=$((30 + ($1 % 7) * 15))
     docker run -d --network none --name "tailor-ovh-$i" \
         --memory 64m --memory-swap 64m --cpu-period 1000000 --cpu-quota 5000 \
         -e LOADGEN_LOOP=1 \
         --label tailor.enable=true --label "$LABEL" --label "tailor.app=app$((i % 20))" \
         --label tailor.class=elastic \
         tailor-test:latest /bin/loadgen "8:0.001:$half:ramp" "16:0.001:$half:ramp" >/dev/null
-done
+}
+export -f start_one
+export LABEL
+seq 1 "$N" | xargs -P 4 -I{} bash -c 'start_one {}'
 if [ "$(running)" -ne "$N" ]; then
     echo "only $(running) of $N containers are running" >&2
     exit 1
@@ -89,13 +96,13 @@ cat > "$WORK/agent.toml" <<TOML
 interval_s = $INTERVAL_S
 actuation = "$MODE"
 state_file = "$WORK/state.json"
-min_cpu_cores = 0.001
 [selector]
 labels = { "tailor.test" = "overhead" }
 [http]
 listen = "127.0.0.1:$PORT"
 TOML
 
+"$BIN" config check "$WORK/agent.toml" >&2
 uptime >&2
 "$BIN" agent --config "$WORK/agent.toml" 2> "$WORK/agent.log" &
 AGENT_PID=$!

@@ -927,6 +927,15 @@ impl<R: ContainerRuntime> Agent<R> {
                         continue;
                     }
                     let update = self.limits_update(&t, *to);
+                    if update.mem_bytes == t.info.limits.mem_bytes
+                        && update.cpu == Some(t.info.limits.cpu)
+                    {
+                        // after the agent's floors and rounding the limits
+                        // are already there: no Docker call
+                        self.shared.metrics.action(kind, "unchanged");
+                        outcomes.push(outcome("unchanged", None));
+                        continue;
+                    }
                     match self.runtime.update(&a.container_id, &update).await {
                         Ok(()) => {
                             if let Some(tm) = self.tracked.get_mut(&a.container_id) {

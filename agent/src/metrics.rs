@@ -80,7 +80,7 @@ impl Metrics {
     }
 
     /// An action: kind `resize|evict|restart`, result
-    /// `applied|failed|recommended|refused`.
+    /// `applied|unchanged|failed|recommended|refused`.
     pub fn action(&self, kind: &str, result: &str) {
         let kind: &'static str = match kind {
             "resize" => "resize",
@@ -90,6 +90,7 @@ impl Metrics {
         };
         let result: &'static str = match result {
             "applied" => "applied",
+            "unchanged" => "unchanged",
             "failed" => "failed",
             "recommended" => "recommended",
             "refused" => "refused",
@@ -196,7 +197,7 @@ impl Metrics {
         }
         push("# HELP tailor_agent_actions_total Actions by kind and result.\n# TYPE tailor_agent_actions_total counter\n".into());
         for kind in ["resize", "evict", "restart"] {
-            for result in ["applied", "failed", "recommended", "refused"] {
+            for result in ["applied", "unchanged", "failed", "recommended", "refused"] {
                 push(format!(
                     "tailor_agent_actions_total{{kind=\"{kind}\",result=\"{result}\"}} {}\n",
                     d.actions.get(&(kind, result)).copied().unwrap_or(0)

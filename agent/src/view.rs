@@ -134,8 +134,10 @@ impl NodeAction {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ActionOutcome {
     pub action: NodeAction,
-    /// `applied`, `failed`, `recommended` (dry run), `refused` (the agent's
-    /// own guards: protected, unknown container).
+    /// `applied`, `unchanged` (the limits, after the agent's floors and
+    /// rounding, are already what the action asks: no runtime call),
+    /// `failed`, `recommended` (dry run), `refused` (the agent's own guards:
+    /// protected, unknown container).
     pub result: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

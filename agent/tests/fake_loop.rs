@@ -129,6 +129,46 @@ async fn idle_container_memory_is_cut_towards_usage_plus_buffer() {
 }
 
 #[tokio::test]
+async fn targets_below_the_agents_floors_cause_one_update_not_one_per_round() {
+    let mut r = rig(config(""));
+    // usage + buffer is below the agent's floors (16 MiB, 0.01 cores)
+    r.fake.add(
+        "tiny",
+        &[ENABLE],
+        Some(64 * MIB),
+        CpuLimit::Nano {
+            nano_cpus: 100_000_000,
+        },
+        900.0,
+    );
+    for _ in 0..6 {
+        r.step(&[("tiny", 2 * MIB, 0.001)]).await;
+    }
+    assert_eq!(r.mem_limit("tiny"), 16 * MIB, "cut to the floor");
+    let updates = r.updates_of("tiny").len();
+    assert_eq!(updates, 1, "one update to the floors");
+    let mut unchanged = 0;
+    for _ in 0..5 {
+        let rep = r.step(&[("tiny", 2 * MIB, 0.001)]).await;
+        unchanged += rep
+            .outcomes
+            .iter()
+            .filter(|o| o.result == "unchanged")
+            .count();
+    }
+    assert_eq!(
+        r.updates_of("tiny").len(),
+        updates,
+        "no Docker call for a no-op resize"
+    );
+    assert!(
+        unchanged > 0,
+        "the shaper kept asking for less than the floors"
+    );
+    assert!(r.agent.shared().metrics.action_count("resize", "unchanged") >= unchanged as u64);
+}
+
+#[tokio::test]
 async fn recommend_mode_changes_nothing() {
     let mut r = rig(config("").clone_with(|c| c.actuation = agent::config::Actuation::Recommend));
     r.fake.add(

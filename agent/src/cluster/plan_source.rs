@@ -135,7 +135,7 @@ impl PlanSource for ClusterPlanSource {
                     continue;
                 };
                 let result = match o.result.as_str() {
-                    "applied" => Ok(()),
+                    "applied" | "unchanged" => Ok(()),
                     other => Err(match &o.error {
                         Some(e) => format!("{other}: {e}"),
                         None => other.to_string(),
