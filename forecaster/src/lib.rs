@@ -9,7 +9,7 @@ pub use tailor_core::{Calibration, Predictive};
 pub use baselines::{LastValue, Oracle, PeakConfig, Vpa, VpaConfig, WindowPeak};
 pub use calibration::{Calibrated, CalibrationConfig};
 pub use config::{ModelConfig, ModelKind};
-pub use gp::{Gp, GpConfig, KernelKind, Lengthscales, PriorMean};
+pub use gp::{Gp, GpConfig, KernelKind, Lengthscales, PriorMean, Standardise};
 
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error, PartialEq)]

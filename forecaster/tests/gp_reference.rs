@@ -15,7 +15,7 @@
 //! * our cold fit (isotropic lengthscale, as scikit-learn's): LML >=
 //!   scikit-learn's - 1e-2 on >= 95% of windows.
 
-use forecaster::gp::{build_patterns, Gp, GpConfig, Lengthscales, PriorMean};
+use forecaster::gp::{build_patterns, Gp, GpConfig, Lengthscales, PriorMean, Standardise};
 use serde_json::Value;
 
 fn fixtures() -> Value {
@@ -40,6 +40,7 @@ fn cfg(fx: &Value) -> GpConfig {
         train_size: Some(fx["train_size"].as_u64().expect("n") as usize),
         time_scale_steps: f(&fx["time_scale_steps"]),
         prior_mean: PriorMean::Window,
+        standardise: Standardise::Targets,
         lengthscales: Lengthscales::Shared,
         lengthscale_bounds: pair(&b["length_scale"]),
         signal_var_bounds: pair(&b["signal_var"]),
