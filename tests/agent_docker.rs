@@ -14,11 +14,16 @@ use std::time::Duration;
 use tailor_core::SystemClock;
 
 fn new_agent(cfg: AgentConfig) -> Agent<DockerRuntime> {
-    let runtime = Arc::new(DockerRuntime::new(&cfg.docker_socket).expect("docker client"));
-    let source = Box::new(LocalShaper::new(cfg.shaper.clone()));
-    let mut a = Agent::new(cfg, runtime, source, Arc::new(SystemClock)).expect("agent");
+    let mut a = agent_without_events(cfg);
     a.start_event_listener();
     a
+}
+
+/// An agent whose event stream is down (never subscribed).
+fn agent_without_events(cfg: AgentConfig) -> Agent<DockerRuntime> {
+    let runtime = Arc::new(DockerRuntime::new(&cfg.docker_socket).expect("docker client"));
+    let source = Box::new(LocalShaper::new(cfg.shaper.clone()));
+    Agent::new(cfg, runtime, source, Arc::new(SystemClock)).expect("agent")
 }
 
 async fn rounds(agent: &mut Agent<DockerRuntime>, n: usize, mut each: impl FnMut(&RoundReport)) {
@@ -197,6 +202,176 @@ async fn memory_ramp_gets_its_limit_raised_ahead_of_usage() {
     assert_eq!(agent.shared().metrics.oom_events(), 0);
 }
 
+/// The agent's default forecaster (calibrated GP) and shaper settings
+/// against the real engine. The ramp is started (`docker exec` of a second
+/// load generator) only after 35 rounds, i.e. once the GP has left its
+/// last-value fallback (25 samples), whatever the machine's load: the ramp
+/// is forecast by the GP itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_forecaster_cuts_idle_limits_and_raises_a_ramp_ahead() {
+    let test = "gp";
+    if docker_or_skip(test).is_none() {
+        return;
+    }
+    let sel = ("tailor.test", test);
+    let idle = TestContainer::run(
+        "tailor-t-gp-idle",
+        256,
+        1.0,
+        &[("tailor.enable", "true"), sel],
+        &["8:0.02:3600"],
+        &[],
+    );
+    let ramp = TestContainer::run(
+        "tailor-t-gp-ramp",
+        512,
+        1.0,
+        &[("tailor.enable", "true"), sel],
+        &["10:0.02:3600"],
+        &[],
+    );
+    let cfg = default_forecaster_config(test);
+    assert_eq!(cfg.forecaster, forecaster::config::ModelConfig::default());
+    assert_eq!(cfg.forecaster.kind, forecaster::config::ModelKind::Gp);
+    let mut agent = new_agent(cfg);
+    let find =
+        |r: &RoundReport, name: &str| r.view.containers.iter().find(|c| c.name == name).cloned();
+    let mut idle_min_limit = u64::MAX;
+    let mut samples = 0;
+    rounds(&mut agent, 35, |r| {
+        if let Some(v) = find(r, &ramp.name) {
+            idle_min_limit = idle_min_limit.min(v.allocation.mem_bytes as u64);
+            samples = v.samples;
+            assert_eq!(v.oom_kills, 0, "OOM kill while idle");
+        }
+    })
+    .await;
+    assert!(samples >= 30, "GP warm before the ramp ({samples} samples)");
+    assert!(
+        idle_min_limit < 100 * MIB,
+        "the idle phase cut the ramp container's limit first (min {} MiB)",
+        idle_min_limit / MIB
+    );
+    // +2.75 MiB/s for 40 s on top of the 10 MiB already there, then hold
+    docker(&[
+        "exec",
+        "-d",
+        &ramp.id,
+        "/bin/loadgen",
+        "0:0:0",
+        "110:0:40:ramp",
+        "110:0:3600",
+    ])
+    .expect("start the ramp");
+    let mut max_usage = 0.0f64;
+    let mut min_headroom = f64::INFINITY;
+    let mut n = 0;
+    rounds(&mut agent, 50, |r| {
+        n += 1;
+        if let Some(v) = find(r, &ramp.name) {
+            max_usage = max_usage.max(v.usage.mem_bytes);
+            min_headroom = min_headroom.min(v.allocation.mem_bytes - v.usage.mem_bytes);
+            assert_eq!(v.oom_kills, 0, "OOM kill during the ramp (round {n})");
+        }
+    })
+    .await;
+    eprintln!(
+        "default forecaster: idle min limit {} MiB, ramp max usage {:.1} MiB, min headroom {:.1} MiB, final limit {} MiB",
+        idle_min_limit / MIB,
+        max_usage / MIB as f64,
+        min_headroom / MIB as f64,
+        ramp.mem_limit() / MIB
+    );
+    let lim = idle.mem_limit();
+    assert!(
+        (16 * MIB..128 * MIB).contains(&lim),
+        "idle container's limit cut from 256 MiB to {} MiB",
+        lim / MIB
+    );
+    assert!(idle.running() && !idle.oom_killed());
+    assert!(
+        max_usage > 100.0 * MIB as f64,
+        "the ramp happened (max usage {} MiB)",
+        max_usage / MIB as f64
+    );
+    let lim = ramp.mem_limit();
+    assert!(
+        lim as f64 > max_usage,
+        "limit {} MiB ahead of usage {} MiB",
+        lim / MIB,
+        max_usage / MIB as f64
+    );
+    assert!(ramp.running(), "ramp container still running");
+    assert!(!ramp.oom_killed(), "no kernel OOM kill");
+    assert_eq!(agent.shared().metrics.oom_events(), 0);
+}
+
+/// A kernel OOM kill while the event stream is down: found from `inspect`
+/// (State.OOMKilled + FinishedAt), counted once (Docker keeps OOMKilled set
+/// after a restart) and the next allocation grows as for a streamed event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oom_kill_missed_by_the_event_stream_is_recovered() {
+    let test = "oomrec";
+    if docker_or_skip(test).is_none() {
+        return;
+    }
+    let sel = ("tailor.test", test);
+    // 8 MiB for 8 s, then 64 MiB in a 32 MiB container: OOM-killed
+    let c = TestContainer::run(
+        "tailor-t-oomrec",
+        32,
+        1.0,
+        &[("tailor.enable", "true"), sel],
+        &["8:0.01:8", "64:0.01:3600"],
+        &[],
+    );
+    let mut agent = agent_without_events(agent_config(test, "", ""));
+    let mut seen_running = false;
+    let mut waited = 0;
+    while !c.oom_killed() || c.running() {
+        waited += 1;
+        assert!(waited < 60, "the container was not OOM-killed");
+        rounds(&mut agent, 1, |r| {
+            seen_running |= r.view.containers.iter().any(|v| v.name == c.name)
+        })
+        .await;
+    }
+    assert!(seen_running, "the agent saw it running before the kill");
+    rounds(&mut agent, 2, |_| {}).await;
+    let m = &agent.shared().metrics;
+    assert_eq!(
+        (m.oom_events(), m.oom_recovered()),
+        (1, 1),
+        "found by inspect"
+    );
+    // an operator gives it room and starts it again; Docker still reports
+    // OOMKilled (same FinishedAt) while it runs
+    docker(&["update", "--memory", "256m", "--memory-swap", "256m", &c.id]).expect("update");
+    docker(&["start", &c.id]).expect("start");
+    let mut kills = 0;
+    rounds(&mut agent, 8, |r| {
+        if let Some(v) = r.view.containers.iter().find(|v| v.name == c.name) {
+            kills = v.oom_kills;
+            assert!(
+                v.request.mem_bytes >= (132 * MIB) as f64,
+                "request raised to the OOM floor"
+            );
+        }
+    })
+    .await;
+    assert!(c.running());
+    assert_eq!(kills, 1);
+    let m = &agent.shared().metrics;
+    assert_eq!((m.oom_events(), m.oom_recovered()), (1, 1), "counted once");
+    // shaped from 256 MiB down to the OOM floor max(32 MiB + 100 MiB, x1.2), not to usage
+    let lim = c.mem_limit();
+    assert!(
+        (132 * MIB..256 * MIB).contains(&lim),
+        "next allocation grew to the OOM floor: {} MiB",
+        lim / MIB
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overload_evicts_youngest_elastic_of_last_app_and_restarts_it() {
     let test = "overload";
@@ -275,8 +450,13 @@ async fn overload_evicts_youngest_elastic_of_last_app_and_restarts_it() {
     })
     .await;
     let (n, failed) = agent.shared().metrics.rounds();
-    eprintln!("overload: {n} rounds ({failed} failed), evictions {evictions:?}, restarted {restarted:?}");
-    assert!(!a.oom_killed(), "a-core outgrew its limit (kernel OOM kill)");
+    eprintln!(
+        "overload: {n} rounds ({failed} failed), evictions {evictions:?}, restarted {restarted:?}"
+    );
+    assert!(
+        !a.oom_killed(),
+        "a-core outgrew its limit (kernel OOM kill)"
+    );
     assert!(!evictions.is_empty(), "overload made the agent evict");
     assert_eq!(
         evictions[0], "tailor-t-b-el-young",

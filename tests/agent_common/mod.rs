@@ -165,11 +165,25 @@ impl TestContainer {
 /// `tailor.test=<test>`.
 /// `top` holds top-level keys, `tables` extra tables.
 pub fn agent_config(test: &str, top: &str, tables: &str) -> agent::AgentConfig {
+    test_config(
+        test,
+        &format!("min_samples = 3\nhorizon_samples = 3\n{top}"),
+        "k1 = 0.1\nk2 = 3.0",
+        &format!("[forecaster]\nkind = \"peak\"\ncalibrated = false\n[forecaster.peak]\nwindow = 5\n{tables}"),
+    )
+}
+
+/// The agent's default forecaster and shaper settings (calibrated GP,
+/// k1 = 0.05, k2 = 3, 6-sample horizon) at a 1 s interval, except the
+/// shaper's grace period (0: act on young containers).
+pub fn default_forecaster_config(test: &str) -> agent::AgentConfig {
+    test_config(test, "", "", "")
+}
+
+fn test_config(test: &str, top: &str, shaper: &str, tables: &str) -> agent::AgentConfig {
     let text = format!(
         r#"
 interval_s = 1.0
-min_samples = 3
-horizon_samples = 3
 state_file = ""
 stop_grace_s = 1
 restart_cooldown_s = 2.0
@@ -180,13 +194,7 @@ labels = {{ "tailor.test" = "{test}" }}
 listen = ""
 [shaper]
 grace_period_s = 0.0
-k1 = 0.1
-k2 = 3.0
-[forecaster]
-kind = "peak"
-calibrated = false
-[forecaster.peak]
-window = 5
+{shaper}
 {tables}
 "#
     );
