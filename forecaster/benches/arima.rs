@@ -17,7 +17,7 @@
 //! one to read on a loaded machine, where wall time counts other processes.
 
 use criterion::measurement::{Measurement, ValueFormatter};
-use criterion::{black_box, criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
+use criterion::{black_box, criterion_group, Criterion, SamplingMode, Throughput};
 use forecaster::arima::{auto_arima, ArimaConfig, AutoArima, Optimizer};
 use forecaster::Forecaster;
 
@@ -193,4 +193,109 @@ criterion_group! {
     config = Criterion::default().with_measurement(ThreadCpu);
     targets = cpu
 }
-criterion_main!(wall_benches, cpu_benches);
+/// Per-series figures over every fixture series: the cold `auto_arima`
+/// time and the mean online update (observe + forecast(5)) time, as thread
+/// CPU time (and wall time), summarised as median / mean / max over the
+/// series. Printed before the criterion groups; with
+/// `ARIMA_BENCH_SUMMARY_ONLY=1` only this runs (quick, and a clean target
+/// for `perf record` / `valgrind --tool=callgrind`).
+fn summary() {
+    let series = fixture_series();
+    // ARIMA_BENCH_CFG='{"average_models":1}' measures other settings
+    let cfg: ArimaConfig = match std::env::var("ARIMA_BENCH_CFG") {
+        Ok(js) => serde_json::from_str(&js).expect("ARIMA_BENCH_CFG is an ArimaConfig JSON"),
+        Err(_) => ArimaConfig::default(),
+    };
+    let reps: usize = std::env::var("ARIMA_BENCH_REPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    let mut cold_cpu = Vec::new();
+    let mut cold_wall = Vec::new();
+    let mut upd_cpu = Vec::new();
+    let mut upd_wall = Vec::new();
+    let (mut searches, mut local, mut updates) = (0usize, 0usize, 0usize);
+    let verbose = std::env::var_os("ARIMA_BENCH_VERBOSE").is_some();
+    for (id, y) in &series {
+        let c0 = thread_cpu_ns();
+        let w0 = std::time::Instant::now();
+        // ARIMA_BENCH_PART=update|cold runs one part only (callgrind counts)
+        let part = std::env::var("ARIMA_BENCH_PART").unwrap_or_default();
+        for _ in 0..if part == "update" { 0 } else { reps } {
+            black_box(auto_arima(black_box(y), &cfg).ok());
+        }
+        cold_wall.push(w0.elapsed().as_secs_f64() / reps as f64);
+        cold_cpu.push((thread_cpu_ns() - c0) as f64 * 1e-9 / reps as f64);
+        // online: the window then its reverse, cycled; warm up one cycle,
+        // then time `reps` cycles of updates
+        let mut stream = y.clone();
+        stream.extend(y.iter().rev());
+        let mut m = AutoArima::new(cfg.clone()).expect("valid config");
+        for v in &stream {
+            m.observe(*v).expect("finite");
+        }
+        let c0 = thread_cpu_ns();
+        let w0 = std::time::Instant::now();
+        let mut count = 0usize;
+        for _ in 0..if part == "cold" { 0 } else { reps } {
+            for v in &stream {
+                m.observe(*v).expect("finite");
+                black_box(m.forecast(5));
+                count += 1;
+            }
+        }
+        if verbose {
+            println!(
+                "  {id:<40} cold {:>8.1} us  update {:>7.1} us  order {:?} searches {} + {} local",
+                cold_cpu[cold_cpu.len() - 1] * 1e6,
+                (thread_cpu_ns() - c0) as f64 * 1e-3 / count.max(1) as f64,
+                m.current_fit().map(|f| f.order()),
+                m.searches(),
+                m.local_searches()
+            );
+        }
+        searches += m.searches();
+        local += m.local_searches();
+        updates += m.observed();
+        upd_wall.push(w0.elapsed().as_secs_f64() / count.max(1) as f64);
+        upd_cpu.push((thread_cpu_ns() - c0) as f64 * 1e-9 / count.max(1) as f64);
+    }
+    let stats = |v: &mut Vec<f64>| -> (f64, f64, f64) {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let med = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            0.5 * (v[n / 2 - 1] + v[n / 2])
+        };
+        (med, v.iter().sum::<f64>() / n as f64, v[n - 1])
+    };
+    println!(
+        "arima summary over {} fixture series (reps {reps}): median / mean / max ({searches} full + {local} local order searches in {updates} online updates)",
+        series.len()
+    );
+    for (name, v) in [
+        ("cold auto_arima, thread CPU", &mut cold_cpu),
+        ("cold auto_arima, wall", &mut cold_wall),
+        ("online update (observe+forecast), thread CPU", &mut upd_cpu),
+        ("online update (observe+forecast), wall", &mut upd_wall),
+    ] {
+        let (med, mean, max) = stats(v);
+        println!(
+            "  {name:<46} {:>9.1} us {:>9.1} us {:>9.1} us",
+            med * 1e6,
+            mean * 1e6,
+            max * 1e6
+        );
+    }
+}
+
+fn main() {
+    summary();
+    if std::env::var_os("ARIMA_BENCH_SUMMARY_ONLY").is_some() {
+        return;
+    }
+    wall_benches();
+    cpu_benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -3,7 +3,7 @@
 //! as statsforecast's `auto_arima_f` with `period = 1`.
 
 use super::config::{ArimaConfig, InformationCriterion, Optimizer};
-use super::fit::{fit_arima, near_unit_root, ArimaFit, Spec};
+use super::fit::{fit_arima, near_unit_root, ArimaFit, Spec, Warm};
 use super::kalman::SsModel;
 use super::kpss::ndiffs;
 use super::ArimaError;
@@ -79,7 +79,7 @@ pub(crate) fn score(
     ic: InformationCriterion,
     optimizer: Optimizer,
 ) -> (Option<ArimaFit>, f64) {
-    match fit_arima(x, spec, None, None, COLD_MAX_ITER, optimizer) {
+    match fit_arima(x, spec, None, None, COLD_MAX_ITER, optimizer, false) {
         Ok(fit) => {
             let v = match ic {
                 InformationCriterion::Aicc => fit.aicc,
@@ -108,8 +108,40 @@ pub(crate) fn score(
 /// Errors: an empty series or one with a non-finite value, and series for
 /// which no candidate could be fitted.
 pub fn auto_arima(y: &[f64], cfg: &ArimaConfig) -> Result<ArimaFit, ArimaError> {
-    let mut all = search(y, cfg, 1)?;
-    Ok(all.swap_remove(0).0)
+    let (fit, ic) = search(y, cfg, 1)?.swap_remove(0);
+    if cfg.optimizer == Optimizer::Reference || !ic.is_finite() {
+        return Ok(fit);
+    }
+    // the candidates were fitted with loose tolerances: polish the winner
+    Ok(polish(y, fit))
+}
+
+/// Refits `fit` warm-started with tight tolerances; keeps the original
+/// when that fails or is no more likely.
+fn polish(y: &[f64], fit: ArimaFit) -> ArimaFit {
+    let spec = Spec {
+        p: fit.p,
+        d: fit.d,
+        q: fit.q,
+        constant: fit.constant,
+    };
+    let warm = Warm {
+        ar: &fit.ar,
+        ma: &fit.ma,
+        beta: fit.beta,
+    };
+    match fit_arima(
+        y,
+        spec,
+        Some(warm),
+        None,
+        COLD_MAX_ITER,
+        Optimizer::Fast,
+        true,
+    ) {
+        Ok(f) if f.loglik >= fit.loglik && !near_unit_root(&f) => f,
+        _ => fit,
+    }
 }
 
 /// The search behind [`auto_arima`]; returns up to `keep` (>= 1) fitted
@@ -180,7 +212,7 @@ pub(crate) fn search_d(
                 Some(m),
             )
         };
-        return fit_arima(y, spec, None, beta, COLD_MAX_ITER, cfg.optimizer)
+        return fit_arima(y, spec, None, beta, COLD_MAX_ITER, cfg.optimizer, true)
             .map(|f| vec![(f, f64::NAN)]);
     }
     let allow_drift = cfg.allow_drift && d == 1;
@@ -391,6 +423,166 @@ pub(crate) fn search_d(
         }
         _ => Err(ArimaError::NoSuitableModel),
     }
+}
+
+/// Iteration limit of the warm-started fits of [`search_local`].
+const LOCAL_MAX_ITER: usize = 8;
+
+/// The online order search: the Hyndman-Khandakar stepwise moves (the 8
+/// neighbours of (p, q), then the constant toggled) started from the order
+/// (p, q) of `start` instead of (2, 2), with `d` differences (the KPSS
+/// choice on `y`; when it differs from `start`'s, the constant starts as
+/// allowed), every candidate warm-started from `start`'s coefficients
+/// (padded with zeros or truncated; CSS when the truncated AR part is not
+/// stationary) rather than fitted cold. Returns up to `keep` candidates
+/// with a finite criterion, best first; errors when none could be fitted.
+pub(crate) fn search_local(
+    y: &[f64],
+    cfg: &ArimaConfig,
+    start: &ArimaFit,
+    d: usize,
+    keep: usize,
+) -> Result<Vec<(ArimaFit, f64)>, ArimaError> {
+    check_series(y)?;
+    let n = y.len();
+    if n <= d + 1 || d > 2 {
+        return Err(ArimaError::TooShort { n, min: d + 2 });
+    }
+    let max_p = cfg.max_p.min(5).min(n / 3);
+    let max_q = cfg.max_q.min(5).min(n / 3);
+    let ic = cfg.ic;
+    let allow_const = (cfg.allow_drift && d == 1) || (cfg.allow_mean && d == 0);
+    let crit = |f: &ArimaFit| -> f64 {
+        let v = match ic {
+            InformationCriterion::Aicc => f.aicc,
+            InformationCriterion::Aic => f.aic,
+        };
+        if v.is_nan() || near_unit_root(f) {
+            f64::INFINITY
+        } else {
+            v
+        }
+    };
+    let fit_from = |p: usize, q: usize, c: bool, base: &ArimaFit| -> Option<(ArimaFit, f64)> {
+        let mut ar = [0.0; super::kalman::MAX_R];
+        let mut ma = [0.0; super::kalman::MAX_R];
+        for i in 0..p.min(base.ar.len()) {
+            ar[i] = base.ar[i];
+        }
+        for i in 0..q.min(base.ma.len()) {
+            ma[i] = base.ma[i];
+        }
+        let warm = Warm {
+            ar: &ar[..p],
+            ma: &ma[..q],
+            beta: if c && base.d == d { base.beta } else { None },
+        };
+        let spec = Spec {
+            p,
+            d,
+            q,
+            constant: c,
+        };
+        match fit_arima(
+            y,
+            spec,
+            Some(warm),
+            None,
+            LOCAL_MAX_ITER,
+            Optimizer::Fast,
+            false,
+        ) {
+            Ok(f) => {
+                let v = crit(&f);
+                Some((f, v))
+            }
+            Err(e) => {
+                tracing::trace!(?spec, error = %e, "arima local candidate failed");
+                None
+            }
+        }
+    };
+    let mut all: Vec<(ArimaFit, f64)> = Vec::new();
+    let mut tried: Vec<(usize, usize, bool)> = Vec::new();
+    let (mut p, mut q) = (start.p.min(max_p), start.q.min(max_q));
+    let mut constant = if start.d == d {
+        start.constant && allow_const
+    } else {
+        allow_const
+    };
+    tried.push((p, q, constant));
+    let Some(first) = fit_from(p, q, constant, start) else {
+        return Err(ArimaError::NoSuitableModel);
+    };
+    let mut best_ic = first.1;
+    let mut best_idx = 0;
+    all.push(first);
+    let moves: [(i32, i32); 8] = [
+        (-1, 0),
+        (0, -1),
+        (1, 0),
+        (0, 1),
+        (-1, -1),
+        (-1, 1),
+        (1, -1),
+        (1, 1),
+    ];
+    loop {
+        if tried.len() >= NMODELS {
+            break;
+        }
+        let mut moved = false;
+        for (dp, dq) in moves {
+            let np = p as i32 + dp;
+            let nq = q as i32 + dq;
+            if np < 0 || nq < 0 || np as usize > max_p || nq as usize > max_q {
+                continue;
+            }
+            let (np, nq) = (np as usize, nq as usize);
+            if tried.contains(&(np, nq, constant)) {
+                continue;
+            }
+            tried.push((np, nq, constant));
+            let base = &all[best_idx].0;
+            if let Some(c) = fit_from(np, nq, constant, base) {
+                let better = c.1 < best_ic;
+                all.push(c);
+                if better {
+                    best_ic = all[all.len() - 1].1;
+                    best_idx = all.len() - 1;
+                    p = np;
+                    q = nq;
+                    moved = true;
+                    break;
+                }
+            }
+        }
+        if moved {
+            continue;
+        }
+        if allow_const && !tried.contains(&(p, q, !constant)) {
+            tried.push((p, q, !constant));
+            let base = &all[best_idx].0;
+            if let Some(c) = fit_from(p, q, !constant, base) {
+                let better = c.1 < best_ic;
+                all.push(c);
+                if better {
+                    best_ic = all[all.len() - 1].1;
+                    best_idx = all.len() - 1;
+                    constant = !constant;
+                    continue;
+                }
+            }
+        }
+        break;
+    }
+    if !best_ic.is_finite() {
+        return Err(ArimaError::NoSuitableModel);
+    }
+    all.retain(|(_, v)| v.is_finite());
+    all.sort_by(|a, b| a.1.total_cmp(&b.1));
+    all.truncate(keep.max(1));
+    Ok(all)
 }
 
 #[cfg(test)]

@@ -234,6 +234,7 @@ impl SsModel {
         let mut steady = false;
         let mut gain = 1.0;
         let mut ln_gain = f64::NAN;
+        let mut gain_prod = 1.0f64;
         let mut mm = [0.0; MAX_RD * MAX_RD];
         for (l, &yl) in y.iter().enumerate() {
             self.predict_state(&a, &mut anew);
@@ -260,10 +261,20 @@ impl SsModel {
             if gain < 1e4 {
                 nu += 1;
                 ssq += resid0 * resid0 / gain;
-                if !steady || ln_gain.is_nan() {
-                    ln_gain = gain.ln();
+                if !steady {
+                    // sum of logs as the log of a product, flushed before
+                    // it can overflow (gains are in (0, 1e4))
+                    gain_prod *= gain;
+                    if !(1e-200..=1e200).contains(&gain_prod) {
+                        sumlog += gain_prod.ln();
+                        gain_prod = 1.0;
+                    }
+                } else {
+                    if ln_gain.is_nan() {
+                        ln_gain = gain.ln();
+                    }
+                    sumlog += ln_gain;
                 }
-                sumlog += ln_gain;
             }
             if let Some(res) = resid.as_deref_mut() {
                 res.push(resid0 / gain.sqrt());
@@ -287,6 +298,7 @@ impl SsModel {
                 }
             }
         }
+        sumlog += gain_prod.ln();
         self.a = a;
         self.pmat = pm;
         LikeSums { ssq, sumlog, nu }
@@ -335,7 +347,7 @@ impl SsModel {
 /// solves `P = T P T' + R R'` over the upper triangle by Gaussian
 /// elimination. `theta` has length `r - 1` (zero padded). `None` when the
 /// system is singular (unit-root AR) or the result is not finite.
-pub(crate) fn stationary_cov(phi: &[f64], theta: &[f64], r: usize) -> Option<Vec<f64>> {
+pub(crate) fn stationary_cov(phi: &[f64], theta: &[f64], r: usize) -> Option<[f64; MAX_R * MAX_R]> {
     let p = phi.len();
     let ph = |i: usize| if i < p { phi[i] } else { 0.0 };
     let rv = |i: usize| {
@@ -357,7 +369,7 @@ pub(crate) fn stationary_cov(phi: &[f64], theta: &[f64], r: usize) -> Option<Vec
         }
     }
     const NV: usize = MAX_R * (MAX_R + 1) / 2;
-    let mut a = vec![0.0; nvar * (nvar + 1)];
+    let mut a = [0.0; NV * (NV + 1)];
     let w = nvar + 1;
     for i in 0..r {
         for j in i..r {
@@ -417,13 +429,13 @@ pub(crate) fn stationary_cov(phi: &[f64], theta: &[f64], r: usize) -> Option<Vec
         }
         x[row] = s / a[row * w + row];
     }
-    let mut out = vec![0.0; r * r];
+    let mut out = [0.0; MAX_R * MAX_R];
     for i in 0..r {
         for j in 0..r {
             out[i * r + j] = x[pos[i * r + j]];
         }
     }
-    if out.iter().all(|v| v.is_finite()) && out[0] > 0.0 {
+    if out[..r * r].iter().all(|v| v.is_finite()) && out[0] > 0.0 {
         Some(out)
     } else {
         None

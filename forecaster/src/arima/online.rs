@@ -5,9 +5,10 @@
 
 use std::collections::VecDeque;
 
-use super::auto::search;
+use super::auto::{search, search_local};
 use super::config::{ArimaConfig, InformationCriterion, Optimizer};
-use super::fit::{fit_arima, near_unit_root, ArimaFit, Spec, Warm};
+use super::fit::{fit_arima, near_unit_root, refilter, ArimaFit, Spec, Warm};
+use super::kpss::ndiffs;
 use crate::{ForecastError, Forecaster, Predictive};
 
 /// Online auto-ARIMA forecaster (see the module docs).
@@ -33,6 +34,8 @@ pub struct AutoArima {
     cache: Vec<(f64, f64)>,
     scratch: Vec<f64>,
     sort_buf: Vec<f64>,
+    searches: usize,
+    local_searches: usize,
 }
 
 const CACHE_H: usize = 12;
@@ -52,12 +55,25 @@ impl AutoArima {
             cache: Vec::new(),
             scratch: Vec::new(),
             sort_buf: Vec::new(),
+            searches: 0,
+            local_searches: 0,
         })
     }
 
     /// The configuration.
     pub fn config(&self) -> &ArimaConfig {
         &self.cfg
+    }
+
+    /// Full order searches run so far (diagnostics).
+    pub fn searches(&self) -> usize {
+        self.searches
+    }
+
+    /// Local (warm-started, from the current order) searches run so far,
+    /// triggered by degraded one-step errors (diagnostics).
+    pub fn local_searches(&self) -> usize {
+        self.local_searches
     }
 
     /// The current model, if one is fitted.
@@ -165,6 +181,7 @@ impl AutoArima {
             None,
             self.cfg.warm_max_iter,
             Optimizer::Fast,
+            false,
         ) {
             Ok(f) if !near_unit_root(&f) && self.criterion(&f).is_finite() => Some(f),
             Ok(_) => {
@@ -183,21 +200,41 @@ impl AutoArima {
         self.scratch.extend(self.buf.iter().copied());
         let mut y = std::mem::take(&mut self.scratch);
         winsorize(&mut y, self.cfg.clip_mads, &mut self.sort_buf);
-        let search_now =
-            self.fits.is_empty() || self.since_search >= self.cfg.research_every || self.degraded();
+        let full_search = self.fits.is_empty()
+            || self.since_search >= self.cfg.research_every
+            || self.fits[0].constant_series.is_some();
         let mut new_fits = Vec::new();
-        if !search_now {
+        let mut local = !full_search && self.degraded();
+        if !full_search && !local {
+            let reopt = self.observed % self.cfg.param_refit_every == 0;
             for (i, old) in self.fits.iter().enumerate() {
-                match self.warm_refit(&y, old) {
+                let f = if reopt {
+                    self.warm_refit(&y, old)
+                } else {
+                    refilter(&y, old).ok()
+                };
+                match f {
                     Some(f) => new_fits.push(f),
                     None if i == 0 => {
-                        // the selected model failed: re-search
+                        // the selected model failed: search around it
                         new_fits.clear();
+                        local = true;
                         break;
                     }
                     None => {}
                 }
             }
+        }
+        if local {
+            // errors degraded or the selected model failed: search the
+            // neighbourhood of the current order (warm-started)
+            let d = ndiffs(&y, self.cfg.kpss_alpha, self.cfg.max_d.min(2));
+            match search_local(&y, &self.cfg, &self.fits[0], d, self.cfg.average_models) {
+                Ok(all) => new_fits = all.into_iter().map(|(f, _)| f).collect(),
+                Err(e) => tracing::debug!(error = %e, "local order search failed"),
+            }
+            self.errs.clear();
+            self.local_searches += 1;
         }
         if new_fits.is_empty() {
             match search(&y, &self.cfg, self.cfg.average_models) {
@@ -206,6 +243,7 @@ impl AutoArima {
             }
             self.since_search = 0;
             self.errs.clear();
+            self.searches += 1;
         }
         self.scratch = y;
         self.fits = new_fits;
