@@ -11,7 +11,7 @@
 //!   when `d = 2`.
 
 use super::config::Optimizer;
-use super::kalman::{psi_weights, SsModel, MAX_R};
+use super::kalman::{arma_likelihood, psi_weights, SsModel, MAX_R};
 use super::optim::{bfgs, OptOptions};
 use super::scipy_bfgs::minimize_bfgs;
 use super::ArimaError;
@@ -438,20 +438,22 @@ pub(crate) fn fit_arima(
         // kappa -> inf of the diffuse filter (same likelihood to ~1e-6
         // relative, r instead of r + d states). The reference path keeps
         // R's diffuse filter to follow statsforecast's optimiser exactly.
-        let Some(mut m) = SsModel::new(&phi[..p], &par[p..nar], if cold { d } else { 0 }) else {
-            return f64::INFINITY;
-        };
         let b = beta_of(par);
         for i in 0..n {
             work[i] = x[i] - b.map_or(0.0, |b| b * xreg[i]);
         }
         let s = if cold {
+            let Some(mut m) = SsModel::new(&phi[..p], &par[p..nar], d) else {
+                return f64::INFINITY;
+            };
             m.filter(work, None)
         } else {
             // 1e-9 relative: likelihood exact to ~1e-9, far fewer updates
-            m.steady_tol = 1e-9;
             diff_in_place(work, d);
-            m.filter(&work[d..], None)
+            match arma_likelihood(&work[d..], &phi[..p], &par[p..nar], 1e-9) {
+                Some(s) => s,
+                None => return f64::INFINITY,
+            }
         };
         if s.nu == 0 {
             return f64::INFINITY;

@@ -343,6 +343,127 @@ impl SsModel {
     }
 }
 
+/// Likelihood sums of the stationary ARMA(p, q) model (no differencing)
+/// on `w`: the same Kalman filter as [`SsModel::filter`] with `d = 0`,
+/// written for that case (one pass over the upper triangle of the
+/// covariance per step, no state kept). `None` when the AR part is not
+/// stationary or the orders are too large.
+pub(crate) fn arma_likelihood(
+    w: &[f64],
+    phi: &[f64],
+    theta: &[f64],
+    steady_tol: f64,
+) -> Option<LikeSums> {
+    let p = phi.len();
+    let q = theta.len();
+    let r = p.max(q + 1);
+    if r > MAX_R {
+        return None;
+    }
+    let mut ph = [0.0; MAX_R];
+    ph[..p].copy_from_slice(phi);
+    // R = (1, theta_1, .., theta_{r-1})
+    let mut v = [0.0; MAX_R];
+    v[0] = 1.0;
+    v[1..=q].copy_from_slice(theta);
+    const S: usize = MAX_R + 1; // row stride, with a zero row/column at r
+    let mut pm = [0.0; S * S];
+    let mut pnew = [0.0; S * S];
+    if r == 1 {
+        let den = 1.0 - ph[0] * ph[0];
+        if !(den > 0.0) {
+            return None;
+        }
+        pnew[0] = 1.0 / den;
+    } else {
+        let q0 = stationary_cov(&ph[..p], &v[1..r], r)?;
+        for i in 0..r {
+            for j in 0..r {
+                pnew[i * S + j] = q0[i * r + j];
+            }
+        }
+    }
+    let mut a = [0.0; S];
+    let mut anew = [0.0; S];
+    let mut kg = [0.0; MAX_R];
+    let mut ssq = 0.0;
+    let mut sumlog = 0.0;
+    let mut nu = 0usize;
+    let mut gain = 1.0;
+    let mut ln_gain = f64::NAN;
+    let mut gain_prod = 1.0f64;
+    let mut steady = false;
+    for (l, &wl) in w.iter().enumerate() {
+        // predict: anew = T a (a[r] is a permanent 0)
+        for i in 0..r {
+            anew[i] = ph[i] * a[0] + a[i + 1];
+        }
+        if !steady {
+            if l > 0 {
+                // pnew = T P T' + R R' over the upper triangle (row/column
+                // r of pm are zeros)
+                let p00 = pm[0];
+                for i in 0..r {
+                    let pi = ph[i];
+                    for j in i..r {
+                        let pj = ph[j];
+                        let val = pi * pj * p00
+                            + pi * pm[j + 1]
+                            + pj * pm[(i + 1) * S]
+                            + pm[(i + 1) * S + j + 1]
+                            + v[i] * v[j];
+                        pnew[i * S + j] = val;
+                        pnew[j * S + i] = val;
+                    }
+                }
+            }
+            gain = pnew[0];
+            for i in 0..r {
+                kg[i] = pnew[i * S] / gain;
+            }
+        }
+        let resid = wl - anew[0];
+        if gain < 1e4 {
+            nu += 1;
+            ssq += resid * resid / gain;
+            if !steady {
+                gain_prod *= gain;
+                if !(1e-200..=1e200).contains(&gain_prod) {
+                    sumlog += gain_prod.ln();
+                    gain_prod = 1.0;
+                }
+            } else {
+                if ln_gain.is_nan() {
+                    ln_gain = gain.ln();
+                }
+                sumlog += ln_gain;
+            }
+        }
+        for i in 0..r {
+            a[i] = anew[i] + kg[i] * resid;
+        }
+        if !steady {
+            let mut change: f64 = 0.0;
+            let mut size: f64 = 0.0;
+            for i in 0..r {
+                let mi = pnew[i * S];
+                for j in i..r {
+                    let val = pnew[i * S + j] - mi * pnew[j * S] / gain;
+                    change = change.max((val - pm[i * S + j]).abs());
+                    size = size.max(val.abs());
+                    pm[i * S + j] = val;
+                    pm[j * S + i] = val;
+                }
+            }
+            if l > 0 && change <= steady_tol * size.max(1.0) {
+                steady = true;
+            }
+        }
+    }
+    sumlog += gain_prod.ln();
+    Some(LikeSums { ssq, sumlog, nu })
+}
+
 /// Unconditional covariance of the stationary ARMA state (r x r, row major):
 /// solves `P = T P T' + R R'` over the upper triangle by Gaussian
 /// elimination. `theta` has length `r - 1` (zero padded). `None` when the
@@ -517,6 +638,47 @@ mod tests {
         let q0 = stationary_cov(&[ph], &[th], 2).expect("q0");
         let want = (1.0 + 2.0 * ph * th + th * th) / (1.0 - ph * ph);
         assert!((q0[0] - want).abs() < 1e-12, "{} vs {}", q0[0], want);
+    }
+
+    #[test]
+    fn arma_likelihood_matches_the_general_filter() {
+        let y: Vec<f64> = (0..60)
+            .map(|i| ((i * 37) % 23) as f64 * 0.1 + 0.02 * i as f64)
+            .collect();
+        for (phi, theta) in [
+            (vec![], vec![]),
+            (vec![0.6], vec![]),
+            (vec![0.5, -0.2], vec![0.3, 0.1]),
+            (vec![], vec![-0.7]),
+            (vec![0.2, 0.1, -0.1], vec![0.4]),
+        ] {
+            let mut m = SsModel::new(&phi, &theta, 0).expect("model");
+            let a = m.filter(&y, None);
+            let b = arma_likelihood(&y, &phi, &theta, 1e-14).expect("stationary");
+            assert_eq!(a.nu, b.nu);
+            assert!((a.ssq - b.ssq).abs() <= 1e-10 * a.ssq, "{phi:?} {theta:?}");
+            assert!((a.sumlog - b.sumlog).abs() <= 1e-10, "{phi:?} {theta:?}");
+            // d = 1: the diffuse filter on y equals the ARMA filter on the
+            // differences up to O(1 / kappa)
+            let mut m1 = SsModel::new(&phi, &theta, 1).expect("model");
+            let a1 = m1.filter(&y, None);
+            let dy: Vec<f64> = y.windows(2).map(|w| w[1] - w[0]).collect();
+            let b1 = arma_likelihood(&dy, &phi, &theta, 1e-14).expect("stationary");
+            assert_eq!(a1.nu, b1.nu);
+            assert!(
+                (a1.ssq - b1.ssq).abs() <= 1e-5 * a1.ssq,
+                "{} {}",
+                a1.ssq,
+                b1.ssq
+            );
+            assert!(
+                (a1.sumlog - b1.sumlog).abs() <= 1e-5,
+                "{} {}",
+                a1.sumlog,
+                b1.sumlog
+            );
+        }
+        assert!(arma_likelihood(&y, &[1.0], &[], 1e-14).is_none());
     }
 
     #[test]
