@@ -8,6 +8,8 @@
 //! MODEL is `arima`, `gp`, `last`, `peak` or `vpa`, optionally suffixed
 //! `+cal` for the calibrated wrapper; the default runs all of them both ways.
 //! `QUALITY_SET=holdout` uses the held-out series instead.
+//! `QUALITY_HORIZON=K` scores the forecast of the peak of the next K
+//! samples (default 1).
 //! `QUALITY_DUMP=FILE` writes the set (one series a line: `name<TAB>v1,v2,...`)
 //! to FILE and exits (input of `scripts/reference/gp_quality.py`).
 
@@ -108,7 +110,11 @@ fn main() {
                 }
             }
         }
-        match evaluate_pool(&spec, || cfg.build(), &series, 1, Some(300)) {
+        let horizon = std::env::var("QUALITY_HORIZON")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(1);
+        match evaluate_pool(&spec, || cfg.build(), &series, horizon, Some(300)) {
             Ok(r) => {
                 let p = &r.pooled;
                 println!(

@@ -10,11 +10,14 @@
 //!   refit, plus the one-step forecast) at N = h = 20, over every step after
 //!   the first 40 of every series (periodic cold refits included);
 //! * `gp_update_mean_s`: the mean of the same;
-//! * `gp_cold_fit_s`: median time of a cold fit (2 restarts) on a 40-point
+//! * `gp_cold_fit_s`: median time of a cold fit (3 starts) on a 40-point
 //!   window (N = h = 20), windows at steps 0, 60, 120, ... of every series;
 //! * `arima_cold_s`: median time of `auto_arima` on 60-point windows at the
 //!   same steps;
 //! * `arima_update_s`: median time of one online AutoArima update + forecast;
+//! * `gp_update_p90_s`, `gp_cold_fit_p90_s`, `gp_cold_fit_max_s`: the 90th
+//!   percentile / maximum of the same (wall clock: a busy machine inflates
+//!   the maximum);
 //! * `gp_update_cpu_mean_s`, `gp_cold_fit_cpu_mean_s`: mean thread CPU time
 //!   of a GP update (all steps, warm-up included) and of a cold fit (same windows, one loop), which
 //!   other processes on the machine do not inflate.
@@ -36,6 +39,15 @@ fn cpu_s() -> f64 {
                 .and_then(|x| x.parse::<f64>().ok())
         })
         .map_or(f64::NAN, |ns| ns * 1e-9)
+}
+
+/// `q`-quantile (nearest rank) of the values.
+fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[((v.len() - 1) as f64 * q).round() as usize]
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -137,16 +149,20 @@ fn main() {
     println!(
         "{{\"series\":{},\"gp_updates\":{},\"gp_update_s\":{:e},\"gp_update_mean_s\":{:e},\"gp_cold_fit_s\":{:e},\
          \"arima_cold_s\":{:e},\"arima_update_s\":{:e},\"arima_update_mean_s\":{:e},\
-         \"gp_update_cpu_mean_s\":{:e},\"gp_cold_fit_cpu_mean_s\":{:e}}}",
+         \"gp_update_cpu_mean_s\":{:e},\"gp_cold_fit_cpu_mean_s\":{:e},\
+         \"gp_update_p90_s\":{:e},\"gp_cold_fit_p90_s\":{:e},\"gp_cold_fit_max_s\":{:e}}}",
         series.len(),
         gp_upd.len(),
         median(gp_upd.clone()),
         mean(&gp_upd),
-        median(gp_cold),
+        median(gp_cold.clone()),
         median(ar_cold),
         median(ar_upd.clone()),
         mean(&ar_upd),
         cpu_upd.0 / cpu_upd.1.max(1) as f64,
-        cpu_cold.0 / cpu_cold.1.max(1) as f64
+        cpu_cold.0 / cpu_cold.1.max(1) as f64,
+        quantile(gp_upd.clone(), 0.9),
+        quantile(gp_cold.clone(), 0.9),
+        quantile(gp_cold.clone(), 1.0)
     );
 }
