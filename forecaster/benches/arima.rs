@@ -6,22 +6,28 @@
 //!   Target <= 2.2 ms. `cold_auto_arima_reference/...`: the SciPy-faithful
 //!   optimiser, for comparison.
 //! * `online_update/<series>`: one `observe` + `forecast(5)` of the online
-//!   model in steady state (window 60, warm refit each step, order
-//!   re-search every 60 steps or on error degradation, amortised).
-//!   Target <= 200 us.
+//!   model with the default config (window 60, 3 averaged models, warm
+//!   refits, local / periodic order searches, amortised). Target <= 200 us.
 //!
-//! Every benchmark is run twice: group `arima` measures wall-clock time
-//! (criterion's default), group `arima_cpu` the thread's CPU time from
-//! /proc/thread-self/schedstat (Linux; tick resolution, so that group uses
-//! 10 flat samples of ~0.6 s each, keeping the error to about 1%). The CPU figure is the
-//! one to read on a loaded machine, where wall time counts other processes.
+//! Before the criterion groups, a summary over all 42 fixture series prints
+//! the median / mean / max over series of the cold fit time and of the mean
+//! online update time (thread CPU and wall); `ARIMA_BENCH_SUMMARY_ONLY=1`
+//! stops after it, `ARIMA_BENCH_VERBOSE=1` adds a line per series.
+//!
+//! Every criterion benchmark is run twice: group `arima` measures wall-clock
+//! time (criterion's default), group `arima_cpu` the thread's CPU time
+//! (/proc/thread-self/schedstat, tick resolution, hence 10 flat samples of
+//! ~0.6 s). The CPU figure is the one to read on a loaded machine, where
+//! wall time counts other processes.
 
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{black_box, criterion_group, Criterion, SamplingMode, Throughput};
 use forecaster::arima::{auto_arima, ArimaConfig, AutoArima, Optimizer};
 use forecaster::Forecaster;
 
-/// Thread CPU time in nanoseconds (0 when unavailable).
+/// Thread CPU time in nanoseconds from /proc/thread-self/schedstat (0 when
+/// unavailable). It moves at scheduler ticks (a few ms), so every figure
+/// below is taken over runs of tens of milliseconds or more.
 fn thread_cpu_ns() -> u64 {
     std::fs::read_to_string("/proc/thread-self/schedstat")
         .ok()
@@ -206,10 +212,16 @@ fn summary() {
         Ok(js) => serde_json::from_str(&js).expect("ARIMA_BENCH_CFG is an ArimaConfig JSON"),
         Err(_) => ArimaConfig::default(),
     };
-    let reps: usize = std::env::var("ARIMA_BENCH_REPS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5);
+    // repetitions per series: cold fits (~2 ms each) and cycles of 120
+    // online updates; enough for runs of >= ~50 ms per series (tick clock)
+    let reps_of = |var: &str, default: usize| -> usize {
+        std::env::var(var)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let cold_reps = reps_of("ARIMA_BENCH_COLD_REPS", 40);
+    let reps = reps_of("ARIMA_BENCH_REPS", 10);
     let mut cold_cpu = Vec::new();
     let mut cold_wall = Vec::new();
     let mut upd_cpu = Vec::new();
@@ -221,11 +233,12 @@ fn summary() {
         let w0 = std::time::Instant::now();
         // ARIMA_BENCH_PART=update|cold runs one part only (callgrind counts)
         let part = std::env::var("ARIMA_BENCH_PART").unwrap_or_default();
-        for _ in 0..if part == "update" { 0 } else { reps } {
+        let cold_n = if part == "update" { 0 } else { cold_reps };
+        for _ in 0..cold_n {
             black_box(auto_arima(black_box(y), &cfg).ok());
         }
-        cold_wall.push(w0.elapsed().as_secs_f64() / reps as f64);
-        cold_cpu.push((thread_cpu_ns() - c0) as f64 * 1e-9 / reps as f64);
+        cold_wall.push(w0.elapsed().as_secs_f64() / cold_n.max(1) as f64);
+        cold_cpu.push((thread_cpu_ns() - c0) as f64 * 1e-9 / cold_n.max(1) as f64);
         // online: the window then its reverse, cycled; warm up one cycle,
         // then time `reps` cycles of updates
         let mut stream = y.clone();
@@ -271,7 +284,7 @@ fn summary() {
         (med, v.iter().sum::<f64>() / n as f64, v[n - 1])
     };
     println!(
-        "arima summary over {} fixture series (reps {reps}): median / mean / max ({searches} full + {local} local order searches in {updates} online updates)",
+        "arima summary over {} fixture series (reps {cold_reps} cold, {reps} x 120 updates): median / mean / max ({searches} full + {local} local order searches in {updates} online updates)",
         series.len()
     );
     for (name, v) in [

@@ -7,12 +7,13 @@
 //! Both optimisers are checked (`Optimizer::Reference`, a SciPy BFGS port,
 //! and the default `Optimizer::Fast`). What is asserted:
 //! * the same order and constant flag on >= 85% of the series;
-//! * where they match, the 1..5-step forecast means within 1e-3 relative on
-//!   >= 85% of the series (reference) / >= 80% (fast). On the others statsforecast's SciPy BFGS stopped
-//!   early (its ML stage is chaotic for d = 1 models with an MA root near
-//!   -1: a 1e-8 change of the start sends it elsewhere); there we require
-//!   that our fit is at least as likely as statsforecast's coefficients
-//!   (evaluated with our exact likelihood) and that the means are within 5%;
+//! * where they match, the 1..5-step forecast means within 1e-3 relative
+//!   on >= 85% of the series (reference) / >= 80% (fast). On the others
+//!   statsforecast's SciPy BFGS stopped early (its ML stage is chaotic for
+//!   d = 1 models with an MA root near -1: a 1e-8 change of the start sends
+//!   it elsewhere); there we require that our fit is at least as likely as
+//!   statsforecast's coefficients (evaluated with our exact likelihood) and
+//!   that the means are within 5%;
 //! * interval stds (the Kalman form statsforecast reports) within 2%.
 
 use std::collections::HashMap;

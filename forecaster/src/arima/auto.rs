@@ -20,7 +20,7 @@ fn is_constant(x: &[f64]) -> bool {
 }
 
 fn constant_fit(v: f64, n: usize) -> ArimaFit {
-    let model = SsModel::new(&[], &[], 0).unwrap_or_else(|| unreachable_model());
+    let model = SsModel::new(&[], &[], 0).unwrap_or_else(unreachable_model);
     ArimaFit {
         p: 0,
         d: 0,
@@ -466,12 +466,9 @@ pub(crate) fn search_local(
     let fit_from = |p: usize, q: usize, c: bool, base: &ArimaFit| -> Option<(ArimaFit, f64)> {
         let mut ar = [0.0; super::kalman::MAX_R];
         let mut ma = [0.0; super::kalman::MAX_R];
-        for i in 0..p.min(base.ar.len()) {
-            ar[i] = base.ar[i];
-        }
-        for i in 0..q.min(base.ma.len()) {
-            ma[i] = base.ma[i];
-        }
+        let (np, nq) = (p.min(base.ar.len()), q.min(base.ma.len()));
+        ar[..np].copy_from_slice(&base.ar[..np]);
+        ma[..nq].copy_from_slice(&base.ma[..nq]);
         let warm = Warm {
             ar: &ar[..p],
             ma: &ma[..q],

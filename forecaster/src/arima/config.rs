@@ -55,8 +55,14 @@ pub struct ArimaConfig {
     pub allow_mean: bool,
     /// Allow a drift when d = 1 (default true, as statsforecast).
     pub allow_drift: bool,
-    /// Online: redo the order search every this many observations (default
-    /// 60, one window; error degradation triggers earlier searches).
+    /// Online: redo the order search every this many observations
+    /// (default 60, one window; error degradation triggers earlier
+    /// searches). These searches are local: the stepwise moves start from
+    /// the current order, warm-started from its coefficients, with d from
+    /// the KPSS tests on the current window; a full search from scratch
+    /// runs only for the first model or when the local one fails. On the
+    /// quality set local searches gave the same median MASE as full ones
+    /// at a fraction of the cost.
     pub research_every: usize,
     /// Online: number of recent one-step errors watched for degradation (default 10).
     pub degrade_window: usize,

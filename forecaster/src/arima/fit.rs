@@ -669,9 +669,9 @@ pub fn arima_log_likelihood(
 }
 
 /// The statsforecast root check of `myarima`: reject (true) when an AR or MA
-/// root lies within modulus 1.01. Like statsforecast (0-based `last_nonzero
-/// > 0`), a polynomial whose only non-zero coefficient is the first is not
-/// checked.
+/// root lies within modulus 1.01. Like statsforecast (0-based
+/// `last_nonzero > 0`), a polynomial whose only non-zero coefficient is the
+/// first is not checked.
 pub(crate) fn near_unit_root(fit: &ArimaFit) -> bool {
     let check = |c: &[f64], sign: f64| -> bool {
         let last = c.iter().rposition(|v| v.abs() > 1e-8);

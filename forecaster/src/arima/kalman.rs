@@ -130,9 +130,7 @@ impl SsModel {
             anew[i] = tmp;
         }
         if d > 0 {
-            for i in (r + 1)..(r + d) {
-                anew[i] = a[i - 1];
-            }
+            anew[(r + 1)..(r + d)].copy_from_slice(&a[r..(r + d - 1)]);
             let mut tmp = a[0];
             for i in 0..d {
                 tmp += self.delta[i] * a[r + i];
@@ -321,9 +319,7 @@ impl SsModel {
             pm = pnew;
             let mut z = [0.0; MAX_RD];
             z[0] = 1.0;
-            for i in 0..d {
-                z[r + i] = self.delta[i];
-            }
+            z[r..r + d].copy_from_slice(&self.delta[..d]);
             let mut mean = 0.0;
             for i in 0..rd {
                 mean += z[i] * a[i];

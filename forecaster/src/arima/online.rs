@@ -1,7 +1,10 @@
-//! Online auto-ARIMA: a sliding window of the last `window` samples, a warm
-//! started refit of the current order at every sample, and a fresh order
-//! search every `research_every` samples or when the one-step errors
-//! degrade.
+//! Online auto-ARIMA: a sliding window of the last `window` samples
+//! (winsorized before fitting), the `average_models` best candidates of the
+//! last order search combined with Akaike weights, their coefficients
+//! re-optimised warm every `param_refit_every` samples (filtered only in
+//! between), and a local order search from the current order every
+//! `research_every` samples or when the one-step errors degrade (a full
+//! search for the first model and when the local one fails).
 
 use std::collections::VecDeque;
 
@@ -200,13 +203,12 @@ impl AutoArima {
         self.scratch.extend(self.buf.iter().copied());
         let mut y = std::mem::take(&mut self.scratch);
         winsorize(&mut y, self.cfg.clip_mads, &mut self.sort_buf);
-        let full_search = self.fits.is_empty()
-            || self.since_search >= self.cfg.research_every
-            || self.fits[0].constant_series.is_some();
+        let full_search = self.fits.is_empty() || self.fits[0].constant_series.is_some();
         let mut new_fits = Vec::new();
-        let mut local = !full_search && self.degraded();
+        let mut local =
+            !full_search && (self.since_search >= self.cfg.research_every || self.degraded());
         if !full_search && !local {
-            let reopt = self.observed % self.cfg.param_refit_every == 0;
+            let reopt = self.observed.is_multiple_of(self.cfg.param_refit_every);
             for (i, old) in self.fits.iter().enumerate() {
                 let f = if reopt {
                     self.warm_refit(&y, old)
@@ -226,14 +228,15 @@ impl AutoArima {
             }
         }
         if local {
-            // errors degraded or the selected model failed: search the
-            // neighbourhood of the current order (warm-started)
+            // periodic, errors degraded or the selected model failed:
+            // search the neighbourhood of the current order (warm-started)
             let d = ndiffs(&y, self.cfg.kpss_alpha, self.cfg.max_d.min(2));
             match search_local(&y, &self.cfg, &self.fits[0], d, self.cfg.average_models) {
                 Ok(all) => new_fits = all.into_iter().map(|(f, _)| f).collect(),
                 Err(e) => tracing::debug!(error = %e, "local order search failed"),
             }
             self.errs.clear();
+            self.since_search = 0;
             self.local_searches += 1;
         }
         if new_fits.is_empty() {

@@ -238,8 +238,7 @@ impl<F: FnMut(&[f64]) -> f64> Line<'_, F> {
         let f0 = if self.last_s == s {
             self.last_f
         } else {
-            let v = self.phi(s);
-            v
+            self.phi(s)
         };
         self.point(s);
         let xs = std::mem::take(&mut self.xs);
@@ -385,9 +384,7 @@ fn search_wolfe1<F: FnMut(&[f64]) -> f64>(
                 stmax = stp + 4.0 * (stp - stx);
             }
             stp = clip(stp, stpmin, stpmax);
-            if (brackt && (stp <= stmin || stp >= stmax))
-                || (brackt && stmax - stmin <= xtol * stmax)
-            {
+            if brackt && (stp <= stmin || stp >= stmax || stmax - stmin <= xtol * stmax) {
                 stp = stx;
             }
         }
