@@ -181,8 +181,8 @@ impl TrainSet {
 #[inline(always)]
 fn exp_neg(x: f64) -> f64 {
     const LOG2E: f64 = std::f64::consts::LOG2_E;
-    const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     const MAGIC: f64 = 6_755_399_441_055_744.0; // 1.5 * 2^52
     let x = x.clamp(-708.0, 0.0);
     let t = x * LOG2E + MAGIC;

@@ -777,7 +777,8 @@ impl Gp {
                 WarmAnchor::Never => false,
                 WarmAnchor::Always => true,
                 WarmAnchor::Degenerate => {
-                    !(r.lml > white + self.cfg.degenerate_margin)
+                    // a NaN/-inf optimum counts as degenerate
+                    (r.lml.is_nan() || r.lml <= white + self.cfg.degenerate_margin)
                         && self.since_anchor >= self.anchor_wait
                 }
             };
