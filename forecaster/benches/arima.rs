@@ -206,7 +206,11 @@ criterion_group! {
 /// `ARIMA_BENCH_SUMMARY_ONLY=1` only this runs (quick, and a clean target
 /// for `perf record` / `valgrind --tool=callgrind`).
 fn summary() {
-    let series = fixture_series();
+    let mut series = fixture_series();
+    // ARIMA_BENCH_ONLY=<substring>: only the matching series
+    if let Ok(only) = std::env::var("ARIMA_BENCH_ONLY") {
+        series.retain(|(id, _)| id.contains(&only));
+    }
     // ARIMA_BENCH_CFG='{"average_models":1}' measures other settings
     let cfg: ArimaConfig = match std::env::var("ARIMA_BENCH_CFG") {
         Ok(js) => serde_json::from_str(&js).expect("ARIMA_BENCH_CFG is an ArimaConfig JSON"),
