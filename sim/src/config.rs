@@ -157,6 +157,10 @@ impl SimConfig {
             placement: self.placement,
             max_time_s: self.max_time_s,
             parallel_forecasts: self.parallel_forecasts,
+            warm_samples: match self.forecaster_source {
+                ForecasterSource::Oracle => 0,
+                ForecasterSource::Model => warm_samples(&self.forecaster),
+            },
         }
     }
 
@@ -166,6 +170,17 @@ impl SimConfig {
             ForecasterSource::Oracle => "oracle".to_string(),
             ForecasterSource::Model => self.forecaster.kind.as_str().to_string(),
         }
+    }
+}
+
+/// Samples a model needs before it leaves its fallback: GP `history +
+/// min_train`, ARIMA `min_samples`, 1 for the baselines.
+pub fn warm_samples(m: &ModelConfig) -> usize {
+    use forecaster::config::ModelKind;
+    match m.kind {
+        ModelKind::Gp => m.gp.history + m.gp.min_train,
+        ModelKind::Arima => m.arima.min_samples,
+        ModelKind::Last | ModelKind::Peak | ModelKind::Vpa => 1,
     }
 }
 

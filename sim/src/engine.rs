@@ -62,6 +62,10 @@ pub struct EngineConfig {
     pub max_time_s: Option<f64>,
     /// Update forecasters in parallel (rayon); results are identical.
     pub parallel_forecasts: bool,
+    /// Samples a model needs before it forecasts with its fitted model
+    /// rather than its fallback (GP: history + min_train). Only counted in
+    /// the metrics (`warm_forecast_fraction`, `oom_kills_warm`); 0 = always.
+    pub warm_samples: usize,
 }
 
 impl Default for EngineConfig {
@@ -74,6 +78,7 @@ impl Default for EngineConfig {
             placement: Placement::FirstFit,
             max_time_s: None,
             parallel_forecasts: true,
+            warm_samples: 0,
         }
     }
 }
@@ -183,6 +188,8 @@ struct Comp {
     fin_gen: u32,
     fc: Option<Box<CompFc>>,
     forecast: Option<Forecasts>,
+    /// Its latest forecast came from a model past its warm-up.
+    warm: bool,
 }
 
 struct AppSt {
@@ -387,6 +394,9 @@ impl<'w> Engine<'w> {
                 events: 0,
                 rounds: 0,
                 forecast_updates: 0,
+                forecasts_shown: 0,
+                forecasts_warm: 0,
+                oom_kills_warm: 0,
                 forecast_wall_s: 0.0,
                 decide_wall_s: 0.0,
                 wall_s: 0.0,
@@ -449,6 +459,7 @@ impl<'w> Engine<'w> {
                     fin_gen: 0,
                     fc: None,
                     forecast: None,
+                    warm: false,
                 });
             }
             self.apps.push(AppSt {
@@ -572,7 +583,7 @@ impl<'w> Engine<'w> {
         }
         let total = self.remaining_apps;
         while self.remaining_apps > 0 {
-            if self.dirty && self.heap.peek().map_or(true, |e| e.0.t.0 > self.now) {
+            if self.dirty && self.heap.peek().is_none_or(|e| e.0.t.0 > self.now) {
                 self.schedule_pass();
             }
             let Some(Reverse(ev)) = self.heap.pop() else {
@@ -688,7 +699,7 @@ impl<'w> Engine<'w> {
                     }
                     // Its leftover pending components are retried when the
                     // walk reaches its key in `elastic_wait`; skip that.
-                    if e_cur.map_or(true, |e| e < key) {
+                    if e_cur.is_none_or(|e| e < key) {
                         e_cur = Some(key);
                     }
                 } else if blocked_at.is_none() {
@@ -877,6 +888,7 @@ impl<'w> Engine<'w> {
         comp.rate = 0.0;
         comp.fc = None;
         comp.forecast = None;
+        comp.warm = false;
         let usage = comp.usage;
         let inst = comp.inst;
         self.hosts[h].usage = self.hosts[h].usage.add(&usage);
@@ -1047,6 +1059,9 @@ impl<'w> Engine<'w> {
     /// application; an elastic one loses its work and waits for room again.
     fn oom_kill(&mut self, c: usize) {
         self.m.oom_kills += 1;
+        if self.comps[c].warm {
+            self.m.oom_kills_warm += 1;
+        }
         let a = self.comps[c].app as usize;
         match self.comps[c].class {
             Class::Core => {
@@ -1134,9 +1149,12 @@ impl<'w> Engine<'w> {
         let now = self.now;
         let h = self.horizon;
         let min_hist = self.cfg.min_history_samples;
-        let update = |c: &mut Comp| -> Result<u64, SimError> {
+        let warm_samples = self.cfg.warm_samples;
+        // (forecaster updates, forecasts shown, of which warm)
+        type Counts = (u64, u64, u64);
+        let update = |c: &mut Comp| -> Result<Counts, SimError> {
             if c.state != CState::Running {
-                return Ok(0);
+                return Ok((0, 0, 0));
             }
             let spec = &wl.apps[c.app as usize].components[c.spec as usize];
             let u = spec.usage.interval_s;
@@ -1169,7 +1187,7 @@ impl<'w> Engine<'w> {
                 };
             }
             let Some(fc) = c.fc.as_mut() else {
-                return Ok(0);
+                return Ok((0, 0, 0));
             };
             if is_oracle && cur + h as u64 + 1 >= fc.base + oracle_len(c.work_s, u, h) {
                 // Past the future the oracle was built with (the component
@@ -1186,7 +1204,8 @@ impl<'w> Engine<'w> {
                 fc.fed += 1;
                 n += 2;
             }
-            c.forecast = if is_oracle || fc.cpu.observed() >= min_hist {
+            let observed = fc.cpu.observed();
+            c.forecast = if is_oracle || observed >= min_hist {
                 Some(Forecasts {
                     cpu: scale(fc.cpu.forecast(h), req.cpu_cores),
                     mem: scale(fc.mem.forecast(h), req.mem_bytes),
@@ -1194,20 +1213,25 @@ impl<'w> Engine<'w> {
             } else {
                 None
             };
-            Ok(n + 2)
+            c.warm = c.forecast.is_some() && (is_oracle || observed >= warm_samples);
+            let shown = u64::from(c.forecast.is_some());
+            Ok((n + 2 * shown, shown, u64::from(c.warm)))
         };
-        let n: u64 = if self.cfg.parallel_forecasts {
+        let add = |a: Counts, b: Counts| (a.0 + b.0, a.1 + b.1, a.2 + b.2);
+        let (n, shown, warm): Counts = if self.cfg.parallel_forecasts {
             self.comps
                 .par_iter_mut()
                 .map(update)
-                .try_reduce(|| 0, |a, b| Ok(a + b))?
+                .try_reduce(|| (0, 0, 0), |a, b| Ok(add(a, b)))?
         } else {
-            let mut s = 0;
+            let mut s = (0, 0, 0);
             for c in self.comps.iter_mut() {
-                s += update(c)?;
+                s = add(s, update(c)?);
             }
             s
         };
+        self.m.forecasts_shown += shown;
+        self.m.forecasts_warm += warm;
         self.m.forecast_updates += n;
         Ok(())
     }

@@ -170,6 +170,12 @@ pub struct RunMetrics {
     pub events: u64,
     pub rounds: u64,
     pub forecast_updates: u64,
+    /// Component rounds with a forecast shown to the shaper.
+    pub forecasts_shown: u64,
+    /// Of which from a model past its warm-up (`EngineConfig::warm_samples`).
+    pub forecasts_warm: u64,
+    /// OOM kills of components whose latest forecast was warm.
+    pub oom_kills_warm: u64,
     /// Wall time spent updating forecasters.
     pub forecast_wall_s: f64,
     /// Wall time spent in the shaper's decide().
@@ -215,6 +221,14 @@ pub struct Summary {
     pub evicted_app_fraction: f64,
     pub oom_kills: u64,
     pub host_oom_kills: u64,
+    /// OOM kills of components whose latest forecast came from a model past
+    /// its warm-up (for the GP: a fitted GP, not its last-value fallback).
+    pub oom_kills_warm: u64,
+    /// Share of the forecasts shown to the shaper that came from a model
+    /// past its warm-up (1 for the oracle; NaN when none was shown).
+    pub warm_forecast_fraction: f64,
+    /// Forecasts (component rounds) from a model past its warm-up.
+    pub forecasts_warm: u64,
     pub evictions: u64,
     pub work_lost_s: f64,
     pub mean_used_cpu_frac: f64,
@@ -286,6 +300,13 @@ impl Summary {
             evicted_app_fraction: frac(m.apps.iter().filter(|a| a.evictions > 0).count()),
             oom_kills: m.oom_kills,
             host_oom_kills: m.host_oom_kills,
+            oom_kills_warm: m.oom_kills_warm,
+            warm_forecast_fraction: if m.forecasts_shown > 0 {
+                m.forecasts_warm as f64 / m.forecasts_shown as f64
+            } else {
+                f64::NAN
+            },
+            forecasts_warm: m.forecasts_warm,
             evictions: m.evictions,
             work_lost_s: m.work_lost_s,
             mean_used_cpu_frac: m.mean_used_cpu_frac,

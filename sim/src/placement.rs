@@ -286,7 +286,7 @@ mod tests {
             Placement::WorstFit => {
                 let mut best: Option<(usize, f64)> = None;
                 for (i, f) in ok {
-                    if best.map_or(true, |(_, m)| f.1 > m) {
+                    if best.is_none_or(|(_, m)| f.1 > m) {
                         best = Some((i, f.1));
                     }
                 }

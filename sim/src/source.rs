@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use datasets::workload::Workload;
+use datasets::workload::{Resources, Workload};
 
 use crate::SimError;
 
@@ -94,6 +94,57 @@ fn synthetic(seed: u64, apps: Option<usize>) -> Result<Workload, SimError> {
         cfg.apps = n;
     }
     datasets::synthetic::generate(&cfg).map_err(SimError::from)
+}
+
+/// Multiplies every host's capacity by `factor` (> 0): a smaller cluster
+/// for the same applications, to create contention. Applications that no
+/// longer fit are rejected by the engine (and counted as rejected).
+pub fn scale_capacity(wl: &mut Workload, factor: f64) -> Result<(), SimError> {
+    if !(factor.is_finite() && factor > 0.0) {
+        return Err(SimError::Config(format!(
+            "capacity scale must be a finite number > 0, got {factor}"
+        )));
+    }
+    for h in &mut wl.hosts {
+        h.capacity = Resources::new(h.capacity.cpu_cores * factor, h.capacity.mem_bytes * factor);
+    }
+    Ok(())
+}
+
+/// Keeps the first `n` applications by arrival (the workload is sorted by
+/// arrival).
+pub fn keep_first_apps(wl: &mut Workload, n: usize) {
+    wl.apps.truncate(n);
+}
+
+/// Keeps the applications whose longest component runs at least
+/// `min_work_s` seconds (long-running services: the ones a model that needs
+/// tens of usage samples can forecast before they end).
+pub fn keep_long_apps(wl: &mut Workload, min_work_s: f64) {
+    wl.apps
+        .retain(|a| a.components.iter().map(|c| c.work_s).fold(0.0, f64::max) >= min_work_s);
+}
+
+/// Slows the whole workload down `factor` times (>= 1 typically): arrival
+/// times and every component's work are multiplied by it, the usage series
+/// keep their sample interval (components read `factor` times more of
+/// their real series). Queueing structure and offered load stay the same;
+/// each component lives long enough for models that need tens of samples
+/// (the GP needs `history + min_train` = 25 by default, two hours of
+/// 5-minute samples, longer than almost every Google 2011 part-0 task).
+pub fn stretch_time(wl: &mut Workload, factor: f64) -> Result<(), SimError> {
+    if !(factor.is_finite() && factor > 0.0) {
+        return Err(SimError::Config(format!(
+            "time stretch must be a finite number > 0, got {factor}"
+        )));
+    }
+    for a in &mut wl.apps {
+        a.arrival_s *= factor;
+        for c in &mut a.components {
+            c.work_s *= factor;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

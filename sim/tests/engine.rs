@@ -181,7 +181,7 @@ fn elastic_components_wait_for_room() {
 /// A host of 100 memory; apps reserve 40, use 10 for 30 minutes, then 38.
 fn spike_workload(n: u64) -> Workload {
     let mut mem = vec![0.25f32; 6];
-    mem.extend(std::iter::repeat(0.95f32).take(30));
+    mem.extend(std::iter::repeat_n(0.95f32, 30));
     let apps = (0..n)
         .map(|i| {
             app(

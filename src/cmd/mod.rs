@@ -5,5 +5,6 @@ pub mod config;
 pub mod forecast;
 pub mod replay;
 pub mod shaper;
+pub mod sim_args;
 pub mod trace;
 pub mod tune;

@@ -4,29 +4,17 @@
 //! forecaster, K1 = 0.05, K2 = 3, against the baseline run of the same
 //! workload; prints a human summary.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::str::FromStr;
 
-use anyhow::Context;
-use forecaster::config::ModelKind;
 use shaper::Policy;
-use sim::{ForecasterSource, Progress, SimConfig, Summary, WorkloadSource};
+use sim::{Progress, SimConfig, Summary};
+
+use crate::cmd::sim_args::SimArgs;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// bundled | google2011:DIR | synthetic:SEED[:APPS]
-    #[arg(long, default_value = "bundled")]
-    pub workload: String,
-    /// SimConfig TOML file (command-line flags override it).
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    /// baseline | optimistic | pessimistic (default pessimistic).
-    #[arg(long)]
-    pub policy: Option<String>,
-    /// oracle | gp | arima | last | peak | vpa (default gp).
-    #[arg(long)]
-    pub forecaster: Option<String>,
+    #[command(flatten)]
+    pub sim: SimArgs,
     /// Constant buffer term, fraction of the request (default 0.05).
     #[arg(long)]
     pub k1: Option<f64>,
@@ -36,9 +24,6 @@ pub struct Args {
     /// Seconds between shaping rounds (default 300).
     #[arg(long)]
     pub interval_s: Option<f64>,
-    /// Keep only the first N applications (google2011 workloads).
-    #[arg(long)]
-    pub max_apps: Option<usize>,
     /// Print the summary (or, with --compare, every summary) as JSON.
     #[arg(long)]
     pub json: bool,
@@ -52,29 +37,11 @@ pub struct Args {
     /// Skip the baseline run (no turnaround ratio).
     #[arg(long)]
     pub no_baseline: bool,
-    /// Never show a progress bar.
-    #[arg(long)]
-    pub quiet: bool,
 }
 
 /// Builds the configuration from the file and the flags.
 pub fn config_from(args: &Args) -> anyhow::Result<SimConfig> {
-    let mut cfg = match &args.config {
-        Some(p) => SimConfig::load(p)?,
-        None => SimConfig::default(),
-    };
-    if let Some(p) = &args.policy {
-        cfg.shaper.policy = Policy::from_str(p).map_err(anyhow::Error::msg)?;
-    }
-    if let Some(f) = &args.forecaster {
-        if f == "oracle" {
-            cfg.forecaster_source = ForecasterSource::Oracle;
-        } else {
-            cfg.forecaster_source = ForecasterSource::Model;
-            cfg.forecaster.kind = ModelKind::from_str(f)
-                .map_err(|e| anyhow::anyhow!("--forecaster: {e} (or oracle)"))?;
-        }
-    }
+    let mut cfg = args.sim.base_config()?;
     if let Some(k) = args.k1 {
         cfg.shaper.k1 = k;
     }
@@ -88,39 +55,9 @@ pub fn config_from(args: &Args) -> anyhow::Result<SimConfig> {
     Ok(cfg)
 }
 
-/// Loads the workload named by `--workload` (and `--max-apps`).
-pub fn workload_from(
-    spec: &str,
-    max_apps: Option<usize>,
-) -> anyhow::Result<datasets::workload::Workload> {
-    let mut source: WorkloadSource = spec.parse()?;
-    if let WorkloadSource::Google2011 { max_apps: m, .. } = &mut source {
-        *m = max_apps;
-    }
-    source
-        .load()
-        .with_context(|| format!("loading workload {spec}"))
-}
-
-/// A progress bar on stderr when it is a terminal.
-pub fn progress_bar(quiet: bool, label: &str) -> Option<indicatif::ProgressBar> {
-    if quiet || !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let pb = indicatif::ProgressBar::new(0);
-    pb.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} apps {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    pb.set_prefix(label.to_string());
-    Some(pb)
-}
-
 pub fn run(args: Args) -> anyhow::Result<()> {
     let cfg = config_from(&args)?;
-    let wl = workload_from(&args.workload, args.max_apps)?;
+    let wl = args.sim.workload()?;
     let with_baseline = !args.no_baseline;
     let mut configs = vec![cfg.clone()];
     if args.compare {
@@ -135,17 +72,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut baseline: Option<sim::RunResult> = None;
     let needs_baseline = with_baseline || args.compare;
     if needs_baseline && configs.iter().any(|c| c.shaper.policy != Policy::Baseline) {
-        let b = run_one(&wl, &sim::baseline_of(&cfg), args.quiet)?;
+        let b = run_one(&wl, &sim::baseline_of(&cfg), &args.sim)?;
         baseline = Some(b);
     }
     for c in &configs {
         let mut r = if c.shaper.policy == Policy::Baseline {
             match &baseline {
                 Some(b) => b.clone(),
-                None => run_one(&wl, c, args.quiet)?,
+                None => run_one(&wl, c, &args.sim)?,
             }
         } else {
-            run_one(&wl, c, args.quiet)?
+            run_one(&wl, c, &args.sim)?
         };
         if let Some(b) = &baseline {
             r.summary.set_baseline(b.summary.turnaround_mean_s);
@@ -188,7 +125,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 fn run_one(
     wl: &datasets::workload::Workload,
     cfg: &SimConfig,
-    quiet: bool,
+    sim_args: &SimArgs,
 ) -> anyhow::Result<sim::RunResult> {
     let label = format!(
         "{}/{}",
@@ -199,12 +136,12 @@ fn run_one(
             cfg.forecaster_label()
         }
     );
-    let pb = progress_bar(quiet, &label);
+    let pb = sim_args.progress_bar(&label);
     let cb = |p: Progress| {
         if let Some(pb) = &pb {
             pb.set_length(p.apps_total as u64);
             pb.set_position(p.apps_done as u64);
-            pb.set_message(format!("t={:.0}s", p.now_s));
+            pb.set_message(format!("apps, t={:.0}s", p.now_s));
         }
     };
     let r = sim::simulate(wl, cfg, Some(&cb))?;

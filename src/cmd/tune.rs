@@ -6,22 +6,12 @@ use std::path::PathBuf;
 
 use sim::tune::{run_grid, write_outputs, DEFAULT_K1, DEFAULT_K2};
 
-use crate::cmd::replay::{config_from, progress_bar, workload_from, Args as ReplayArgs};
+use crate::cmd::sim_args::SimArgs;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// bundled | google2011:DIR | synthetic:SEED[:APPS]
-    #[arg(long, default_value = "bundled")]
-    pub workload: String,
-    /// SimConfig TOML file (its [shaper] table is the base of every cell).
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    /// baseline | optimistic | pessimistic (default pessimistic).
-    #[arg(long)]
-    pub policy: Option<String>,
-    /// oracle | gp | arima | last | peak | vpa (default gp).
-    #[arg(long)]
-    pub forecaster: Option<String>,
+    #[command(flatten)]
+    pub sim: SimArgs,
     /// K1 values, comma-separated (default 0,0.01,0.05,0.1,0.2,0.5).
     #[arg(long, value_delimiter = ',')]
     pub k1: Option<Vec<f64>>,
@@ -31,18 +21,12 @@ pub struct Args {
     /// Failure budget: the best cell has at most this share of failed applications.
     #[arg(long, default_value_t = 0.01)]
     pub max_failed_fraction: f64,
-    /// Keep only the first N applications (google2011 workloads).
-    #[arg(long)]
-    pub max_apps: Option<usize>,
     /// Output directory (grid.csv, grid.json, heatmaps, best.toml).
     #[arg(long, default_value = "tune-out")]
     pub out: PathBuf,
     /// Print the grid as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Never show a progress bar.
-    #[arg(long)]
-    pub quiet: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -52,26 +36,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.max_failed_fraction
         );
     }
-    let replay_args = ReplayArgs {
-        workload: args.workload.clone(),
-        config: args.config.clone(),
-        policy: args.policy.clone(),
-        forecaster: args.forecaster.clone(),
-        k1: None,
-        k2: None,
-        interval_s: None,
-        max_apps: args.max_apps,
-        json: false,
-        out: None,
-        compare: false,
-        no_baseline: false,
-        quiet: args.quiet,
-    };
-    let cfg = config_from(&replay_args)?;
-    let wl = workload_from(&args.workload, args.max_apps)?;
+    let cfg = args.sim.base_config()?;
+    cfg.validate()?;
+    let wl = args.sim.workload()?;
     let k1 = args.k1.clone().unwrap_or_else(|| DEFAULT_K1.to_vec());
     let k2 = args.k2.clone().unwrap_or_else(|| DEFAULT_K2.to_vec());
-    let pb = progress_bar(args.quiet, "tune");
+    let pb = args.sim.progress_bar("tune");
     let cb = |done: usize, total: usize| {
         if let Some(pb) = &pb {
             pb.set_length(total as u64);
