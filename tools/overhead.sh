@@ -23,16 +23,21 @@
 #
 # The number of running managed containers is checked every 30 s during the
 # window (docker ps); the script fails if it ever drops below N.
-# Optionally (PERF_S > 0 and perf installed) perf samples the agent for
-# PERF_S seconds after the window (call graphs into $PERF_OUT, default
-# /tmp/tailor-overhead.perf.data) and prints the top symbols.
+# Optionally (PERF_S > 0 and perf installed) perf samples the whole machine
+# for PERF_S seconds after the window (call graphs into $PERF_OUT, default
+# /tmp/tailor-overhead.perf.data) and prints the agent's top symbols.
 #
 # The agent's log is kept in $AGENT_LOG (default /tmp/tailor-overhead-agent.log).
 #
 # Needs a running dockerd and the test image (scripts/test.sh or
 # tools/dockerd-start.sh + tools/build-test-image.sh). Removes its
 # containers at the end. Prints one summary line:
-#   mode=... containers=200 running_min=200 interval_s=10 window_s=... cpu_pct_of_one_core=... rss_mib=... hwm_mib=...
+#   mode=... containers=200 running_min=200 ... interval_s=10 window_s=... rounds=...
+#   cpu_pct_of_one_core=... (CPU time / window)
+#   cpu_ms_per_round=... cpu_pct_at_interval=... (CPU per round / interval: the
+#   share of a core if rounds start exactly every interval; higher than the
+#   first when rounds take longer than the interval)
+#   round_wall_s=... (mean round duration) rss_mib=... hwm_mib=... (peak RSS)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -117,6 +122,7 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 metric() { curl -sf "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 DOCKERD_PID=$(cat /var/run/docker.pid 2>/dev/null || pgrep -xo dockerd || echo "")
 rounds0=$(metric tailor_agent_rounds_total)
+rsum0=$(metric tailor_agent_round_duration_seconds_sum)
 errors0=$(metric tailor_agent_round_errors_total)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 c0=$(cpu_ticks "$AGENT_PID"); t0=$(date +%s.%N)
@@ -133,6 +139,7 @@ c1=$(cpu_ticks "$AGENT_PID"); t1=$(date +%s.%N)
 d1=$([ -n "$DOCKERD_PID" ] && cpu_ticks "$DOCKERD_PID" || echo 0)
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 rounds1=$(metric tailor_agent_rounds_total)
+rsum1=$(metric tailor_agent_round_duration_seconds_sum)
 errors1=$(metric tailor_agent_round_errors_total)
 in_view=$(metric 'tailor_agent_managed_containers{state="running"}')
 evicted=$(metric 'tailor_agent_managed_containers{state="evicted"}')
@@ -142,14 +149,17 @@ hwm_kib=$(awk '/VmHWM/ {print $2}' "/proc/$AGENT_PID/status")
 awk -v c0="$c0" -v c1="$c1" -v d0="$d0" -v d1="$d1" -v t0="$t0" -v t1="$t1" -v hz="$ticks" \
     -v rss="$rss_kib" -v hwm="$hwm_kib" -v n="$N" -v rmin="$running_min" -v mode="$MODE" \
     -v iv="$INTERVAL_S" -v rounds=$((rounds1 - rounds0)) -v failed=$((errors1 - errors0)) \
-    -v inview="$in_view" -v evicted="$evicted" -v applied="$applied" -v l0="$load0" -v l1="$load1" \
-    'BEGIN { printf "mode=%s containers=%d running_min=%d in_view=%s evicted=%s interval_s=%s window_s=%.0f rounds=%d failed_rounds=%d actions_applied_total=%s cpu_pct_of_one_core=%.3f cpu_ms_per_round=%.1f rss_mib=%.1f hwm_mib=%.1f dockerd_cpu_pct=%.2f load_start=\"%s\" load_end=\"%s\"\n", mode, n, rmin, inview, evicted, iv, t1 - t0, rounds, failed, applied, 100 * (c1 - c0) / hz / (t1 - t0), 1000 * (c1 - c0) / hz / (rounds > 0 ? rounds : 1), rss / 1024, hwm / 1024, 100 * (d1 - d0) / hz / (t1 - t0), l0, l1 }'
+    -v rs0="$rsum0" -v rs1="$rsum1" -v inview="$in_view" -v evicted="$evicted" -v applied="$applied" -v l0="$load0" -v l1="$load1" \
+    'BEGIN { printf "mode=%s containers=%d running_min=%d in_view=%s evicted=%s interval_s=%s window_s=%.0f rounds=%d failed_rounds=%d actions_applied_total=%s cpu_pct_of_one_core=%.3f cpu_ms_per_round=%.1f cpu_pct_at_interval=%.3f round_wall_s=%.2f rss_mib=%.1f hwm_mib=%.1f dockerd_cpu_pct=%.2f load_start=\"%s\" load_end=\"%s\"\n", mode, n, rmin, inview, evicted, iv, t1 - t0, rounds, failed, applied, 100 * (c1 - c0) / hz / (t1 - t0), 1000 * (c1 - c0) / hz / (rounds > 0 ? rounds : 1), 100 * (c1 - c0) / hz / (rounds > 0 ? rounds : 1) / iv, (rs1 - rs0) / (rounds > 0 ? rounds : 1), rss / 1024, hwm / 1024, 100 * (d1 - d0) / hz / (t1 - t0), l0, l1 }'
 if [ "$running_min" -lt "$N" ] || [ "${in_view:-0}" != "$N" ]; then
     echo "FAIL: not all $N managed containers kept running during the window (min $running_min, agent saw ${in_view:-?})" >&2
     exit 1
 fi
 if [ "$PERF_S" -gt 0 ] && command -v perf >/dev/null 2>&1; then
-    perf record -F 997 -g -o "$PERF_OUT" -p "$AGENT_PID" -- sleep "$PERF_S" >/dev/null 2>&1 || true
-    perf report -i "$PERF_OUT" --no-children --sort symbol --stdio 2>/dev/null | grep -v '^#' | grep '%' | head -40 || true
-    echo "perf data: $PERF_OUT (perf report -i $PERF_OUT)" >&2
+    # system-wide, then filtered to the agent: `perf record -p` misses the
+    # short-lived spawn_blocking threads the forecasters run on
+    perf record -a -g -F 499 -o "$PERF_OUT" -- sleep "$PERF_S" >/dev/null 2>&1 || true
+    perf report -i "$PERF_OUT" --pid "$AGENT_PID" --no-children --sort dso,symbol --stdio 2>/dev/null \
+        | grep -E '^ +[0-9.]+%' | head -40 || true
+    echo "perf data: $PERF_OUT (perf report -i $PERF_OUT --pid $AGENT_PID)" >&2
 fi

@@ -11,7 +11,8 @@
 //!   client in cluster mode).
 //! * [`agent`]: the loop ([`Agent`]), actuation, evictions and restarts.
 //! * [`http`], [`metrics`], [`notify`]: operations (HTTP endpoint,
-//!   Prometheus text, systemd notifications).
+//!   Prometheus text, systemd notifications); [`prom`]: the Prometheus text
+//!   writer shared with the central shaper.
 
 pub mod agent;
 pub mod cluster;
@@ -22,6 +23,7 @@ pub mod http;
 pub mod labels;
 pub mod metrics;
 pub mod notify;
+pub mod prom;
 pub mod runtime;
 pub mod state;
 pub mod view;
@@ -30,8 +32,8 @@ pub use agent::{Agent, RoundReport, Shared};
 pub use config::{AgentConfig, ConfigIssue, ConfigIssues};
 pub use runtime::{ContainerRuntime, RuntimeError};
 pub use view::{
-    ActionOutcome, ContainerReport, LocalShaper, NodeAction, NodeActionKind, NodePlan, NodeView, PlanSource,
-    PlanSourceError,
+    ActionOutcome, ContainerReport, LocalShaper, NodeAction, NodeActionKind, NodePlan, NodeView,
+    PlanSource, PlanSourceError,
 };
 
 /// Errors of the agent.

@@ -4,6 +4,7 @@
 //! resource): the number of series does not grow with the number of
 //! containers.
 
+use crate::prom::{ProcessStats, PromText};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use tailor_core::Resources;
@@ -19,6 +20,10 @@ pub const OPS: [&str; 8] = [
     "start",
     "events",
 ];
+
+/// Action results counted in `tailor_agent_actions_total` (others count as
+/// `other`).
+pub const RESULTS: [&str; 5] = ["applied", "unchanged", "failed", "recommended", "refused"];
 
 #[derive(Debug, Default, Clone)]
 struct Data {
@@ -88,14 +93,11 @@ impl Metrics {
             "restart" => "restart",
             _ => "other",
         };
-        let result: &'static str = match result {
-            "applied" => "applied",
-            "unchanged" => "unchanged",
-            "failed" => "failed",
-            "recommended" => "recommended",
-            "refused" => "refused",
-            _ => "other",
-        };
+        let result: &'static str = RESULTS
+            .iter()
+            .find(|r| **r == result)
+            .copied()
+            .unwrap_or("other");
         self.with(|d| *d.actions.entry((kind, result)).or_default() += 1)
     }
 
@@ -167,63 +169,85 @@ impl Metrics {
         self.with(|d| d.last_round_unix_s)
     }
 
-    /// Prometheus text format.
+    /// Prometheus text format (with this process's CPU time and memory).
     pub fn render(&self) -> String {
         let d = self.with(|d| d.clone());
-        let mut s = String::with_capacity(4096);
-        let mut push = |text: String| s.push_str(&text);
-        push(format!(
-            "# HELP tailor_agent_rounds_total Shaping rounds run.\n# TYPE tailor_agent_rounds_total counter\ntailor_agent_rounds_total {}\n",
-            d.rounds
-        ));
-        push(format!(
-            "# HELP tailor_agent_round_errors_total Rounds that failed (runtime or plan source unavailable).\n# TYPE tailor_agent_round_errors_total counter\ntailor_agent_round_errors_total {}\n",
-            d.round_errors
-        ));
-        push(format!(
-            "# HELP tailor_agent_round_duration_seconds Duration of shaping rounds.\n# TYPE tailor_agent_round_duration_seconds summary\ntailor_agent_round_duration_seconds_sum {}\ntailor_agent_round_duration_seconds_count {}\n",
-            d.round_seconds_sum, d.rounds
-        ));
-        push(format!(
-            "# HELP tailor_agent_last_round_duration_seconds Duration of the last round.\n# TYPE tailor_agent_last_round_duration_seconds gauge\ntailor_agent_last_round_duration_seconds {}\n",
-            d.round_seconds_last
-        ));
-        push("# HELP tailor_agent_runtime_errors_total Failed container runtime calls by operation.\n# TYPE tailor_agent_runtime_errors_total counter\n".into());
+        let mut t = PromText::with_capacity(4096);
+        t.single(
+            "tailor_agent_rounds_total",
+            "counter",
+            "Shaping rounds run.",
+            d.rounds,
+        )
+        .single(
+            "tailor_agent_round_errors_total",
+            "counter",
+            "Rounds that failed (runtime or plan source unavailable).",
+            d.round_errors,
+        )
+        .family(
+            "tailor_agent_round_duration_seconds",
+            "summary",
+            "Duration of shaping rounds.",
+        )
+        .sample(
+            "tailor_agent_round_duration_seconds_sum",
+            "",
+            d.round_seconds_sum,
+        )
+        .sample("tailor_agent_round_duration_seconds_count", "", d.rounds)
+        .single(
+            "tailor_agent_last_round_duration_seconds",
+            "gauge",
+            "Duration of the last round.",
+            d.round_seconds_last,
+        );
+        let name = "tailor_agent_runtime_errors_total";
+        t.family(
+            name,
+            "counter",
+            "Failed container runtime calls by operation.",
+        );
         for op in OPS.iter().chain(std::iter::once(&"other")) {
-            push(format!(
-                "tailor_agent_runtime_errors_total{{op=\"{op}\"}} {}\n",
-                d.runtime_errors.get(op).copied().unwrap_or(0)
-            ));
+            let n = d.runtime_errors.get(op).copied().unwrap_or(0);
+            t.sample(name, &format!("op=\"{op}\""), n);
         }
-        push("# HELP tailor_agent_actions_total Actions by kind and result.\n# TYPE tailor_agent_actions_total counter\n".into());
+        let name = "tailor_agent_actions_total";
+        t.family(name, "counter", "Actions by kind and result.");
         for kind in ["resize", "evict", "restart"] {
-            for result in ["applied", "unchanged", "failed", "recommended", "refused"] {
-                push(format!(
-                    "tailor_agent_actions_total{{kind=\"{kind}\",result=\"{result}\"}} {}\n",
-                    d.actions.get(&(kind, result)).copied().unwrap_or(0)
-                ));
+            for result in RESULTS {
+                let n = d.actions.get(&(kind, result)).copied().unwrap_or(0);
+                t.sample(name, &format!("kind=\"{kind}\",result=\"{result}\""), n);
             }
         }
-        push(format!(
-            "# HELP tailor_agent_oom_events_total OOM kills of managed containers (event stream or inspect).\n# TYPE tailor_agent_oom_events_total counter\ntailor_agent_oom_events_total {}\n",
-            d.oom_events
-        ));
-        push(format!(
-            "# HELP tailor_agent_oom_recovered_total OOM kills the event stream missed, found by inspect (State.OOMKilled).\n# TYPE tailor_agent_oom_recovered_total counter\ntailor_agent_oom_recovered_total {}\n",
-            d.oom_recovered
-        ));
-        push(format!(
-            "# HELP tailor_agent_plan_source_errors_total Rounds whose plan source failed.\n# TYPE tailor_agent_plan_source_errors_total counter\ntailor_agent_plan_source_errors_total {}\n",
-            d.plan_source_errors
-        ));
-        push(format!(
-            "# HELP tailor_agent_runtime_up 1 when the last runtime call succeeded.\n# TYPE tailor_agent_runtime_up gauge\ntailor_agent_runtime_up {}\n",
-            u8::from(d.docker_up)
-        ));
-        push(format!(
-            "# HELP tailor_agent_managed_containers Managed containers by state.\n# TYPE tailor_agent_managed_containers gauge\ntailor_agent_managed_containers{{state=\"running\"}} {}\ntailor_agent_managed_containers{{state=\"evicted\"}} {}\n",
-            d.running, d.evicted
-        ));
+        t.single(
+            "tailor_agent_oom_events_total",
+            "counter",
+            "OOM kills of managed containers (event stream or inspect).",
+            d.oom_events,
+        )
+        .single(
+            "tailor_agent_oom_recovered_total",
+            "counter",
+            "OOM kills the event stream missed, found by inspect (State.OOMKilled).",
+            d.oom_recovered,
+        )
+        .single(
+            "tailor_agent_plan_source_errors_total",
+            "counter",
+            "Rounds whose plan source failed.",
+            d.plan_source_errors,
+        )
+        .single(
+            "tailor_agent_runtime_up",
+            "gauge",
+            "1 when the last runtime call succeeded.",
+            u8::from(d.docker_up),
+        );
+        let name = "tailor_agent_managed_containers";
+        t.family(name, "gauge", "Managed containers by state.")
+            .sample(name, "state=\"running\"", d.running)
+            .sample(name, "state=\"evicted\"", d.evicted);
         for (name, help, r) in [
             (
                 "tailor_agent_node_capacity",
@@ -246,12 +270,14 @@ impl Metrics {
                 d.used,
             ),
         ] {
-            push(format!(
-                "# HELP {name} {help}\n# TYPE {name} gauge\n{name}{{resource=\"cpu\"}} {}\n{name}{{resource=\"mem\"}} {}\n",
-                r.cpu_cores, r.mem_bytes
-            ));
+            t.family(name, "gauge", help)
+                .sample(name, "resource=\"cpu\"", r.cpu_cores)
+                .sample(name, "resource=\"mem\"", r.mem_bytes);
         }
-        s
+        if let Some(p) = ProcessStats::read("self") {
+            t.process(&p, "agent");
+        }
+        t.finish()
     }
 }
 

@@ -408,8 +408,10 @@ mod tests {
 
     #[test]
     fn overloaded_node_evicts_youngest_elastic_of_last_app() {
-        let mut cfg = ShaperConfig::default();
-        cfg.grace_period_s = 0.0;
+        let cfg = ShaperConfig {
+            grace_period_s: 0.0,
+            ..ShaperConfig::default()
+        };
         let view = NodeView {
             node: "n".into(),
             round: 1,

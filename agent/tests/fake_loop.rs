@@ -121,7 +121,7 @@ async fn idle_container_memory_is_cut_towards_usage_plus_buffer() {
         .cpu
         .cores()
         .expect("limited");
-    assert!(cpu < 0.5 && cpu >= 0.05, "cpu limit {cpu}");
+    assert!((0.05..0.5).contains(&cpu), "cpu limit {cpu}");
     // the report explains it
     let report = r.step(&[("idle", 50 * MIB, 0.05)]).await;
     assert_eq!(report.view.containers.len(), 1);

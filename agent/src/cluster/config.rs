@@ -370,7 +370,8 @@ mod tests {
     #[test]
     fn packaged_example_is_valid() {
         let text = include_str!("../../../packaging/shaper.toml");
-        let cfg = ShaperServerConfig::from_toml(text, Path::new("packaging/shaper.toml")).expect("parse");
+        let cfg =
+            ShaperServerConfig::from_toml(text, Path::new("packaging/shaper.toml")).expect("parse");
         assert!(cfg.validate().is_ok(), "{:?}", cfg.validate());
         assert_eq!(cfg.listen.to_string(), DEFAULT_LISTEN);
     }

@@ -2,8 +2,9 @@
 //! fixed (endpoints, status classes, action kinds): no per-agent labels, so
 //! cardinality stays bounded whatever the cluster size.
 
+use crate::prom::PromText;
+pub use crate::prom::{sample, ProcessStats};
 use std::collections::VecDeque;
-use std::fmt::Write as _;
 
 /// Histogram bucket upper bounds (seconds).
 pub const LATENCY_BUCKETS_S: [f64; 14] = [
@@ -69,29 +70,26 @@ impl LatencyHistogram {
         Some(v[rank - 1])
     }
 
-    fn render(&self, out: &mut String, name: &str, help: &str, labels: &str) {
-        let _ = writeln!(out, "# HELP {name} {help}");
-        let _ = writeln!(out, "# TYPE {name} histogram");
-        let sep = if labels.is_empty() { "" } else { "," };
+    /// The histogram family (unlabelled).
+    fn render(&self, t: &mut PromText, name: &str, help: &str) {
+        t.family(name, "histogram", help);
+        let bucket = format!("{name}_bucket");
         for (i, b) in LATENCY_BUCKETS_S.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "{name}_bucket{{{labels}{sep}le=\"{b}\"}} {}",
-                self.counts[i]
-            );
+            t.sample(&bucket, &format!("le=\"{b}\""), self.counts[i]);
         }
-        let _ = writeln!(
-            out,
-            "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {}",
-            self.count
-        );
-        let lb = if labels.is_empty() {
-            String::new()
-        } else {
-            format!("{{{labels}}}")
-        };
-        let _ = writeln!(out, "{name}_sum{lb} {}", self.sum_s);
-        let _ = writeln!(out, "{name}_count{lb} {}", self.count);
+        t.sample(&bucket, "le=\"+Inf\"", self.count)
+            .sample(&format!("{name}_sum"), "", self.sum_s)
+            .sample(&format!("{name}_count"), "", self.count);
+    }
+
+    /// A gauge family of the quantiles `qs` of the window.
+    fn render_quantiles(&self, t: &mut PromText, name: &str, help: &str, qs: &[f64]) {
+        t.family(name, "gauge", help);
+        for &q in qs {
+            if let Some(v) = self.quantile(q) {
+                t.sample(name, &format!("quantile=\"{q}\""), v);
+            }
+        }
     }
 }
 
@@ -147,243 +145,104 @@ pub struct Gauges {
     pub acks_unknown: u64,
 }
 
-/// This process's CPU time and memory, read from /proc (Linux); `None`
-/// elsewhere.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct ProcessStats {
-    pub cpu_seconds: f64,
-    pub resident_bytes: f64,
-    pub max_resident_bytes: f64,
-}
-
-impl ProcessStats {
-    /// Reads `/proc/<pid>/stat` and `/proc/<pid>/status` (`pid` = "self" for
-    /// this process).
-    pub fn read(pid: &str) -> Option<Self> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // Fields after the command name (which may contain spaces) start at ')'.
-        let rest = &stat[stat.rfind(')')? + 1..];
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        // utime and stime are fields 14 and 15 of stat, i.e. 11 and 12 here.
-        let utime: f64 = fields.get(11)?.parse().ok()?;
-        let stime: f64 = fields.get(12)?.parse().ok()?;
-        let ticks = 100.0; // USER_HZ: 100 on every Linux ABI tailor runs on.
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-        let kb = |key: &str| -> f64 {
-            status
-                .lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<f64>().ok())
-                .map(|v| v * 1024.0)
-                .unwrap_or(0.0)
-        };
-        Some(Self {
-            cpu_seconds: (utime + stime) / ticks,
-            resident_bytes: kb("VmRSS:"),
-            max_resident_bytes: kb("VmHWM:"),
-        })
-    }
-}
-
 /// Renders all metrics as Prometheus text.
 pub fn render(m: &Metrics, g: &Gauges, process: Option<ProcessStats>) -> String {
-    let mut out = String::with_capacity(8192);
+    let mut t = PromText::with_capacity(8192);
     m.round_latency.render(
-        &mut out,
+        &mut t,
         "tailor_shaper_round_duration_seconds",
         "Time to build the cluster view, run decide() and hand out actions, per round.",
-        "",
     );
-    let _ = writeln!(out, "# HELP tailor_shaper_round_duration_quantile_seconds Round latency quantiles over the last {QUANTILE_WINDOW} rounds.");
-    let _ = writeln!(
-        out,
-        "# TYPE tailor_shaper_round_duration_quantile_seconds gauge"
+    m.round_latency.render_quantiles(
+        &mut t,
+        "tailor_shaper_round_duration_quantile_seconds",
+        &format!("Round latency quantiles over the last {QUANTILE_WINDOW} rounds."),
+        &[0.5, 0.9, 0.99, 1.0],
     );
-    for q in [0.5, 0.9, 0.99, 1.0] {
-        if let Some(v) = m.round_latency.quantile(q) {
-            let _ = writeln!(
-                out,
-                "tailor_shaper_round_duration_quantile_seconds{{quantile=\"{q}\"}} {v}"
-            );
-        }
-    }
     m.report_latency.render(
-        &mut out,
+        &mut t,
         "tailor_shaper_report_duration_seconds",
         "Server-side handling time of POST /v1/report (parse, validate, record).",
-        "",
     );
-    let _ = writeln!(out, "# HELP tailor_shaper_report_duration_quantile_seconds Report handling quantiles over the last {QUANTILE_WINDOW} reports.");
-    let _ = writeln!(
-        out,
-        "# TYPE tailor_shaper_report_duration_quantile_seconds gauge"
+    m.report_latency.render_quantiles(
+        &mut t,
+        "tailor_shaper_report_duration_quantile_seconds",
+        &format!("Report handling quantiles over the last {QUANTILE_WINDOW} reports."),
+        &[0.5, 0.99],
     );
-    for q in [0.5, 0.99] {
-        if let Some(v) = m.report_latency.quantile(q) {
-            let _ = writeln!(
-                out,
-                "tailor_shaper_report_duration_quantile_seconds{{quantile=\"{q}\"}} {v}"
-            );
-        }
-    }
-    let _ = writeln!(
-        out,
-        "# HELP tailor_shaper_rounds_total Shaping rounds planned."
+    t.single(
+        "tailor_shaper_rounds_total",
+        "counter",
+        "Shaping rounds planned.",
+        m.rounds_total,
     );
-    let _ = writeln!(out, "# TYPE tailor_shaper_rounds_total counter");
-    let _ = writeln!(out, "tailor_shaper_rounds_total {}", m.rounds_total);
-    let _ = writeln!(
-        out,
-        "# HELP tailor_shaper_rounds_skipped_total Rounds not planned, by reason."
+    let name = "tailor_shaper_rounds_skipped_total";
+    t.family(name, "counter", "Rounds not planned, by reason.")
+        .sample(name, "reason=\"warmup\"", m.rounds_skipped_warmup)
+        .sample(name, "reason=\"no_agents\"", m.rounds_skipped_no_agents);
+    t.single(
+        "tailor_shaper_round",
+        "gauge",
+        "Number of the latest round.",
+        g.round,
     );
-    let _ = writeln!(out, "# TYPE tailor_shaper_rounds_skipped_total counter");
-    let _ = writeln!(
-        out,
-        "tailor_shaper_rounds_skipped_total{{reason=\"warmup\"}} {}",
-        m.rounds_skipped_warmup
+    let name = "tailor_shaper_agents";
+    t.family(name, "gauge", "Known agents by state.")
+        .sample(name, "state=\"live\"", g.agents_live)
+        .sample(name, "state=\"stale\"", g.agents_stale);
+    t.single(
+        "tailor_shaper_agents_total",
+        "gauge",
+        "Known agents (live + stale).",
+        g.agents_live + g.agents_stale,
+    )
+    .single(
+        "tailor_shaper_components",
+        "gauge",
+        "Components in the latest reports.",
+        g.components,
     );
-    let _ = writeln!(
-        out,
-        "tailor_shaper_rounds_skipped_total{{reason=\"no_agents\"}} {}",
-        m.rounds_skipped_no_agents
-    );
-    let _ = writeln!(
-        out,
-        "# HELP tailor_shaper_round Number of the latest round."
-    );
-    let _ = writeln!(out, "# TYPE tailor_shaper_round gauge");
-    let _ = writeln!(out, "tailor_shaper_round {}", g.round);
-    let _ = writeln!(out, "# HELP tailor_shaper_agents Known agents by state.");
-    let _ = writeln!(out, "# TYPE tailor_shaper_agents gauge");
-    let _ = writeln!(
-        out,
-        "tailor_shaper_agents{{state=\"live\"}} {}",
-        g.agents_live
-    );
-    let _ = writeln!(
-        out,
-        "tailor_shaper_agents{{state=\"stale\"}} {}",
-        g.agents_stale
-    );
-    let _ = writeln!(
-        out,
-        "# HELP tailor_shaper_agents_total Known agents (live + stale)."
-    );
-    let _ = writeln!(out, "# TYPE tailor_shaper_agents_total gauge");
-    let _ = writeln!(
-        out,
-        "tailor_shaper_agents_total {}",
-        g.agents_live + g.agents_stale
-    );
-    let _ = writeln!(
-        out,
-        "# HELP tailor_shaper_components Components in the latest reports."
-    );
-    let _ = writeln!(out, "# TYPE tailor_shaper_components gauge");
-    let _ = writeln!(out, "tailor_shaper_components {}", g.components);
-    let _ = writeln!(
-        out,
-        "# HELP tailor_shaper_actions_total Actions handed to agents, by kind."
-    );
-    let _ = writeln!(out, "# TYPE tailor_shaper_actions_total counter");
-    for (i, k) in ["resize", "evict_component", "evict_application"]
+    let name = "tailor_shaper_actions_total";
+    t.family(name, "counter", "Actions handed to agents, by kind.");
+    for (k, n) in ["resize", "evict_component", "evict_application"]
         .iter()
-        .enumerate()
+        .zip(m.actions_total)
     {
-        let _ = writeln!(
-            out,
-            "tailor_shaper_actions_total{{kind=\"{k}\"}} {}",
-            m.actions_total[i]
-        );
+        t.sample(name, &format!("kind=\"{k}\""), n);
     }
-    let _ = writeln!(out, "# HELP tailor_shaper_actions_dropped_stale_total Planned actions not handed out because their agent is stale.");
-    let _ = writeln!(
-        out,
-        "# TYPE tailor_shaper_actions_dropped_stale_total counter"
+    t.single(
+        "tailor_shaper_actions_dropped_stale_total",
+        "counter",
+        "Planned actions not handed out because their agent is stale.",
+        m.actions_dropped_stale,
     );
-    let _ = writeln!(
-        out,
-        "tailor_shaper_actions_dropped_stale_total {}",
-        m.actions_dropped_stale
+    let name = "tailor_shaper_acks_total";
+    t.family(name, "counter", "Action acknowledgements, by outcome.")
+        .sample(name, "outcome=\"applied\"", g.acks_applied)
+        .sample(name, "outcome=\"failed\"", g.acks_failed)
+        .sample(name, "outcome=\"unknown\"", g.acks_unknown);
+    let name = "tailor_shaper_requests_total";
+    t.family(
+        name,
+        "counter",
+        "HTTP requests by endpoint and status code.",
     );
-    let _ = writeln!(
-        out,
-        "# HELP tailor_shaper_acks_total Action acknowledgements, by outcome."
-    );
-    let _ = writeln!(out, "# TYPE tailor_shaper_acks_total counter");
-    let _ = writeln!(
-        out,
-        "tailor_shaper_acks_total{{outcome=\"applied\"}} {}",
-        g.acks_applied
-    );
-    let _ = writeln!(
-        out,
-        "tailor_shaper_acks_total{{outcome=\"failed\"}} {}",
-        g.acks_failed
-    );
-    let _ = writeln!(
-        out,
-        "tailor_shaper_acks_total{{outcome=\"unknown\"}} {}",
-        g.acks_unknown
-    );
-    let _ = writeln!(
-        out,
-        "# HELP tailor_shaper_requests_total HTTP requests by endpoint and status code."
-    );
-    let _ = writeln!(out, "# TYPE tailor_shaper_requests_total counter");
     for (e, ep) in ENDPOINTS.iter().enumerate() {
-        for (c, code) in CODES
-            .iter()
-            .map(|c| c.to_string())
+        let codes = CODES.iter().map(|c| c.to_string());
+        for (c, code) in codes
             .chain(std::iter::once("other".to_string()))
             .enumerate()
         {
             let n = m.requests[e][c];
             if n > 0 {
-                let _ = writeln!(
-                    out,
-                    "tailor_shaper_requests_total{{endpoint=\"{ep}\",code=\"{code}\"}} {n}"
-                );
+                t.sample(name, &format!("endpoint=\"{ep}\",code=\"{code}\""), n);
             }
         }
     }
     if let Some(p) = process {
-        let _ = writeln!(
-            out,
-            "# HELP process_cpu_seconds_total User and system CPU time of the shaper."
-        );
-        let _ = writeln!(out, "# TYPE process_cpu_seconds_total counter");
-        let _ = writeln!(out, "process_cpu_seconds_total {}", p.cpu_seconds);
-        let _ = writeln!(
-            out,
-            "# HELP process_resident_memory_bytes Resident memory of the shaper."
-        );
-        let _ = writeln!(out, "# TYPE process_resident_memory_bytes gauge");
-        let _ = writeln!(out, "process_resident_memory_bytes {}", p.resident_bytes);
-        let _ = writeln!(
-            out,
-            "# HELP process_max_resident_memory_bytes Peak resident memory (VmHWM)."
-        );
-        let _ = writeln!(out, "# TYPE process_max_resident_memory_bytes gauge");
-        let _ = writeln!(
-            out,
-            "process_max_resident_memory_bytes {}",
-            p.max_resident_bytes
-        );
+        t.process(&p, "shaper");
     }
-    out
-}
-
-/// Reads one sample value from Prometheus text (`name` including labels,
-/// e.g. `tailor_shaper_agents{state="stale"}`); for tests and the load
-/// generator.
-pub fn sample(text: &str, name: &str) -> Option<f64> {
-    text.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
-        l.strip_prefix(name)
-            .and_then(|rest| rest.strip_prefix(' '))
-            .and_then(|v| v.trim().parse().ok())
-    })
+    t.finish()
 }
 
 #[cfg(test)]
@@ -463,13 +322,5 @@ mod tests {
         h.observe(5.0);
         assert_eq!(h.window.len(), QUANTILE_WINDOW);
         assert_eq!(h.quantile(1.0), Some(5.0));
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn reads_own_process_stats() {
-        let p = ProcessStats::read("self").expect("linux /proc");
-        assert!(p.resident_bytes > 0.0);
-        assert!(p.max_resident_bytes >= p.resident_bytes);
     }
 }

@@ -5,7 +5,7 @@
 //! * [`protocol`]: the versioned JSON wire types (`POST /v1/report`,
 //!   `POST /v1/ack`) and the deterministic mapping of agent / container /
 //!   application names to the shaper's numeric ids.
-//! * [`config`]: [`ShaperServerConfig`] (`tailor shaper --config shaper.toml`)
+//! * [`config`][]: [`ShaperServerConfig`] (`tailor shaper --config shaper.toml`)
 //!   and [`ClusterClientConfig`] (the `[cluster]` table of `agent.toml`).
 //! * [`auth`]: bearer tokens read from files whose permissions are checked.
 //! * [`state`]: the server's bookkeeping: agents, staleness, rounds, actions

@@ -227,25 +227,26 @@ fn body_error(rej: BytesRejection) -> Response {
     }
 }
 
-fn parse<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Response> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        error(
+/// The request body as JSON, or the error response (boxed: a `Response` is
+/// large and this is the cold path).
+fn parse_body<T: serde::de::DeserializeOwned>(
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, Box<Response>> {
+    let bytes = body.map_err(|rej| Box::new(body_error(rej)))?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        Box::new(error(
             StatusCode::BAD_REQUEST,
             "bad_request",
             format!("malformed JSON body: {e}"),
-        )
+        ))
     })
 }
 
 async fn report(State(sh): State<Arc<Shared>>, body: Result<Bytes, BytesRejection>) -> Response {
     let t0 = Instant::now();
-    let bytes = match body {
-        Ok(b) => b,
-        Err(rej) => return body_error(rej),
-    };
-    let req: ReportRequest = match parse(&bytes) {
+    let req: ReportRequest = match parse_body(body) {
         Ok(r) => r,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     let now_s = sh.now_s();
     let result = sh.with_state(|s| s.report(req, now_s));
@@ -259,13 +260,9 @@ async fn report(State(sh): State<Arc<Shared>>, body: Result<Bytes, BytesRejectio
 }
 
 async fn ack(State(sh): State<Arc<Shared>>, body: Result<Bytes, BytesRejection>) -> Response {
-    let bytes = match body {
-        Ok(b) => b,
-        Err(rej) => return body_error(rej),
-    };
-    let req: AckRequest = match parse(&bytes) {
+    let req: AckRequest = match parse_body(body) {
         Ok(r) => r,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     match sh.with_state(|s| s.ack(&req)) {
         Ok(r) => Json(r).into_response(),
