@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -23,16 +24,56 @@ const COLORS: [RGBColor; 6] = [
 
 type PlotResult = Result<(), String>;
 
+/// Legend name: the short name, with K1/K2 when shaping.
 fn label(s: &Summary) -> String {
     if s.policy == "baseline" {
-        "baseline".to_string()
+        short_label(s)
     } else {
-        format!("{}+{} (K1={}, K2={})", s.policy, s.forecaster, s.k1, s.k2)
+        format!("{} (K1={}, K2={})", short_label(s), s.k1, s.k2)
     }
 }
 
 fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
+}
+
+/// Draws one line per run (`curves[i]` for `runs[i]`) with a legend.
+fn draw_lines<'a, DB, X>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, RangedCoordf64>>,
+    runs: &[&RunResult],
+    curves: Vec<Vec<(f64, f64)>>,
+    legend_at: SeriesLabelPosition,
+) -> PlotResult
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64>,
+{
+    for (i, (pts, r)) in curves.into_iter().zip(runs).enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(pts, color.stroke_width(2)))
+            .map_err(err)?
+            .label(label(&r.summary))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .position(legend_at)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)
+}
+
+/// Short run name: `baseline` or `policy+forecaster`.
+fn short_label(s: &Summary) -> String {
+    if s.policy == "baseline" {
+        "baseline".to_string()
+    } else {
+        format!("{}+{}", s.policy, s.forecaster)
+    }
 }
 
 fn turnaround_cdf<DB: DrawingBackend>(
@@ -72,29 +113,17 @@ fn turnaround_cdf<DB: DrawingBackend>(
         .y_desc("fraction of applications")
         .draw()
         .map_err(err)?;
-    for (i, (c, r)) in curves.iter().zip(runs).enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let n = c.len().max(1) as f64;
-        let pts: Vec<(f64, f64)> = c
-            .iter()
-            .enumerate()
-            .map(|(k, &x)| (x, (k + 1) as f64 / n))
-            .collect();
-        chart
-            .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-            .map_err(err)?
-            .label(label(&r.summary))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
+    let lines: Vec<Vec<(f64, f64)>> = curves
+        .iter()
+        .map(|c| {
+            let n = c.len().max(1) as f64;
+            c.iter()
+                .enumerate()
+                .map(|(k, &x)| (x, (k + 1) as f64 / n))
+                .collect()
+        })
+        .collect();
+    draw_lines(&mut chart, runs, lines, SeriesLabelPosition::LowerRight)?;
     root.present().map_err(err)
 }
 
@@ -108,17 +137,7 @@ fn slack_boxes<DB: DrawingBackend>(
     let halves = root.split_evenly((1, 2));
     for (pi, (area, what)) in halves.iter().zip(["memory", "CPU"]).enumerate() {
         let n = runs.len();
-        let names: Vec<String> = runs
-            .iter()
-            .map(|r| {
-                let s = &r.summary;
-                if s.policy == "baseline" {
-                    "baseline".to_string()
-                } else {
-                    format!("{}+{}", s.policy, s.forecaster)
-                }
-            })
-            .collect();
+        let names: Vec<String> = runs.iter().map(|r| short_label(&r.summary)).collect();
         let mut chart = ChartBuilder::on(area)
             .caption(
                 format!("{what} slack (allocated - used) / allocated"),
@@ -216,28 +235,17 @@ fn queue_over_time<DB: DrawingBackend>(
         .y_desc("queued applications")
         .draw()
         .map_err(err)?;
-    for (i, r) in runs.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let pts: Vec<(f64, f64)> = r
-            .metrics
-            .timeline
-            .iter()
-            .map(|p| (p.t_s / 3600.0, p.queued_apps as f64))
-            .collect();
-        chart
-            .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-            .map_err(err)?
-            .label(label(&r.summary))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
+    let lines: Vec<Vec<(f64, f64)>> = runs
+        .iter()
+        .map(|r| {
+            r.metrics
+                .timeline
+                .iter()
+                .map(|p| (p.t_s / 3600.0, p.queued_apps as f64))
+                .collect()
+        })
+        .collect();
+    draw_lines(&mut chart, runs, lines, SeriesLabelPosition::UpperRight)?;
     root.present().map_err(err)
 }
 
