@@ -709,8 +709,11 @@ impl Gp {
                 .cfg
                 .cold_screen_iters
                 .min(self.cfg.cold_max_iters as usize);
+            // evaluation caps bound the worst case (a line search can
+            // backtrack several times per iteration)
             let screen_opts = lml::OptOptions {
                 max_iters: screen,
+                max_evals: Some(2 * screen + 2),
                 ..cold_opts
             };
             let mut lead: Option<(lml::FitResult, lml::LbfgsMemory)> = None;
@@ -733,8 +736,10 @@ impl Gp {
                 consider(r);
                 self.lbfgs = mem;
                 if screen > 0 && r.objective.is_finite() {
+                    let iters = self.cfg.cold_max_iters as usize - screen;
                     let finish_opts = lml::OptOptions {
-                        max_iters: self.cfg.cold_max_iters as usize - screen,
+                        max_iters: iters,
+                        max_evals: Some(2 * iters),
                         ..cold_opts
                     };
                     let r2 = lml::optimise_with(
