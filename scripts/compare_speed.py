@@ -16,7 +16,7 @@ GCD_VMs members 0 and 400 CPU and memory (../shared/data).
   patterns and queried, at every 5th step after step 40 (what one online
   step costs it: scikit-learn has no warm start), vs our online update
   (warm refit + forecast, periodic cold refits included) and our cold fit
-  (3 starts) on the same 40-point windows.
+  (3 starts) on 40-point windows (every 3rd step, fastest of 5).
 Ours are measured by `forecaster/examples/speed.rs` (medians).
 """
 import json
