@@ -36,23 +36,9 @@ impl Rng {
     }
 }
 
-fn cpu_ticks() -> u64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // fields after the command name (which is in parentheses)
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 (1-based); rest starts at field 3
-    let get = |i: usize| {
-        f.get(i - 3)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    get(14) + get(15)
-}
-
-fn clk_tck() -> f64 {
-    // Linux's USER_HZ is 100 on every supported architecture
-    100.0
+/// CPU seconds (user + sys, all threads) of this process so far.
+fn cpu_s() -> f64 {
+    agent::prom::ProcessStats::read("self").map_or(0.0, |p| p.cpu_seconds)
 }
 
 /// Usage of container `i` at round `r`: (memory bytes, CPU cores).
@@ -138,7 +124,7 @@ fn main() {
             eprintln!("round failed: {e}");
         }
     }
-    let c0 = cpu_ticks();
+    let c0 = cpu_s();
     let t0 = std::time::Instant::now();
     let mut seen = 0usize;
     for _ in 0..rounds {
@@ -147,9 +133,9 @@ fn main() {
             Err(e) => eprintln!("round failed: {e}"),
         }
     }
-    let cpu_s = (cpu_ticks() - c0) as f64 / clk_tck();
+    let used_s = cpu_s() - c0;
     let wall_s = t0.elapsed().as_secs_f64();
-    let per_round_ms = cpu_s / rounds as f64 * 1e3;
+    let per_round_ms = used_s / rounds as f64 * 1e3;
     println!(
         "containers={n} running_in_view={seen} warmup_rounds={warmup} rounds={rounds} forecaster={} cpu_ms_per_round={per_round_ms:.2} wall_ms_per_round={:.2} pct_of_one_core_at_{interval_s}s={:.3}",
         forecaster.kind,
@@ -184,11 +170,11 @@ fn main() {
         for r in 1..=warmup {
             feed(&mut models, r, &mut rng);
         }
-        let c0 = cpu_ticks();
+        let c0 = cpu_s();
         for r in warmup + 1..=warmup + rounds {
             feed(&mut models, r, &mut rng);
         }
-        let f_ms = (cpu_ticks() - c0) as f64 / clk_tck() / rounds as f64 * 1e3;
+        let f_ms = (cpu_s() - c0) / rounds as f64 * 1e3;
         println!(
             "forecasters only: cpu_ms_per_round={f_ms:.2} ({:.0}% of the round)",
             100.0 * f_ms / per_round_ms.max(1e-9)
