@@ -1,5 +1,10 @@
 //! GP regression math: kernels, log marginal likelihood with analytic
-//! gradients, the L-BFGS hyperparameter fit (argmin) and the predictive.
+//! gradients, the L-BFGS hyperparameter fit and the predictive.
+//!
+//! The fit uses our own projected L-BFGS in log space rather than argmin's:
+//! it honours box bounds (like L-BFGS-B), runs on a reusable workspace with
+//! no allocation per evaluation and keeps its curvature pairs from one
+//! online step to the next, which the warm refits rely on.
 //!
 //! Inputs are patterns `[t, y_{t-h}, ..., y_{t-1}]`. The distance between two
 //! patterns is `r = sqrt(dt^2 / l_t^2 + |dy|^2 / l_h^2)` with a time
