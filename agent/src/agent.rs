@@ -642,13 +642,18 @@ impl<R: ContainerRuntime> Agent<R> {
         Ok(())
     }
 
-    fn request_of(&self, t: &Tracked, cap: Resources) -> Resources {
-        let orig = self
-            .state
+    /// The limits a container was started with (its request), as first
+    /// seen by this agent or a previous run of it.
+    fn original_limits(&self, t: &Tracked) -> Limits {
+        self.state
             .originals
             .get(&t.info.id)
             .copied()
-            .unwrap_or(t.info.limits);
+            .unwrap_or(t.info.limits)
+    }
+
+    fn request_of(&self, t: &Tracked, cap: Resources) -> Resources {
+        let orig = self.original_limits(t);
         Resources::new(
             t.labels
                 .request_cpu_cores
@@ -800,12 +805,7 @@ impl<R: ContainerRuntime> Agent<R> {
     }
 
     fn limits_update(&self, t: &Tracked, to: Resources) -> ResourceUpdate {
-        let orig = self
-            .state
-            .originals
-            .get(&t.info.id)
-            .copied()
-            .unwrap_or(t.info.limits);
+        let orig = self.original_limits(t);
         let mem = to.mem_bytes.max(self.cfg.min_mem_bytes as f64);
         let mem = ((mem / PAGE as f64).ceil() as u64).saturating_mul(PAGE);
         let cores = (to.cpu_cores.max(self.cfg.min_cpu_cores) * 1000.0).round() / 1000.0;
@@ -979,12 +979,7 @@ impl<R: ContainerRuntime> Agent<R> {
     /// limit with `update`).
     fn original_update(&self, t: &Tracked) -> ResourceUpdate {
         let cap = self.capacity();
-        let orig = self
-            .state
-            .originals
-            .get(&t.info.id)
-            .copied()
-            .unwrap_or(t.info.limits);
+        let orig = self.original_limits(t);
         let mem = orig
             .mem_bytes
             .unwrap_or_else(|| (cap.mem_bytes as u64 / PAGE) * PAGE);

@@ -368,40 +368,12 @@ async fn overload_evicts_youngest_elastic_of_last_app_then_restarts_it() {
 
 #[tokio::test]
 async fn oom_kill_makes_the_next_allocation_grow() {
-    let mut r = rig(config(""));
-    r.agent.start_event_listener();
-    r.fake.add(
-        "tight",
-        &[ENABLE],
-        Some(100 * MIB),
-        CpuLimit::Nano {
-            nano_cpus: 1_000_000_000,
-        },
-        900.0,
-    );
-    for _ in 0..4 {
-        r.step(&[("tight", 90 * MIB, 0.1)]).await;
-    }
-    let before = r
-        .fake
-        .container("tight")
-        .expect("exists")
-        .info
-        .limits
-        .mem_bytes
-        .expect("limited");
+    let (mut r, before) = oom_rig(true).await;
     r.fake.oom("tight");
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     let rep = r.step(&[("tight", 90 * MIB, 0.1)]).await;
     assert_eq!(rep.view.containers[0].oom_kills, 1);
-    let mem = r
-        .fake
-        .container("tight")
-        .expect("exists")
-        .info
-        .limits
-        .mem_bytes
-        .expect("limited");
+    let mem = r.mem_limit("tight");
     assert!(
         mem >= before + 100 * MIB,
         "after an OOM kill at {} MiB the limit grows by >= 100 MiB, got {}",
@@ -571,8 +543,8 @@ impl CloneWith for AgentConfig {
     }
 }
 
-/// A container OOM-killed at `before` MiB limit, run through `rounds`
-/// rounds at 90 MiB usage first.
+/// A container with a 100 MiB limit after 4 rounds at 90 MiB usage (the
+/// agent has shaped it to `before`), optionally with the event listener.
 async fn oom_rig(listener: bool) -> (Rig, u64) {
     let mut r = rig(config(""));
     if listener {
