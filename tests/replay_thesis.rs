@@ -23,12 +23,10 @@
 //! * **GP as in the thesis's experiments** (section 4.4: "both models
 //!   consider a small history of the ten past observations"): history
 //!   h = 10, N = h = 10 training patterns, instead of the library's
-//!   defaults (h = 20, N = 40).
-//! * **No hysteresis** (`min_relative_change = 0`): the shaper skips growths
-//!   below `min_relative_change` unless they are needed to stay above
-//!   *current* usage, so a growth towards a forecast peak that the request
-//!   caps within 5% of the current allocation is skipped and even an oracle
-//!   OOMs.
+//!   default (h = N = 20).
+//! * **No hysteresis** (`min_relative_change = 0`), as in the thesis:
+//!   every planned resize is applied, so the runs show the buffer's effect
+//!   alone.
 //!
 //! Setups: bundled slice x2 stretch, half capacity; synthetic (seed 1,
 //! 1,000 applications) x8 stretch, 30% capacity; part 0 (first 1,500
