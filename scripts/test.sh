@@ -7,6 +7,9 @@
 # 2. The Docker test image tailor-test:latest, built with `docker import` from
 #    busybox-static + tools/loadgen.c (tools/build-test-image.sh).
 # 3. cargo test --workspace --all-targets.
+# 4. With the full traces in ../shared/data (CI always has them): the heavy
+#    thesis check on Google 2011 part 0 (GP, #[ignore]d in the debug suite),
+#    in release.
 #
 # The Docker integration tests (tests/agent_*.rs, tests/cluster_*.rs) FAIL
 # when CI=true and Docker is unavailable; outside CI they skip loudly. So a
@@ -22,4 +25,12 @@ if ! tools/build-test-image.sh; then
     echo "test.sh: WARNING: could not build the test image; Docker tests will fail in CI / skip outside it" >&2
 fi
 
-cargo test --workspace --all-targets --no-fail-fast
+status=0
+cargo test --workspace --all-targets --no-fail-fast || status=$?
+
+if [ -d ../shared/data/google-2011 ]; then
+    cargo test --release --test replay_thesis -- --ignored || status=$?
+else
+    echo "test.sh: skipped the release part-0 thesis check: ../shared/data not found"
+fi
+exit "$status"
