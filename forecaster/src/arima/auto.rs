@@ -12,6 +12,17 @@ use super::ArimaError;
 const NMODELS: usize = 94;
 /// Largest p + q of the non-stepwise search.
 const MAX_ORDER: usize = 5;
+/// Stepwise neighbours `(dp, dq)` in statsforecast's order.
+const NEIGHBOUR_MOVES: [(i32, i32); 8] = [
+    (-1, 0),
+    (0, -1),
+    (1, 0),
+    (0, 1),
+    (-1, -1),
+    (-1, 1),
+    (1, -1),
+    (1, 1),
+];
 /// Iteration limit of cold fits (R / statsforecast use 100).
 const COLD_MAX_ITER: usize = 100;
 
@@ -351,16 +362,7 @@ pub(crate) fn search_d(
                 !tried.contains(&(p, q, c))
             };
             // neighbours in statsforecast's order: (dp, dq)
-            let moves: [(i32, i32); 8] = [
-                (-1, 0),
-                (0, -1),
-                (1, 0),
-                (0, 1),
-                (-1, -1),
-                (-1, 1),
-                (1, -1),
-                (1, 1),
-            ];
+            let moves = NEIGHBOUR_MOVES;
             let mut moved = false;
             for (dp, dq) in moves {
                 let np = p as i32 + dp;
@@ -514,16 +516,7 @@ pub(crate) fn search_local(
     let mut best_ic = first.1;
     let mut best_idx = 0;
     all.push(first);
-    let moves: [(i32, i32); 8] = [
-        (-1, 0),
-        (0, -1),
-        (1, 0),
-        (0, 1),
-        (-1, -1),
-        (-1, 1),
-        (1, -1),
-        (1, 1),
-    ];
+    let moves = NEIGHBOUR_MOVES;
     loop {
         if tried.len() >= NMODELS {
             break;

@@ -217,7 +217,7 @@ impl SsModel {
     pub fn filter(&mut self, y: &[f64], mut resid: Option<&mut Vec<f64>>) -> LikeSums {
         let (r, d, rd) = (self.r, self.d, self.rd);
         let mut ssq = 0.0;
-        let mut sumlog = 0.0;
+        let mut logs = LogGainSum::new();
         let mut nu = 0usize;
         let mut a = [0.0; MAX_RD];
         let mut anew = [0.0; MAX_RD];
@@ -231,8 +231,6 @@ impl SsModel {
         // the gain is constant: the remaining steps only update the state.
         let mut steady = false;
         let mut gain = 1.0;
-        let mut ln_gain = f64::NAN;
-        let mut gain_prod = 1.0f64;
         let mut mm = [0.0; MAX_RD * MAX_RD];
         for (l, &yl) in y.iter().enumerate() {
             self.predict_state(&a, &mut anew);
@@ -259,20 +257,7 @@ impl SsModel {
             if gain < 1e4 {
                 nu += 1;
                 ssq += resid0 * resid0 / gain;
-                if !steady {
-                    // sum of logs as the log of a product, flushed before
-                    // it can overflow (gains are in (0, 1e4))
-                    gain_prod *= gain;
-                    if !(1e-200..=1e200).contains(&gain_prod) {
-                        sumlog += gain_prod.ln();
-                        gain_prod = 1.0;
-                    }
-                } else {
-                    if ln_gain.is_nan() {
-                        ln_gain = gain.ln();
-                    }
-                    sumlog += ln_gain;
-                }
+                logs.add(gain, steady);
             }
             if let Some(res) = resid.as_deref_mut() {
                 res.push(resid0 / gain.sqrt());
@@ -296,10 +281,13 @@ impl SsModel {
                 }
             }
         }
-        sumlog += gain_prod.ln();
         self.a = a;
         self.pmat = pm;
-        LikeSums { ssq, sumlog, nu }
+        LikeSums {
+            ssq,
+            sumlog: logs.total(),
+            nu,
+        }
     }
 
     /// Kalman forecast from the filtered state: `(mean, variance / sigma2)`
@@ -383,11 +371,9 @@ pub(crate) fn arma_likelihood(
     let mut anew = [0.0; S];
     let mut kg = [0.0; MAX_R];
     let mut ssq = 0.0;
-    let mut sumlog = 0.0;
+    let mut logs = LogGainSum::new();
     let mut nu = 0usize;
     let mut gain = 1.0;
-    let mut ln_gain = f64::NAN;
-    let mut gain_prod = 1.0f64;
     let mut steady = false;
     for (l, &wl) in w.iter().enumerate() {
         // predict: anew = T a (a[r] is a permanent 0)
@@ -422,18 +408,7 @@ pub(crate) fn arma_likelihood(
         if gain < 1e4 {
             nu += 1;
             ssq += resid * resid / gain;
-            if !steady {
-                gain_prod *= gain;
-                if !(1e-200..=1e200).contains(&gain_prod) {
-                    sumlog += gain_prod.ln();
-                    gain_prod = 1.0;
-                }
-            } else {
-                if ln_gain.is_nan() {
-                    ln_gain = gain.ln();
-                }
-                sumlog += ln_gain;
-            }
+            logs.add(gain, steady);
         }
         for i in 0..r {
             a[i] = anew[i] + kg[i] * resid;
@@ -456,8 +431,11 @@ pub(crate) fn arma_likelihood(
             }
         }
     }
-    sumlog += gain_prod.ln();
-    Some(LikeSums { ssq, sumlog, nu })
+    Some(LikeSums {
+        ssq,
+        sumlog: logs.total(),
+        nu,
+    })
 }
 
 /// Unconditional covariance of the stationary ARMA state (r x r, row major):
@@ -595,6 +573,46 @@ pub fn psi_weights(phi: &[f64], theta: &[f64], d: usize, h: usize) -> Vec<f64> {
         psi[j] = v;
     }
     psi
+}
+
+/// Sum of `ln(gain)` over the filter's steps, taken as the log of a running
+/// product (flushed before it can overflow; gains are in (0, 1e4)), and as
+/// one cached log once the filter has reached its steady state.
+#[derive(Clone, Copy, Debug)]
+struct LogGainSum {
+    sum: f64,
+    prod: f64,
+    steady_ln: f64,
+}
+
+impl LogGainSum {
+    fn new() -> Self {
+        Self {
+            sum: 0.0,
+            prod: 1.0,
+            steady_ln: f64::NAN,
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, gain: f64, steady: bool) {
+        if steady {
+            if self.steady_ln.is_nan() {
+                self.steady_ln = gain.ln();
+            }
+            self.sum += self.steady_ln;
+        } else {
+            self.prod *= gain;
+            if !(1e-200..=1e200).contains(&self.prod) {
+                self.sum += self.prod.ln();
+                self.prod = 1.0;
+            }
+        }
+    }
+
+    fn total(self) -> f64 {
+        self.sum + self.prod.ln()
+    }
 }
 
 #[cfg(test)]
