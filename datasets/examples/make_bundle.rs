@@ -9,14 +9,22 @@
 //! - `data/usage-pool.txt.gz`: the usage-series pool (CPU + memory shapes
 //!   from GCD_VMs, Bitbrains, Google 2019 instances, the Google 2011 derived
 //!   job series and Alibaba containers) and the usage/request ratio
-//!   quantiles measured on the task_usage sample joined with task_events.
+//!   quantiles measured on the task_usage sample joined with task_events,
+//!   with the job-level coherence of those ratios
+//!   (`datasets::coherence`, `datasets::pool::JobCoherence`).
+//! - `data/google-2019-slice/<job>/<task>.csv.gz`: rows of 5 Google 2019
+//!   instance_usage task files (header + rows copied byte for byte): tasks
+//!   4 and 78 of job 113812204462 between 1,337,000 s and 1,350,000 s (two
+//!   in-place memory-limit changes; task 4 starts inside the window) and
+//!   the first 60 rows of tasks 0, 3 and 4 of job 380263806889.
 //!
 //! Usage: `cargo run --release -p datasets --example make_bundle -- [SHARED_DATA] [OUT_DATA] [N_MACHINES]`
 
+use datasets::coherence::sample_ratios;
 use datasets::google2011::reader::{
     MachineEvent, TableReader, TaskEvent, TaskEventType, TaskUsage,
 };
-use datasets::pool::{load_pool, PoolSeries, RequestRatios, UsagePool};
+use datasets::pool::{load_pool, JobCoherence, PoolSeries, RequestRatios, UsagePool};
 use datasets::series::load_series;
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Write};
@@ -153,9 +161,17 @@ fn main() -> Res<()> {
             .collect()
     };
     println!("ratio samples: {}", cpu_r.len());
+    let tu = g.join("task_usage/part-00000-of-00500.first10000rows.with-header.csv");
+    let samples = sample_ratios(&[te.as_path()], &[tu.as_path()], false)?;
+    let job = JobCoherence::from_samples(&samples, 200).ok_or("no job coherence measurable")?;
+    println!(
+        "job coherence: within-job share of var log(CPU ratio) {:.4}, of var log(peak memory ratio) {:.4}",
+        job.measured_within_share_cpu, job.measured_within_share_mem_peak
+    );
     let ratios = RequestRatios {
         cpu: quantiles(cpu_r),
         mem: quantiles(mem_r),
+        job: Some(job),
     };
 
     // Pool: all sources except the big GCD archive, plus every 8th GCD VM.
@@ -188,5 +204,54 @@ fn main() -> Res<()> {
     pool.write(&mut w)?;
     w.finish()?;
     println!("pool: {} series", pool.series.len());
+
+    // Google 2019 slice.
+    let g19 = shared.join("google-2019/instance_usage");
+    let slice19 = out.join("google-2019-slice");
+    let pick: [(&str, &str, u64, u64, usize); 5] = [
+        ("113812204462", "4-", 1_337_000, 1_350_000, usize::MAX),
+        ("113812204462", "78-", 1_337_000, 1_350_000, usize::MAX),
+        ("380263806889", "0-", 0, u64::MAX, 60),
+        ("380263806889", "3-", 0, u64::MAX, 60),
+        ("380263806889", "4-", 0, u64::MAX, 60),
+    ];
+    for (job, prefix, from_s, to_s, max_rows) in pick {
+        let dir = g19.join(job);
+        let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+            })
+            .collect();
+        names.sort();
+        let src = names
+            .first()
+            .ok_or_else(|| format!("{}: no {prefix}* file", dir.display()))?;
+        let task = prefix.trim_end_matches('-');
+        let r = datasets::io::open(src)?;
+        let mut w = gz_writer(&slice19.join(job).join(format!("{task}.csv.gz")))?;
+        let mut n = 0usize;
+        for (i, line) in r.lines().enumerate() {
+            let line = line?;
+            if i == 0 {
+                writeln!(w, "{line}")?;
+                continue;
+            }
+            let t_s = fields(&line)
+                .first()
+                .and_then(|t| t.parse::<u64>().ok())
+                .map_or(0, |t| t / 1_000_000);
+            if t_s >= from_s && t_s <= to_s && n < max_rows {
+                writeln!(w, "{line}")?;
+                n += 1;
+            }
+        }
+        w.finish()?;
+        println!(
+            "google-2019 slice: {job}/{task}: {n} rows from {}",
+            src.display()
+        );
+    }
     Ok(())
 }

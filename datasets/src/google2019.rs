@@ -119,3 +119,667 @@ impl Table for InstanceUsage {
         })
     }
 }
+
+// ---------------------------------------------------------------------------
+// The Google 2019 per-task workload (`--workload google2019:DIR`).
+
+use crate::workload::{
+    AppSpec, Class, ComponentSpec, HostSpec, RequestChange, Resources, Shape, UsageSeries, Workload,
+};
+use crate::DatasetError;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+const MIB: f64 = 1024.0 * 1024.0;
+/// Directory levels [`task_files`] descends below `DIR`.
+const MAX_DEPTH: usize = 4;
+/// Bytes of a file's first line read to recognise an instance_usage header.
+const HEADER_LIMIT: u64 = 4096;
+
+/// Configuration of [`build_workload`]. Every field has a documented default.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Google2019Config {
+    /// Capacity of a machine whose normalised capacity is 1.0 (NCU and NMU
+    /// are normalised to the largest machine). Default 32 cores / 128 GiB,
+    /// as for Google 2011.
+    pub max_machine: Resources,
+    /// Number of hosts. Default `None`: one host per distinct `machine_id`
+    /// seen in the rows of the kept tasks.
+    pub hosts: Option<usize>,
+    /// Every host's capacity = `max_machine * host_capacity_scale`.
+    /// Default 1.0.
+    pub host_capacity_scale: f64,
+    /// Trace time (µs) mapped to workload time 0. Default `None`: the
+    /// earliest row of the kept tasks.
+    pub origin_us: Option<u64>,
+    /// Length of the usage grid step. Default 300 s (the trace's window);
+    /// at least 60 s.
+    pub interval_s: f64,
+    /// A gap between two consecutive rows of a task longer than this ends
+    /// a run: the task was down (every such gap in the shared sample comes
+    /// with a machine change) and the next row starts a new run, replayed
+    /// as another component of the same application submitted at its own
+    /// time. Shorter gaps hold the last window's values. Default 3,600 s;
+    /// at most 86,400 s.
+    pub max_gap_s: f64,
+    /// Floor on requests (limits can be 0). Default 0.01 cores / 16 MiB.
+    pub min_request: Resources,
+    /// Skip and count malformed rows instead of failing. Default false.
+    pub lenient: bool,
+    /// Workload name. Default `google-2019:<directory name>`.
+    pub name: Option<String>,
+}
+
+impl Default for Google2019Config {
+    fn default() -> Self {
+        Google2019Config {
+            max_machine: Resources::new(32.0, 128.0 * GIB),
+            hosts: None,
+            host_capacity_scale: 1.0,
+            origin_us: None,
+            interval_s: 300.0,
+            max_gap_s: 3600.0,
+            min_request: Resources::new(0.01, 16.0 * MIB),
+            lenient: false,
+            name: None,
+        }
+    }
+}
+
+impl Google2019Config {
+    /// Checks every field; reports all problems at once.
+    pub fn validate(&self) -> Result<(), DatasetError> {
+        let mut errs = Vec::new();
+        let pos = |v: f64| v.is_finite() && v > 0.0;
+        if !pos(self.max_machine.cpu_cores) || !pos(self.max_machine.mem_bytes) {
+            errs.push("max_machine must be positive and finite".to_string());
+        }
+        if !pos(self.host_capacity_scale) {
+            errs.push("host_capacity_scale must be positive and finite".to_string());
+        }
+        if !(self.interval_s.is_finite() && self.interval_s >= 60.0) {
+            errs.push("interval_s must be at least 60".to_string());
+        }
+        if !(self.max_gap_s.is_finite()
+            && self.max_gap_s >= self.interval_s
+            && self.max_gap_s <= 86_400.0)
+        {
+            errs.push("max_gap_s must be in [interval_s, 86400]".to_string());
+        }
+        if !(self.min_request.cpu_cores.is_finite()
+            && self.min_request.cpu_cores >= 0.0
+            && self.min_request.mem_bytes.is_finite()
+            && self.min_request.mem_bytes >= 0.0)
+        {
+            errs.push("min_request must be >= 0 and finite".to_string());
+        }
+        if self.hosts == Some(0) {
+            errs.push("hosts must be at least 1".to_string());
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(DatasetError::Config(errs))
+        }
+    }
+}
+
+/// What [`build_workload_from_files`] read, kept and dropped.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Google2019Report {
+    /// instance_usage files read.
+    pub files: u64,
+    /// `*.csv`/`*.csv.gz` files under the directory skipped because their
+    /// header is not the 40-column instance_usage header.
+    pub skipped_files: u64,
+    pub rows: u64,
+    /// Malformed rows skipped (lenient mode only).
+    pub skipped_rows: u64,
+    /// Rows without `avg_memory_usage` or `avg_cpu_usage` (left out).
+    pub rows_without_usage: u64,
+    /// Rows repeating a (task, time) already read (left out).
+    pub duplicate_rows: u64,
+    pub tasks: u64,
+    /// Tasks without any `memory_limit`/`cpu_limit` (dropped).
+    pub dropped_no_request: u64,
+    /// Components = runs of tasks (a task down for more than `max_gap_s`
+    /// has several).
+    pub components: u64,
+    pub apps: u64,
+    pub request_changes: u64,
+    /// Grid windows with no row (inside a run), filled with the previous
+    /// window's values.
+    pub filled_windows: u64,
+    /// Windows whose in-window memory peak exceeds the request in force.
+    pub windows_peak_over_request: u64,
+    pub windows: u64,
+    pub hosts: u64,
+}
+
+/// Every `*.csv` / `*.csv.gz` file under `dir` (descending at most 4
+/// levels), sorted by path.
+pub fn task_files(dir: &Path) -> Result<Vec<PathBuf>, DatasetError> {
+    fn walk(d: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), DatasetError> {
+        let rd = std::fs::read_dir(d).map_err(|e| DatasetError::io(d, e))?;
+        for entry in rd {
+            let entry = entry.map_err(|e| DatasetError::io(d, e))?;
+            let p = entry.path();
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if p.is_dir() {
+                if depth < MAX_DEPTH && !name.starts_with('.') {
+                    walk(&p, depth + 1, out)?;
+                }
+            } else if p.is_file() && (name.ends_with(".csv") || name.ends_with(".csv.gz")) {
+                out.push(p);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(dir, 0, &mut out)?;
+    out.sort();
+    Ok(out)
+}
+
+/// Builds a workload from every instance_usage task CSV under `dir` (see
+/// [`build_workload_from_files`] for the rules).
+pub fn build_workload(dir: &Path, cfg: &Google2019Config) -> Result<Workload, DatasetError> {
+    let files = task_files(dir)?;
+    if files.is_empty() {
+        return Err(DatasetError::format(dir, "no *.csv or *.csv.gz files"));
+    }
+    let mut cfg = cfg.clone();
+    if cfg.name.is_none() {
+        let base = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        cfg.name = Some(format!("google-2019:{base}"));
+    }
+    let (w, report) = build_workload_from_files(&files, &cfg)?;
+    tracing::info!(?report, "built Google 2019 workload");
+    Ok(w)
+}
+
+/// One usable row of a task.
+#[derive(Clone, Copy, Debug)]
+struct Row {
+    time_us: u64,
+    machine: Option<u64>,
+    cpu: f64,
+    mem: f64,
+    mem_peak: f64,
+    cpu_limit: Option<f64>,
+    mem_limit: Option<f64>,
+}
+
+/// Builds a workload from Google 2019 instance_usage files (the
+/// `../shared/data/google-2019/instance_usage/<job>/<task>-….csv` layout,
+/// one task per file, 40-column header; files with another header are
+/// skipped and counted):
+///
+/// - **Applications** = jobs (`collection_id`); priority = the highest row
+///   priority; every component is core (these are latency-sensitive
+///   services, scheduling class 3 in the sample). Arrival = the job's
+///   earliest row (time minus the origin).
+/// - **Components** = runs of tasks (`collection_id`, `instance_index`;
+///   rows of one task may come from several files). A task's rows, sorted
+///   by time, form one run unless two consecutive rows are more than
+///   `max_gap_s` apart: then the task was down and the next row starts a
+///   new run. Each run is a component submitted `start_delay_s` = (its
+///   first row - the job's arrival) after the application arrives.
+/// - **Usage**: a regular grid of `interval_s` windows from the run's first
+///   row; every row falls in the window `floor((time - first) /
+///   interval_s)`. A window's CPU and memory = the mean of its rows'
+///   `avg_cpu_usage`, `avg_memory_usage`; its memory peak = the max of their
+///   `max_memory_usage` (the mean when empty); a window without rows holds
+///   the previous window. Values times `max_machine`.
+/// - **Work** = the run's length: windows x `interval_s`.
+/// - **Request in force** = the last row's `cpu_limit`, `memory_limit` of
+///   each window (a row without one keeps the previous), times
+///   `max_machine`, floored at `min_request`. The first window's is the
+///   request; every window whose request differs from the previous one's is
+///   a [`RequestChange`] at `window x interval_s` seconds. A task with no
+///   limit at all is dropped.
+/// - **Hosts**: `hosts` hosts, default one per distinct `machine_id` seen,
+///   each of capacity `max_machine * host_capacity_scale` (the sample has no
+///   machine table; the machine a task ran on is not kept: the simulator
+///   places components itself).
+pub fn build_workload_from_files(
+    files: &[PathBuf],
+    cfg: &Google2019Config,
+) -> Result<(Workload, Google2019Report), DatasetError> {
+    cfg.validate()?;
+    let mut report = Google2019Report::default();
+    let mut tasks: BTreeMap<(u64, u64), Vec<Row>> = BTreeMap::new();
+    let mut priority: BTreeMap<u64, u64> = BTreeMap::new();
+    for path in files {
+        let head = crate::io::first_line(path, HEADER_LIMIT)?;
+        if !header_matches(&head) {
+            tracing::warn!(path = %path.display(), "not a 40-column instance_usage file; skipped");
+            report.skipped_files += 1;
+            continue;
+        }
+        report.files += 1;
+        let mut r = crate::TableReader::<InstanceUsage>::open(path, cfg.lenient)?;
+        while let Some(u) = r.next_row()? {
+            let (Some(cpu), Some(mem)) = (u.avg_cpu_usage, u.avg_memory_usage) else {
+                report.rows_without_usage += 1;
+                continue;
+            };
+            let key = (u.collection_id, u.instance_index);
+            let p = priority.entry(u.collection_id).or_insert(0);
+            *p = (*p).max(u.priority.unwrap_or(0));
+            tasks.entry(key).or_default().push(Row {
+                time_us: u.time_us,
+                machine: u.machine_id,
+                cpu: cpu.max(0.0),
+                mem: mem.max(0.0),
+                mem_peak: u.max_memory_usage.unwrap_or(mem).max(mem).max(0.0),
+                cpu_limit: u.cpu_limit,
+                mem_limit: u.memory_limit,
+            });
+        }
+        report.rows += r.rows();
+        report.skipped_rows += r.skipped();
+    }
+    if report.files == 0 {
+        return Err(DatasetError::Empty(
+            "no Google 2019 instance_usage file (40-column header) found".into(),
+        ));
+    }
+    report.tasks = tasks.len() as u64;
+    // Sort, drop duplicate times and tasks without any limit.
+    tasks.retain(|_, rows| {
+        rows.sort_by_key(|r| r.time_us);
+        let before = rows.len();
+        rows.dedup_by_key(|r| r.time_us);
+        report.duplicate_rows += (before - rows.len()) as u64;
+        let has = rows.iter().any(|r| r.cpu_limit.is_some())
+            && rows.iter().any(|r| r.mem_limit.is_some());
+        if !has {
+            report.dropped_no_request += 1;
+        }
+        has
+    });
+    let origin = match cfg.origin_us {
+        Some(o) => o,
+        None => tasks
+            .values()
+            .filter_map(|r| r.first().map(|r| r.time_us))
+            .min()
+            .unwrap_or(0),
+    };
+    let machines: BTreeSet<u64> = tasks
+        .values()
+        .flat_map(|rows| rows.iter().filter_map(|r| r.machine))
+        .collect();
+
+    // Runs per job: (start µs, component).
+    let interval_us = (cfg.interval_s * 1e6) as u64;
+    let max_gap_us = (cfg.max_gap_s * 1e6) as u64;
+    let mut jobs: BTreeMap<u64, Vec<(u64, ComponentSpec)>> = BTreeMap::new();
+    for (&(job, _task), rows) in &tasks {
+        let mut start = 0;
+        for i in 1..=rows.len() {
+            if i == rows.len() || rows[i].time_us - rows[i - 1].time_us > max_gap_us {
+                let run = &rows[start..i];
+                start = i;
+                if let Some(c) = run_component(run, interval_us, cfg, &mut report) {
+                    jobs.entry(job).or_default().push((run[0].time_us, c));
+                }
+            }
+        }
+    }
+    let mut apps = Vec::with_capacity(jobs.len());
+    for (job, mut runs) in jobs {
+        runs.sort_by_key(|r| r.0);
+        let Some(&(first_us, _)) = runs.first() else {
+            continue;
+        };
+        let components: Vec<ComponentSpec> = runs
+            .into_iter()
+            .map(|(t, mut c)| {
+                c.start_delay_s = t.saturating_sub(first_us) as f64 / 1e6;
+                c
+            })
+            .collect();
+        report.components += components.len() as u64;
+        apps.push(AppSpec {
+            id: job,
+            arrival_s: first_us.saturating_sub(origin) as f64 / 1e6,
+            priority: i32::try_from(priority.get(&job).copied().unwrap_or(0)).unwrap_or(i32::MAX),
+            components,
+        });
+    }
+    apps.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s).then(a.id.cmp(&b.id)));
+    if apps.is_empty() {
+        return Err(DatasetError::Empty(
+            "no Google 2019 task with usage and limits".into(),
+        ));
+    }
+    report.apps = apps.len() as u64;
+    let n_hosts = cfg.hosts.unwrap_or(machines.len()).max(1);
+    let cap = Resources::new(
+        cfg.max_machine.cpu_cores * cfg.host_capacity_scale,
+        cfg.max_machine.mem_bytes * cfg.host_capacity_scale,
+    );
+    report.hosts = n_hosts as u64;
+    let name = cfg
+        .name
+        .clone()
+        .unwrap_or_else(|| "google-2019".to_string());
+    Ok((
+        Workload {
+            name,
+            hosts: vec![HostSpec { capacity: cap }; n_hosts],
+            apps,
+        },
+        report,
+    ))
+}
+
+fn header_matches(line: &str) -> bool {
+    let cols: Vec<&str> = line.trim_end().split(',').map(str::trim).collect();
+    cols.as_slice() == InstanceUsage::COLUMNS
+}
+
+/// One run of a task (rows sorted by time, consecutive rows at most
+/// `max_gap_s` apart) as a component; `None` when it has no limit at all.
+fn run_component(
+    run: &[Row],
+    interval_us: u64,
+    cfg: &Google2019Config,
+    report: &mut Google2019Report,
+) -> Option<ComponentSpec> {
+    let first = run.first()?.time_us;
+    let last = run.last()?.time_us;
+    // Bounded: consecutive rows are at most max_gap_s (<= 1 day) apart and
+    // interval_s >= 60 s, so the grid has at most rows x 1,441 windows.
+    let n = usize::try_from((last - first) / interval_us.max(1)).ok()? + 1;
+    // Per window: (cpu sum, mem sum, rows, peak max, cpu limit, mem limit).
+    let mut win: Vec<(f64, f64, u32, f64, Option<f64>, Option<f64>)> =
+        vec![(0.0, 0.0, 0, 0.0, None, None); n];
+    for r in run {
+        let k = usize::try_from((r.time_us - first) / interval_us.max(1))
+            .ok()?
+            .min(n - 1);
+        let w = &mut win[k];
+        w.0 += r.cpu;
+        w.1 += r.mem;
+        w.2 += 1;
+        w.3 = w.3.max(r.mem_peak);
+        if r.cpu_limit.is_some() {
+            w.4 = r.cpu_limit;
+        }
+        if r.mem_limit.is_some() {
+            w.5 = r.mem_limit;
+        }
+    }
+    // Limits: carry forward, and back-fill the windows before the first one.
+    let first_cpu = run.iter().find_map(|r| r.cpu_limit)?;
+    let first_mem = run.iter().find_map(|r| r.mem_limit)?;
+    let mm = cfg.max_machine;
+    let req_of = |c: f64, m: f64| {
+        Resources::new(
+            (c * mm.cpu_cores).max(cfg.min_request.cpu_cores),
+            (m * mm.mem_bytes).max(cfg.min_request.mem_bytes),
+        )
+    };
+    let mut cpu = Vec::with_capacity(n);
+    let mut mem = Vec::with_capacity(n);
+    let mut peak = Vec::with_capacity(n);
+    let mut changes = Vec::new();
+    let (mut lc, mut lm) = (first_cpu, first_mem);
+    let mut prev = (0.0f32, 0.0f32, 0.0f32);
+    let request = req_of(first_cpu, first_mem);
+    let mut in_force = request;
+    for (k, w) in win.iter().enumerate() {
+        if w.2 > 0 {
+            let rows = f64::from(w.2);
+            prev = (
+                (w.0 / rows) as f32,
+                (w.1 / rows) as f32,
+                w.3.max(w.1 / rows) as f32,
+            );
+        } else {
+            report.filled_windows += 1;
+        }
+        cpu.push(prev.0);
+        mem.push(prev.1);
+        peak.push(prev.2);
+        lc = w.4.unwrap_or(lc);
+        lm = w.5.unwrap_or(lm);
+        let req = req_of(lc, lm);
+        if k > 0 && req != in_force {
+            changes.push(RequestChange {
+                at_elapsed_s: k as f64 * cfg.interval_s,
+                request: req,
+            });
+            report.request_changes += 1;
+        }
+        in_force = req;
+        report.windows += 1;
+        if f64::from(prev.2) * mm.mem_bytes > req.mem_bytes {
+            report.windows_peak_over_request += 1;
+        }
+    }
+    let shape = |v: Vec<f32>, scale: f64| Shape {
+        values: Arc::from(v),
+        scale,
+        offset: 0,
+        bias: 0.0,
+    };
+    let mut c = ComponentSpec::new(
+        Class::Core,
+        request,
+        n as f64 * cfg.interval_s,
+        UsageSeries {
+            interval_s: cfg.interval_s,
+            cpu_cores: shape(cpu, mm.cpu_cores),
+            mem_bytes: shape(mem, mm.mem_bytes),
+            mem_peak_bytes: Some(shape(peak, mm.mem_bytes)),
+        },
+    );
+    c.request_changes = changes;
+    Some(c)
+}
+
+#[cfg(test)]
+mod workload_tests {
+    use super::*;
+
+    const HEADER: &str = "time,unique_id,collection_id,instance_index,priority,scheduling_class,machine_id,alloc_collection_id,alloc_instance_index,collection_type,avg_cpu_usage,avg_memory_usage,max_cpu_usage,max_memory_usage,random_sample_cpu_usage,assigned_memory,sample_rate,p0_cpu_usage,p10_cpu_usage,p20_cpu_usage,p30_cpu_usage,p40_cpu_usage,p50_cpu_usage,p60_cpu_usage,p70_cpu_usage,p80_cpu_usage,p90_cpu_usage,p91_cpu_usage,p92_cpu_usage,p93_cpu_usage,p94_cpu_usage,p95_cpu_usage,p96_cpu_usage,p97_cpu_usage,p98_cpu_usage,p99_cpu_usage,memory_limit,cpu_limit,abstract_usage,abstract_limit";
+
+    /// A row: time (s), job, task, machine, avg cpu, avg mem, max mem, mem limit, cpu limit.
+    #[allow(clippy::too_many_arguments)]
+    fn row(
+        t_s: u64,
+        job: u64,
+        task: u64,
+        m: u64,
+        cpu: f64,
+        mem: f64,
+        peak: f64,
+        ml: f64,
+        cl: f64,
+    ) -> String {
+        let pct = vec!["0.0"; 19].join(",");
+        format!(
+            "{},{job}-{task},{job},{task},200,3,{m},0,-1,0,{cpu},{mem},{cpu},{peak},{cpu},0.0,1.0,{pct},{ml},{cl},0.0,0.0",
+            t_s * 1_000_000
+        )
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-6 * b.abs().max(1.0)
+    }
+
+    fn write(dir: &Path, rel: &str, lines: &[String]) {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        let mut text = HEADER.to_string();
+        for l in lines {
+            text.push('\n');
+            text.push_str(l);
+        }
+        text.push('\n');
+        std::fs::write(p, text).expect("write");
+    }
+
+    #[test]
+    fn runs_gaps_peaks_and_request_changes() {
+        let d = tempfile::tempdir().expect("tmp");
+        // Job 7, task 0: windows at 300, 600, (gap of one window: 900 held), 1200
+        // with a limit change at 1200; then down for 2 h; a second run at 9000.
+        write(
+            d.path(),
+            "7/0-x.csv",
+            &[
+                row(300, 7, 0, 1, 0.01, 0.001, 0.002, 0.004, 0.02),
+                row(600, 7, 0, 1, 0.02, 0.002, 0.003, 0.004, 0.02),
+                row(1200, 7, 0, 1, 0.03, 0.003, 0.003, 0.008, 0.02),
+                row(9000, 7, 0, 2, 0.01, 0.001, 0.001, 0.008, 0.02),
+                row(9300, 7, 0, 2, 0.01, 0.001, 0.001, 0.008, 0.02),
+            ],
+        );
+        // Job 7, task 1 starts later; job 9 (other folder), one task.
+        write(
+            d.path(),
+            "7/1-x.csv",
+            &[row(900, 7, 1, 3, 0.01, 0.001, 0.001, 0.004, 0.02)],
+        );
+        write(
+            d.path(),
+            "9/0-x.csv",
+            &[row(600, 9, 0, 4, 0.01, 0.001, 0.001, 0.004, 0.02)],
+        );
+        // Not an instance_usage file: skipped.
+        std::fs::write(d.path().join("other.csv"), "avg_cpu,avg_mem\n0.1,0.2\n").expect("w");
+        let cfg = Google2019Config::default();
+        let files = task_files(d.path()).expect("files");
+        let (w, r) = build_workload_from_files(&files, &cfg).expect("build");
+        assert_eq!((r.files, r.skipped_files, r.tasks), (3, 1, 3));
+        assert_eq!(w.hosts.len(), 4, "one host per machine id seen");
+        assert_eq!(w.apps.len(), 2);
+        let a = &w.apps[0];
+        assert_eq!((a.id, a.arrival_s, a.priority), (7, 0.0, 200));
+        assert_eq!(w.apps[1].arrival_s, 300.0);
+        assert_eq!(a.components.len(), 3, "two runs of task 0 and task 1");
+        let delays: Vec<f64> = a.components.iter().map(|c| c.start_delay_s).collect();
+        assert_eq!(delays, vec![0.0, 600.0, 8700.0]);
+        let c = &a.components[0];
+        let gib = 128.0 * GIB;
+        assert_eq!(c.work_s, 1200.0);
+        assert_eq!(c.usage.mem_bytes.values.len(), 4);
+        assert!(
+            close(c.usage.at(0.0).mem_bytes, 0.001 * gib),
+            "{} vs {}",
+            c.usage.at(0.0).mem_bytes,
+            0.001 * gib
+        );
+        assert!(
+            close(c.usage.mem_peak(0), 0.002 * gib),
+            "{} vs {}",
+            c.usage.mem_peak(0),
+            0.002 * gib
+        );
+        // Window 2 (900 s) had no row: holds window 1.
+        assert!(
+            close(c.usage.at(600.0).mem_bytes, 0.002 * gib),
+            "{} vs {}",
+            c.usage.at(600.0).mem_bytes,
+            0.002 * gib
+        );
+        assert_eq!(r.filled_windows, 1);
+        assert!(
+            close(c.request.mem_bytes, 0.004 * gib),
+            "{} vs {}",
+            c.request.mem_bytes,
+            0.004 * gib
+        );
+        assert_eq!(c.request_changes.len(), 1);
+        assert_eq!(c.request_changes[0].at_elapsed_s, 900.0);
+        assert!(
+            close(c.request_at(1000.0).mem_bytes, 0.008 * gib),
+            "{} vs {}",
+            c.request_at(1000.0).mem_bytes,
+            0.008 * gib
+        );
+        assert_eq!(r.request_changes, 1);
+        assert_eq!(a.components[2].work_s, 600.0);
+        // Fixed host count.
+        let cfg = Google2019Config {
+            hosts: Some(2),
+            host_capacity_scale: 0.5,
+            ..Default::default()
+        };
+        let (w, _) = build_workload_from_files(&files, &cfg).expect("build");
+        assert_eq!(w.hosts.len(), 2);
+        assert_eq!(w.hosts[0].capacity.cpu_cores, 16.0);
+    }
+
+    #[test]
+    fn malformed_rows_name_file_and_line() {
+        let d = tempfile::tempdir().expect("tmp");
+        let mut bad = row(600, 9, 0, 4, 0.01, 0.001, 0.001, 0.004, 0.02);
+        bad = bad.replacen("600000000", "6x0", 1);
+        write(
+            d.path(),
+            "9/0.csv",
+            &[row(300, 9, 0, 4, 0.01, 0.001, 0.001, 0.004, 0.02), bad],
+        );
+        let files = task_files(d.path()).expect("files");
+        let err =
+            build_workload_from_files(&files, &Google2019Config::default()).expect_err("bad row");
+        let msg = err.to_string();
+        assert!(msg.contains("0.csv:3: time"), "{msg}");
+        let lenient = Google2019Config {
+            lenient: true,
+            ..Default::default()
+        };
+        let (_, r) = build_workload_from_files(&files, &lenient).expect("lenient");
+        assert_eq!(r.skipped_rows, 1);
+        assert!(build_workload(&d.path().join("none"), &lenient).is_err());
+        let bad_cfg = Google2019Config {
+            interval_s: 1.0,
+            max_gap_s: 1e9,
+            ..Default::default()
+        };
+        assert!(matches!(
+            build_workload_from_files(&files, &bad_cfg),
+            Err(DatasetError::Config(e)) if e.len() == 2
+        ));
+    }
+
+    #[test]
+    fn bundled_slice_loads() {
+        let dir = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../data/google-2019-slice"
+        ));
+        let files = task_files(dir).expect("files");
+        assert_eq!(files.len(), 5);
+        let (w, r) =
+            build_workload_from_files(&files, &Google2019Config::default()).expect("build");
+        assert_eq!(w.apps.len(), 2);
+        assert_eq!(r.tasks, 5);
+        assert!(r.request_changes >= 2, "{r:?}");
+        assert!(w
+            .apps
+            .iter()
+            .flat_map(|a| &a.components)
+            .any(|c| c.start_delay_s > 0.0));
+        for c in w.apps.iter().flat_map(|a| &a.components) {
+            for i in 0..c.usage.mem_bytes.values.len() {
+                assert!(c.usage.mem_peak(i) >= c.usage.mem_bytes.at(i));
+            }
+        }
+    }
+}

@@ -6,7 +6,10 @@
 //!   the trace-to-workload builder ([`google2011::build_workload`]).
 //! - [`google2019`], [`alibaba2018`], [`bitbrains`]: typed rows of the other
 //!   traces, read with the same [`TableReader`] (strict or lenient).
-//! - [`pool`]: real usage shapes and how components draw their usage.
+//! - [`pool`]: real usage shapes and how components draw their usage
+//!   (siblings coherently, as measured by [`coherence`]).
+//! - [`google2019`]: also the Google 2019 per-task workload builder
+//!   ([`google2019::build_workload`]).
 //! - [`bundled`]: the default workload embedded in the binary
 //!   ([`bundled_workload`]).
 //! - [`synthetic`]: the seeded thesis-style generator ([`synthetic::generate`]).
@@ -16,6 +19,7 @@
 pub mod alibaba2018;
 pub mod bitbrains;
 pub mod bundled;
+pub mod coherence;
 pub mod error;
 pub mod google2011;
 pub mod google2019;

@@ -414,15 +414,17 @@ pub fn generate_with(
             n
         };
         let components = (0..n)
-            .map(|i| ComponentSpec {
-                class: if i < n_core {
-                    Class::Core
-                } else {
-                    Class::Elastic
-                },
-                request,
-                work_s,
-                usage: pool.usage_for(mix64(usage_key) ^ i as u64, cfg.seed, request),
+            .map(|i| {
+                ComponentSpec::new(
+                    if i < n_core {
+                        Class::Core
+                    } else {
+                        Class::Elastic
+                    },
+                    request,
+                    work_s,
+                    pool.usage_for_task(mix64(usage_key), i as u64, cfg.seed, request),
+                )
             })
             .collect();
         apps.push(AppSpec {

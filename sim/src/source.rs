@@ -1,5 +1,5 @@
 //! Workload sources named on the command line:
-//! `bundled`, `google2011:DIR`, `synthetic:SEED[:APPS]`.
+//! `bundled`, `google2011:DIR`, `google2019:DIR`, `synthetic:SEED[:APPS]`.
 
 use std::path::PathBuf;
 
@@ -18,6 +18,10 @@ pub enum WorkloadSource {
         dir: PathBuf,
         max_apps: Option<usize>,
     },
+    /// `datasets::google2019::build_workload(DIR)`: every Google 2019
+    /// instance_usage task CSV under DIR (e.g.
+    /// `../shared/data/google-2019/instance_usage`), jobs as applications.
+    Google2019 { dir: PathBuf },
     /// The thesis-style synthetic generator.
     Synthetic { seed: u64, apps: Option<usize> },
 }
@@ -27,7 +31,7 @@ impl std::str::FromStr for WorkloadSource {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = |why: &str| {
             SimError::Config(format!(
-                "workload: {why} in {s:?} (expected bundled, google2011:DIR or synthetic:SEED[:APPS])"
+                "workload: {why} in {s:?} (expected bundled, google2011:DIR, google2019:DIR or synthetic:SEED[:APPS])"
             ))
         };
         if s == "bundled" {
@@ -40,6 +44,14 @@ impl std::str::FromStr for WorkloadSource {
             return Ok(WorkloadSource::Google2011 {
                 dir: PathBuf::from(dir),
                 max_apps: None,
+            });
+        }
+        if let Some(dir) = s.strip_prefix("google2019:") {
+            if dir.is_empty() {
+                return Err(bad("missing directory"));
+            }
+            return Ok(WorkloadSource::Google2019 {
+                dir: PathBuf::from(dir),
             });
         }
         if let Some(rest) = s.strip_prefix("synthetic:") {
@@ -77,6 +89,10 @@ impl WorkloadSource {
                     ..Default::default()
                 };
                 datasets::google2011::build_workload(dir, &cfg).map_err(SimError::from)
+            }
+            WorkloadSource::Google2019 { dir } => {
+                let cfg = datasets::google2019::Google2019Config::default();
+                datasets::google2019::build_workload(dir, &cfg).map_err(SimError::from)
             }
             WorkloadSource::Synthetic { seed, apps } => synthetic(*seed, *apps),
         }
@@ -152,6 +168,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn loads_the_bundled_google_2019_slice() {
+        let dir = PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../data/google-2019-slice"
+        ));
+        let src: WorkloadSource = format!("google2019:{}", dir.display())
+            .parse()
+            .expect("parse");
+        let wl = src.load().expect("load");
+        assert!(wl.name.starts_with("google-2019:"));
+        assert_eq!(wl.apps.len(), 2);
+        assert!(wl
+            .apps
+            .iter()
+            .flat_map(|a| &a.components)
+            .all(|c| c.usage.mem_peak_bytes.is_some()));
+        assert!(wl
+            .apps
+            .iter()
+            .flat_map(|a| &a.components)
+            .any(|c| !c.request_changes.is_empty()));
+        let missing: WorkloadSource = "google2019:/nonexistent/dir".parse().expect("parse");
+        let err = missing.load().expect_err("missing dir");
+        assert!(err.to_string().contains("/nonexistent/dir"), "{err}");
+    }
+
+    #[test]
     fn parses() {
         assert_eq!(
             "bundled".parse::<WorkloadSource>().ok(),
@@ -163,6 +206,10 @@ mod tests {
                 dir: "/x/y".into(),
                 max_apps: None
             })
+        );
+        assert_eq!(
+            "google2019:/d".parse::<WorkloadSource>().ok(),
+            Some(WorkloadSource::Google2019 { dir: "/d".into() })
         );
         assert_eq!(
             "synthetic:7:100".parse::<WorkloadSource>().ok(),
@@ -181,6 +228,7 @@ mod tests {
         for bad in [
             "",
             "google2011:",
+            "google2019:",
             "synthetic:",
             "synthetic:x",
             "synthetic:1:2:3",

@@ -8,11 +8,7 @@ use sim::{simulate, ForecasterSource, SimConfig};
 use tailor_core::{Class, Resources};
 
 fn shape(values: &[f32], scale: f64) -> Shape {
-    Shape {
-        values: Arc::from(values.to_vec()),
-        scale,
-        offset: 0,
-    }
+    Shape::scaled(Arc::from(values.to_vec()), scale)
 }
 
 fn comp(
@@ -23,16 +19,12 @@ fn comp(
     cpu_use: &[f32],
     mem_use: &[f32],
 ) -> ComponentSpec {
-    ComponentSpec {
+    ComponentSpec::new(
         class,
-        request: Resources::new(cpu, mem),
+        Resources::new(cpu, mem),
         work_s,
-        usage: UsageSeries {
-            interval_s: 300.0,
-            cpu_cores: shape(cpu_use, cpu),
-            mem_bytes: shape(mem_use, mem),
-        },
-    }
+        UsageSeries::new(300.0, shape(cpu_use, cpu), shape(mem_use, mem)),
+    )
 }
 
 fn app(id: u64, arrival_s: f64, components: Vec<ComponentSpec>) -> AppSpec {

@@ -53,8 +53,10 @@
 //! - **Usage**: when `task_usage` has rows for the task, its series is the
 //!   task's measured CPU rate and canonical memory usage per window (sorted
 //!   by start time, interval = the median window length, 300 s in the
-//!   trace); otherwise it is drawn from the usage pool and scaled to the
-//!   request (see [`crate::pool`]).
+//!   trace), with the in-window `maximum memory usage` as the memory peak
+//!   series ([`UsageSeries::mem_peak_bytes`]); otherwise it is drawn from
+//!   the usage pool and scaled to the request, siblings coherently (see
+//!   [`crate::pool`]).
 
 pub mod reader;
 
@@ -635,10 +637,13 @@ pub fn build_workload_from(
                 let (Some(c), Some(m)) = (u.cpu_rate, u.canonical_memory) else {
                     continue;
                 };
-                usage
-                    .entry(key)
-                    .or_default()
-                    .push((u.start_time_us, u.end_time_us, c, m));
+                usage.entry(key).or_default().push(UsageRow {
+                    start_us: u.start_time_us,
+                    end_us: u.end_time_us,
+                    cpu: c,
+                    mem: m,
+                    mem_peak: u.max_memory,
+                });
             }
             report.skipped_rows += r.skipped();
         }
@@ -680,19 +685,19 @@ pub fn build_workload_from(
                     }
                     _ => {
                         report.usage_from_pool += 1;
-                        pool.usage_for(mix64(job) ^ t.task_index, cfg.seed, t.request)
+                        pool.usage_for_task(mix64(job), t.task_index, cfg.seed, t.request)
                     }
                 };
-                ComponentSpec {
-                    class: if i < n_core {
+                ComponentSpec::new(
+                    if i < n_core {
                         Class::Core
                     } else {
                         Class::Elastic
                     },
-                    request: t.request,
-                    work_s: t.work_s,
+                    t.request,
+                    t.work_s,
                     usage,
-                }
+                )
             })
             .collect::<Vec<_>>();
         report.tasks_kept += components.len() as u64;
@@ -724,37 +729,63 @@ pub fn build_workload_from(
     Ok((Workload { name, hosts, apps }, report))
 }
 
-/// (start µs, end µs, CPU rate, canonical memory), normalised.
-type UsageRow = (TimeUs, TimeUs, f64, f64);
+/// One task_usage window of a kept task (usage normalised like the trace).
+struct UsageRow {
+    start_us: TimeUs,
+    end_us: TimeUs,
+    /// CPU rate.
+    cpu: f64,
+    /// Canonical memory usage (mean over the window).
+    mem: f64,
+    /// Maximum memory usage within the window, when the row has it.
+    mem_peak: Option<f64>,
+}
 
 fn unit_hash(h: u64) -> f64 {
     (h >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// A task's measured usage: rows sorted by start time; interval = median
-/// window length.
+/// window length. The in-interval memory peak series is the rows'
+/// `maximum memory usage` (a row without one uses its canonical memory)
+/// when at least one row has it.
 fn trace_usage(rows: &mut [UsageRow], max_machine: Resources) -> UsageSeries {
-    rows.sort_by_key(|r| r.0);
+    rows.sort_by_key(|r| r.start_us);
     let mut lens: Vec<u64> = rows
         .iter()
-        .map(|r| r.1.saturating_sub(r.0))
+        .map(|r| r.end_us.saturating_sub(r.start_us))
         .filter(|&d| d > 0)
         .collect();
     lens.sort_unstable();
     let interval_s = lens.get(lens.len() / 2).map_or(300.0, |&d| d as f64 / 1e6);
-    let cpu: Arc<[f32]> = rows.iter().map(|r| r.2.max(0.0) as f32).collect();
-    let mem: Arc<[f32]> = rows.iter().map(|r| r.3.max(0.0) as f32).collect();
+    let cpu: Arc<[f32]> = rows.iter().map(|r| r.cpu.max(0.0) as f32).collect();
+    let mem: Arc<[f32]> = rows.iter().map(|r| r.mem.max(0.0) as f32).collect();
+    let mem_peak_bytes = rows.iter().any(|r| r.mem_peak.is_some()).then(|| {
+        let peak: Arc<[f32]> = rows
+            .iter()
+            .map(|r| r.mem_peak.unwrap_or(r.mem).max(r.mem).max(0.0) as f32)
+            .collect();
+        Shape {
+            values: peak,
+            scale: max_machine.mem_bytes,
+            offset: 0,
+            bias: 0.0,
+        }
+    });
     UsageSeries {
         interval_s,
         cpu_cores: Shape {
             values: cpu,
             scale: max_machine.cpu_cores,
             offset: 0,
+            bias: 0.0,
         },
         mem_bytes: Shape {
             values: mem,
             scale: max_machine.mem_bytes,
             offset: 0,
+            bias: 0.0,
         },
+        mem_peak_bytes,
     }
 }
