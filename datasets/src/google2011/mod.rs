@@ -789,3 +789,33 @@ fn trace_usage(rows: &mut [UsageRow], max_machine: Resources) -> UsageSeries {
         mem_peak_bytes,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_usage_carries_the_in_window_peak() {
+        let mm = Resources::new(32.0, 100.0);
+        let row = |s: u64, mem: f64, peak: Option<f64>| UsageRow {
+            start_us: s * 300_000_000,
+            end_us: (s + 1) * 300_000_000,
+            cpu: 0.01,
+            mem,
+            mem_peak: peak,
+        };
+        let mut rows = vec![row(1, 0.2, None), row(0, 0.1, Some(0.3))];
+        let u = trace_usage(&mut rows, mm);
+        assert_eq!(u.interval_s, 300.0);
+        let p = u.mem_peak_bytes.as_ref().expect("peak series");
+        assert_eq!(p.values.len(), 2);
+        assert!((u.mem_peak(0) - 30.0).abs() < 1e-4);
+        // A row without a peak uses its mean.
+        assert!((u.mem_peak(1) - 20.0).abs() < 1e-4);
+        // No row with a peak: no peak series; the peak is the mean.
+        let mut rows = vec![row(0, 0.1, None)];
+        let u = trace_usage(&mut rows, mm);
+        assert!(u.mem_peak_bytes.is_none());
+        assert!((u.mem_peak(0) - 10.0).abs() < 1e-4);
+    }
+}
