@@ -180,6 +180,9 @@ pub fn cycle_ratio(c: &ComponentSpec, peak: bool) -> f64 {
     sum / n as f64 / req
 }
 
+/// A request row of task_events: (time, CPU request, memory request).
+type ReqRow = (TimeUs, Option<f64>, Option<f64>);
+
 /// Which request a usage window is divided by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RequestRule {
@@ -225,7 +228,7 @@ pub fn sample_ratios_with(
         }
     }
     // Request rows (time, cpu, mem) of the tasks with usage.
-    let mut requests: HashMap<(u64, u64), Vec<(TimeUs, Option<f64>, Option<f64>)>> = HashMap::new();
+    let mut requests: HashMap<(u64, u64), Vec<ReqRow>> = HashMap::new();
     for p in task_events {
         let mut r = TableReader::<TaskEvent>::open(p, lenient)?;
         while let Some(ev) = r.next_row()? {
@@ -248,14 +251,15 @@ pub fn sample_ratios_with(
                 .push((ev.time_us, ev.cpu_request, ev.mem_request));
         }
     }
-    let in_force = |reqs: &[(TimeUs, Option<f64>, Option<f64>)],
-                    t: TimeUs,
-                    pick: fn(&(TimeUs, Option<f64>, Option<f64>)) -> Option<f64>|
-     -> Option<f64> {
+    let in_force = |reqs: &[ReqRow], t: TimeUs, pick: fn(&ReqRow) -> Option<f64>| -> Option<f64> {
         if rule == RequestRule::First {
             return reqs.iter().find_map(pick);
         }
-        let before = reqs.iter().filter(|r| r.0 <= t).filter_map(pick).last();
+        let before = reqs
+            .iter()
+            .filter(|r| r.0 <= t)
+            .filter_map(pick)
+            .next_back();
         before.or_else(|| reqs.iter().filter(|r| r.0 > t).find_map(pick))
     };
     let mut keys: Vec<(u64, u64)> = windows.keys().copied().collect();

@@ -490,6 +490,10 @@ fn header_matches(line: &str) -> bool {
     cols.as_slice() == InstanceUsage::COLUMNS
 }
 
+/// A grid window being filled: (CPU sum, memory sum, rows, peak max, last
+/// CPU limit, last memory limit).
+type Window = (f64, f64, u32, f64, Option<f64>, Option<f64>);
+
 /// One run of a task (rows sorted by time, consecutive rows at most
 /// `max_gap_s` apart) as a component; `None` when it has no limit at all.
 fn run_component(
@@ -504,8 +508,7 @@ fn run_component(
     // interval_s >= 60 s, so the grid has at most rows x 1,441 windows.
     let n = usize::try_from((last - first) / interval_us.max(1)).ok()? + 1;
     // Per window: (cpu sum, mem sum, rows, peak max, cpu limit, mem limit).
-    let mut win: Vec<(f64, f64, u32, f64, Option<f64>, Option<f64>)> =
-        vec![(0.0, 0.0, 0, 0.0, None, None); n];
+    let mut win: Vec<Window> = vec![(0.0, 0.0, 0, 0.0, None, None); n];
     for r in run {
         let k = usize::try_from((r.time_us - first) / interval_us.max(1))
             .ok()?
