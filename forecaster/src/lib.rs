@@ -3,6 +3,20 @@
 //! One model per container and per resource, fed one sample per interval.
 //! Every model implements the object-safe [`Forecaster`] trait and answers
 //! with a [`Predictive`] (mean, std, upper band at level k).
+//!
+//! # Example
+//!
+//! ```
+//! use forecaster::{Forecaster, ModelConfig};
+//!
+//! let cfg: ModelConfig = toml::from_str("kind = \"peak\"\ncalibrated = false").expect("config");
+//! let mut model = cfg.build().expect("model");
+//! for v in [1.0, 3.0, 2.0, 2.5] {
+//!     model.observe(v).expect("finite sample");
+//! }
+//! let f = model.forecast(1);
+//! assert!(f.mean >= 2.5 && f.upper(3.0) >= f.mean);
+//! ```
 
 pub use tailor_core::{Calibration, Predictive};
 

@@ -1,5 +1,5 @@
 //! Workload sources named on the command line:
-//! `bundled`, `google2011:DIR`, `synthetic:SEED[:APPS]`.
+//! `bundled`, `google2011:DIR`, `synthetic:SEED[:APPS]`, `recorded:PATH`.
 
 use std::path::PathBuf;
 
@@ -20,6 +20,8 @@ pub enum WorkloadSource {
     },
     /// The thesis-style synthetic generator.
     Synthetic { seed: u64, apps: Option<usize> },
+    /// An agent recording (`[record]` in agent.toml).
+    Recorded { path: PathBuf },
 }
 
 impl std::str::FromStr for WorkloadSource {
@@ -27,7 +29,7 @@ impl std::str::FromStr for WorkloadSource {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = |why: &str| {
             SimError::Config(format!(
-                "workload: {why} in {s:?} (expected bundled, google2011:DIR or synthetic:SEED[:APPS])"
+                "workload: {why} in {s:?} (expected bundled, google2011:DIR, synthetic:SEED[:APPS] or recorded:PATH)"
             ))
         };
         if s == "bundled" {
@@ -40,6 +42,14 @@ impl std::str::FromStr for WorkloadSource {
             return Ok(WorkloadSource::Google2011 {
                 dir: PathBuf::from(dir),
                 max_apps: None,
+            });
+        }
+        if let Some(path) = s.strip_prefix("recorded:") {
+            if path.is_empty() {
+                return Err(bad("missing path"));
+            }
+            return Ok(WorkloadSource::Recorded {
+                path: PathBuf::from(path),
             });
         }
         if let Some(rest) = s.strip_prefix("synthetic:") {
@@ -79,6 +89,10 @@ impl WorkloadSource {
                 datasets::google2011::build_workload(dir, &cfg).map_err(SimError::from)
             }
             WorkloadSource::Synthetic { seed, apps } => synthetic(*seed, *apps),
+            WorkloadSource::Recorded { path } => {
+                let rec = crate::recorded::read_recording(path)?;
+                crate::recorded::recorded_workload(&rec, &path.display().to_string())
+            }
         }
     }
 }
