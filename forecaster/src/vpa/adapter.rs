@@ -101,6 +101,20 @@ impl VpaForecaster {
         self
     }
 
+    /// Use `unit` VPA units (bytes or cores) per observed unit for this
+    /// component only, e.g. its request in bytes when it observes usage /
+    /// request: siblings with different requests then feed the shared
+    /// aggregate in the same real units.
+    pub fn with_unit(mut self, unit: f64) -> Result<Self, ForecastError> {
+        if !(unit.is_finite() && unit > 0.0) {
+            return Err(ForecastError::InvalidConfig(format!(
+                "vpa.unit = {unit} must be finite and > 0"
+            )));
+        }
+        self.unit = unit;
+        Ok(self)
+    }
+
     /// The resource this forecaster feeds.
     pub fn resource(&self) -> VpaResource {
         self.resource
@@ -245,6 +259,19 @@ mod tests {
         assert_eq!(a.forecast(1), b.forecast(1));
         assert!(a.forecast(1).mean >= 3.0 * 1.15);
         assert_eq!(lock(&shared).containers(), 2);
+        // Per-component units: 0.5 of a 4 GiB request is 2 GiB for the VPA.
+        let mut c = VpaForecaster::attach(shared.clone(), 3, 0.0)
+            .expect("ok")
+            .with_unit(4.0 * GIB)
+            .expect("valid unit");
+        c.observe(0.5).expect("ok");
+        let r = c.recommendation();
+        assert!(r.mem.target >= 3.0 * GIB * 1.15, "{r:?}");
+        assert!((c.forecast(1).mean * 4.0 * GIB - r.mem.target).abs() < 1.0);
+        assert!(VpaForecaster::attach(shared.clone(), 4, 0.0)
+            .expect("ok")
+            .with_unit(0.0)
+            .is_err());
         assert!(VpaForecaster::attach(shared, 3, f64::NAN).is_err());
     }
 

@@ -240,6 +240,57 @@ impl VpaAggregate {
 #[allow(clippy::approx_constant)] // 3.14 is the Go tests' value, not pi
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Within one 24 h interval each container holds exactly one peak
+        /// (weight 1, all stamped at the interval end), and that peak is
+        /// the largest sample so far.
+        #[test]
+        fn one_peak_per_container_per_interval(
+            samples in proptest::collection::vec((0u64..3, 0.0f64..1e11), 1..60),
+        ) {
+            let mut v = VpaAggregate::new(cfg()).expect("cfg");
+            let mut max = [None::<f64>; 3];
+            for (i, &(c, bytes)) in samples.iter().enumerate() {
+                // All samples within the first interval of every container.
+                let t = i as f64;
+                prop_assert!(v.add_mem_sample(c, t, bytes).expect("finite"));
+                let m = &mut max[c as usize];
+                *m = Some(m.map_or(bytes, |x: f64| x.max(bytes)));
+            }
+            let seen = max.iter().flatten().count() as f64;
+            let h = v.state().memory_peaks();
+            // Stamped at different window ends (first sample + 24 h), so
+            // the weights are 2^(offset/86400) ~ 1.
+            let w = h.histogram().total_weight();
+            prop_assert!((w / seen - 1.0).abs() < 1e-3, "{} peaks, weight {}", seen, w);
+            let top = max.iter().flatten().fold(0.0f64, |a, &b| a.max(b));
+            let opts = h.histogram().options();
+            prop_assert_eq!(
+                opts.find_bucket(h.percentile(1.0) - 1.0),
+                opts.find_bucket(top.trunc())
+            );
+        }
+
+        /// lower <= target <= upper for any history.
+        #[test]
+        fn bounds_are_ordered(
+            samples in proptest::collection::vec((0u64..3, 0.0f64..1e5, 0.0f64..64.0, 0.0f64..1e11), 0..80),
+        ) {
+            let mut v = VpaAggregate::new(cfg()).expect("cfg");
+            let mut t = 0.0;
+            for &(c, dt, cores, bytes) in &samples {
+                t += dt;
+                v.add_cpu_sample(c, t, cores, 1.0).expect("finite");
+                v.add_mem_sample(c, t, bytes).expect("finite");
+            }
+            let r = v.recommend();
+            for b in [r.cpu, r.mem] {
+                prop_assert!(b.lower <= b.target && b.target <= b.upper, "{:?}", r);
+            }
+        }
+    }
 
     const DAY: f64 = 86_400.0;
     const MIB: f64 = 1024.0 * 1024.0;
