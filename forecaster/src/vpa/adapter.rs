@@ -30,6 +30,9 @@ pub type SharedVpa = Arc<Mutex<VpaAggregate>>;
 ///   (it touches only the CPU histogram, never read for memory). When
 ///   attached to a shared aggregate, the CPU forecaster of the same
 ///   component provides them (or use [`VpaForecaster::with_cpu_clock`]).
+/// - The VPA's metrics arrive once a minute and its confidence counts them
+///   as such (1440 per day); fed at `sample_interval_s` = 300 s, the count
+///   grows 5x slower, so the bounds (not the target) stay wider for longer.
 /// - `forecast(h)`: the horizon is ignored (the VPA recommends one request
 ///   for the workload, not a horizon). `mean` is the VPA target; `std` is
 ///   `upper bound - target`, so `upper(1.0)` is the VPA upper bound (which

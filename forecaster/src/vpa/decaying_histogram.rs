@@ -9,7 +9,10 @@
 //! zero `time.Time` (year 1), so its first sample always moves the reference
 //! to that sample's time rounded to a multiple of the half-life; here the
 //! first sample sets the reference the same way explicitly, which makes the
-//! weights identical for any origin (also one near or before 0).
+//! weights identical for any origin (also one near or before 0). Go rounds
+//! to multiples of the half-life counted from year 1; here they count from
+//! the time origin (the same instants for the Unix epoch and any half-life
+//! that divides a day).
 
 use super::histogram::Histogram;
 use super::histogram_options::HistogramOptions;
