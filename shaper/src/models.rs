@@ -16,7 +16,7 @@
 //! forecast) is [`horizon_samples`].
 
 use crate::config::ShaperConfig;
-use crate::model::{Forecasts, Predictive, Resources};
+use crate::model::{Forecasts, Predictive, Resource, Resources};
 use forecaster::{ForecastError, Forecaster};
 
 /// Usage relative to the request (0 when the request is not positive).
@@ -83,11 +83,11 @@ impl std::fmt::Debug for ComponentModels {
 impl ComponentModels {
     /// Two fresh models from `build` (called once per resource).
     pub fn build(
-        build: impl Fn() -> Result<Box<dyn Forecaster>, ForecastError>,
+        build: impl Fn(Resource) -> Result<Box<dyn Forecaster>, ForecastError>,
     ) -> Result<Self, ForecastError> {
         Ok(Self {
-            cpu: build()?,
-            mem: build()?,
+            cpu: build(Resource::Cpu)?,
+            mem: build(Resource::Mem)?,
             always_warm: false,
         })
     }
@@ -151,7 +151,7 @@ mod tests {
     use super::*;
     use forecaster::baselines::LastValue;
 
-    fn last() -> Result<Box<dyn Forecaster>, ForecastError> {
+    fn last(_: Resource) -> Result<Box<dyn Forecaster>, ForecastError> {
         Ok(Box::new(LastValue::default()))
     }
 

@@ -263,7 +263,7 @@ impl NodeKernel {
             let models = match self.models.entry(c.id.clone()) {
                 std::collections::hash_map::Entry::Occupied(o) => Some(o.into_mut()),
                 std::collections::hash_map::Entry::Vacant(v) => {
-                    match ComponentModels::build(|| self.model.build()) {
+                    match ComponentModels::build(|r| self.model.build_for(r)) {
                         Ok(m) => Some(v.insert(m)),
                         Err(e) => {
                             tracing::error!(container = %c.name, error = %e, "model not built");

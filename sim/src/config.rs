@@ -166,7 +166,7 @@ pub fn warm_samples(m: &ModelConfig) -> usize {
     match m.kind {
         ModelKind::Gp => m.gp.history + m.gp.min_train,
         ModelKind::Arima => m.arima.min_samples,
-        ModelKind::Last | ModelKind::Peak | ModelKind::Vpa => 1,
+        ModelKind::Last | ModelKind::Peak | ModelKind::Vpa | ModelKind::VpaSimple => 1,
     }
 }
 

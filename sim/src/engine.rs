@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use shaper::{
     scheduler_key, AppFacts, AppId, Class, ClusterView, Component, ComponentAction,
     ComponentId, ComponentModels, Decider, Forecasts, Host, HostId, OomFloor, Plan, Policy,
-    Resources, SchedulerKey, ShaperConfig, ViewBuilder,
+    Resource, Resources, SchedulerKey, ShaperConfig, ViewBuilder,
 };
 
 use shaper::models::normalise;
@@ -26,7 +26,8 @@ use crate::placement::{fits, FreeTree, Placement, UnfitCache};
 use crate::SimError;
 
 /// Builds one forecaster (one per component and resource).
-pub type ForecasterFactory = dyn Fn() -> Result<Box<dyn Forecaster>, ForecastError> + Sync;
+pub type ForecasterFactory =
+    dyn Fn(Resource) -> Result<Box<dyn Forecaster>, ForecastError> + Sync;
 
 /// Where the forecasts the shaper sees come from.
 #[derive(Clone, Copy)]
