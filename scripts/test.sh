@@ -6,8 +6,11 @@
 #    (tools/dockerd-start.sh).
 # 2. The Docker test image tailor-test:latest, built with `docker import` from
 #    busybox-static + tools/loadgen.c (tools/build-test-image.sh).
-# 3. cargo test --workspace --all-targets.
-# 4. With the full traces in ../shared/data (CI always has them): the heavy
+# 3. cargo fmt --all --check and cargo clippy --workspace --all-targets
+#    -- -D warnings.
+# 4. cargo test --workspace --all-targets, then the doc examples
+#    (cargo test --doc --workspace).
+# 5. With the full traces in ../shared/data (CI always has them): the heavy
 #    thesis check on Google 2011 part 0 (GP, #[ignore]d in the debug suite),
 #    in release.
 #
@@ -26,7 +29,10 @@ if ! tools/build-test-image.sh; then
 fi
 
 status=0
+cargo fmt --all --check || { echo "test.sh: cargo fmt --check failed" >&2; status=1; }
+cargo clippy --workspace --all-targets -- -D warnings || { echo "test.sh: clippy failed" >&2; status=1; }
 cargo test --workspace --all-targets --no-fail-fast || status=$?
+cargo test --doc --workspace || status=$?
 
 if [ -d ../shared/data/google-2011 ]; then
     cargo test --release --test replay_thesis -- --ignored || status=$?

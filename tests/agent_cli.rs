@@ -92,7 +92,7 @@ fn agent_once_prints_one_rounds_decisions() {
     std::fs::write(
         &cfg,
         format!(
-            "interval_s = 1.0\nmin_samples = 3\nstate_file = \"\"\n[selector]\nlabels = {{ \"tailor.test\" = \"{test}\" }}\n[http]\nlisten = \"\"\n[shaper]\ngrace_period_s = 0.0\n[forecaster]\nkind = \"peak\"\n"
+            "interval_s = 1.0\nstate_file = \"\"\n[selector]\nlabels = {{ \"tailor.test\" = \"{test}\" }}\n[http]\nlisten = \"\"\n[shaper]\nmin_history_samples = 3\ngrace_period_s = 0.0\n[forecaster]\nkind = \"peak\"\n"
         ),
     )
     .expect("write");

@@ -142,9 +142,9 @@ async fn recommend_mode_changes_nothing() {
         recommended += r
             .outcomes
             .iter()
-            .filter(|o| o.result == "recommended")
+            .filter(|o| o.result == agent::Outcome::Recommended)
             .count();
-        assert!(r.outcomes.iter().all(|o| o.result != "applied"));
+        assert!(r.outcomes.iter().all(|o| o.result != agent::Outcome::Applied));
     })
     .await;
     assert!(recommended > 0, "the agent recommends a cut");
@@ -446,7 +446,7 @@ async fn overload_evicts_youngest_elastic_of_last_app_and_restarts_it() {
     let mut restarted: Vec<String> = Vec::new();
     rounds(&mut agent, 75, |r| {
         for o in &r.outcomes {
-            if matches!(o.action.kind, NodeActionKind::Evict { .. }) && o.result == "applied" {
+            if matches!(o.action.kind, NodeActionKind::Evict { .. }) && o.result == agent::Outcome::Applied {
                 evictions.push(o.action.container_name.clone());
             }
         }

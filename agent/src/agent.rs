@@ -1,23 +1,22 @@
 //! The agent loop: sample, forecast, plan, actuate, restart, report.
 //!
 //! One [`Agent::round`]:
-//! 1. drain runtime events (OOM kills are counted and raise the container's
-//!    next memory allocation to `max(limit + oom_bump_bytes, limit *
-//!    oom_bump_factor)` for `oom_memory_s`);
+//! 1. drain runtime events (OOM kills are counted and handed to the kernel,
+//!    whose OOM floor raises the container's next memory allocation);
 //! 2. list managed containers, inspect new / changed ones (and every
 //!    container every `reinspect_every` rounds);
 //! 3. one stats sample per running container (concurrently): CPU cores from
 //!    the cumulative counter's delta, memory working set;
-//! 4. feed the forecasters (one per container and resource) and forecast
-//!    the peak of the next `horizon_samples` samples, off the async runtime
-//!    (`spawn_blocking`);
-//! 5. build the [`NodeView`] and ask the [`PlanSource`] for actions (not
+//! 4. hand the samples to the kernel's [`NodeKernel`] (off the async
+//!    runtime, `spawn_blocking`): it feeds the models, forecasts and builds
+//!    the [`NodeView`] (OOM floors applied);
+//! 5. ask the [`PlanSource`] for actions (not
 //!    during the agent's first `warmup_rounds` rounds: right after an agent
 //!    (re)start no container has a forecast, and containers without one
 //!    count at their request, which would bounce every shaped container
 //!    back to its request or evict to make room for requests);
-//! 6. `shape`: apply them evictions first, then shrinks, then growths;
-//!    `recommend`: record them only;
+//! 6. `shape`: apply them in the plan's order (the kernel's apply order:
+//!    shrinks, evictions, growths); `recommend`: record them only;
 //! 7. restart evicted containers, oldest eviction first, while their
 //!    request fits in the room left.
 //!
@@ -33,15 +32,17 @@ use crate::runtime::{
 };
 use crate::state::{Eviction, PersistedState, StateStore};
 use crate::view::{
-    ActionOutcome, ContainerReport, NodeAction, NodeActionKind, NodePlan, NodeView, PlanSource,
-    PlanSourceError,
+    ActionOutcome, ContainerSample, NodeAction, NodeActionKind, NodePlan, NodeView, Outcome,
+    PlanSource, PlanSourceError, Sample,
 };
 use crate::AgentError;
-use forecaster::Forecaster;
 use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
-use shaper::{Forecasts, Plan};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use datasets::recording::RecordWriter;
+use shaper::node::NodeKernel;
+use shaper::record::{KernelEvent, Record, RecordingHeader, RoundRecord, RECORD_VERSION};
+use shaper::Plan;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -55,8 +56,10 @@ use tokio::sync::mpsc;
 /// (longer than the 10 s interval); 256 keeps a round near one tick per 256
 /// containers (an idle socket and an 8 KiB buffer each while waiting).
 const STATS_CONCURRENCY: usize = 256;
-/// Memory limits are set in whole pages.
+/// Memory limits are set in whole pages (restored limits of unlimited
+/// containers are rounded down to one).
 const PAGE: u64 = 4096;
+const MIB: f64 = 1024.0 * 1024.0;
 
 /// One round's result: what was seen, decided and done. Served at
 /// `/v1/decisions` and printed by `tailor agent --once`.
@@ -96,11 +99,6 @@ impl Shared {
     }
 }
 
-struct Models {
-    cpu: Box<dyn Forecaster>,
-    mem: Box<dyn Forecaster>,
-}
-
 /// What the agent knows about one managed container.
 #[derive(Clone, Debug)]
 struct Tracked {
@@ -109,11 +107,9 @@ struct Tracked {
     /// (cumulative CPU ns, sample time) of the previous sample.
     last_cpu: Option<(u64, f64)>,
     usage: Resources,
-    samples: u64,
-    forecast: Option<Forecasts>,
+    /// This round's sample, handed to the kernel.
+    sample: Option<Sample>,
     oom_kills: u32,
-    /// OOM floor (bytes) and until when it holds.
-    oom_floor: Option<(f64, f64)>,
     /// Times (daemon clock) of streamed OOM events not yet matched with an
     /// OOM-killed exit seen by `inspect` (newest last, at most
     /// [`MAX_PENDING_OOMS`]).
@@ -135,14 +131,24 @@ fn same_oom(event_s: Option<f64>, exit_s: f64) -> bool {
 }
 
 /// The per-node agent over a container runtime `R`.
-pub struct Agent<R: ContainerRuntime> {
+pub struct Agent<R: ContainerRuntime + ?Sized> {
     cfg: AgentConfig,
     runtime: Arc<R>,
     source: Box<dyn PlanSource>,
     clock: Arc<dyn Clock>,
     shared: Arc<Shared>,
     tracked: BTreeMap<String, Tracked>,
-    models: HashMap<String, Models>,
+    /// The sizing kernel (models, OOM floors); `None` only while it runs
+    /// off the async runtime.
+    kernel: Option<NodeKernel>,
+    /// What was told to the kernel this round before the samples (recorded).
+    round_events: Vec<KernelEvent>,
+    /// `[record]`: the recording, while it is on.
+    recorder: Option<RecordWriter>,
+    /// This round's samples as given to the kernel (kept only when recording).
+    round_samples: Vec<ContainerSample>,
+    /// Containers whose labels the recording holds already.
+    recorded_labels: std::collections::HashSet<String>,
     state: PersistedState,
     store: StateStore,
     host: Option<HostInfo>,
@@ -151,7 +157,7 @@ pub struct Agent<R: ContainerRuntime> {
     events_task: Option<tokio::task::JoinHandle<()>>,
 }
 
-impl<R: ContainerRuntime> Drop for Agent<R> {
+impl<R: ContainerRuntime + ?Sized> Drop for Agent<R> {
     fn drop(&mut self) {
         if let Some(t) = self.events_task.take() {
             t.abort();
@@ -159,7 +165,7 @@ impl<R: ContainerRuntime> Drop for Agent<R> {
     }
 }
 
-impl<R: ContainerRuntime> Agent<R> {
+impl<R: ContainerRuntime + ?Sized> Agent<R> {
     /// A new agent. Validates the config and checks that the forecaster can
     /// be built; loads the persisted state.
     pub fn new(
@@ -169,7 +175,24 @@ impl<R: ContainerRuntime> Agent<R> {
         clock: Arc<dyn Clock>,
     ) -> Result<Self, AgentError> {
         cfg.validate()?;
-        cfg.forecaster.build()?;
+        let kernel = NodeKernel::new(cfg.shaper.clone(), cfg.forecaster.clone(), cfg.interval_s)?;
+        let recorder = match (cfg.record.enabled, cfg.record_path()) {
+            (true, Some(path)) => {
+                let mut w = RecordWriter::create(&path, cfg.record.max_bytes)?;
+                w.append(&Record::Header(RecordingHeader {
+                    version: RECORD_VERSION,
+                    node: cfg.node_name.clone().unwrap_or_else(|| "node".to_string()),
+                    interval_s: cfg.interval_s,
+                    actuation: cfg.actuation.as_str().to_string(),
+                    mode: cfg.mode.as_str().to_string(),
+                    shaper: cfg.shaper.clone(),
+                    forecaster: cfg.forecaster.clone(),
+                }))?;
+                tracing::info!(path = %path.display(), max_bytes = cfg.record.max_bytes, "recording");
+                Some(w)
+            }
+            _ => None,
+        };
         let store = StateStore::new(&cfg.state_file);
         let state = store.load();
         let shared = Arc::new(Shared {
@@ -185,7 +208,11 @@ impl<R: ContainerRuntime> Agent<R> {
             clock,
             shared,
             tracked: BTreeMap::new(),
-            models: HashMap::new(),
+            kernel: Some(kernel),
+            round_events: Vec::new(),
+            round_samples: Vec::new(),
+            recorded_labels: std::collections::HashSet::new(),
+            recorder,
             state,
             store,
             host: None,
@@ -315,8 +342,19 @@ impl<R: ContainerRuntime> Agent<R> {
             .mem_bytes
             .map(|m| m as f64)
             .unwrap_or(t.usage.mem_bytes);
-        let floor = (limit + self.cfg.oom_bump_bytes as f64).max(limit * self.cfg.oom_bump_factor);
-        t.oom_floor = Some((floor, now_s + self.cfg.oom_memory_s));
+        let event = KernelEvent::OomKill {
+            container_id: id.to_string(),
+            limit_bytes: limit,
+            at_s: now_s,
+        };
+        let floor = match self.kernel.as_mut() {
+            Some(k) => {
+                k.apply(&event);
+                shaper::OomFloor::after_kill(limit, now_s, k.config()).mem_bytes
+            }
+            None => limit,
+        };
+        self.round_events.push(event);
         *self
             .state
             .app_failures
@@ -327,7 +365,12 @@ impl<R: ContainerRuntime> Agent<R> {
         } else {
             "OOM kill"
         };
-        tracing::warn!(container = %t.info.name, limit_bytes = limit, next_floor_bytes = floor, "{how}; next memory allocation grows");
+        tracing::warn!(
+            container = %t.info.name,
+            limit_mib = limit / MIB,
+            next_floor_mib = floor / MIB,
+            "{how}; next memory allocation grows"
+        );
     }
 
     /// One full round. On success the report is also stored for
@@ -369,7 +412,9 @@ impl<R: ContainerRuntime> Agent<R> {
         self.drain_events(now_s);
         let mut errors = Vec::new();
         self.sample(now_s, &mut errors).await?;
-        Ok(self.build_view(now_s))
+        let view = self.build_view(now_s).await;
+        self.record_round(&view, "warm-up", None);
+        Ok(view)
     }
 
     async fn sample(&mut self, now_s: f64, errors: &mut Vec<String>) -> Result<(), AgentError> {
@@ -431,7 +476,13 @@ impl<R: ContainerRuntime> Agent<R> {
             .collect();
         for id in gone {
             self.tracked.remove(&id);
-            self.models.remove(&id);
+            let event = KernelEvent::Forget {
+                container_id: id.clone(),
+            };
+            if let Some(k) = self.kernel.as_mut() {
+                k.apply(&event);
+            }
+            self.round_events.push(event);
             dirty |= self.state.originals.remove(&id).is_some();
             dirty |= self.state.oom_exits.remove(&id).is_some();
         }
@@ -467,7 +518,9 @@ impl<R: ContainerRuntime> Agent<R> {
                 .buffer_unordered(STATS_CONCURRENCY)
                 .collect()
                 .await;
-        let mut observations: Vec<(String, Option<f64>, f64)> = Vec::new();
+        for t in self.tracked.values_mut() {
+            t.sample = None;
+        }
         let mut unavailable = 0usize;
         let total = results.len();
         for (id, r) in results {
@@ -485,8 +538,10 @@ impl<R: ContainerRuntime> Agent<R> {
                     };
                     t.last_cpu = Some((st.cpu_total_ns, now_s));
                     t.usage = Resources::new(cpu.unwrap_or(t.usage.cpu_cores), mem);
-                    t.samples += 1;
-                    observations.push((id, cpu, mem));
+                    t.sample = Some(Sample {
+                        cpu_cores: cpu,
+                        mem_bytes: mem,
+                    });
                 }
                 Err(RuntimeError::NotFound(_)) => t.needs_inspect = true,
                 Err(e) => {
@@ -501,7 +556,6 @@ impl<R: ContainerRuntime> Agent<R> {
         if total > 0 && unavailable == total {
             return Err(RuntimeError::Unavailable("every stats call failed".into()).into());
         }
-        self.observe(observations).await?;
         Ok(())
     }
 
@@ -556,10 +610,8 @@ impl<R: ContainerRuntime> Agent<R> {
                         labels: parsed,
                         last_cpu: None,
                         usage: Resources::ZERO,
-                        samples: 0,
-                        forecast: None,
+                        sample: None,
                         oom_kills: 0,
-                        oom_floor: None,
                         streamed_ooms: Vec::new(),
                         recovered_oom_exit: None,
                         needs_inspect: false,
@@ -577,69 +629,6 @@ impl<R: ContainerRuntime> Agent<R> {
             }
         }
         dirty
-    }
-
-    /// Feeds the forecasters and forecasts, off the async runtime.
-    async fn observe(
-        &mut self,
-        observations: Vec<(String, Option<f64>, f64)>,
-    ) -> Result<(), AgentError> {
-        let mut work = Vec::with_capacity(observations.len());
-        for (id, cpu, mem) in observations {
-            let models = match self.models.remove(&id) {
-                Some(m) => m,
-                None => Models {
-                    cpu: self.cfg.forecaster.build()?,
-                    mem: self.cfg.forecaster.build()?,
-                },
-            };
-            work.push((id, models, cpu, mem));
-        }
-        let horizon = self.cfg.horizon_samples;
-        let min_samples = self.cfg.min_samples;
-        let done = tokio::task::spawn_blocking(move || {
-            work.into_iter()
-                .map(|(id, mut m, cpu, mem)| {
-                    if let Some(c) = cpu {
-                        if let Err(e) = m.cpu.observe(c) {
-                            tracing::debug!(container = %id, error = %e, "cpu sample rejected");
-                        }
-                    }
-                    if let Err(e) = m.mem.observe(mem) {
-                        tracing::debug!(container = %id, error = %e, "memory sample rejected");
-                    }
-                    let forecast = (m.cpu.observed() >= min_samples
-                        && m.mem.observed() >= min_samples)
-                        .then(|| Forecasts {
-                            cpu: m.cpu.forecast(horizon),
-                            mem: m.mem.forecast(horizon),
-                        })
-                        .filter(|f| {
-                            f.cpu.mean.is_finite()
-                                && f.mem.mean.is_finite()
-                                && f.cpu.std.is_finite()
-                                && f.mem.std.is_finite()
-                        });
-                    (id, m, forecast)
-                })
-                .collect::<Vec<_>>()
-        })
-        .await;
-        match done {
-            Ok(done) => {
-                for (id, m, forecast) in done {
-                    if let Some(t) = self.tracked.get_mut(&id) {
-                        t.forecast = forecast;
-                        self.models.insert(id, m);
-                    }
-                }
-            }
-            Err(e) => {
-                // a model panicked: its state is lost, rebuild from scratch next round
-                tracing::error!(error = %e, "forecaster task failed; models reset");
-            }
-        }
-        Ok(())
     }
 
     /// The limits a container was started with (its request), as first
@@ -677,65 +666,138 @@ impl<R: ContainerRuntime> Agent<R> {
         )
     }
 
-    fn build_view(&self, now_s: f64) -> NodeView {
+    /// What the agent saw this round, per running container, before any
+    /// kernel rule (also what a recording stores).
+    fn container_samples(&self, now_s: f64) -> Vec<ContainerSample> {
         let cap = self.capacity();
-        let containers = self
-            .tracked
+        self.tracked
             .values()
             .filter(|t| t.info.state == ContainerState::Running)
-            .map(|t| {
-                let mut request = self.request_of(t, cap);
-                let mut usage = t.usage;
-                if let Some((floor, until)) = t.oom_floor {
-                    if now_s <= until {
-                        usage.mem_bytes = usage.mem_bytes.max(floor);
-                        request.mem_bytes = request.mem_bytes.max(floor);
+            .map(|t| ContainerSample {
+                id: t.info.id.clone(),
+                name: t.info.name.clone(),
+                app: t.labels.app.clone(),
+                class: t.labels.class,
+                priority: t.labels.priority,
+                protected: t.labels.protected,
+                started_s: t.info.started_s.unwrap_or(now_s),
+                request: self.request_of(t, cap),
+                allocation: Self::allocation_of(t, cap),
+                usage: t.usage,
+                sample: t.sample,
+                app_failures: self
+                    .state
+                    .app_failures
+                    .get(&t.labels.app)
+                    .copied()
+                    .unwrap_or(0),
+                oom_kills: t.oom_kills,
+            })
+            .collect()
+    }
+
+    /// Appends this round to the recording (when `[record]` is on): the
+    /// events and samples given to the kernel, its forecasts, and the
+    /// decisions (`None` when no plan was made).
+    fn record_round(&mut self, view: &NodeView, source: &str, decisions: Option<&[NodeAction]>) {
+        let events = std::mem::take(&mut self.round_events);
+        let containers = std::mem::take(&mut self.round_samples);
+        let Some(w) = self.recorder.as_mut() else {
+            return;
+        };
+        let mut labels = BTreeMap::new();
+        for c in &containers {
+            if self.recorded_labels.insert(c.id.clone()) {
+                if let Some(t) = self.tracked.get(&c.id) {
+                    labels.insert(c.id.clone(), t.info.labels.clone());
+                }
+            }
+        }
+        let record = Record::Round(RoundRecord {
+            round: view.round,
+            at_s: view.at_s,
+            capacity: view.capacity,
+            events,
+            forecasts: view.containers.iter().map(|c| c.forecast).collect(),
+            containers,
+            labels,
+            source: source.to_string(),
+            decisions: decisions.map(<[NodeAction]>::to_vec),
+        });
+        match w.append(&record) {
+            Ok(true) => {}
+            Ok(false) => {
+                // bound reached (logged once by the writer)
+                self.recorder = None;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "recording failed; recording stopped");
+                self.recorder = None;
+            }
+        }
+    }
+
+    /// Hands this round's samples to the kernel (off the async runtime):
+    /// models are fed, forecasts made, OOM floors applied.
+    async fn build_view(&mut self, now_s: f64) -> NodeView {
+        let samples = self.container_samples(now_s);
+        if self.recorder.is_some() {
+            self.round_samples = samples.clone();
+        }
+        let node = self
+            .cfg
+            .node_name
+            .clone()
+            .or_else(|| self.host.as_ref().map(|h| h.name.clone()))
+            .unwrap_or_else(|| "node".to_string());
+        let capacity = self.capacity();
+        let mut view = match self.kernel.take() {
+            Some(mut kernel) => {
+                let joined = tokio::task::spawn_blocking(move || {
+                    let view = kernel.observe(&node, now_s, capacity, samples);
+                    (kernel, view)
+                })
+                .await;
+                match joined {
+                    Ok((kernel, view)) => {
+                        self.kernel = Some(kernel);
+                        view
+                    }
+                    Err(e) => {
+                        // a model panicked: its state is lost, rebuild from scratch
+                        tracing::error!(error = %e, "kernel task failed; models reset");
+                        self.kernel = NodeKernel::new(
+                            self.cfg.shaper.clone(),
+                            self.cfg.forecaster.clone(),
+                            self.cfg.interval_s,
+                        )
+                        .ok();
+                        NodeView {
+                            at_s: now_s,
+                            capacity: self.capacity(),
+                            ..NodeView::default()
+                        }
                     }
                 }
-                ContainerReport {
-                    id: t.info.id.clone(),
-                    name: t.info.name.clone(),
-                    app: t.labels.app.clone(),
-                    class: t.labels.class,
-                    priority: t.labels.priority,
-                    protected: t.labels.protected,
-                    started_s: t.info.started_s.unwrap_or(now_s),
-                    request,
-                    allocation: Self::allocation_of(t, cap),
-                    usage,
-                    forecast: t.forecast,
-                    samples: t.samples,
-                    oom_kills: t.oom_kills,
-                    app_failures: self
-                        .state
-                        .app_failures
-                        .get(&t.labels.app)
-                        .copied()
-                        .unwrap_or(0),
-                }
-            })
-            .collect();
-        NodeView {
-            node: self
-                .cfg
-                .node_name
-                .clone()
-                .or_else(|| self.host.as_ref().map(|h| h.name.clone()))
-                .unwrap_or_else(|| "node".to_string()),
-            round: self.round,
-            at_s: now_s,
-            capacity: cap,
-            containers,
-            evicted: self.state.evicted.iter().map(|e| e.name.clone()).collect(),
-        }
+            }
+            None => NodeView {
+                at_s: now_s,
+                capacity,
+                ..NodeView::default()
+            },
+        };
+        view.round = self.round;
+        view.evicted = self.state.evicted.iter().map(|e| e.name.clone()).collect();
+        view
     }
 
     async fn round_inner(&mut self, now_s: f64) -> Result<RoundReport, AgentError> {
         let mut errors = Vec::new();
         self.sample(now_s, &mut errors).await?;
-        let view = self.build_view(now_s);
+        let view = self.build_view(now_s).await;
         if self.round <= u64::from(self.cfg.warmup_rounds) {
             // the agent's own warm-up: models fill up, nothing is planned
+            self.record_round(&view, "warm-up", None);
             return Ok(RoundReport {
                 round: self.round,
                 at_s: now_s,
@@ -752,9 +814,11 @@ impl<R: ContainerRuntime> Agent<R> {
             Ok(p) => p,
             Err(e) => {
                 self.shared.metrics.plan_source_error();
+                self.record_round(&view, "error", None);
                 return Err(e.into());
             }
         };
+        self.record_round(&view, &plan.source, Some(&plan.actions));
         let outcomes = self.apply(&view, &plan.actions, now_s).await;
         self.source.outcomes(&outcomes).await;
         let restarted = if self.cfg.actuation == Actuation::Shape && self.cfg.restart_evicted {
@@ -779,17 +843,7 @@ impl<R: ContainerRuntime> Agent<R> {
             view.used(),
         );
         for o in &outcomes {
-            match o.result.as_str() {
-                "applied" => {
-                    tracing::info!(container = %o.action.container_name, action = ?o.action.kind, explanation = %o.action.explanation, "applied")
-                }
-                "recommended" => {
-                    tracing::info!(container = %o.action.container_name, action = ?o.action.kind, explanation = %o.action.explanation, "recommended (dry run)")
-                }
-                _ => {
-                    tracing::warn!(container = %o.action.container_name, action = ?o.action.kind, result = %o.result, error = ?o.error, "action not applied")
-                }
-            }
+            log_outcome(o);
         }
         Ok(RoundReport {
             round: self.round,
@@ -804,20 +858,19 @@ impl<R: ContainerRuntime> Agent<R> {
         })
     }
 
+    /// The runtime update for a planned allocation. Floors and rounding
+    /// are the kernel's (the plan is already in millicores and pages); this
+    /// only keeps the kind of CPU limit the container was started with.
     fn limits_update(&self, t: &Tracked, to: Resources) -> ResourceUpdate {
         let orig = self.original_limits(t);
-        let mem = to.mem_bytes.max(self.cfg.min_mem_bytes as f64);
-        let mem = ((mem / PAGE as f64).ceil() as u64).saturating_mul(PAGE);
-        let cores = (to.cpu_cores.max(self.cfg.min_cpu_cores) * 1000.0).round() / 1000.0;
-        // keep the kind of CPU limit the container was started with
         let kind = if matches!(t.info.limits.cpu, CpuLimit::Quota { .. }) {
             t.info.limits.cpu
         } else {
             orig.cpu
         };
         ResourceUpdate {
-            mem_bytes: Some(mem),
-            cpu: Some(kind.with_cores(cores)),
+            mem_bytes: Some(to.mem_bytes.ceil() as u64),
+            cpu: Some(kind.with_cores(to.cpu_cores)),
         }
     }
 
@@ -827,45 +880,44 @@ impl<R: ContainerRuntime> Agent<R> {
         actions: &[NodeAction],
         now_s: f64,
     ) -> Vec<ActionOutcome> {
-        let mut ordered: Vec<&NodeAction> = actions.iter().collect();
-        ordered.sort_by_key(|a| a.order_class());
         let shape = self.cfg.actuation == Actuation::Shape;
-        let mut outcomes = Vec::with_capacity(ordered.len());
+        let mut outcomes = Vec::with_capacity(actions.len());
         let mut failed_apps: BTreeSet<String> = BTreeSet::new();
         let mut dirty = false;
-        for a in ordered {
+        // the plan's order is the kernel's apply order
+        for a in actions {
             let kind = match a.kind {
                 NodeActionKind::Evict { .. } => "evict",
                 NodeActionKind::Resize { .. } => "resize",
             };
-            let outcome = |result: &str, error: Option<String>| ActionOutcome {
+            let outcome = |result: Outcome, error: Option<String>| ActionOutcome {
                 action: a.clone(),
-                result: result.to_string(),
+                result,
                 error,
             };
             let Some(t) = self.tracked.get(&a.container_id).cloned() else {
-                self.shared.metrics.action(kind, "refused");
-                outcomes.push(outcome("refused", Some("not a managed container".into())));
+                self.shared.metrics.action(kind, Outcome::Refused.as_str());
+                outcomes.push(outcome(Outcome::Refused, Some("not a managed container".into())));
                 continue;
             };
             if t.info.state != ContainerState::Running {
-                self.shared.metrics.action(kind, "refused");
-                outcomes.push(outcome("refused", Some("container is not running".into())));
+                self.shared.metrics.action(kind, Outcome::Refused.as_str());
+                outcomes.push(outcome(Outcome::Refused, Some("container is not running".into())));
                 continue;
             }
             match &a.kind {
                 NodeActionKind::Evict { .. } => {
                     if t.labels.protected {
-                        self.shared.metrics.action(kind, "refused");
+                        self.shared.metrics.action(kind, Outcome::Refused.as_str());
                         outcomes.push(outcome(
-                            "refused",
+                            Outcome::Refused,
                             Some("protected containers are never evicted".into()),
                         ));
                         continue;
                     }
                     if !shape {
-                        self.shared.metrics.action(kind, "recommended");
-                        outcomes.push(outcome("recommended", None));
+                        self.shared.metrics.action(kind, Outcome::Recommended.as_str());
+                        outcomes.push(outcome(Outcome::Recommended, None));
                         continue;
                     }
                     match self
@@ -903,34 +955,41 @@ impl<R: ContainerRuntime> Agent<R> {
                             }
                             dirty = true;
                             tracing::warn!(container = %t.info.name, app = %t.labels.app, reason = %a.explanation, "evicted");
-                            self.shared.metrics.action(kind, "applied");
-                            outcomes.push(outcome("applied", None));
+                            self.shared.metrics.action(kind, Outcome::Applied.as_str());
+                            outcomes.push(outcome(Outcome::Applied, None));
                         }
                         Err(e) => {
                             self.shared.metrics.runtime_error("stop");
-                            self.shared.metrics.action(kind, "failed");
-                            outcomes.push(outcome("failed", Some(e.to_string())));
+                            self.shared.metrics.action(kind, Outcome::Failed.as_str());
+                            outcomes.push(outcome(Outcome::Failed, Some(e.to_string())));
                         }
                     }
                 }
                 NodeActionKind::Resize { from, to } => {
                     let shrinks = to.cpu_cores < from.cpu_cores || to.mem_bytes < from.mem_bytes;
                     if t.labels.protected && shrinks {
-                        self.shared.metrics.action(kind, "refused");
+                        self.shared.metrics.action(kind, Outcome::Refused.as_str());
                         outcomes.push(outcome(
-                            "refused",
+                            Outcome::Refused,
                             Some("protected containers are never shrunk".into()),
                         ));
                         continue;
                     }
                     if !to.is_finite() || to.cpu_cores <= 0.0 || to.mem_bytes <= 0.0 {
-                        self.shared.metrics.action(kind, "refused");
-                        outcomes.push(outcome("refused", Some(format!("invalid target {to:?}"))));
+                        self.shared.metrics.action(kind, Outcome::Refused.as_str());
+                        outcomes.push(outcome(
+                            Outcome::Refused,
+                            Some(format!(
+                                "invalid target: {:.3} cores, {:.1} MiB",
+                                to.cpu_cores,
+                                to.mem_bytes / MIB
+                            )),
+                        ));
                         continue;
                     }
                     if !shape {
-                        self.shared.metrics.action(kind, "recommended");
-                        outcomes.push(outcome("recommended", None));
+                        self.shared.metrics.action(kind, Outcome::Recommended.as_str());
+                        outcomes.push(outcome(Outcome::Recommended, None));
                         continue;
                     }
                     let update = self.limits_update(&t, *to);
@@ -939,8 +998,8 @@ impl<R: ContainerRuntime> Agent<R> {
                     {
                         // after the agent's floors and rounding the limits
                         // are already there: no Docker call
-                        self.shared.metrics.action(kind, "unchanged");
-                        outcomes.push(outcome("unchanged", None));
+                        self.shared.metrics.action(kind, Outcome::Unchanged.as_str());
+                        outcomes.push(outcome(Outcome::Unchanged, None));
                         continue;
                     }
                     match self.runtime.update(&a.container_id, &update).await {
@@ -953,16 +1012,16 @@ impl<R: ContainerRuntime> Agent<R> {
                                     tm.info.limits.cpu = c;
                                 }
                             }
-                            self.shared.metrics.action(kind, "applied");
-                            outcomes.push(outcome("applied", None));
+                            self.shared.metrics.action(kind, Outcome::Applied.as_str());
+                            outcomes.push(outcome(Outcome::Applied, None));
                         }
                         Err(e) => {
                             self.shared.metrics.runtime_error("update");
-                            self.shared.metrics.action(kind, "failed");
+                            self.shared.metrics.action(kind, Outcome::Failed.as_str());
                             if let Some(tm) = self.tracked.get_mut(&a.container_id) {
                                 tm.needs_inspect = true;
                             }
-                            outcomes.push(outcome("failed", Some(e.to_string())));
+                            outcomes.push(outcome(Outcome::Failed, Some(e.to_string())));
                         }
                     }
                 }
@@ -1030,13 +1089,13 @@ impl<R: ContainerRuntime> Agent<R> {
                         tm.needs_inspect = true;
                         tm.last_cpu = None;
                     }
-                    self.shared.metrics.action("restart", "applied");
+                    self.shared.metrics.action("restart", Outcome::Applied.as_str());
                     tracing::info!(container = %e.name, app = %e.app, evicted_for_s = now_s - e.at_s, "restarted evicted container");
                     restarted.push(e.name.clone());
                 }
                 Err(err) => {
                     self.shared.metrics.runtime_error("start");
-                    self.shared.metrics.action("restart", "failed");
+                    self.shared.metrics.action("restart", Outcome::Failed.as_str());
                     tracing::warn!(container = %e.name, error = %err, "cannot restart evicted container");
                     if matches!(err, RuntimeError::NotFound(_)) {
                         self.state.evicted.remove(0);
@@ -1172,6 +1231,39 @@ impl<R: ContainerRuntime> Agent<R> {
         }
         self.shutdown().await;
         Ok(())
+    }
+}
+
+/// Logs one action's outcome as fields with units.
+fn log_outcome(o: &ActionOutcome) {
+    let a = &o.action;
+    let (kind, from, to) = match &a.kind {
+        NodeActionKind::Resize { from, to } => ("resize", Some(*from), Some(*to)),
+        NodeActionKind::Evict { whole_app: true } => ("evict_application", None, None),
+        NodeActionKind::Evict { whole_app: false } => ("evict", None, None),
+    };
+    let cores = |r: Option<Resources>| r.map(|r| r.cpu_cores);
+    let mib = |r: Option<Resources>| r.map(|r| r.mem_bytes / MIB);
+    match o.result {
+        Outcome::Applied | Outcome::Recommended => tracing::info!(
+            container = %a.container_name,
+            action = kind,
+            result = %o.result,
+            from_cpu_cores = cores(from),
+            to_cpu_cores = cores(to),
+            from_mem_mib = mib(from),
+            to_mem_mib = mib(to),
+            explanation = %a.explanation,
+            "action"
+        ),
+        Outcome::Unchanged => {}
+        Outcome::Refused | Outcome::Failed => tracing::warn!(
+            container = %a.container_name,
+            action = kind,
+            result = %o.result,
+            error = o.error.as_deref().unwrap_or(""),
+            "action not applied"
+        ),
     }
 }
 

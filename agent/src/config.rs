@@ -9,19 +9,12 @@
 //! mode = "standalone"        # or "cluster" (needs [cluster])
 //! actuation = "shape"        # or "recommend": compute and export, change nothing
 //! interval_s = 10.0          # sampling / shaping period
-//! horizon_samples = 6        # forecast the peak of the next 6 samples
-//! min_samples = 3            # below this a container has no forecast (keeps its request)
 //! warmup_rounds = 3          # the agent's first rounds only sample (no actions)
 //! docker_socket = "/var/run/docker.sock"
 //! state_file = "/var/lib/tailor/agent-state.json"   # original limits, evictions
 //! stop_grace_s = 10          # SIGTERM -> SIGKILL delay of an eviction
 //! restart_evicted = true     # restart evicted containers when room returns
 //! restart_cooldown_s = 30.0  # no restart sooner than this after the eviction
-//! min_mem_bytes = 16777216   # never set a memory limit below this (16 MiB)
-//! min_cpu_cores = 0.01       # never set a CPU limit below this
-//! oom_bump_bytes = 104857600 # after an OOM kill the next memory allocation is at
-//! oom_bump_factor = 1.2      #   least max(limit + 100 MiB, limit * 1.2) (VPA's rule)
-//! oom_memory_s = 3600.0      # for this long
 //! reinspect_every = 6        # re-read limits of every container every 6 rounds
 //! on_shutdown = "restore_requests"   # or "keep_current"
 //!
@@ -38,7 +31,19 @@
 //! [http]
 //! listen = "127.0.0.1:9847"  # "" disables the endpoint
 //!
-//! [shaper]                   # shaper::ShaperConfig (k1, k2, policy, ...)
+//! [runtime]
+//! kind = "docker"            # the runtime adapter (Docker Engine API on docker_socket)
+//!
+//! [record]                   # record what the agent sees and decides, for
+//! enabled = false            #   `tailor replay --workload recorded:PATH [--check-parity]`
+//! # path = "/var/lib/tailor/recording.jsonl.gz"   # default: beside state_file
+//! max_bytes = 268435456      # gzip bytes; the recording stops there
+//!
+//! [shaper]                   # the sizing kernel's config, the same table as in the
+//!                            # simulator and the central shaper: k1, k2, policy, floors
+//!                            # (min_mem_bytes >= 6 MiB, min_cpu_cores >= 0.01 here:
+//!                            # Docker's minimums), horizon_samples, min_history_samples,
+//!                            # the OOM floor (oom_bump_bytes, oom_bump_factor, oom_memory_s)
 //! [forecaster]               # forecaster::config::ModelConfig (kind, ...)
 //! [cluster]                  # cluster mode only: shaper URL, token file, ...
 //! ```
@@ -65,6 +70,15 @@ pub enum Mode {
     Cluster,
 }
 
+impl Mode {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Mode::Standalone => "standalone",
+            Mode::Cluster => "cluster",
+        }
+    }
+}
+
 /// Apply the plan (`shape`) or only compute, log and export it (`recommend`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -72,6 +86,15 @@ pub enum Actuation {
     #[default]
     Shape,
     Recommend,
+}
+
+impl Actuation {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Actuation::Shape => "shape",
+            Actuation::Recommend => "recommend",
+        }
+    }
 }
 
 /// What the agent leaves behind on SIGTERM. Either way every running
@@ -160,10 +183,8 @@ pub struct AgentConfig {
     /// Sampling and shaping period in seconds. Default 10.
     pub interval_s: f64,
     /// Forecast the peak over this many future samples. Default 6 (1 min).
-    pub horizon_samples: usize,
     /// A container needs this many samples before it gets a forecast.
     /// Default 3.
-    pub min_samples: usize,
     /// The agent's first rounds only sample (no plan, no action). Default 3.
     pub warmup_rounds: u32,
     /// Node name in reports; default: Docker's host name.
@@ -175,11 +196,6 @@ pub struct AgentConfig {
     pub stop_grace_s: u32,
     pub restart_evicted: bool,
     pub restart_cooldown_s: f64,
-    pub min_mem_bytes: u64,
-    pub min_cpu_cores: f64,
-    pub oom_bump_bytes: u64,
-    pub oom_bump_factor: f64,
-    pub oom_memory_s: f64,
     /// Re-inspect every container (limits changed by someone else) every
     /// this many rounds. Default 6.
     pub reinspect_every: u32,
@@ -187,6 +203,8 @@ pub struct AgentConfig {
     pub capacity: CapacityConfig,
     pub selector: SelectorConfig,
     pub http: HttpConfig,
+    pub runtime: RuntimeConfig,
+    pub record: RecordConfig,
     pub shaper: ShaperConfig,
     pub forecaster: ModelConfig,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -199,8 +217,6 @@ impl Default for AgentConfig {
             mode: Mode::Standalone,
             actuation: Actuation::Shape,
             interval_s: 10.0,
-            horizon_samples: 6,
-            min_samples: 3,
             warmup_rounds: 3,
             node_name: None,
             docker_socket: PathBuf::from(crate::docker::DEFAULT_SOCKET),
@@ -208,20 +224,71 @@ impl Default for AgentConfig {
             stop_grace_s: 10,
             restart_evicted: true,
             restart_cooldown_s: 30.0,
-            min_mem_bytes: 16 << 20,
-            min_cpu_cores: 0.01,
-            oom_bump_bytes: 100 << 20,
-            oom_bump_factor: 1.2,
-            oom_memory_s: 3600.0,
             reinspect_every: 6,
             on_shutdown: ShutdownPolicy::RestoreRequests,
             capacity: CapacityConfig::default(),
             selector: SelectorConfig::default(),
             http: HttpConfig::default(),
+            runtime: RuntimeConfig::default(),
+            record: RecordConfig::default(),
             shaper: ShaperConfig::default(),
             forecaster: ModelConfig::default(),
             cluster: None,
         }
+    }
+}
+
+/// The container runtime the agent manages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuntimeKind {
+    /// The Docker Engine API on `docker_socket`.
+    #[default]
+    Docker,
+}
+
+/// `[runtime]`: which runtime adapter the agent uses.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RuntimeConfig {
+    /// Default `docker`.
+    pub kind: RuntimeKind,
+}
+
+/// `[record]`: what the agent records for replay.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RecordConfig {
+    /// Default false.
+    pub enabled: bool,
+    /// Default: `recording.jsonl.gz` beside `state_file`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    /// Bound of the compressed file; the recording stops there. Default 256 MiB.
+    pub max_bytes: u64,
+}
+
+impl Default for RecordConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            path: None,
+            max_bytes: 256 << 20,
+        }
+    }
+}
+
+/// Largest accepted `[record] max_bytes` (1 TiB).
+pub const MAX_RECORD_BYTES: u64 = 1 << 40;
+
+impl AgentConfig {
+    /// Where the recording goes: `[record] path`, else beside `state_file`
+    /// (`None` when neither is set).
+    pub fn record_path(&self) -> Option<PathBuf> {
+        self.record.path.clone().or_else(|| {
+            let dir = self.state_file.parent()?;
+            (!self.state_file.as_os_str().is_empty()).then(|| dir.join("recording.jsonl.gz"))
+        })
     }
 }
 
@@ -284,41 +351,39 @@ impl AgentConfig {
             format!("must be >= 0.1 seconds, got {}", self.interval_s),
         );
         check(
-            "horizon_samples",
-            self.horizon_samples >= 1,
-            "must be >= 1".into(),
-        );
-        check("min_samples", self.min_samples >= 1, "must be >= 1".into());
-        check(
             "restart_cooldown_s",
             nonneg(self.restart_cooldown_s),
             format!("must be >= 0, got {}", self.restart_cooldown_s),
         );
+        // The kernel's floors, against the container runtime's minimums.
         check(
-            "min_mem_bytes",
-            self.min_mem_bytes >= 6 << 20,
+            "shaper.min_mem_bytes",
+            self.shaper.min_mem_bytes >= f64::from(6u32 << 20),
             format!(
                 "must be >= 6 MiB (Docker's minimum), got {}",
-                self.min_mem_bytes
+                self.shaper.min_mem_bytes
             ),
         );
         check(
-            "min_cpu_cores",
-            self.min_cpu_cores.is_finite() && self.min_cpu_cores >= 0.01,
+            "shaper.min_cpu_cores",
+            self.shaper.min_cpu_cores.is_finite() && self.shaper.min_cpu_cores >= 0.01,
             format!(
                 "must be >= 0.01 (Docker's minimum), got {}",
-                self.min_cpu_cores
+                self.shaper.min_cpu_cores
             ),
         );
         check(
-            "oom_bump_factor",
-            self.oom_bump_factor.is_finite() && self.oom_bump_factor >= 1.0,
-            format!("must be >= 1, got {}", self.oom_bump_factor),
+            "record.max_bytes",
+            (1 << 16..=MAX_RECORD_BYTES).contains(&self.record.max_bytes),
+            format!(
+                "must be in 64 KiB..=1 TiB, got {}",
+                self.record.max_bytes
+            ),
         );
         check(
-            "oom_memory_s",
-            nonneg(self.oom_memory_s),
-            format!("must be >= 0, got {}", self.oom_memory_s),
+            "record.path",
+            !self.record.enabled || self.record_path().is_some(),
+            "needed when recording with an empty state_file".into(),
         );
         check(
             "reinspect_every",
@@ -461,10 +526,12 @@ pub fn check_toml(text: &str, file: Option<&Path>) -> Result<AgentConfig, Config
 }
 
 /// Sub-tables checked key by key (so every bad key in them is reported).
-const SUB_TABLES: [&str; 6] = [
+const SUB_TABLES: [&str; 8] = [
+    "runtime",
     "capacity",
     "selector",
     "http",
+    "record",
     "shaper",
     "forecaster",
     "cluster",
@@ -481,6 +548,8 @@ fn check_table(table: &toml::Table, file: Option<&Path>) -> Result<AgentConfig, 
                     "capacity" => bad_keys::<CapacityConfig>(sub),
                     "selector" => bad_keys::<SelectorConfig>(sub),
                     "http" => bad_keys::<HttpConfig>(sub),
+                    "record" => bad_keys::<RecordConfig>(sub),
+                    "runtime" => bad_keys::<RuntimeConfig>(sub),
                     "shaper" => bad_keys::<ShaperConfig>(sub),
                     "forecaster" => bad_keys::<ModelConfig>(sub),
                     _ => bad_keys::<ClusterClientConfig>(sub),

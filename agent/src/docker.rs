@@ -299,6 +299,7 @@ fn container_name(names: &[String], id: &str) -> String {
         .unwrap_or_else(|| id.chars().take(12).collect())
 }
 
+#[async_trait::async_trait]
 impl ContainerRuntime for DockerRuntime {
     async fn host_info(&self) -> Result<HostInfo, RuntimeError> {
         let info = self.client().await?.info().await.map_err(map_err)?;

@@ -191,6 +191,7 @@ impl FakeRuntime {
     }
 }
 
+#[async_trait::async_trait]
 impl ContainerRuntime for FakeRuntime {
     async fn host_info(&self) -> Result<HostInfo, RuntimeError> {
         self.check_up()?;

@@ -2,8 +2,8 @@
 //! and, in `cluster`, the central shaper server and its client.
 //!
 //! * [`runtime`]: the [`ContainerRuntime`] trait over our own types;
-//!   [`docker::DockerRuntime`] implements it with bollard, [`fake::FakeRuntime`]
-//!   in memory for tests.
+//!   [`docker::DockerRuntime`] implements it with bollard; `fake::FakeRuntime`
+//!   (feature `test-util`) in memory for tests of the agent's logic.
 //! * [`config`]: `agent.toml` ([`AgentConfig`], [`config::check_toml`]).
 //! * [`labels`]: container labels -> applications and components.
 //! * [`view`]: the per-round [`NodeView`], [`NodeAction`]s and the
@@ -13,11 +13,25 @@
 //! * [`http`], [`metrics`], [`notify`]: operations (HTTP endpoint,
 //!   Prometheus text, systemd notifications); [`prom`]: the Prometheus text
 //!   writer shared with the central shaper.
+//!
+//! # Example
+//!
+//! ```
+//! // Every key of agent.toml has a default; [shaper] is the kernel's table.
+//! let cfg = agent::config::check_toml(
+//!     "actuation = \"recommend\"\n[shaper]\nk1 = 0.1\n",
+//!     None,
+//! )
+//! .expect("valid config");
+//! assert_eq!(cfg.actuation, agent::config::Actuation::Recommend);
+//! assert_eq!(cfg.shaper.k1, 0.1);
+//! ```
 
 pub mod agent;
 pub mod cluster;
 pub mod config;
 pub mod docker;
+#[cfg(any(test, feature = "test-util"))]
 pub mod fake;
 pub mod http;
 pub mod labels;
@@ -33,7 +47,7 @@ pub use config::{AgentConfig, ConfigIssue, ConfigIssues};
 pub use runtime::{ContainerRuntime, RuntimeError};
 pub use view::{
     ActionOutcome, ContainerReport, LocalShaper, NodeAction, NodeActionKind, NodePlan, NodeView,
-    PlanSource, PlanSourceError,
+    Outcome, PlanSource, PlanSourceError,
 };
 
 /// Errors of the agent.
@@ -47,6 +61,8 @@ pub enum AgentError {
     Config(#[from] ConfigIssues),
     #[error("cannot build the forecaster: {0}")]
     Forecaster(#[from] forecaster::ForecastError),
+    #[error("recording: {0}")]
+    Record(#[from] datasets::DatasetError),
     #[error("HTTP endpoint {addr}: {source}")]
     Http {
         addr: String,

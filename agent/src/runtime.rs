@@ -5,7 +5,6 @@
 use futures_util::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::future::Future;
 
 /// Errors of a runtime call.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -222,37 +221,32 @@ pub struct HostInfo {
 
 /// Container runtime operations the agent uses. Implementations must be
 /// cheap to share (`&self` everywhere) and never panic on daemon answers.
+#[async_trait::async_trait]
 pub trait ContainerRuntime: Send + Sync + 'static {
     /// The host: CPU count, memory, name.
-    fn host_info(&self) -> impl Future<Output = Result<HostInfo, RuntimeError>> + Send;
+    async fn host_info(&self) -> Result<HostInfo, RuntimeError>;
 
     /// Every container (running or not) that carries all of `labels`
     /// (`key=value` pairs).
-    fn list(
+    async fn list(
         &self,
         labels: &BTreeMap<String, String>,
-    ) -> impl Future<Output = Result<Vec<ContainerSummary>, RuntimeError>> + Send;
+    ) -> Result<Vec<ContainerSummary>, RuntimeError>;
 
     /// Full information on one container.
-    fn inspect(&self, id: &str)
-        -> impl Future<Output = Result<ContainerInfo, RuntimeError>> + Send;
+    async fn inspect(&self, id: &str) -> Result<ContainerInfo, RuntimeError>;
 
     /// One stats sample (no waiting for a second sample).
-    fn stats(&self, id: &str) -> impl Future<Output = Result<ContainerStats, RuntimeError>> + Send;
+    async fn stats(&self, id: &str) -> Result<ContainerStats, RuntimeError>;
 
     /// Changes limits of a (running or stopped) container.
-    fn update(
-        &self,
-        id: &str,
-        update: &ResourceUpdate,
-    ) -> impl Future<Output = Result<(), RuntimeError>> + Send;
+    async fn update(&self, id: &str, update: &ResourceUpdate) -> Result<(), RuntimeError>;
 
     /// Stops a container: SIGTERM, then SIGKILL after `grace_s` seconds.
-    fn stop(&self, id: &str, grace_s: u32)
-        -> impl Future<Output = Result<(), RuntimeError>> + Send;
+    async fn stop(&self, id: &str, grace_s: u32) -> Result<(), RuntimeError>;
 
     /// Starts a stopped container.
-    fn start(&self, id: &str) -> impl Future<Output = Result<(), RuntimeError>> + Send;
+    async fn start(&self, id: &str) -> Result<(), RuntimeError>;
 
     /// Container events (OOM, die, start, destroy) from now on. The stream
     /// ends or yields an error when the daemon goes away; callers

@@ -15,13 +15,13 @@ fn config(extra: &str) -> AgentConfig {
     let text = format!(
         r#"
 interval_s = 1.0
-min_samples = 3
-horizon_samples = 3
 state_file = ""
 restart_cooldown_s = 0.0
 [http]
 listen = ""
 [shaper]
+min_history_samples = 3
+horizon_samples = 3
 grace_period_s = 0.0
 k1 = 0.05
 k2 = 3.0
@@ -153,7 +153,7 @@ async fn targets_below_the_agents_floors_cause_one_update_not_one_per_round() {
         unchanged += rep
             .outcomes
             .iter()
-            .filter(|o| o.result == "unchanged")
+            .filter(|o| o.result == agent::Outcome::Unchanged)
             .count();
     }
     assert_eq!(
@@ -186,7 +186,7 @@ async fn recommend_mode_changes_nothing() {
         recommended += rep
             .outcomes
             .iter()
-            .filter(|o| o.result == "recommended")
+            .filter(|o| o.result == agent::Outcome::Recommended)
             .count();
     }
     assert!(recommended > 0, "a shrink is recommended");
@@ -332,7 +332,7 @@ async fn overload_evicts_youngest_elastic_of_last_app_then_restarts_it() {
             ])
             .await;
         for o in &rep.outcomes {
-            if matches!(o.action.kind, NodeActionKind::Evict { .. }) && o.result == "applied" {
+            if matches!(o.action.kind, NodeActionKind::Evict { .. }) && o.result == agent::Outcome::Applied {
                 evicted.push(o.action.container_id.clone());
             }
         }

@@ -8,6 +8,19 @@
 //! * [`Clock`]: time as an input, so the simulator can drive it.
 //!
 //! This crate does no I/O and depends on nothing of ours.
+//!
+//! # Example
+//!
+//! ```
+//! use tailor_core::{Predictive, Resources};
+//!
+//! let used = Resources::new(0.5, 256.0 * 1048576.0);
+//! let limit = Resources::new(1.0, 512.0 * 1048576.0);
+//! assert!(used.fits_in(&limit));
+//! // A Gaussian forecast: the upper band at level 3 is mean + 3 std.
+//! let f = Predictive::gaussian(300.0, 10.0);
+//! assert_eq!(f.upper(3.0), 330.0);
+//! ```
 
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};

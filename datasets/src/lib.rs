@@ -14,7 +14,16 @@
 //!   ([`bundled_workload`]).
 //! - [`synthetic`]: the seeded thesis-style generator ([`synthetic::generate`]).
 //! - [`inspect`]: file summaries for `tailor trace inspect`.
+//! - [`recording`]: bounded gzip JSON-lines files (agent recordings).
 //! - [`workload`]: the workload model ([`workload::Workload`]).
+//!
+//! # Example
+//!
+//! ```
+//! let wl = datasets::bundled_workload().expect("bundled workload");
+//! assert!(!wl.hosts.is_empty());
+//! assert!(wl.apps.iter().all(|a| !a.components.is_empty()));
+//! ```
 
 pub mod alibaba2018;
 pub mod bitbrains;
@@ -26,6 +35,7 @@ pub mod google2019;
 pub mod inspect;
 pub mod io;
 pub mod pool;
+pub mod recording;
 pub mod series;
 pub mod synthetic;
 pub mod workload;

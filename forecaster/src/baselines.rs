@@ -1,5 +1,6 @@
 //! Baselines every comparison needs: last value, moving-window peak, a
-//! Kubernetes-VPA-style decaying-histogram recommender and the oracle.
+//! simplified Kubernetes-VPA-style decaying-histogram recommender (model
+//! `vpa-simple`; the faithful port is [`crate::vpa`]) and the oracle.
 //!
 //! Uncertainty of the simple baselines: the std is the sample std of the
 //! first differences over the last [`SPREAD_WINDOW`] samples times
@@ -310,7 +311,7 @@ impl Vpa {
 
 impl Forecaster for Vpa {
     fn name(&self) -> &'static str {
-        "vpa"
+        "vpa-simple"
     }
 
     fn observe(&mut self, value: f64) -> Result<(), ForecastError> {

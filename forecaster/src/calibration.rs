@@ -513,6 +513,10 @@ impl<F: Forecaster> Forecaster for Calibrated<F> {
     fn observed(&self) -> usize {
         self.inner.observed()
     }
+
+    fn observe_oom(&mut self, alloc: f64) -> Result<(), ForecastError> {
+        self.inner.observe_oom(alloc)
+    }
 }
 
 #[cfg(test)]

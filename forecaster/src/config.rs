@@ -9,6 +9,7 @@ use crate::arima::{ArimaConfig, AutoArima};
 use crate::baselines::{LastValue, PeakConfig, Vpa, VpaConfig, WindowPeak};
 use crate::calibration::{Calibrated, CalibrationConfig};
 use crate::gp::{Gp, GpConfig};
+use crate::vpa::{VpaForecaster, VpaRecommenderConfig, VpaResource};
 use crate::{ForecastError, Forecaster};
 
 /// Which model to build.
@@ -24,18 +25,23 @@ pub enum ModelKind {
     Last,
     /// Moving-window peak.
     Peak,
-    /// Kubernetes-VPA-style decaying percentile.
+    /// The Kubernetes VPA recommender, ported faithfully (`forecaster::vpa`).
     Vpa,
+    /// The older simplified VPA-style decaying percentile
+    /// ([`crate::baselines::Vpa`]).
+    #[serde(rename = "vpa-simple")]
+    VpaSimple,
 }
 
 impl ModelKind {
     /// Every kind, in CLI order.
-    pub const ALL: [ModelKind; 5] = [
+    pub const ALL: [ModelKind; 6] = [
         ModelKind::Arima,
         ModelKind::Gp,
         ModelKind::Last,
         ModelKind::Peak,
         ModelKind::Vpa,
+        ModelKind::VpaSimple,
     ];
 
     /// The lowercase name (`"arima"`, `"gp"`, ...).
@@ -46,6 +52,7 @@ impl ModelKind {
             ModelKind::Last => "last",
             ModelKind::Peak => "peak",
             ModelKind::Vpa => "vpa",
+            ModelKind::VpaSimple => "vpa-simple",
         }
     }
 }
@@ -64,7 +71,7 @@ impl std::str::FromStr for ModelKind {
             .find(|k| k.as_str() == s)
             .ok_or_else(|| {
                 ForecastError::InvalidConfig(format!(
-                    "unknown model {s:?} (expected arima, gp, last, peak or vpa)"
+                    "unknown model {s:?} (expected arima, gp, last, peak, vpa or vpa-simple)"
                 ))
             })
     }
@@ -87,8 +94,11 @@ pub struct ModelConfig {
     pub gp: GpConfig,
     /// Moving-window peak settings.
     pub peak: PeakConfig,
-    /// VPA-style recommender settings.
-    pub vpa: VpaConfig,
+    /// Faithful VPA recommender settings (model `vpa`).
+    pub vpa: VpaRecommenderConfig,
+    /// Simplified VPA-style settings (model `vpa-simple`; this section was
+    /// `vpa` before the faithful port).
+    pub vpa_simple: VpaConfig,
 }
 
 impl Default for ModelConfig {
@@ -100,7 +110,8 @@ impl Default for ModelConfig {
             arima: ArimaConfig::default(),
             gp: GpConfig::default(),
             peak: PeakConfig::default(),
-            vpa: VpaConfig::default(),
+            vpa: VpaRecommenderConfig::default(),
+            vpa_simple: VpaConfig::default(),
         }
     }
 }
@@ -121,11 +132,12 @@ impl ModelConfig {
         if let Err(list) = self.arima.validate() {
             errs.extend(list);
         }
-        let checks: [Result<(), ForecastError>; 4] = [
+        let checks: [Result<(), ForecastError>; 5] = [
             self.calibration.validate(),
             self.gp.validate(),
             self.peak.validate(),
             self.vpa.validate(),
+            self.vpa_simple.validate(),
         ];
         for r in checks {
             if let Err(ForecastError::InvalidConfig(m)) = r {
@@ -142,15 +154,42 @@ impl ModelConfig {
     }
 
     /// Builds the configured model (wrapped in [`Calibrated`] when
-    /// `calibrated`). Fails on an invalid config.
+    /// `calibrated`). Fails on an invalid config. A `vpa` model feeds the
+    /// resource named in `vpa.resource` (memory by default); see
+    /// [`ModelConfig::build_for`].
     pub fn build(&self) -> Result<Box<dyn Forecaster>, ForecastError> {
+        self.build_vpa_resource(self.vpa.resource)
+    }
+
+    /// Like [`ModelConfig::build`], for the model of one resource: the
+    /// faithful VPA treats CPU and memory differently (memory keeps one
+    /// peak per 24 h interval), so callers holding one model per resource
+    /// should build each with its resource. Other kinds ignore it.
+    pub fn build_for(
+        &self,
+        resource: tailor_core::Resource,
+    ) -> Result<Box<dyn Forecaster>, ForecastError> {
+        self.build_vpa_resource(match resource {
+            tailor_core::Resource::Cpu => VpaResource::Cpu,
+            tailor_core::Resource::Mem => VpaResource::Mem,
+        })
+    }
+
+    fn build_vpa_resource(
+        &self,
+        resource: VpaResource,
+    ) -> Result<Box<dyn Forecaster>, ForecastError> {
         self.validate()?;
         let model: Box<dyn Forecaster> = match self.kind {
             ModelKind::Arima => Box::new(AutoArima::new(self.arima.clone())?),
             ModelKind::Gp => Box::new(Gp::new(self.gp.clone())?),
             ModelKind::Last => Box::new(LastValue::new()),
             ModelKind::Peak => Box::new(WindowPeak::new(self.peak.clone())?),
-            ModelKind::Vpa => Box::new(Vpa::new(self.vpa.clone())?),
+            ModelKind::Vpa => Box::new(VpaForecaster::new(VpaRecommenderConfig {
+                resource,
+                ..self.vpa.clone()
+            })?),
+            ModelKind::VpaSimple => Box::new(Vpa::new(self.vpa_simple.clone())?),
         };
         if self.calibrated {
             Ok(Box::new(Calibrated::new(model, self.calibration.clone())?))
@@ -224,15 +263,55 @@ mod tests {
         let mut c = ModelConfig::default();
         c.gp.history = 0;
         c.peak.window = 0;
-        c.vpa.margin = 0.5;
+        c.vpa_simple.margin = 0.5;
+        c.vpa.safety_margin_fraction = -2.0;
         c.arima.window = 0;
         let e = c.validate().expect_err("invalid").to_string();
         assert!(
-            e.contains("gp.history") && e.contains("peak.window") && e.contains("vpa.margin"),
+            e.contains("gp.history")
+                && e.contains("peak.window")
+                && e.contains("vpa.margin")
+                && e.contains("vpa.safety_margin_fraction"),
             "{e}"
         );
         assert!(c.build().is_err());
         assert!("nope".parse::<ModelKind>().is_err());
         assert_eq!("arima".parse::<ModelKind>().expect("ok"), ModelKind::Arima);
+        assert_eq!(
+            "vpa-simple".parse::<ModelKind>().expect("ok"),
+            ModelKind::VpaSimple
+        );
+    }
+
+    #[test]
+    fn vpa_kinds_and_sections() {
+        let c: ModelConfig = serde_json::from_str(
+            r#"{"kind":"vpa","calibrated":false,"vpa":{"target_memory_percentile":0.95,"safety_margin_fraction":0.05}}"#,
+        )
+        .expect("faithful section");
+        assert_eq!(c.kind, ModelKind::Vpa);
+        assert_eq!(c.vpa.target_memory_percentile, 0.95);
+        let old: ModelConfig =
+            serde_json::from_str(r#"{"kind":"vpa-simple","vpa_simple":{"margin":1.3}}"#)
+                .expect("old section under its new name");
+        assert_eq!(old.kind, ModelKind::VpaSimple);
+        assert_eq!(old.vpa_simple.margin, 1.3);
+        assert_eq!(old.build().expect("builds").name(), "vpa-simple");
+        // An old-style [vpa] section is refused with the key named.
+        let e = serde_json::from_str::<ModelConfig>(r#"{"kind":"vpa","vpa":{"margin":1.15}}"#)
+            .expect_err("old keys in the faithful section");
+        assert!(e.to_string().contains("margin"), "{e}");
+        // build_for picks the VPA's resource path.
+        let mut cpu = c.build_for(tailor_core::Resource::Cpu).expect("builds");
+        let mut mem = c.build_for(tailor_core::Resource::Mem).expect("builds");
+        for _ in 0..3 {
+            cpu.observe(0.5).expect("ok");
+            mem.observe(0.5e9).expect("ok");
+        }
+        assert_eq!(cpu.name(), "vpa");
+        let (pc, pm) = (cpu.forecast(1), mem.forecast(1));
+        // This config's margin is 5%.
+        assert!(pc.mean >= 0.5 * 1.05 && pc.mean < 0.6, "{pc:?}");
+        assert!(pm.mean >= 0.5e9 * 1.05 && pm.mean < 0.6e9, "{pm:?}");
     }
 }

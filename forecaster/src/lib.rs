@@ -3,6 +3,24 @@
 //! One model per container and per resource, fed one sample per interval.
 //! Every model implements the object-safe [`Forecaster`] trait and answers
 //! with a [`Predictive`] (mean, std, upper band at level k).
+//!
+//! [`vpa`] is a faithful port of the Kubernetes VPA recommender (model
+//! `vpa`); [`baselines::Vpa`] is the older simplified stand-in
+//! (`vpa-simple`).
+//!
+//! # Example
+//!
+//! ```
+//! use forecaster::{Forecaster, ModelConfig};
+//!
+//! let cfg: ModelConfig = toml::from_str("kind = \"peak\"\ncalibrated = false").expect("config");
+//! let mut model = cfg.build().expect("model");
+//! for v in [1.0, 3.0, 2.0, 2.5] {
+//!     model.observe(v).expect("finite sample");
+//! }
+//! let f = model.forecast(1);
+//! assert!(f.mean >= 2.5 && f.upper(3.0) >= f.mean);
+//! ```
 
 pub use tailor_core::{Calibration, Predictive};
 
@@ -10,6 +28,7 @@ pub use baselines::{LastValue, Oracle, PeakConfig, Vpa, VpaConfig, WindowPeak};
 pub use calibration::{Calibrated, CalibrationConfig};
 pub use config::{ModelConfig, ModelKind};
 pub use gp::{Gp, GpConfig, KernelKind, Lengthscales, PriorMean, Standardise};
+pub use vpa::{VpaAggregate, VpaForecaster, VpaRecommendation, VpaRecommenderConfig};
 
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -20,6 +39,10 @@ pub enum ForecastError {
     /// A configuration value is out of range.
     #[error("invalid forecaster config: {0}")]
     InvalidConfig(String),
+    /// An event the model refuses (e.g. an OOM kill older than the VPA's
+    /// memory interval); the model state is unchanged.
+    #[error("rejected: {0}")]
+    Rejected(String),
 }
 
 /// An online forecaster: observe one sample at a time, forecast the peak of
@@ -42,6 +65,15 @@ pub trait Forecaster: Send {
 
     /// Number of samples observed so far.
     fn observed(&self) -> usize;
+
+    /// The component was OOM-killed at allocation `alloc` (same units as
+    /// the samples). Models that do not react to OOM kills ignore it (the
+    /// default); the faithful VPA ([`vpa::VpaForecaster`]) bumps its memory
+    /// peak. A non-finite `alloc` is rejected by models that use it.
+    fn observe_oom(&mut self, alloc: f64) -> Result<(), ForecastError> {
+        let _ = alloc;
+        Ok(())
+    }
 }
 
 /// Boxed models are models too (the simulator holds `Box<dyn Forecaster>`
@@ -59,6 +91,9 @@ impl<F: Forecaster + ?Sized> Forecaster for Box<F> {
     fn observed(&self) -> usize {
         (**self).observed()
     }
+    fn observe_oom(&mut self, alloc: f64) -> Result<(), ForecastError> {
+        (**self).observe_oom(alloc)
+    }
 }
 
 pub mod arima;
@@ -67,6 +102,7 @@ pub mod calibration;
 pub mod config;
 pub mod eval;
 pub mod gp;
+pub mod vpa;
 
 /// Sample standard deviation of the first differences of `values` (0 with
 /// fewer than 3 values or when not finite).

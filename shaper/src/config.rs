@@ -14,9 +14,18 @@
 //! max_growth = 1.0                 # ceiling = request * max_growth
 //! min_relative_change = 0.05       # hysteresis
 //! # max_evictions_per_round = 10   # unlimited when absent
-//! min_cpu_cores = 0.0
-//! min_mem_bytes = 0.0
+//! min_cpu_cores = 0.01            # floors (limits are also rounded up to
+//! min_mem_bytes = 16777216         #   millicores and 4 KiB pages)
+//! # horizon_samples = 6            # default: samples until the next round, >= 1 minute
+//! min_history_samples = 3          # own model used after this many samples
+//! oom_bump_bytes = 104857600       # OOM floor: max(L + bump, L * factor)
+//! oom_bump_factor = 1.2
+//! oom_memory_s = 3600.0            #   held this long after a kill
 //! ```
+//!
+//! This is the kernel's one configuration: every sizing rule (buffers,
+//! floors, rounding, OOM floor, model warm-up and horizon, scheduler order)
+//! reads it here, in the agent, the central shaper and the simulator alike.
 
 use serde::{Deserialize, Serialize};
 
@@ -107,6 +116,9 @@ impl VictimOrder {
     }
 }
 
+/// Largest accepted forecast horizon and history requirement (samples).
+pub const MAX_HORIZON_SAMPLES: usize = 10_000;
+
 /// Shaper parameters. Every field has a default (see [`ShaperConfig::default`]),
 /// so an empty `[shaper]` table is valid.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -142,8 +154,24 @@ pub struct ShaperConfig {
     pub max_evictions_per_round: Option<u32>,
     /// Allocation floor for CPU (cores), applied before the ceiling. Default 0.
     pub min_cpu_cores: f64,
-    /// Allocation floor for memory (bytes), applied before the ceiling. Default 0.
+    /// Allocation floor for memory (bytes), applied before the ceiling.
+    /// Default 16 MiB.
     pub min_mem_bytes: f64,
+    /// Forecast horizon in usage samples: models forecast the peak of the
+    /// next `horizon_samples` samples. Default: absent = the samples that
+    /// cover the time until the next round, and at least one minute
+    /// (`ceil(max(round interval, 60 s) / sample interval)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub horizon_samples: Option<usize>,
+    /// A component's own model is used once it has seen this many samples;
+    /// before that the component keeps its request. Default 3.
+    pub min_history_samples: usize,
+    /// After an OOM kill at limit L, memory is held at or above
+    /// `max(L + oom_bump_bytes, L * oom_bump_factor)` for `oom_memory_s`.
+    /// Defaults 100 MiB, 1.2, 3600 s.
+    pub oom_bump_bytes: f64,
+    pub oom_bump_factor: f64,
+    pub oom_memory_s: f64,
 }
 
 impl Default for ShaperConfig {
@@ -159,8 +187,13 @@ impl Default for ShaperConfig {
             max_growth: 1.0,
             min_relative_change: 0.05,
             max_evictions_per_round: None,
-            min_cpu_cores: 0.0,
-            min_mem_bytes: 0.0,
+            min_cpu_cores: 0.01,
+            min_mem_bytes: 16.0 * 1048576.0,
+            horizon_samples: None,
+            min_history_samples: 3,
+            oom_bump_bytes: 100.0 * 1048576.0,
+            oom_bump_factor: 1.2,
+            oom_memory_s: 3600.0,
         }
     }
 }
@@ -276,6 +309,34 @@ impl ShaperConfig {
                 "must be a finite number of bytes >= 0, got {}",
                 self.min_mem_bytes
             ),
+        );
+        check(
+            "horizon_samples",
+            self.horizon_samples.is_none_or(|h| (1..=MAX_HORIZON_SAMPLES).contains(&h)),
+            format!("must be in 1..={MAX_HORIZON_SAMPLES}, got {:?}", self.horizon_samples),
+        );
+        check(
+            "min_history_samples",
+            (1..=MAX_HORIZON_SAMPLES).contains(&self.min_history_samples),
+            format!(
+                "must be in 1..={MAX_HORIZON_SAMPLES}, got {}",
+                self.min_history_samples
+            ),
+        );
+        check(
+            "oom_bump_bytes",
+            nonneg(self.oom_bump_bytes) && self.oom_bump_bytes <= 1e15,
+            format!("must be a number of bytes in [0, 1e15], got {}", self.oom_bump_bytes),
+        );
+        check(
+            "oom_bump_factor",
+            self.oom_bump_factor.is_finite() && (1.0..=100.0).contains(&self.oom_bump_factor),
+            format!("must be in [1, 100], got {}", self.oom_bump_factor),
+        );
+        check(
+            "oom_memory_s",
+            nonneg(self.oom_memory_s) && self.oom_memory_s <= 1e9,
+            format!("must be a number of seconds in [0, 1e9], got {}", self.oom_memory_s),
         );
         if errors.is_empty() {
             Ok(())

@@ -5,10 +5,12 @@
 //! component gets one flat [`Slot`] (no per-component allocation, no hash
 //! maps); sort keys are packed integers.
 
-use crate::config::{Policy, SchedulerOrder, ShaperConfig, VictimOrder};
+use crate::config::{Policy, ShaperConfig, VictimOrder};
 use crate::model::{
     Application, Class, ClusterView, Component, Host, Predictive, Resource, Resources,
 };
+use crate::limits::{bound_target, sane};
+use crate::order::{fkey, prio_desc, scheduler_order};
 use crate::plan::{Action, Basis, Binding, Bound, Explanation, Plan, PlanSummary, Reason, Sizing};
 
 const UNKNOWN: u32 = u32::MAX;
@@ -26,14 +28,6 @@ pub struct Target {
     pub basis: Basis,
     pub cpu: Sizing,
     pub mem: Sizing,
-}
-
-fn sane(x: f64) -> f64 {
-    if x.is_finite() && x > 0.0 {
-        x
-    } else {
-        0.0
-    }
 }
 
 fn usable(p: &Predictive) -> bool {
@@ -97,31 +91,11 @@ pub fn component_target(
             }
             _ => (0.0, 0.0, 0.0, 0.0, req),
         };
-        let floor = sane(match r {
+        let floor = match r {
             Resource::Cpu => cfg.min_cpu_cores,
             Resource::Mem => cfg.min_mem_bytes,
-        });
-        let ceiling = req * growth;
-        let (mut t, mut bound) = if raw.is_finite() {
-            (raw, Bound::Buffer)
-        } else {
-            (ceiling, Bound::Ceiling)
         };
-        if t < floor {
-            t = floor;
-            bound = Bound::Floor;
-        }
-        if t > ceiling {
-            t = ceiling;
-            bound = Bound::Ceiling;
-        }
-        if t < usage {
-            t = usage;
-            bound = Bound::Usage;
-        }
-        if t < 0.0 {
-            t = 0.0;
-        }
+        let (t, bound) = bound_target(r, raw, floor, req * growth, usage);
         Sizing {
             mean,
             sigma,
@@ -255,42 +229,6 @@ impl HostIndex {
             }
         }
     }
-}
-
-/// Maps an f64 to a u64 with the same order as `f64::total_cmp`.
-fn fkey(x: f64) -> u64 {
-    let b = x.to_bits();
-    if b >> 63 == 1 {
-        !b
-    } else {
-        b | (1 << 63)
-    }
-}
-
-fn prio_desc(p: i32) -> u64 {
-    (i64::from(i32::MAX) - i64::from(p)) as u64
-}
-
-/// Application indexes in scheduler order (ties: submission time, id, position).
-pub(crate) fn scheduler_order(apps: &[Application], order: SchedulerOrder) -> Vec<u32> {
-    let mut keys: Vec<(u64, u64, u64, u32)> = apps
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let sub = fkey(a.submitted_s);
-            let first = match order {
-                SchedulerOrder::Fifo => sub,
-                SchedulerOrder::Sjf => match a.expected_remaining_s {
-                    Some(r) if !r.is_nan() => fkey(r),
-                    _ => u64::MAX,
-                },
-                SchedulerOrder::Priority => prio_desc(a.priority),
-            };
-            (first, sub, a.id.0, i as u32)
-        })
-        .collect();
-    keys.sort_unstable();
-    keys.into_iter().map(|k| k.3).collect()
 }
 
 fn rel_change(to: f64, from: f64) -> f64 {
@@ -1023,12 +961,21 @@ mod tests {
         }
     }
 
+    /// Defaults without floors (these tests use small byte counts).
+    fn unfloored() -> ShaperConfig {
+        ShaperConfig {
+            min_cpu_cores: 0.0,
+            min_mem_bytes: 0.0,
+            ..ShaperConfig::default()
+        }
+    }
+
     fn cfg0() -> ShaperConfig {
         ShaperConfig {
             k1: 0.0,
             k2: 0.0,
             min_relative_change: 0.0,
-            ..ShaperConfig::default()
+            ..unfloored()
         }
     }
 
@@ -1188,7 +1135,7 @@ mod tests {
         let cfg = ShaperConfig {
             k1: 0.05,
             k2: 3.0,
-            ..ShaperConfig::default()
+            ..unfloored()
         };
         let t = component_target(&a, &c, 10_000.0, &cfg);
         assert_eq!(t.basis, Basis::Forecast);
@@ -1251,7 +1198,7 @@ mod tests {
             k1: 0.0,
             k2: 0.0,
             min_relative_change: 0.05,
-            ..ShaperConfig::default()
+            ..unfloored()
         };
         let plan = decide(&view, 10_000.0, &cfg);
         assert_eq!(plan.actions.len(), 0);

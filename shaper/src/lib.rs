@@ -1,8 +1,19 @@
-//! Pure shaping decisions (Pace 2018, chapter 4, Algorithm 3 and eq. 4.3).
+//! The sizing kernel (Pace 2018, chapter 4, Algorithm 3 and eq. 4.3):
+//! everything from "a sample arrived" to "these actions, in this order".
+//! The node agent (standalone or cluster), the central shaper and the
+//! simulator differ only in their I/O; every rule lives here, once:
+//!
+//! | rule | where |
+//! |---|---|
+//! | per-component models: normalisation by the request, warm-up, horizon | [`models`] |
+//! | floors, ceilings, rounding to millicores and pages | [`limits`] |
+//! | the OOM floor after a kill | [`oom`] |
+//! | grouping observed components into the view | [`view`] |
+//! | scheduler order and the one apply order | [`order`] |
+//! | buffers, pessimistic preemption, hysteresis, explanations | [`decide()`] |
 //!
 //! `decide(view, now_s, config) -> Plan`: cluster view + forecasts +
-//! parameters in, a plan out. No clock reads, no I/O: the agent, the central
-//! shaper and the simulator all run this one implementation.
+//! parameters in, a plan out. No clock reads, no I/O.
 //!
 //! * [`ShaperConfig`] (`[shaper]` TOML table) with [`ShaperConfig::validate`].
 //! * [`decide`] returns a [`Plan`] of [`Action`]s, each with an
@@ -54,12 +65,23 @@
 
 pub mod config;
 pub mod decide;
+pub mod limits;
 pub mod model;
+pub mod models;
+pub mod node;
+pub mod oom;
+pub mod order;
 pub mod plan;
+pub mod record;
 pub mod synthetic;
+pub mod view;
 
 pub use config::{ConfigError, ConfigErrors, Policy, SchedulerOrder, ShaperConfig, VictimOrder};
 pub use decide::{component_target, decide, Decider, Target};
+pub use models::{horizon_samples, ComponentModels};
+pub use oom::OomFloor;
+pub use order::{apply_class, scheduler_key, ComponentAction, SchedulerKey};
+pub use view::{AppFacts, ViewBuilder};
 pub use model::*;
 pub use plan::{Action, Basis, Binding, Bound, Explanation, Plan, PlanSummary, Reason, Sizing};
 pub use tailor_core::Calibration;

@@ -219,7 +219,7 @@ pub struct PlanSummary {
 }
 
 /// The result of one shaping round.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     pub policy: Policy,
     pub now_s: f64,

@@ -2,8 +2,6 @@
 //!
 //! ```toml
 //! interval_s = 300.0            # seconds between shaping rounds
-//! # horizon_samples = 1         # forecast horizon; default: one interval's worth of samples
-//! min_history_samples = 3       # a model's forecast is used after this many samples
 //! seed = 0                      # seed of generated (synthetic) workloads
 //! backfill = false              # strict scheduler order (true: later apps may pass a blocked one)
 //! placement = "first_fit"       # first_fit | worst_fit
@@ -11,10 +9,12 @@
 //! parallel_forecasts = true     # update forecasters on all cores (same results)
 //! forecaster_source = "model"   # model ([forecaster] table) | oracle (true future usage)
 //!
-//! [shaper]                      # shaper::ShaperConfig; `order` is also the scheduler order
-//! policy = "pessimistic"
+//! [shaper]                      # the kernel's config (shaper::ShaperConfig), as in the agent;
+//! policy = "pessimistic"        #   `order` is also the scheduler order
 //! k1 = 0.05
 //! k2 = 3.0
+//! # horizon_samples = 1         # default: one interval's worth of samples
+//! min_history_samples = 3       # a model's forecast is used after this many samples
 //!
 //! [forecaster]                  # forecaster::config::ModelConfig
 //! kind = "gp"
@@ -49,13 +49,6 @@ pub enum ForecasterSource {
 pub struct SimConfig {
     /// Seconds between two shaping rounds. Default 300.
     pub interval_s: f64,
-    /// Forecast horizon in usage samples. Default: absent = enough samples to
-    /// cover one shaping interval.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub horizon_samples: Option<usize>,
-    /// A model's forecast is shown to the shaper after this many samples
-    /// (before that the component keeps its request). Default 3.
-    pub min_history_samples: usize,
     /// Seed of generated workloads (`synthetic`). Default 0. The engine
     /// itself draws no random numbers.
     pub seed: u64,
@@ -81,8 +74,6 @@ impl Default for SimConfig {
         let e = EngineConfig::default();
         Self {
             interval_s: e.interval_s,
-            horizon_samples: e.horizon_samples,
-            min_history_samples: e.min_history_samples,
             seed: 0,
             backfill: e.backfill,
             placement: e.placement,
@@ -124,9 +115,6 @@ impl SimConfig {
                 self.interval_s
             ));
         }
-        if self.horizon_samples == Some(0) {
-            errs.push("horizon_samples: must be >= 1".to_string());
-        }
         if let Some(t) = self.max_time_s {
             if !(t.is_finite() && t > 0.0) {
                 errs.push(format!("max_time_s: must be a finite number > 0, got {t}"));
@@ -151,8 +139,6 @@ impl SimConfig {
     pub fn engine(&self) -> EngineConfig {
         EngineConfig {
             interval_s: self.interval_s,
-            horizon_samples: self.horizon_samples,
-            min_history_samples: self.min_history_samples,
             backfill: self.backfill,
             placement: self.placement,
             max_time_s: self.max_time_s,
@@ -180,7 +166,7 @@ pub fn warm_samples(m: &ModelConfig) -> usize {
     match m.kind {
         ModelKind::Gp => m.gp.history + m.gp.min_train,
         ModelKind::Arima => m.arima.min_samples,
-        ModelKind::Last | ModelKind::Peak | ModelKind::Vpa => 1,
+        ModelKind::Last | ModelKind::Peak | ModelKind::Vpa | ModelKind::VpaSimple => 1,
     }
 }
 
@@ -198,12 +184,12 @@ mod tests {
     fn full_example_parses() {
         let text = r#"
 interval_s = 60.0
-horizon_samples = 2
 seed = 7
 placement = "worst_fit"
 forecaster_source = "oracle"
 [shaper]
 policy = "optimistic"
+horizon_samples = 2
 k1 = 0.1
 k2 = 2.0
 [forecaster]
@@ -225,11 +211,11 @@ kind = "last"
     #[test]
     fn all_errors_reported_at_once() {
         let text =
-            "interval_s = -1.0\nhorizon_samples = 0\nmax_time_s = 0.0\n[shaper]\nk1 = -1.0\n";
+            "interval_s = -1.0\nmax_time_s = 0.0\n[shaper]\nk1 = -1.0\nhorizon_samples = 0\n";
         let err = SimConfig::from_toml_str(text, "t")
             .expect_err("invalid")
             .to_string();
-        for key in ["interval_s", "horizon_samples", "max_time_s", "shaper.k1"] {
+        for key in ["interval_s", "shaper.horizon_samples", "max_time_s", "shaper.k1"] {
             assert!(err.contains(key), "{key} missing from {err}");
         }
     }

@@ -14,16 +14,20 @@ use datasets::workload::{ComponentSpec, Shape, Workload};
 use forecaster::{ForecastError, Forecaster};
 use rayon::prelude::*;
 use shaper::{
-    Action, AppId, Application, Class, ClusterView, Component, ComponentId, Forecasts, Host,
-    HostId, Policy, Predictive, Resources, SchedulerOrder, ShaperConfig,
+    scheduler_key, AppFacts, AppId, Class, ClusterView, Component, ComponentAction,
+    ComponentId, ComponentModels, Decider, Forecasts, Host, HostId, OomFloor, Plan, Policy,
+    Resource, Resources, SchedulerKey, ShaperConfig, ViewBuilder,
 };
+
+use shaper::models::normalise;
 
 use crate::metrics::{AppOutcome, RunMetrics, TimePoint};
 use crate::placement::{fits, FreeTree, Placement, UnfitCache};
 use crate::SimError;
 
 /// Builds one forecaster (one per component and resource).
-pub type ForecasterFactory = dyn Fn() -> Result<Box<dyn Forecaster>, ForecastError> + Sync;
+pub type ForecasterFactory =
+    dyn Fn(Resource) -> Result<Box<dyn Forecaster>, ForecastError> + Sync;
 
 /// Where the forecasts the shaper sees come from.
 #[derive(Clone, Copy)]
@@ -48,11 +52,6 @@ impl Forecasting<'_> {
 pub struct EngineConfig {
     /// Seconds between two shaping rounds.
     pub interval_s: f64,
-    /// Forecast horizon in usage samples; `None` = enough samples to cover
-    /// one shaping interval (`ceil(interval_s / usage interval)`, at least 1).
-    pub horizon_samples: Option<usize>,
-    /// A model's forecast is shown to the shaper only after this many samples.
-    pub min_history_samples: usize,
     /// Strict order (false, default): the first queued application that does
     /// not fit blocks every later one. True: later ones may pass it.
     pub backfill: bool,
@@ -72,8 +71,6 @@ impl Default for EngineConfig {
     fn default() -> Self {
         Self {
             interval_s: 300.0,
-            horizon_samples: None,
-            min_history_samples: 3,
             backfill: false,
             placement: Placement::FirstFit,
             max_time_s: None,
@@ -106,8 +103,8 @@ impl Ord for OrdF64 {
     }
 }
 
-/// Scheduler key: (primary, secondary, app index), smallest first.
-type Key = (OrdF64, OrdF64, u32);
+/// Scheduler key (the kernel's order), then the app index: smallest first.
+type Key = (SchedulerKey, u32);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum EvKind {
@@ -160,8 +157,7 @@ enum AState {
 }
 
 struct CompFc {
-    cpu: Box<dyn Forecaster>,
-    mem: Box<dyn Forecaster>,
+    models: ComponentModels,
     /// Samples fed so far.
     fed: u64,
     /// Oracle only: index of the first sample its future starts at.
@@ -188,6 +184,8 @@ struct Comp {
     fin_gen: u32,
     fc: Option<Box<CompFc>>,
     forecast: Option<Forecasts>,
+    /// Memory floor after an OOM kill (the kernel's rule, as in the agent).
+    oom_floor: Option<OomFloor>,
     /// Its latest forecast came from a model past its warm-up.
     warm: bool,
 }
@@ -241,23 +239,6 @@ fn sane_res(r: Resources) -> Resources {
     Resources::new(f(r.cpu_cores), f(r.mem_bytes))
 }
 
-/// Normalised value (usage / request) fed to forecasters.
-fn norm(v: f64, req: f64) -> f64 {
-    if req > 0.0 {
-        v / req
-    } else {
-        0.0
-    }
-}
-
-fn scale(p: Predictive, by: f64) -> Predictive {
-    Predictive {
-        mean: p.mean * by,
-        std: p.std * by,
-        calibration: p.calibration,
-    }
-}
-
 /// One simulation over a workload.
 pub struct Engine<'w> {
     wl: &'w Workload,
@@ -283,6 +264,8 @@ pub struct Engine<'w> {
     remaining_apps: usize,
     last_round_s: f64,
     view: ClusterView,
+    decider: Decider,
+    plan: Plan,
     m: RunMetrics,
     util_weight: f64,
 }
@@ -314,13 +297,7 @@ impl<'w> Engine<'w> {
             .map(|c| c.usage.interval_s)
             .filter(|u| u.is_finite() && *u > 0.0)
             .fold(f64::INFINITY, f64::min);
-        let horizon = cfg.horizon_samples.unwrap_or_else(|| {
-            if min_usage_interval.is_finite() {
-                (cfg.interval_s / min_usage_interval).ceil().max(1.0) as usize
-            } else {
-                1
-            }
-        });
+        let horizon = shaper::horizon_samples(&shaper, cfg.interval_s, min_usage_interval);
         let hosts: Vec<HostSt> = wl
             .hosts
             .iter()
@@ -378,6 +355,8 @@ impl<'w> Engine<'w> {
             remaining_apps: 0,
             last_round_s: 0.0,
             view,
+            decider: Decider::new(),
+            plan: Plan::default(),
             m: RunMetrics {
                 apps: Vec::with_capacity(wl.apps.len()),
                 cpu_slack: Default::default(),
@@ -424,15 +403,10 @@ impl<'w> Engine<'w> {
                 0.0
             };
             let expected = spec.components.iter().map(|c| c.work_s).fold(0.0, f64::max);
-            let key: Key = match order {
-                SchedulerOrder::Fifo => (OrdF64(arrival), OrdF64(0.0), ai as u32),
-                SchedulerOrder::Sjf => (OrdF64(expected), OrdF64(arrival), ai as u32),
-                SchedulerOrder::Priority => (
-                    OrdF64(-f64::from(spec.priority)),
-                    OrdF64(arrival),
-                    ai as u32,
-                ),
-            };
+            let key: Key = (
+                scheduler_key(order, arrival, Some(expected), spec.priority, ai as u64),
+                ai as u32,
+            );
             for (j, c) in spec.components.iter().enumerate() {
                 let work = if c.work_s.is_finite() && c.work_s > 0.0 {
                     c.work_s
@@ -459,6 +433,7 @@ impl<'w> Engine<'w> {
                     fin_gen: 0,
                     fc: None,
                     forecast: None,
+                    oom_floor: None,
                     warm: false,
                 });
             }
@@ -689,7 +664,7 @@ impl<'w> Engine<'w> {
                     }
                 }
             };
-            let a = key.2 as usize;
+            let a = key.1 as usize;
             if from_queue {
                 q_cur = Some(key);
                 if self.try_admit(a) {
@@ -1059,6 +1034,11 @@ impl<'w> Engine<'w> {
     /// application; an elastic one loses its work and waits for room again.
     fn oom_kill(&mut self, c: usize) {
         self.m.oom_kills += 1;
+        self.comps[c].oom_floor = Some(OomFloor::after_kill(
+            self.comps[c].alloc.mem_bytes,
+            self.now,
+            &self.shaper,
+        ));
         if self.comps[c].warm {
             self.m.oom_kills_warm += 1;
         }
@@ -1136,9 +1116,12 @@ impl<'w> Engine<'w> {
         }
         let t = Instant::now();
         self.build_view();
-        let plan = shaper::decide(&self.view, self.now, &self.shaper);
+        self.decider
+            .decide_into(&self.view, self.now, &self.shaper, &mut self.plan);
         self.m.decide_wall_s += t.elapsed().as_secs_f64();
-        self.apply(&plan.actions);
+        let plan = std::mem::take(&mut self.plan);
+        self.apply(&plan);
+        self.plan = plan;
         self.sample_metrics();
         self.dirty = true;
         Ok(())
@@ -1148,7 +1131,7 @@ impl<'w> Engine<'w> {
         let wl = self.wl;
         let now = self.now;
         let h = self.horizon;
-        let min_hist = self.cfg.min_history_samples;
+        let kernel = &self.shaper;
         let warm_samples = self.cfg.warm_samples;
         // (forecaster updates, forecasts shown, of which warm)
         type Counts = (u64, u64, u64);
@@ -1179,8 +1162,7 @@ impl<'w> Engine<'w> {
                         Some(Box::new(oracle_fc_from(spec, &req, c.work_s, cur, h)?))
                     }
                     Forecasting::Model(f) => Some(Box::new(CompFc {
-                        cpu: f()?,
-                        mem: f()?,
+                        models: ComponentModels::build(f)?,
                         fed: 0,
                         base: 0,
                     })),
@@ -1197,23 +1179,13 @@ impl<'w> Engine<'w> {
             let mut n = 0u64;
             while fc.fed <= cur {
                 let v = usage_at(spec, &req, fc.fed);
-                // Non-finite values cannot occur (usage_at clips); a model
-                // error leaves the model unchanged.
-                let _ = fc.cpu.observe(norm(v.cpu_cores, req.cpu_cores));
-                let _ = fc.mem.observe(norm(v.mem_bytes, req.mem_bytes));
+                fc.models.observe(Some(v.cpu_cores), v.mem_bytes, req);
                 fc.fed += 1;
                 n += 2;
             }
-            let observed = fc.cpu.observed();
-            c.forecast = if is_oracle || observed >= min_hist {
-                Some(Forecasts {
-                    cpu: scale(fc.cpu.forecast(h), req.cpu_cores),
-                    mem: scale(fc.mem.forecast(h), req.mem_bytes),
-                })
-            } else {
-                None
-            };
-            c.warm = c.forecast.is_some() && (is_oracle || observed >= warm_samples);
+            c.forecast = fc.models.forecast(h, req, kernel);
+            c.warm = c.forecast.is_some()
+                && (is_oracle || fc.models.observed() >= warm_samples);
             let shown = u64::from(c.forecast.is_some());
             Ok((n + 2 * shown, shown, u64::from(c.warm)))
         };
@@ -1238,58 +1210,73 @@ impl<'w> Engine<'w> {
 
     fn build_view(&mut self) {
         let now = self.now;
-        let mut apps = std::mem::take(&mut self.view.apps);
-        apps.clear();
+        let mut b: ViewBuilder<u32> = ViewBuilder::new(now);
+        for h in &self.view.hosts {
+            b.host(h.id, h.capacity);
+        }
         for (ai, a) in self.apps.iter().enumerate() {
             if a.state != AState::Running {
                 continue;
             }
             let spec = &self.wl.apps[ai];
-            let mut comps = Vec::with_capacity(a.n as usize);
-            let mut remaining: f64 = 0.0;
-            for c in a.first as usize..(a.first + a.n) as usize {
-                let comp = &self.comps[c];
-                match comp.state {
+            let range = a.first as usize..(a.first + a.n) as usize;
+            // Expected remaining time (SJF): the longest remaining component.
+            let remaining = self.comps[range.clone()]
+                .iter()
+                .map(|comp| match comp.state {
                     CState::Running => {
-                        let rem = (comp.remaining_s - comp.rate * (now - comp.progress_t)).max(0.0);
-                        remaining = remaining.max(rem);
-                        comps.push(Component {
-                            id: ComponentId(c as u64),
-                            class: comp.class,
-                            host: HostId(u64::from(comp.host)),
-                            request: comp.request,
-                            started_s: comp.started_s,
-                            allocation: comp.alloc,
-                            usage: comp.usage,
-                            forecast: comp.forecast,
-                            protected: false,
-                            work_done_s: comp.work_s - rem,
-                        });
+                        (comp.remaining_s - comp.rate * (now - comp.progress_t)).max(0.0)
                     }
-                    CState::Pending | CState::Idle => remaining = remaining.max(comp.work_s),
-                    CState::Done | CState::Dropped => {}
-                }
-            }
-            if comps.is_empty() {
-                continue;
-            }
-            apps.push(Application {
+                    CState::Pending | CState::Idle => comp.work_s,
+                    CState::Done | CState::Dropped => 0.0,
+                })
+                .fold(0.0, f64::max);
+            let facts = AppFacts {
                 id: AppId(ai as u64),
-                submitted_s: self.m.apps[ai].arrival_s,
+                submitted_s: Some(self.m.apps[ai].arrival_s),
                 priority: spec.priority,
                 failures: a.failures,
                 expected_remaining_s: Some(remaining),
-                components: comps,
-            });
+            };
+            for c in range {
+                let comp = &self.comps[c];
+                if comp.state != CState::Running {
+                    continue;
+                }
+                let rem = (comp.remaining_s - comp.rate * (now - comp.progress_t)).max(0.0);
+                b.component(
+                    ai as u32,
+                    facts,
+                    Component {
+                        id: ComponentId(c as u64),
+                        class: comp.class,
+                        host: HostId(u64::from(comp.host)),
+                        request: comp.request,
+                        started_s: comp.started_s,
+                        allocation: comp.alloc,
+                        usage: comp.usage,
+                        forecast: comp.forecast,
+                        protected: false,
+                        work_done_s: comp.work_s - rem,
+                    },
+                    comp.oom_floor.as_ref(),
+                );
+            }
         }
-        self.view.apps = apps;
+        self.view = b.build();
     }
 
-    fn apply(&mut self, actions: &[Action]) {
+    /// Carries out the plan in the kernel's apply order.
+    fn apply(&mut self, plan: &Plan) {
         let mut resized: Vec<usize> = Vec::new();
-        for act in actions {
+        for act in plan.component_actions() {
             match act {
-                Action::EvictApplication { app, .. } => {
+                ComponentAction::Evict {
+                    app,
+                    whole_app: true,
+                    ..
+                } => {
+                    // One action per component: the first resets the app.
                     let a = app.0 as usize;
                     if a < self.apps.len() && self.apps[a].state == AState::Running {
                         self.m.evictions += 1;
@@ -1299,7 +1286,11 @@ impl<'w> Engine<'w> {
                         self.reset_app(a);
                     }
                 }
-                Action::EvictComponent { component, .. } => {
+                ComponentAction::Evict {
+                    component,
+                    whole_app: false,
+                    ..
+                } => {
                     let c = component.0 as usize;
                     if c < self.comps.len() && self.comps[c].state == CState::Running {
                         self.m.evictions += 1;
@@ -1318,12 +1309,12 @@ impl<'w> Engine<'w> {
                         }
                     }
                 }
-                Action::Resize { component, to, .. } => {
+                ComponentAction::Resize { component, to, .. } => {
                     let c = component.0 as usize;
                     if c >= self.comps.len() || self.comps[c].state != CState::Running {
                         continue;
                     }
-                    let to = sane_res(*to);
+                    let to = sane_res(to);
                     let from = self.comps[c].alloc;
                     if to == from {
                         continue;
@@ -1447,12 +1438,14 @@ fn oracle_fc_from(
     );
     for i in from..from + len {
         let v = usage_at(spec, req, i);
-        cpu.push(norm(v.cpu_cores, req.cpu_cores));
-        mem.push(norm(v.mem_bytes, req.mem_bytes));
+        cpu.push(normalise(v.cpu_cores, req.cpu_cores));
+        mem.push(normalise(v.mem_bytes, req.mem_bytes));
     }
     Ok(CompFc {
-        cpu: Box::new(forecaster::baselines::Oracle::new(cpu)?),
-        mem: Box::new(forecaster::baselines::Oracle::new(mem)?),
+        models: ComponentModels::always_warm(
+            Box::new(forecaster::baselines::Oracle::new(cpu)?),
+            Box::new(forecaster::baselines::Oracle::new(mem)?),
+        ),
         fed: from,
         base: from,
     })

@@ -5,6 +5,34 @@
 //! [`shaper::ShaperConfig`] with forecasts from [`Forecasting`]; [`simulate`]
 //! and [`replay`] wrap it with a [`SimConfig`] and produce a [`Summary`].
 //!
+//! # Example
+//!
+//! ```
+//! use datasets::workload::*;
+//! use sim::{simulate, SimConfig};
+//!
+//! let gib = 1024.0 * 1024.0 * 1024.0;
+//! let usage = UsageSeries::new(300.0, Shape::constant(0.5), Shape::constant(gib));
+//! let wl = Workload {
+//!     name: "one app".into(),
+//!     hosts: vec![HostSpec { capacity: Resources::new(4.0, 8.0 * gib) }],
+//!     apps: vec![AppSpec {
+//!         id: 1,
+//!         arrival_s: 0.0,
+//!         priority: 0,
+//!         components: vec![ComponentSpec::new(
+//!             Class::Core,
+//!             Resources::new(1.0, 2.0 * gib),
+//!             3600.0,
+//!             usage,
+//!         )],
+//!     }],
+//! };
+//! let cfg: SimConfig = toml::from_str("[shaper]\npolicy = \"baseline\"").expect("config");
+//! let run = simulate(&wl, &cfg, None).expect("simulation");
+//! assert_eq!(run.metrics.apps[0].finished_s, Some(3600.0));
+//! ```
+//!
 //! # Semantics
 //!
 //! * **Events** live in one binary heap ordered by (time, kind rank,
@@ -60,6 +88,7 @@ pub mod config;
 pub mod engine;
 pub mod metrics;
 pub mod placement;
+pub mod recorded;
 pub mod report;
 pub mod runner;
 pub mod source;

@@ -26,7 +26,9 @@ pub fn simulate(
 ) -> Result<RunResult, SimError> {
     cfg.validate()?;
     let model = cfg.forecaster.clone();
-    let factory = move || -> Result<Box<dyn Forecaster>, ForecastError> { model.build() };
+    let factory = move |r: shaper::Resource| -> Result<Box<dyn Forecaster>, ForecastError> {
+        model.build_for(r)
+    };
     let forecasting = match cfg.forecaster_source {
         ForecasterSource::Oracle => Forecasting::Oracle,
         ForecasterSource::Model => Forecasting::Model(&factory),

@@ -1,5 +1,6 @@
 //! Workload sources named on the command line:
-//! `bundled`, `google2011:DIR`, `google2019:DIR`, `synthetic:SEED[:APPS]`.
+//! `bundled`, `google2011:DIR`, `google2019:DIR`, `synthetic:SEED[:APPS]`,
+//! `recorded:PATH`.
 
 use std::path::PathBuf;
 
@@ -24,6 +25,8 @@ pub enum WorkloadSource {
     Google2019 { dir: PathBuf },
     /// The thesis-style synthetic generator.
     Synthetic { seed: u64, apps: Option<usize> },
+    /// An agent recording (`[record]` in agent.toml).
+    Recorded { path: PathBuf },
 }
 
 impl std::str::FromStr for WorkloadSource {
@@ -31,7 +34,7 @@ impl std::str::FromStr for WorkloadSource {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = |why: &str| {
             SimError::Config(format!(
-                "workload: {why} in {s:?} (expected bundled, google2011:DIR, google2019:DIR or synthetic:SEED[:APPS])"
+                "workload: {why} in {s:?} (expected bundled, google2011:DIR, google2019:DIR, synthetic:SEED[:APPS] or recorded:PATH)"
             ))
         };
         if s == "bundled" {
@@ -52,6 +55,14 @@ impl std::str::FromStr for WorkloadSource {
             }
             return Ok(WorkloadSource::Google2019 {
                 dir: PathBuf::from(dir),
+            });
+        }
+        if let Some(path) = s.strip_prefix("recorded:") {
+            if path.is_empty() {
+                return Err(bad("missing path"));
+            }
+            return Ok(WorkloadSource::Recorded {
+                path: PathBuf::from(path),
             });
         }
         if let Some(rest) = s.strip_prefix("synthetic:") {
@@ -95,6 +106,10 @@ impl WorkloadSource {
                 datasets::google2019::build_workload(dir, &cfg).map_err(SimError::from)
             }
             WorkloadSource::Synthetic { seed, apps } => synthetic(*seed, *apps),
+            WorkloadSource::Recorded { path } => {
+                let rec = crate::recorded::read_recording(path)?;
+                crate::recorded::recorded_workload(&rec, &path.display().to_string())
+            }
         }
     }
 }

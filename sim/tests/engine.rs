@@ -258,7 +258,7 @@ fn cpu_below_demand_slows_down() {
     let mut c = cfg(Policy::Pessimistic, ForecasterSource::Model);
     c.forecaster.kind = forecaster::config::ModelKind::Last;
     c.forecaster.calibrated = false;
-    c.min_history_samples = 1;
+    c.shaper.min_history_samples = 1;
     c.shaper.grace_period_s = 0.0;
     c.shaper.k1 = 0.0;
     c.shaper.k2 = 0.0;

@@ -9,12 +9,14 @@
 //! the main file then a `[shaper]` snippet written by `tailor tune`).
 //! Without `--config`, `/etc/tailor/agent.toml` is read when it exists.
 //! `--once` runs `--warmup` sampling-only rounds (`interval_s` apart; models
-//! need `min_samples` samples before containers get a forecast), then one
+//! need `[shaper] min_history_samples` samples before containers get a forecast), then one
 //! full round, prints its decisions as JSON on stdout and exits; it applies
 //! them only with `actuation = "shape"` and without `--recommend`.
 
 use agent::config::{Actuation, AgentConfig, Mode, DEFAULT_CONFIG_PATH};
+use agent::config::RuntimeKind;
 use agent::docker::DockerRuntime;
+use agent::ContainerRuntime;
 use agent::{Agent, LocalShaper, PlanSource};
 use anyhow::Context;
 use std::path::PathBuf;
@@ -124,7 +126,9 @@ async fn run_async(args: Args, mut cfg: AgentConfig) -> anyhow::Result<()> {
         // --warmup replaces the agent's own warm-up rounds
         cfg.warmup_rounds = 0;
     }
-    let runtime = Arc::new(DockerRuntime::new(&cfg.docker_socket)?);
+    let runtime: Arc<dyn ContainerRuntime> = match cfg.runtime.kind {
+        RuntimeKind::Docker => Arc::new(DockerRuntime::new(&cfg.docker_socket)?),
+    };
     let source = plan_source(&cfg)?;
     let mut agent = Agent::new(cfg.clone(), runtime, source, Arc::new(SystemClock))?;
 

@@ -37,6 +37,12 @@ pub struct Args {
     /// Skip the baseline run (no turnaround ratio).
     #[arg(long)]
     pub no_baseline: bool,
+    /// With `--workload recorded:PATH`: replay the recording through the
+    /// node kernel with the recorded configuration (or the `[shaper]` of
+    /// `--config`) and compare every round's plan with the decisions the
+    /// agent recorded; exits non-zero on any mismatch.
+    #[arg(long)]
+    pub check_parity: bool,
 }
 
 /// Builds the configuration from the file and the flags.
@@ -55,7 +61,39 @@ pub fn config_from(args: &Args) -> anyhow::Result<SimConfig> {
     Ok(cfg)
 }
 
+/// `--check-parity`: prints `parity: N rounds, M actions, K mismatches`
+/// and every mismatch; an error when K > 0.
+fn check_parity(args: &Args) -> anyhow::Result<()> {
+    let Ok(sim::WorkloadSource::Recorded { path }) = args.sim.workload.parse() else {
+        anyhow::bail!("--check-parity needs --workload recorded:PATH");
+    };
+    let rec = sim::recorded::read_recording(&path)?;
+    let over = match &args.sim.config {
+        Some(p) => {
+            let c = SimConfig::load(p)?;
+            eprintln!(
+                "parity: [shaper] of {} replaces the recorded kernel config",
+                p.display()
+            );
+            Some(c.shaper)
+        }
+        None => None,
+    };
+    let parity = sim::recorded::check_parity(&rec, over.as_ref())?;
+    print!("{parity}");
+    if !parity.mismatches.is_empty() {
+        anyhow::bail!(
+            "{} mismatches between the recorded and the replayed decisions",
+            parity.mismatches.len()
+        );
+    }
+    Ok(())
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.check_parity {
+        return check_parity(&args);
+    }
     let cfg = config_from(&args)?;
     let wl = args.sim.workload()?;
     let with_baseline = !args.no_baseline;

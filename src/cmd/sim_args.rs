@@ -13,7 +13,7 @@ use sim::{ForecasterSource, SimConfig, WorkloadSource};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct SimArgs {
-    /// bundled | google2011:DIR | synthetic:SEED[:APPS]
+    /// bundled | google2011:DIR | synthetic:SEED[:APPS] | recorded:PATH (an agent recording)
     #[arg(long, default_value = "bundled")]
     pub workload: String,
     /// SimConfig TOML file (command-line flags override it).
@@ -48,6 +48,15 @@ impl SimArgs {
             Some(p) => SimConfig::load(p)?,
             None => SimConfig::default(),
         };
+        if let Ok(WorkloadSource::Recorded { path }) = self.workload.parse() {
+            // the recording's interval, and the kernel config the agent ran with
+            let rec = sim::recorded::read_recording(&path)?;
+            cfg.interval_s = rec.header.interval_s;
+            if self.config.is_none() {
+                cfg.shaper = rec.header.shaper;
+                cfg.forecaster = rec.header.forecaster;
+            }
+        }
         if let Some(p) = &self.policy {
             cfg.shaper.policy = Policy::from_str(p).map_err(anyhow::Error::msg)?;
         }

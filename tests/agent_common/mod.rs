@@ -167,9 +167,24 @@ impl TestContainer {
 pub fn agent_config(test: &str, top: &str, tables: &str) -> agent::AgentConfig {
     test_config(
         test,
-        &format!("min_samples = 3\nhorizon_samples = 3\n{top}"),
-        "k1 = 0.1\nk2 = 3.0",
+        top,
+        "k1 = 0.1\nk2 = 3.0\nmin_history_samples = 3\nhorizon_samples = 3",
         &format!("[forecaster]\nkind = \"peak\"\ncalibrated = false\n[forecaster.peak]\nwindow = 5\n{tables}"),
+    )
+}
+
+/// The agent's default forecaster and kernel settings (calibrated GP,
+/// k1 = 0.05, k2 = 3), no grace period, in `recommend` mode, recording
+/// every round to `record_path`.
+pub fn recording_config(test: &str, record_path: &std::path::Path) -> agent::AgentConfig {
+    test_config(
+        test,
+        "actuation = \"recommend\"",
+        "",
+        &format!(
+            "[record]\nenabled = true\npath = {:?}\nmax_bytes = 16777216\n",
+            record_path.display().to_string()
+        ),
     )
 }
 

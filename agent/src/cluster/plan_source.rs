@@ -15,7 +15,8 @@ use super::config::ClusterClientConfig;
 use super::protocol::{ActionId, ComponentReport};
 use super::ClusterError;
 use crate::view::{
-    ActionOutcome, NodeAction, NodeActionKind, NodePlan, NodeView, PlanSource, PlanSourceError,
+    ActionOutcome, NodeAction, NodeActionKind, NodePlan, NodeView, Outcome, PlanSource,
+    PlanSourceError,
 };
 use futures_util::future::BoxFuture;
 use std::collections::HashMap;
@@ -134,8 +135,8 @@ impl PlanSource for ClusterPlanSource {
                 let Some(id) = &o.action.action_id else {
                     continue;
                 };
-                let result = match o.result.as_str() {
-                    "applied" | "unchanged" => Ok(()),
+                let result = match o.result {
+                    Outcome::Applied | Outcome::Unchanged => Ok(()),
                     other => Err(match &o.error {
                         Some(e) => format!("{other}: {e}"),
                         None => other.to_string(),

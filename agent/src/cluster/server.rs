@@ -37,6 +37,8 @@ pub struct Shared {
     metrics: Mutex<Metrics>,
     token: Token,
     clock: Arc<dyn Clock>,
+    /// decide()'s buffers, reused round after round.
+    decider: Arc<Mutex<shaper::Decider>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -58,6 +60,7 @@ impl Shared {
             metrics: Mutex::new(Metrics::default()),
             token,
             clock,
+            decider: Arc::new(Mutex::new(shaper::Decider::new())),
         }
     }
 
@@ -97,9 +100,10 @@ impl Shared {
                 return Err(reason);
             }
         };
+        let decider = self.decider.clone();
         let prepared = tokio::task::spawn_blocking(move || {
             let input = snap.build();
-            let plan = shaper::decide(&input.view, now_s, &cfg);
+            let plan = lock(&decider).decide(&input.view, now_s, &cfg);
             input.prepare(&plan)
         })
         .await;

@@ -22,8 +22,8 @@ use super::protocol::{
 };
 use serde::{Deserialize, Serialize};
 use shaper::{
-    Action, AppId, Application, ClusterView, Component, ComponentId, Host, HostId, Plan, Resources,
-    ShaperConfig,
+    AppFacts, AppId, ClusterView, Component, ComponentAction, ComponentId, HostId, Plan,
+    Resources, ShaperConfig, ViewBuilder,
 };
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -529,11 +529,10 @@ impl RoundSnapshot {
     /// Builds the cluster view (no lock needed). Stale agents' components
     /// are frozen at their last allocation (see the module docs).
     pub fn build(&self) -> RoundInput {
-        let mut view = ClusterView::default();
+        let mut apps: ViewBuilder<&str> = ViewBuilder::new(self.now_s);
         let mut origins: HashMap<ComponentId, Origin> =
             HashMap::with_capacity(self.agents.iter().map(|a| a.1.components.len()).sum());
         let mut host_ids: HashSet<HostId> = HashSet::with_capacity(self.agents.len());
-        let mut apps: BTreeMap<&str, Application> = BTreeMap::new();
         let mut app_ids: HashMap<AppId, &str> = HashMap::new();
         let mut live_agents = Vec::new();
         let mut stale_agents = Vec::new();
@@ -551,10 +550,7 @@ impl RoundSnapshot {
             } else {
                 live_agents.push(name.clone());
             }
-            view.hosts.push(Host {
-                id: host,
-                capacity: report.capacity,
-            });
+            apps.host(host, report.capacity);
             for c in &report.components {
                 let id = protocol::component_id(name, &c.container_id);
                 if origins.contains_key(&id) {
@@ -574,25 +570,16 @@ impl RoundSnapshot {
                         app_ids.insert(aid, c.app.as_str());
                     }
                 }
-                let submitted = c.app_submitted_s.unwrap_or(c.started_s);
-                let server_failures = self.app_failures.get(&c.app).copied().unwrap_or(0);
-                let app = apps.entry(c.app.as_str()).or_insert_with(|| Application {
+                let facts = AppFacts {
                     id: aid,
-                    submitted_s: submitted,
+                    submitted_s: c.app_submitted_s,
                     priority: c.priority,
-                    failures: server_failures,
-                    expected_remaining_s: None,
-                    components: Vec::new(),
-                });
-                app.submitted_s = app.submitted_s.min(submitted);
-                app.priority = app.priority.max(c.priority);
-                app.failures = app.failures.max(c.failures);
-                app.expected_remaining_s = match (app.expected_remaining_s, c.expected_remaining_s)
-                {
-                    (Some(a), Some(b)) => Some(a.max(b)),
-                    (a, b) => a.or(b),
+                    failures: c
+                        .failures
+                        .max(self.app_failures.get(&c.app).copied().unwrap_or(0)),
+                    expected_remaining_s: c.expected_remaining_s,
                 };
-                let work_done_s = c.work_done_s.unwrap_or((self.now_s - c.started_s).max(0.0));
+                let work_done_s = c.work_done_s.unwrap_or(f64::NAN);
                 let comp = if stale {
                     // Last known allocation, frozen: no forecast, request =
                     // allocation, usage capped by it.
@@ -625,7 +612,7 @@ impl RoundSnapshot {
                         work_done_s,
                     }
                 };
-                app.components.push(comp);
+                apps.component(c.app.as_str(), facts, comp, None);
                 origins.insert(
                     id,
                     Origin {
@@ -637,7 +624,7 @@ impl RoundSnapshot {
                 );
             }
         }
-        view.apps = apps.into_values().collect();
+        let view = apps.build();
         RoundInput {
             round: self.round,
             now_s: self.now_s,
@@ -723,53 +710,22 @@ impl RoundInput {
                     summary,
                 });
         };
-        for action in &plan.actions {
-            match action {
-                Action::Resize {
-                    component,
+        for action in plan.component_actions() {
+            let Some(o) = self.origins.get(&action.component()) else {
+                continue;
+            };
+            let kind = match action {
+                ComponentAction::Resize { from, to, .. } => ActionKind::Resize {
+                    container_id: o.container_id.clone(),
                     from,
                     to,
-                    explanation,
-                    ..
-                } => {
-                    if let Some(o) = self.origins.get(component) {
-                        let kind = ActionKind::Resize {
-                            container_id: o.container_id.clone(),
-                            from: *from,
-                            to: *to,
-                        };
-                        push(o, kind, explanation, &mut out);
-                    }
-                }
-                Action::EvictComponent {
-                    component,
-                    explanation,
-                    ..
-                } => {
-                    if let Some(o) = self.origins.get(component) {
-                        let kind = ActionKind::Evict {
-                            container_id: o.container_id.clone(),
-                            whole_app: false,
-                        };
-                        push(o, kind, explanation, &mut out);
-                    }
-                }
-                Action::EvictApplication {
-                    components,
-                    explanation,
-                    ..
-                } => {
-                    for component in components {
-                        if let Some(o) = self.origins.get(component) {
-                            let kind = ActionKind::Evict {
-                                container_id: o.container_id.clone(),
-                                whole_app: true,
-                            };
-                            push(o, kind, explanation, &mut out);
-                        }
-                    }
-                }
-            }
+                },
+                ComponentAction::Evict { whole_app, .. } => ActionKind::Evict {
+                    container_id: o.container_id.clone(),
+                    whole_app,
+                },
+            };
+            push(o, kind, action.explanation(), &mut out);
         }
         let mut in_round: HashSet<Arc<str>> = self.live_agents.iter().cloned().collect();
         in_round.extend(

@@ -1,0 +1,494 @@
+//! One node's side of the kernel: from "these containers were sampled" to
+//! "these per-container actions, in this order".
+//!
+//! The node agent (standalone and cluster mode) and the replay of an agent
+//! recording both run a [`NodeKernel`]; they differ only in where the
+//! [`ContainerSample`]s come from (a container runtime, or a file) and in
+//! what happens to the resulting actions.
+//!
+//! ```
+//! use shaper::node::{ContainerSample, NodeKernel, Sample};
+//! use shaper::{Class, Decider, Resources, ShaperConfig};
+//!
+//! let cfg = ShaperConfig { grace_period_s: 0.0, ..ShaperConfig::default() };
+//! let model: forecaster::config::ModelConfig =
+//!     toml::from_str("kind = \"last\"\ncalibrated = false").expect("model config");
+//! let mut kernel = NodeKernel::new(cfg, model, 10.0).expect("kernel");
+//! let mut decider = Decider::new();
+//! let gib = 1024.0 * 1024.0 * 1024.0;
+//! let mut plan = None;
+//! for round in 0..4 {
+//!     let web = ContainerSample {
+//!         id: "c1".into(),
+//!         name: "web".into(),
+//!         app: "web".into(),
+//!         class: Class::Core,
+//!         priority: 0,
+//!         protected: false,
+//!         started_s: 0.0,
+//!         request: Resources::new(2.0, 2.0 * gib),
+//!         allocation: Resources::new(2.0, 2.0 * gib),
+//!         usage: Resources::new(0.2, 0.25 * gib),
+//!         sample: Some(Sample { cpu_cores: Some(0.2), mem_bytes: 0.25 * gib }),
+//!         app_failures: 0,
+//!         oom_kills: 0,
+//!     };
+//!     let now_s = 100.0 + 10.0 * f64::from(round);
+//!     let view = kernel.observe("node-1", now_s, Resources::new(4.0, 8.0 * gib), vec![web]);
+//!     plan = Some(kernel.plan(&view, &mut decider));
+//! }
+//! // After three samples the last-value model forecasts 0.25 GiB: the
+//! // container is cut to forecast + buffer.
+//! let plan = plan.expect("planned");
+//! let a = &plan.actions[0];
+//! match a.kind {
+//!     shaper::node::NodeActionKind::Resize { to, .. } => assert!(to.mem_bytes < gib),
+//!     _ => panic!("expected a resize"),
+//! }
+//! ```
+
+use crate::config::ShaperConfig;
+use crate::decide::Decider;
+use crate::model::{AppId, Class, ClusterView, Component, ComponentId, Forecasts, HostId};
+use crate::models::{horizon_samples, ComponentModels};
+use crate::oom::OomFloor;
+use crate::order::ComponentAction;
+use crate::plan::Plan;
+use crate::record::KernelEvent;
+use crate::view::{AppFacts, ViewBuilder};
+use forecaster::config::ModelConfig;
+use forecaster::ForecastError;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use tailor_core::Resources;
+
+/// A new usage sample of one container.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Cores used over the last interval; `None` for the first sample of a
+    /// cumulative counter (no rate yet).
+    pub cpu_cores: Option<f64>,
+    pub mem_bytes: f64,
+}
+
+/// One running container as the caller saw it this round, before any
+/// kernel rule. This is also what an agent recording stores.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContainerSample {
+    pub id: String,
+    pub name: String,
+    /// Application key (`tailor.app`, else the container name).
+    pub app: String,
+    pub class: Class,
+    pub priority: i32,
+    pub protected: bool,
+    pub started_s: f64,
+    /// What it asked for (labels, else the limits it was started with).
+    pub request: Resources,
+    /// Its limits now.
+    pub allocation: Resources,
+    /// Latest known usage.
+    pub usage: Resources,
+    /// This round's sample; `None` when none arrived (models are not fed).
+    pub sample: Option<Sample>,
+    /// Failures of its application known to the caller.
+    pub app_failures: u32,
+    /// OOM kills of this container seen so far.
+    pub oom_kills: u32,
+}
+
+/// One container in a node's view: what it uses, what it may use, and the
+/// kernel's forecast. Reported to the central shaper in cluster mode.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContainerReport {
+    pub id: String,
+    pub name: String,
+    pub app: String,
+    pub class: Class,
+    pub priority: i32,
+    pub protected: bool,
+    pub started_s: f64,
+    /// Request, raised to the OOM floor while it holds.
+    pub request: Resources,
+    pub allocation: Resources,
+    /// Usage, memory raised to the OOM floor while it holds.
+    pub usage: Resources,
+    pub forecast: Option<Forecasts>,
+    /// Samples its models have seen.
+    pub samples: u64,
+    pub oom_kills: u32,
+    pub app_failures: u32,
+}
+
+/// One node's view for one round.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeView {
+    pub node: String,
+    pub round: u64,
+    pub at_s: f64,
+    pub capacity: Resources,
+    pub containers: Vec<ContainerReport>,
+    /// Containers evicted by the agent and waiting for room (names).
+    #[serde(default)]
+    pub evicted: Vec<String>,
+}
+
+impl NodeView {
+    fn sum(&self, f: impl Fn(&ContainerReport) -> Resources) -> Resources {
+        self.containers
+            .iter()
+            .fold(Resources::ZERO, |a, c| a.add(&f(c)))
+    }
+
+    pub fn allocated(&self) -> Resources {
+        self.sum(|c| c.allocation)
+    }
+
+    pub fn used(&self) -> Resources {
+        self.sum(|c| c.usage)
+    }
+
+    pub fn requested(&self) -> Resources {
+        self.sum(|c| c.request)
+    }
+}
+
+/// What to do to one container.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NodeActionKind {
+    Resize { from: Resources, to: Resources },
+    Evict { whole_app: bool },
+}
+
+/// One action for one container, with its explanation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeAction {
+    /// Set by the central shaper (acknowledged by the agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action_id: Option<String>,
+    pub container_id: String,
+    pub container_name: String,
+    #[serde(flatten)]
+    pub kind: NodeActionKind,
+    pub explanation: String,
+}
+
+/// A node's actions, in the kernel's apply order.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodePlan {
+    pub actions: Vec<NodeAction>,
+    /// The plan with full explanations, when computed locally.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
+    /// Where the plan came from (`local`, `cluster`, ...).
+    pub source: String,
+}
+
+/// The node kernel: per-container models and OOM floors.
+pub struct NodeKernel {
+    cfg: ShaperConfig,
+    model: ModelConfig,
+    horizon: usize,
+    models: HashMap<String, ComponentModels>,
+    floors: HashMap<String, OomFloor>,
+}
+
+impl std::fmt::Debug for NodeKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeKernel")
+            .field("horizon", &self.horizon)
+            .field("containers", &self.models.len())
+            .finish()
+    }
+}
+
+impl NodeKernel {
+    /// A kernel for a node sampled every `interval_s` (one sample a round).
+    /// Fails when the model config cannot build a model.
+    pub fn new(cfg: ShaperConfig, model: ModelConfig, interval_s: f64) -> Result<Self, ForecastError> {
+        model.build()?;
+        Ok(Self {
+            horizon: horizon_samples(&cfg, interval_s, interval_s),
+            cfg,
+            model,
+            models: HashMap::new(),
+            floors: HashMap::new(),
+        })
+    }
+
+    pub fn config(&self) -> &ShaperConfig {
+        &self.cfg
+    }
+
+    /// Records an OOM kill of container `id` at memory limit `limit_bytes`.
+    pub fn oom_kill(&mut self, id: &str, limit_bytes: f64, now_s: f64) -> OomFloor {
+        let f = OomFloor::after_kill(limit_bytes, now_s, &self.cfg);
+        self.floors.insert(id.to_string(), f);
+        f
+    }
+
+    /// Forgets a container that is gone.
+    pub fn forget(&mut self, id: &str) {
+        self.models.remove(id);
+        self.floors.remove(id);
+    }
+
+    /// Applies one event (what a recording stores of the calls above).
+    pub fn apply(&mut self, event: &KernelEvent) {
+        match event {
+            KernelEvent::OomKill {
+                container_id,
+                limit_bytes,
+                at_s,
+            } => {
+                self.oom_kill(container_id, *limit_bytes, *at_s);
+            }
+            KernelEvent::Forget { container_id } => self.forget(container_id),
+        }
+    }
+
+    /// Feeds this round's samples to the containers' models and returns
+    /// the node's view: forecasts (absolute units), OOM floors applied.
+    /// Containers are listed in the order given.
+    pub fn observe(
+        &mut self,
+        node: &str,
+        now_s: f64,
+        capacity: Resources,
+        containers: Vec<ContainerSample>,
+    ) -> NodeView {
+        let mut reports = Vec::with_capacity(containers.len());
+        for c in containers {
+            let models = match self.models.entry(c.id.clone()) {
+                std::collections::hash_map::Entry::Occupied(o) => Some(o.into_mut()),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    match ComponentModels::build(|r| self.model.build_for(r)) {
+                        Ok(m) => Some(v.insert(m)),
+                        Err(e) => {
+                            tracing::error!(container = %c.name, error = %e, "model not built");
+                            None
+                        }
+                    }
+                }
+            };
+            let (forecast, samples) = match models {
+                Some(m) => {
+                    if let Some(s) = c.sample {
+                        m.observe(s.cpu_cores, s.mem_bytes, c.request);
+                    }
+                    (
+                        m.forecast(self.horizon, c.request, &self.cfg),
+                        m.observed() as u64,
+                    )
+                }
+                None => (None, 0),
+            };
+            let mut usage = c.usage;
+            let mut request = c.request;
+            if let Some(f) = self.floors.get(&c.id) {
+                f.raise(now_s, &mut usage, &mut request);
+            }
+            reports.push(ContainerReport {
+                id: c.id,
+                name: c.name,
+                app: c.app,
+                class: c.class,
+                priority: c.priority,
+                protected: c.protected,
+                started_s: c.started_s,
+                request,
+                allocation: c.allocation,
+                usage,
+                forecast,
+                samples,
+                oom_kills: c.oom_kills,
+                app_failures: c.app_failures,
+            });
+        }
+        NodeView {
+            node: node.to_string(),
+            round: 0,
+            at_s: now_s,
+            capacity,
+            containers: reports,
+            evicted: Vec::new(),
+        }
+    }
+
+    /// The node's plan: `decide()` over its view, as per-container actions
+    /// in the apply order.
+    pub fn plan(&self, view: &NodeView, decider: &mut Decider) -> NodePlan {
+        plan_node(view, &self.cfg, decider)
+    }
+}
+
+/// A node's view as the cluster view `decide()` reads: one host, one
+/// application per application key (ids in key order), one component per
+/// container (id = its position in the view).
+pub fn node_cluster_view(view: &NodeView) -> ClusterView {
+    let names: BTreeSet<&str> = view.containers.iter().map(|c| c.app.as_str()).collect();
+    let app_ids: BTreeMap<&str, AppId> = names
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| (n, AppId(i as u64)))
+        .collect();
+    let mut b = ViewBuilder::new(view.at_s);
+    b.host(HostId(0), view.capacity);
+    for (i, c) in view.containers.iter().enumerate() {
+        let facts = AppFacts {
+            id: app_ids[c.app.as_str()],
+            submitted_s: None,
+            priority: c.priority,
+            failures: c.app_failures,
+            expected_remaining_s: None,
+        };
+        b.component(
+            c.app.as_str(),
+            facts,
+            Component {
+                id: ComponentId(i as u64),
+                class: c.class,
+                host: HostId(0),
+                request: c.request,
+                started_s: c.started_s,
+                allocation: c.allocation,
+                usage: c.usage,
+                forecast: c.forecast,
+                protected: c.protected,
+                work_done_s: f64::NAN,
+            },
+            None,
+        );
+    }
+    b.build()
+}
+
+/// `decide()` over a node's view, as per-container actions in the apply
+/// order (application evictions become one action per container).
+pub fn plan_node(view: &NodeView, cfg: &ShaperConfig, decider: &mut Decider) -> NodePlan {
+    let cv = node_cluster_view(view);
+    let plan = decider.decide(&cv, view.at_s, cfg);
+    let mut actions = Vec::with_capacity(plan.actions.len());
+    for a in plan.component_actions() {
+        let Some(c) = view.containers.get(a.component().0 as usize) else {
+            continue;
+        };
+        let (kind, explanation) = match a {
+            ComponentAction::Resize { from, to, explanation, .. } => {
+                (NodeActionKind::Resize { from, to }, explanation.to_string())
+            }
+            ComponentAction::Evict { whole_app, explanation, .. } => (
+                NodeActionKind::Evict { whole_app },
+                if whole_app {
+                    format!("application {} evicted: {explanation}", c.app)
+                } else {
+                    explanation.to_string()
+                },
+            ),
+        };
+        actions.push(NodeAction {
+            action_id: None,
+            container_id: c.id.clone(),
+            container_name: c.name.clone(),
+            kind,
+            explanation,
+        });
+    }
+    NodePlan {
+        actions,
+        plan: Some(plan),
+        source: "local".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Predictive;
+
+    const MIB: f64 = 1024.0 * 1024.0;
+
+    fn report(
+        id: &str,
+        app: &str,
+        class: Class,
+        started_s: f64,
+        mem_use: f64,
+        mem_req: f64,
+    ) -> ContainerReport {
+        ContainerReport {
+            id: id.to_string(),
+            name: id.to_string(),
+            app: app.to_string(),
+            class,
+            priority: 0,
+            protected: false,
+            started_s,
+            request: Resources::new(1.0, mem_req),
+            allocation: Resources::new(1.0, mem_req),
+            usage: Resources::new(0.1, mem_use),
+            forecast: Some(Forecasts {
+                cpu: Predictive::gaussian(0.1, 0.0),
+                mem: Predictive::gaussian(mem_use, 0.0),
+            }),
+            samples: 100,
+            oom_kills: 0,
+            app_failures: 0,
+        }
+    }
+
+    #[test]
+    fn apps_grouped_in_fifo_order() {
+        let view = NodeView {
+            node: "n".into(),
+            round: 1,
+            at_s: 10_000.0,
+            capacity: Resources::new(4.0, 1024.0 * MIB),
+            containers: vec![
+                report("b1", "b", Class::Core, 200.0, 10.0 * MIB, 100.0 * MIB),
+                report("a1", "a", Class::Core, 100.0, 10.0 * MIB, 100.0 * MIB),
+                report("b2", "b", Class::Elastic, 300.0, 10.0 * MIB, 100.0 * MIB),
+            ],
+            evicted: vec![],
+        };
+        let cv = node_cluster_view(&view);
+        assert_eq!(cv.apps.len(), 2);
+        assert_eq!(
+            cv.apps[0].components[0].id,
+            ComponentId(1),
+            "app a started first"
+        );
+        assert_eq!(cv.apps[1].components.len(), 2);
+        assert_eq!(cv.apps[1].submitted_s, 200.0);
+    }
+
+    #[test]
+    fn overloaded_node_evicts_youngest_elastic_of_last_app() {
+        let cfg = ShaperConfig {
+            grace_period_s: 0.0,
+            ..ShaperConfig::default()
+        };
+        let view = NodeView {
+            node: "n".into(),
+            round: 1,
+            at_s: 10_000.0,
+            capacity: Resources::new(8.0, 300.0 * MIB),
+            containers: vec![
+                report("a1", "a", Class::Core, 100.0, 100.0 * MIB, 200.0 * MIB),
+                report("b1", "b", Class::Core, 200.0, 80.0 * MIB, 200.0 * MIB),
+                report("b2", "b", Class::Elastic, 300.0, 50.0 * MIB, 200.0 * MIB),
+                report("b3", "b", Class::Elastic, 400.0, 50.0 * MIB, 200.0 * MIB),
+            ],
+            evicted: vec![],
+        };
+        let plan = plan_node(&view, &cfg, &mut Decider::new());
+        let evicted: Vec<&str> = plan
+            .actions
+            .iter()
+            .filter(|a| matches!(a.kind, NodeActionKind::Evict { .. }))
+            .map(|a| a.container_id.as_str())
+            .collect();
+        assert_eq!(evicted, vec!["b3"], "{:#?}", plan.actions);
+    }
+}

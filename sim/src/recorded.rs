@@ -1,0 +1,316 @@
+//! Agent recordings in the simulator (`--workload recorded:PATH`).
+//!
+//! - [`check_parity`] replays a recording round by round through a fresh
+//!   node kernel (`shaper::node::NodeKernel`, the code the agent runs) with
+//!   the recorded configuration, at the recording's interval, and compares
+//!   each round's plan with the decisions the agent recorded.
+//! - [`recorded_workload`] turns a recording into a simulator workload (one
+//!   host with the node's capacity; applications by `tailor.app`; each
+//!   container's recorded usage as its usage series), so `replay`, `tune`
+//!   and `frontier` run on what a real host saw.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use datasets::recording::RecordReader;
+use datasets::workload::{AppSpec, ComponentSpec, HostSpec, Shape, UsageSeries, Workload};
+use shaper::node::{NodeAction, NodeActionKind, NodeKernel};
+use shaper::record::{Record, RecordingHeader, RoundRecord};
+use shaper::{Decider, Resources, ShaperConfig};
+
+use crate::SimError;
+
+/// One difference between a recorded and a replayed decision.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mismatch {
+    pub round: u64,
+    pub container: String,
+    /// The recorded decision (`None`: the agent did nothing to it).
+    pub recorded: Option<String>,
+    /// The replayed decision (`None`: the replay does nothing to it).
+    pub replayed: Option<String>,
+}
+
+/// The result of a parity check.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Parity {
+    /// Rounds replayed.
+    pub rounds: u64,
+    /// Rounds whose decisions were compared (planned locally).
+    pub compared_rounds: u64,
+    /// Recorded actions compared.
+    pub actions: u64,
+    /// Forecasts compared.
+    pub forecasts: u64,
+    pub mismatches: Vec<Mismatch>,
+}
+
+impl std::fmt::Display for Parity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "parity: {} rounds, {} actions, {} mismatches",
+            self.rounds,
+            self.actions,
+            self.mismatches.len()
+        )?;
+        for m in &self.mismatches {
+            writeln!(
+                f,
+                "  round {} container {}: recorded {} vs replayed {}",
+                m.round,
+                m.container,
+                m.recorded.as_deref().unwrap_or("nothing"),
+                m.replayed.as_deref().unwrap_or("nothing")
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A recording: its header and rounds.
+#[derive(Clone, Debug)]
+pub struct Recording {
+    pub header: RecordingHeader,
+    pub rounds: Vec<RoundRecord>,
+}
+
+/// Largest number of rounds read from one recording.
+pub const MAX_ROUNDS: usize = 10_000_000;
+
+/// Reads a whole recording.
+pub fn read_recording(path: &Path) -> Result<Recording, SimError> {
+    let mut r = RecordReader::open(path)?;
+    let bad = |msg: String| SimError::Parse {
+        path: path.display().to_string(),
+        message: msg,
+    };
+    let header = match r.next::<Record>()? {
+        Some(Record::Header(h)) => h,
+        Some(Record::Round(_)) => return Err(bad("line 1: expected the header record".into())),
+        None => return Err(bad("empty recording".into())),
+    };
+    if header.version != shaper::record::RECORD_VERSION {
+        return Err(bad(format!(
+            "record version {} (this tailor reads {})",
+            header.version,
+            shaper::record::RECORD_VERSION
+        )));
+    }
+    if !(header.interval_s.is_finite() && header.interval_s > 0.0) {
+        return Err(bad(format!("header: bad interval_s {}", header.interval_s)));
+    }
+    header
+        .shaper
+        .validate()
+        .map_err(|e| bad(format!("header: {e}")))?;
+    header
+        .forecaster
+        .validate()
+        .map_err(|e| bad(format!("header: forecaster: {e}")))?;
+    let mut rounds = Vec::new();
+    while let Some(rec) = r.next::<Record>()? {
+        match rec {
+            Record::Round(round) => {
+                if rounds.len() >= MAX_ROUNDS {
+                    return Err(bad(format!("more than {MAX_ROUNDS} rounds")));
+                }
+                rounds.push(round);
+            }
+            Record::Header(_) => {
+                return Err(bad(format!("line {}: a second header", r.line())));
+            }
+        }
+    }
+    Ok(Recording { header, rounds })
+}
+
+fn describe(a: &NodeAction) -> String {
+    match &a.kind {
+        NodeActionKind::Resize { from, to } => format!(
+            "resize {:.3} -> {:.3} cores, {:.1} -> {:.1} MiB",
+            from.cpu_cores,
+            to.cpu_cores,
+            from.mem_bytes / 1048576.0,
+            to.mem_bytes / 1048576.0
+        ),
+        NodeActionKind::Evict { whole_app: true } => "evict (whole application)".into(),
+        NodeActionKind::Evict { whole_app: false } => "evict".into(),
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    a == b || (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
+}
+
+fn same(a: &NodeAction, b: &NodeAction) -> bool {
+    match (&a.kind, &b.kind) {
+        (NodeActionKind::Resize { from: f1, to: t1 }, NodeActionKind::Resize { from: f2, to: t2 }) => {
+            [
+                (f1.cpu_cores, f2.cpu_cores),
+                (f1.mem_bytes, f2.mem_bytes),
+                (t1.cpu_cores, t2.cpu_cores),
+                (t1.mem_bytes, t2.mem_bytes),
+            ]
+            .iter()
+            .all(|&(x, y)| close(x, y))
+        }
+        (k1, k2) => k1 == k2,
+    }
+}
+
+/// Replays `rec` through a fresh node kernel and compares, round by round,
+/// the replayed plan with the recorded decisions (and every forecast with
+/// the recorded one). `shaper` replaces the recorded kernel config (to show
+/// that a changed rule is caught).
+pub fn check_parity(rec: &Recording, shaper: Option<&ShaperConfig>) -> Result<Parity, SimError> {
+    let cfg = shaper.cloned().unwrap_or_else(|| rec.header.shaper.clone());
+    let mut kernel = NodeKernel::new(cfg, rec.header.forecaster.clone(), rec.header.interval_s)?;
+    let mut decider = Decider::new();
+    let mut p = Parity::default();
+    for r in &rec.rounds {
+        p.rounds += 1;
+        for e in &r.events {
+            kernel.apply(e);
+        }
+        let view = kernel.observe(&rec.header.node, r.at_s, r.capacity, r.containers.clone());
+        // forecasts: the kernel's models
+        for (c, recorded) in view.containers.iter().zip(&r.forecasts) {
+            p.forecasts += 1;
+            if c.forecast != *recorded {
+                p.mismatches.push(Mismatch {
+                    round: r.round,
+                    container: c.name.clone(),
+                    recorded: Some(format!("forecast {recorded:?}")),
+                    replayed: Some(format!("forecast {:?}", c.forecast)),
+                });
+            }
+        }
+        // decisions: only rounds planned on this node
+        let Some(recorded) = &r.decisions else {
+            continue;
+        };
+        if r.source != "local" {
+            continue;
+        }
+        p.compared_rounds += 1;
+        let replayed = kernel.plan(&view, &mut decider).actions;
+        p.actions += recorded.len() as u64;
+        let by_container = |v: &[NodeAction]| -> BTreeMap<String, NodeAction> {
+            v.iter().map(|a| (a.container_id.clone(), a.clone())).collect()
+        };
+        let (rec_map, rep_map) = (by_container(recorded), by_container(&replayed));
+        let order = |v: &[NodeAction]| -> Vec<String> { v.iter().map(|a| a.container_id.clone()).collect() };
+        let names: BTreeMap<&str, &str> = r
+            .containers
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str()))
+            .collect();
+        let mut ids: Vec<&String> = rec_map.keys().chain(rep_map.keys()).collect();
+        ids.sort();
+        ids.dedup();
+        for id in ids {
+            let (a, b) = (rec_map.get(id), rep_map.get(id));
+            let ok = match (a, b) {
+                (Some(a), Some(b)) => same(a, b),
+                (None, None) => true,
+                _ => false,
+            };
+            if !ok {
+                p.mismatches.push(Mismatch {
+                    round: r.round,
+                    container: names.get(id.as_str()).copied().unwrap_or(id).to_string(),
+                    recorded: a.map(describe),
+                    replayed: b.map(describe),
+                });
+            }
+        }
+        if rec_map.len() == rep_map.len() && order(recorded) != order(&replayed) {
+            p.mismatches.push(Mismatch {
+                round: r.round,
+                container: "(apply order)".into(),
+                recorded: Some(order(recorded).join(",")),
+                replayed: Some(order(&replayed).join(",")),
+            });
+        }
+    }
+    Ok(p)
+}
+
+/// A recording as a simulator workload: one host with the node's largest
+/// recorded capacity; one application per application key, arriving at
+/// its first container's first round; one component per container whose
+/// usage series is what the agent sampled (relative to its request), and
+/// whose work is its time alive in the recording.
+pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimError> {
+    let Some(first) = rec.rounds.first() else {
+        return Err(SimError::Workload(format!("recording {name} has no round")));
+    };
+    let origin = first.at_s;
+    let interval = rec.header.interval_s;
+    struct Seen {
+        app: String,
+        class: datasets::workload::Class,
+        priority: i32,
+        request: Resources,
+        first_s: f64,
+        cpu: Vec<f32>,
+        mem: Vec<f32>,
+    }
+    let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
+    let mut capacity = Resources::ZERO;
+    for r in &rec.rounds {
+        capacity = Resources::new(
+            capacity.cpu_cores.max(r.capacity.cpu_cores),
+            capacity.mem_bytes.max(r.capacity.mem_bytes),
+        );
+        for c in &r.containers {
+            let s = seen.entry(c.id.clone()).or_insert_with(|| Seen {
+                app: c.app.clone(),
+                class: c.class,
+                priority: c.priority,
+                request: c.request,
+                first_s: r.at_s - origin,
+                cpu: Vec::new(),
+                mem: Vec::new(),
+            });
+            let rel = |v: f64, req: f64| if req > 0.0 { (v / req) as f32 } else { 0.0 };
+            s.cpu.push(rel(c.usage.cpu_cores, s.request.cpu_cores));
+            s.mem.push(rel(c.usage.mem_bytes, s.request.mem_bytes));
+        }
+    }
+    if !(capacity.cpu_cores > 0.0 && capacity.mem_bytes > 0.0) {
+        return Err(SimError::Workload(format!("recording {name}: node capacity is zero")));
+    }
+    let mut apps: BTreeMap<String, AppSpec> = BTreeMap::new();
+    for s in seen.into_values() {
+        let n = apps.len() as u64;
+        let app = apps.entry(s.app.clone()).or_insert_with(|| AppSpec {
+            id: n,
+            arrival_s: s.first_s,
+            priority: s.priority,
+            components: Vec::new(),
+        });
+        app.arrival_s = app.arrival_s.min(s.first_s);
+        app.priority = app.priority.max(s.priority);
+        let work_s = s.mem.len() as f64 * interval;
+        app.components.push(ComponentSpec::new(
+            s.class,
+            s.request,
+            work_s,
+            UsageSeries::new(
+                interval,
+                Shape::scaled(Arc::from(s.cpu), s.request.cpu_cores),
+                Shape::scaled(Arc::from(s.mem), s.request.mem_bytes),
+            ),
+        ));
+    }
+    let mut apps: Vec<AppSpec> = apps.into_values().collect();
+    apps.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s).then(a.id.cmp(&b.id)));
+    Ok(Workload {
+        name: format!("recorded:{name}"),
+        hosts: vec![HostSpec { capacity }],
+        apps,
+    })
+}
