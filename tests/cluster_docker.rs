@@ -88,7 +88,15 @@ impl Cluster {
     fn register(&self, agent: &str, tenant: &str) -> PathBuf {
         let token_file = self.dir.path().join(format!("{agent}.token"));
         let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
-            .args(["shaper", "credentials", "add", "--agent", agent, "--tenant", tenant])
+            .args([
+                "shaper",
+                "credentials",
+                "add",
+                "--agent",
+                agent,
+                "--tenant",
+                tenant,
+            ])
             .arg("--file")
             .arg(&self.creds_file)
             .arg("--token-file")
@@ -646,7 +654,13 @@ fn fake_component(id: &str, app: &str, req_mib: u64, use_mib: u64) -> serde_json
     })
 }
 
-fn fake_report(agent: &str, boot_id: u64, seq: u64, mem_mib: u64, comps: Vec<serde_json::Value>) -> String {
+fn fake_report(
+    agent: &str,
+    boot_id: u64,
+    seq: u64,
+    mem_mib: u64,
+    comps: Vec<serde_json::Value>,
+) -> String {
     serde_json::json!({
         "agent_id": agent, "boot_id": boot_id, "seq": seq,
         "capacity": {"cpu_cores": 1.0, "mem_bytes": (mem_mib * MIB) as f64},
@@ -678,7 +692,13 @@ fn cross_tenant_attack_cannot_evict_another_tenants_application() {
     cl.register("cl-xt-b", "tenant-b");
     let _shaper = cl.start_shaper();
     let _a = cl.start_agent("cl-xt-a", "cl-xt-a", 1024, &ta, "");
-    let diag = || format!("shaper:\n{}\nagent a:\n{}", cl.log("shaper.log"), cl.log("agent-cl-xt-a.log"));
+    let diag = || {
+        format!(
+            "shaper:\n{}\nagent a:\n{}",
+            cl.log("shaper.log"),
+            cl.log("agent-cl-xt-a.log")
+        )
+    };
     let b_token = cl.token_of("cl-xt-b");
     let mut b_evictions = 0;
     let mut rejected = 0;
@@ -708,13 +728,23 @@ fn cross_tenant_attack_cannot_evict_another_tenants_application() {
         assert!(c.running(), "tenant A's web was stopped\n{}", diag());
         std::thread::sleep(Duration::from_millis(500));
     }
-    assert_eq!(rejected, 1, "the component over the host's capacity is rejected");
-    assert!(b_evictions > 0, "B's own app is preempted on B's host\n{}", diag());
+    assert_eq!(
+        rejected, 1,
+        "the component over the host's capacity is rejected"
+    );
+    assert!(
+        b_evictions > 0,
+        "B's own app is preempted on B's host\n{}",
+        diag()
+    );
     let st = cl.status();
     assert!(st["app_failures"].get("tenant-a/web").is_none(), "{st}");
     assert!(c.running() && !c.oom_killed());
     let agents = st["agents"].as_array().cloned().unwrap_or_default();
-    let a = agents.iter().find(|x| x["agent_id"] == "cl-xt-a").expect("agent a on record");
+    let a = agents
+        .iter()
+        .find(|x| x["agent_id"] == "cl-xt-a")
+        .expect("agent a on record");
     assert_eq!(a["tenant"], "tenant-a");
     let m = cl.metrics();
     assert!(
@@ -744,20 +774,34 @@ fn impersonation_is_refused_and_the_victim_keeps_its_capacity_and_actions() {
     cl.register("cl-im-b", "tenant-b");
     let _shaper = cl.start_shaper();
     let _a = cl.start_agent("cl-im-a", "cl-im-a", 1024, &ta, "");
-    let diag = || format!("shaper:\n{}\nagent a:\n{}", cl.log("shaper.log"), cl.log("agent-cl-im-a.log"));
+    let diag = || {
+        format!(
+            "shaper:\n{}\nagent a:\n{}",
+            cl.log("shaper.log"),
+            cl.log("agent-cl-im-a.log")
+        )
+    };
     let victim = |cl: &Cluster| {
         cl.status()["agents"]
             .as_array()
             .and_then(|v| v.iter().find(|x| x["agent_id"] == "cl-im-a").cloned())
     };
-    wait_until("the victim has reported", Duration::from_secs(30), || victim(&cl).is_some(), diag);
+    wait_until(
+        "the victim has reported",
+        Duration::from_secs(30),
+        || victim(&cl).is_some(),
+        diag,
+    );
     let before = victim(&cl).expect("victim");
     let b_token = cl.token_of("cl-im-b");
     for seq in 1..=10u64 {
         let body = fake_report("cl-im-a", u64::MAX, seq, 1, vec![]);
         let (code, resp) = http_post(cl.port, "/v1/report", &b_token, &body).expect("post");
         assert_eq!(code, 403, "{resp}");
-        assert!(!resp.contains("\"actions\""), "no actions handed out: {resp}");
+        assert!(
+            !resp.contains("\"actions\""),
+            "no actions handed out: {resp}"
+        );
         let ack = serde_json::json!({"agent_id": "cl-im-a", "acks": [{"action_id": "x-1-0", "outcome": {"status": "applied"}}]});
         let (code, _) = http_post(cl.port, "/v1/ack", &b_token, &ack.to_string()).expect("post");
         assert_eq!(code, 403);
@@ -767,14 +811,25 @@ fn impersonation_is_refused_and_the_victim_keeps_its_capacity_and_actions() {
     assert_eq!(after["capacity"], before["capacity"], "capacity unchanged");
     assert_eq!(after["tenant"], "tenant-a");
     assert!(
-        cl.status()["agents"].as_array().map(|v| v.iter().all(|x| x["agent_id"] != "cl-im-b")).unwrap_or(false),
+        cl.status()["agents"]
+            .as_array()
+            .map(|v| v.iter().all(|x| x["agent_id"] != "cl-im-b"))
+            .unwrap_or(false),
         "the impersonator was not recorded"
     );
     // The victim still gets and applies its actions.
-    wait_until("the victim's idle container is shrunk", Duration::from_secs(60), || c.mem_limit() < 128 * MIB, diag);
+    wait_until(
+        "the victim's idle container is shrunk",
+        Duration::from_secs(60),
+        || c.mem_limit() < 128 * MIB,
+        diag,
+    );
     assert!(c.running());
     let m = cl.metrics();
-    assert!(m.contains("tailor_shaper_reports_refused_total{reason=\"forbidden\"} 20"), "{m}");
+    assert!(
+        m.contains("tailor_shaper_reports_refused_total{reason=\"forbidden\"} 20"),
+        "{m}"
+    );
 }
 
 /// 300 connections that never finish their headers do not delay a real
@@ -796,14 +851,29 @@ fn slow_header_connections_do_not_starve_a_real_agent() {
     let ta = cl.register("cl-sh", "team");
     let _shaper = cl.start_shaper();
     let _a = cl.start_agent("cl-sh", "cl-sh", 1024, &ta, "");
-    let diag = || format!("shaper:\n{}\nagent:\n{}", cl.log("shaper.log"), cl.log("agent-cl-sh.log"));
+    let diag = || {
+        format!(
+            "shaper:\n{}\nagent:\n{}",
+            cl.log("shaper.log"),
+            cl.log("agent-cl-sh.log")
+        )
+    };
     let reports = |cl: &Cluster| {
         cl.status()["agents"]
             .as_array()
-            .and_then(|v| v.iter().find(|x| x["agent_id"] == "cl-sh").and_then(|x| x["reports"].as_u64()))
+            .and_then(|v| {
+                v.iter()
+                    .find(|x| x["agent_id"] == "cl-sh")
+                    .and_then(|x| x["reports"].as_u64())
+            })
             .unwrap_or(0)
     };
-    wait_until("the agent reports", Duration::from_secs(30), || reports(&cl) >= 2, diag);
+    wait_until(
+        "the agent reports",
+        Duration::from_secs(30),
+        || reports(&cl) >= 2,
+        diag,
+    );
     // 300 connections: half send nothing, half half a request line + headers,
     // a byte at a time.
     let mut slow = Vec::new();
@@ -825,8 +895,18 @@ fn slow_header_connections_do_not_starve_a_real_agent() {
     let r1 = reports(&cl);
     let secs = t0.elapsed().as_secs_f64();
     // The agent reports every second: at least 5 of the ~8 arrive.
-    assert!(r1 - r0 >= 5, "{} reports in {secs:.1} s under the slow connections\n{}", r1 - r0, diag());
-    wait_until("the idle container is shrunk", Duration::from_secs(60), || c.mem_limit() < 128 * MIB, diag);
+    assert!(
+        r1 - r0 >= 5,
+        "{} reports in {secs:.1} s under the slow connections\n{}",
+        r1 - r0,
+        diag()
+    );
+    wait_until(
+        "the idle container is shrunk",
+        Duration::from_secs(60),
+        || c.mem_limit() < 128 * MIB,
+        diag,
+    );
     // Every slow connection was closed by the shaper (header or idle timeout).
     let m = cl.metrics();
     let open = m
@@ -837,7 +917,8 @@ fn slow_header_connections_do_not_starve_a_real_agent() {
     assert!(open <= 5.0, "open connections: {open}\n{m}");
     let mut closed = 0;
     for s in &mut slow {
-        s.set_read_timeout(Some(Duration::from_millis(100))).expect("timeout");
+        s.set_read_timeout(Some(Duration::from_millis(100)))
+            .expect("timeout");
         let mut buf = Vec::new();
         if s.read_to_end(&mut buf).is_ok() {
             closed += 1;

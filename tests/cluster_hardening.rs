@@ -41,7 +41,13 @@ fn free_port() -> u16 {
     l.local_addr().expect("addr").port()
 }
 
-fn http(port: u16, method: &str, path: &str, token: Option<&str>, body: &str) -> Option<(u16, String)> {
+fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> Option<(u16, String)> {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(60))).ok()?;
     let auth = token
@@ -110,7 +116,11 @@ impl Shaper {
     /// `credentials add` printing the token; returns it.
     fn add(&self, agent: &str, tenant: &str) -> String {
         let out = self.cli(&["credentials", "add", "--agent", agent, "--tenant", tenant]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
@@ -126,7 +136,11 @@ impl Shaper {
         self.proc = Some(Proc(child));
         let deadline = Instant::now() + Duration::from_secs(30);
         while http(self.port, "GET", "/healthz", None, "").map(|r| r.0) != Some(200) {
-            assert!(Instant::now() < deadline, "shaper did not come up: {}", self.log());
+            assert!(
+                Instant::now() < deadline,
+                "shaper did not come up: {}",
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -203,14 +217,25 @@ fn credentials_cli_add_list_revoke_without_restart() {
     let out = sh.cli(&["credentials", "list"]);
     let list = String::from_utf8_lossy(&out.stdout);
     assert!(list.contains("node-1") && list.contains("team-b"), "{list}");
-    let out = sh.cli(&["credentials", "add", "--agent", "node-1", "--tenant", "team-b"]);
+    let out = sh.cli(&[
+        "credentials",
+        "add",
+        "--agent",
+        "node-1",
+        "--tenant",
+        "team-b",
+    ]);
     assert!(!out.status.success(), "an agent belongs to one tenant");
     sh.start();
     assert_eq!(sh.report(&t1, &report_body("node-1", 1, 1, 1)).0, 200);
     // node-2's token cannot speak for node-1.
     assert_eq!(sh.report(&t2, &report_body("node-1", 2, 1, 1)).0, 403);
     let out = sh.cli(&["credentials", "revoke", "--agent", "node-1"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut seq = 2;
     loop {
@@ -220,7 +245,11 @@ fn credentials_cli_add_list_revoke_without_restart() {
             break;
         }
         assert_eq!(code, 200);
-        assert!(Instant::now() < deadline, "revocation not applied: {}", sh.log());
+        assert!(
+            Instant::now() < deadline,
+            "revocation not applied: {}",
+            sh.log()
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     assert_eq!(sh.report(&t2, &report_body("node-2", 1, 1, 1)).0, 200);
@@ -228,7 +257,11 @@ fn credentials_cli_add_list_revoke_without_restart() {
     let t3 = sh.add("node-3", "team-a");
     let deadline = Instant::now() + Duration::from_secs(10);
     while sh.report(&t3, &report_body("node-3", 1, 1, 1)).0 != 200 {
-        assert!(Instant::now() < deadline, "new credential not loaded: {}", sh.log());
+        assert!(
+            Instant::now() < deadline,
+            "new credential not loaded: {}",
+            sh.log()
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
 }
@@ -250,10 +283,16 @@ fn replayed_report_is_refused() {
     assert_eq!(code, 200);
     let st: serde_json::Value = serde_json::from_str(&body).expect("json");
     assert_eq!(st["agents"][0]["reports"], 1);
-    assert_eq!(st["agents"][0]["components"], 2, "the replay changed nothing");
+    assert_eq!(
+        st["agents"][0]["components"], 2,
+        "the replay changed nothing"
+    );
     let m = sh.metrics();
     assert_eq!(
-        sample(&m, "tailor_shaper_reports_refused_total{reason=\"replayed\"}"),
+        sample(
+            &m,
+            "tailor_shaper_reports_refused_total{reason=\"replayed\"}"
+        ),
         Some(3.0)
     );
 }
@@ -269,7 +308,10 @@ fn a_million_component_flood_is_capped_without_exhausting_memory() {
     // credentials through the library, as the CLI does.
     let mut file = agent::cluster::credentials::CredentialsFile::default();
     for i in 0..100 {
-        tokens.push(file.add(&format!("flood-{i:03}"), "flood", 0.0).expect("add"));
+        tokens.push(
+            file.add(&format!("flood-{i:03}"), "flood", 0.0)
+                .expect("add"),
+        );
     }
     let victim = file.add("victim", "other", 0.0).expect("add");
     file.save(&sh.creds).expect("save");
@@ -291,11 +333,17 @@ fn a_million_component_flood_is_capped_without_exhausting_memory() {
     assert_eq!(ok, 10, "100,000 components fit the tenant's cap");
     assert_eq!(capped, 90);
     let (code, resp) = sh.report(&victim, &report_body("victim", 1, 1, 100));
-    assert_eq!(code, 200, "another tenant is not starved by the flood: {resp}");
+    assert_eq!(
+        code, 200,
+        "another tenant is not starved by the flood: {resp}"
+    );
     let m = sh.metrics();
     assert_eq!(sample(&m, "tailor_shaper_components"), Some(100_100.0));
     assert_eq!(
-        sample(&m, "tailor_shaper_reports_refused_total{reason=\"max_components_per_tenant\"}"),
+        sample(
+            &m,
+            "tailor_shaper_reports_refused_total{reason=\"max_components_per_tenant\"}"
+        ),
         Some(90.0)
     );
     let hwm = vm_hwm_bytes(sh.pid());
@@ -353,7 +401,10 @@ fn promtool_accepts_both_metrics_endpoints() {
     assert_eq!(sh.report(&t, &report_body("node-1", 1, 1, 20)).0, 409);
     std::thread::sleep(Duration::from_millis(2500)); // a few rounds
     let m = sh.metrics();
-    assert!(m.contains("tailor_shaper_round_duration_seconds_count"), "{m}");
+    assert!(
+        m.contains("tailor_shaper_round_duration_seconds_count"),
+        "{m}"
+    );
     check("shaper", &m);
 
     // The agent's endpoint, with a cluster link in the fail-safe state.
@@ -371,14 +422,18 @@ fn promtool_accepts_both_metrics_endpoints() {
         });
         shared.metrics.round(true, 0.01, 1.0);
         shared.metrics.action("resize", "applied");
-        shared.metrics.shaper_link(Some(agent::cluster::client::LinkStatus {
-            state: agent::cluster::LinkState::Holding { since_s: 1.0 },
-            last_ok_s: Some(0.5),
-            failures: 3,
-            last_error: Some("shaper unreachable".into()),
-            rejected_components: 0,
-        }));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        shared
+            .metrics
+            .shaper_link(Some(agent::cluster::client::LinkStatus {
+                state: agent::cluster::LinkState::Holding { since_s: 1.0 },
+                last_ok_s: Some(0.5),
+                failures: 3,
+                last_error: Some("shaper unreachable".into()),
+                rejected_components: 0,
+            }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(agent::http::serve(listener, shared, async {
@@ -398,6 +453,9 @@ fn promtool_accepts_both_metrics_endpoints() {
         assert!(h.1.contains("failing_safe"), "{}", h.1);
         m.1
     });
-    assert!(text.contains("tailor_agent_shaper_link{state=\"holding\"} 1"), "{text}");
+    assert!(
+        text.contains("tailor_agent_shaper_link{state=\"holding\"} 1"),
+        "{text}"
+    );
     check("agent", &text);
 }

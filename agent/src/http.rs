@@ -15,12 +15,12 @@
 //! after 30 s, requests answered within 30 s.
 
 use crate::agent::Shared;
+use crate::serve::{ConnStats, ServeLimits};
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use crate::serve::{ConnStats, ServeLimits};
 use std::future::Future;
 use std::sync::Arc;
 

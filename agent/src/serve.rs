@@ -194,7 +194,11 @@ impl<T: AsyncRead + Unpin> AsyncRead for IdleTimeoutStream<T> {
 }
 
 impl<T: AsyncWrite + Unpin> AsyncWrite for IdleTimeoutStream<T> {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         match Pin::new(&mut this.inner).poll_write(cx, buf) {
             Poll::Ready(r) => {
@@ -307,14 +311,21 @@ mod tests {
         let addr = l.local_addr().expect("addr");
         let stats = Arc::new(ConnStats::default());
         let app = axum::Router::new().route("/", axum::routing::get(|| async { "ok" }));
-        tokio::spawn(serve_plain(l, app, limits, stats.clone(), std::future::pending()));
+        tokio::spawn(serve_plain(
+            l,
+            app,
+            limits,
+            stats.clone(),
+            std::future::pending(),
+        ));
         (addr, stats)
     }
 
     fn get(addr: std::net::SocketAddr) -> Option<String> {
         let mut s = std::net::TcpStream::connect(addr).ok()?;
         s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").ok()?;
+        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .ok()?;
         let mut out = String::new();
         s.read_to_string(&mut out).ok()?;
         Some(out)
@@ -335,7 +346,8 @@ mod tests {
             for i in 0..8 {
                 let mut s = std::net::TcpStream::connect(addr).expect("connect");
                 if i >= 6 {
-                    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n").expect("write");
+                    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
+                        .expect("write");
                 }
                 held.push(s);
             }
@@ -346,7 +358,8 @@ mod tests {
             std::thread::sleep(Duration::from_millis(1200));
             let mut closed = 0;
             for mut s in held {
-                s.set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
+                s.set_read_timeout(Some(Duration::from_secs(2)))
+                    .expect("timeout");
                 // Closed by the server: EOF (maybe after an error answer)
                 // or a reset; still open: the read times out.
                 let mut buf = Vec::new();

@@ -273,7 +273,10 @@ fn credentials(config: &std::path::Path, cmd: CredentialsCmd) -> anyhow::Result<
             if json {
                 println!("{}", serde_json::to_string_pretty(&creds.credentials)?);
             } else {
-                println!("{:<16}  {:<24}  {:<16}  created_s", "key_id", "agent_id", "tenant");
+                println!(
+                    "{:<16}  {:<24}  {:<16}  created_s",
+                    "key_id", "agent_id", "tenant"
+                );
                 for c in &creds.credentials {
                     println!(
                         "{:<16}  {:<24}  {:<16}  {:.0}",

@@ -206,7 +206,9 @@ impl CredentialsFile {
             }
             let at = format!("credential[{i}]");
             if !is_lower_hex(&c.key_id, KEY_ID_HEX) {
-                errors.push(format!("{at}.key_id must be {KEY_ID_HEX} lower-case hex digits"));
+                errors.push(format!(
+                    "{at}.key_id must be {KEY_ID_HEX} lower-case hex digits"
+                ));
             } else if let Some(j) = keys.insert(&c.key_id, i) {
                 errors.push(format!("{at}.key_id {} repeats credential[{j}]", c.key_id));
             }
@@ -301,10 +303,12 @@ impl CredentialsFile {
         let mut text = String::from(
             "# tailor shaper credentials: hashes of per-agent tokens.\n# Managed by `tailor shaper credentials add|list|revoke`; the shaper reloads it on change.\n",
         );
-        text.push_str(&toml::to_string(self).map_err(|e| ClusterError::CredentialsFile {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?);
+        text.push_str(
+            &toml::to_string(self).map_err(|e| ClusterError::CredentialsFile {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?,
+        );
         let tmp = tmp_path(path);
         let mut opts = std::fs::OpenOptions::new();
         opts.write(true).create(true).truncate(true);
@@ -319,7 +323,12 @@ impl CredentialsFile {
 
     /// Adds a new credential for `agent_id` in `tenant`; returns the token
     /// (shown once, never stored).
-    pub fn add(&mut self, agent_id: &str, tenant: &str, now_s: f64) -> Result<String, ClusterError> {
+    pub fn add(
+        &mut self,
+        agent_id: &str,
+        tenant: &str,
+        now_s: f64,
+    ) -> Result<String, ClusterError> {
         if let Some(other) = self
             .credentials
             .iter()
@@ -404,7 +413,10 @@ impl Credentials {
 
     /// Agent ids with at least one credential.
     pub fn agents(&self) -> std::collections::HashSet<Arc<str>> {
-        self.by_key.values().map(|(_, w)| w.agent_id.clone()).collect()
+        self.by_key
+            .values()
+            .map(|(_, w)| w.agent_id.clone())
+            .collect()
     }
 }
 
@@ -475,7 +487,10 @@ mod tests {
     fn file_roundtrips_and_is_checked() {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = dir.path().join("credentials.toml");
-        assert!(CredentialsFile::load(&p, true).expect("missing ok").credentials.is_empty());
+        assert!(CredentialsFile::load(&p, true)
+            .expect("missing ok")
+            .credentials
+            .is_empty());
         assert!(CredentialsFile::load(&p, false).is_err());
         let mut f = CredentialsFile::default();
         let t = f.add("n1", "t1", 5.0).expect("add");
@@ -490,7 +505,10 @@ mod tests {
             let e = CredentialsFile::load(&p, false).expect_err("world-writable");
             assert!(e.to_string().contains("writable by group or others"), "{e}");
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-            assert!(CredentialsFile::load(&p, false).is_ok(), "world-readable is fine");
+            assert!(
+                CredentialsFile::load(&p, false).is_ok(),
+                "world-readable is fine"
+            );
         }
         std::fs::write(&p, "[[credential]]\nkey_id = \"x\"\n").expect("write");
         assert!(CredentialsFile::load(&p, false).is_err());

@@ -94,7 +94,10 @@ impl ServerLimits {
             })
         };
         if !(1..=1_000_000).contains(&self.max_agents) {
-            e("max_agents", format!("must be in [1, 1000000] (got {})", self.max_agents));
+            e(
+                "max_agents",
+                format!("must be in [1, 1000000] (got {})", self.max_agents),
+            );
         }
         for (key, v) in [
             ("max_components_per_tenant", self.max_components_per_tenant),
@@ -107,7 +110,10 @@ impl ServerLimits {
         if !(1 << 20..=1 << 40).contains(&self.max_state_mem_bytes) {
             e(
                 "max_state_mem_bytes",
-                format!("must be in [1 MiB, 1 TiB] (got {})", self.max_state_mem_bytes),
+                format!(
+                    "must be in [1 MiB, 1 TiB] (got {})",
+                    self.max_state_mem_bytes
+                ),
             );
         }
         if !(1..=1_000_000).contains(&self.max_connections) {
@@ -195,7 +201,9 @@ pub fn report_mem_bytes(r: &ReportRequest) -> u64 {
     let per: u64 = r
         .components
         .iter()
-        .map(|c| (std::mem::size_of::<ComponentReport>() + c.container_id.len() + c.app.len()) as u64)
+        .map(|c| {
+            (std::mem::size_of::<ComponentReport>() + c.container_id.len() + c.app.len()) as u64
+        })
         .sum();
     std::mem::size_of::<ReportRequest>() as u64 + r.agent_id.len() as u64 + per
 }
@@ -238,7 +246,9 @@ impl Usage {
         }
         let tenant_now = self.per_tenant.get(tenant).copied().unwrap_or(0);
         let tenant_after = tenant_now - old_f.components.min(tenant_now) + new.components;
-        if new.components > old_f.components && tenant_after > limits.max_components_per_tenant as u64 {
+        if new.components > old_f.components
+            && tenant_after > limits.max_components_per_tenant as u64
+        {
             return Err(Refusal::Limit {
                 cap: Cap::TenantComponents,
                 message: format!(
@@ -376,15 +386,50 @@ mod tests {
         assert!(u.check(&limits, "t", None, f(8)).is_ok());
         u.replace(&t, None, f(8));
         let e = u.check(&limits, "t", None, f(3)).expect_err("tenant cap");
-        assert!(matches!(e, Refusal::Limit { cap: Cap::TenantComponents, .. }), "{e}");
-        assert!(u.check(&limits, "t", Some(f(8)), f(10)).is_ok(), "replace within cap");
+        assert!(
+            matches!(
+                e,
+                Refusal::Limit {
+                    cap: Cap::TenantComponents,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(
+            u.check(&limits, "t", Some(f(8)), f(10)).is_ok(),
+            "replace within cap"
+        );
         assert!(u.check(&limits, "u", None, f(7)).is_ok());
         u.replace(&u_, None, f(7));
-        let e = u.check(&limits, "u", Some(f(7)), f(8)).expect_err("total cap");
-        assert!(matches!(e, Refusal::Limit { cap: Cap::TotalComponents, .. }), "{e}");
+        let e = u
+            .check(&limits, "u", Some(f(7)), f(8))
+            .expect_err("total cap");
+        assert!(
+            matches!(
+                e,
+                Refusal::Limit {
+                    cap: Cap::TotalComponents,
+                    ..
+                }
+            ),
+            "{e}"
+        );
         let e = u.check(&limits, "v", None, f(0)).expect_err("agents cap");
-        assert!(matches!(e, Refusal::Limit { cap: Cap::Agents, .. }), "{e}");
-        assert!(u.check(&limits, "u", Some(f(7)), f(1)).is_ok(), "shrinking is fine");
+        assert!(
+            matches!(
+                e,
+                Refusal::Limit {
+                    cap: Cap::Agents,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(
+            u.check(&limits, "u", Some(f(7)), f(1)).is_ok(),
+            "shrinking is fine"
+        );
         u.remove("u", f(7));
         assert_eq!(u.components_total, 8);
         assert_eq!(u.agents, 1);
@@ -393,9 +438,26 @@ mod tests {
         big.max_components_total = 1000;
         big.max_components_per_tenant = 1000;
         let e = u
-            .check(&big, "t", Some(f(8)), Footprint { components: 9, mem_bytes: 2 << 20 })
+            .check(
+                &big,
+                "t",
+                Some(f(8)),
+                Footprint {
+                    components: 9,
+                    mem_bytes: 2 << 20,
+                },
+            )
             .expect_err("memory cap");
-        assert!(matches!(e, Refusal::Limit { cap: Cap::Memory, .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                Refusal::Limit {
+                    cap: Cap::Memory,
+                    ..
+                }
+            ),
+            "{e}"
+        );
         assert!(ServerLimits::default().validate().is_ok());
         let bad = ServerLimits {
             header_read_timeout_s: 0.0,

@@ -21,9 +21,9 @@
 //! latency quantiles and the process's CPU time and memory.
 
 use super::auth::{read_token_file, Token};
-use super::credentials::CredentialsFile;
 use super::client::ClusterClient;
 use super::config::ClusterClientConfig;
+use super::credentials::CredentialsFile;
 use super::metrics::sample;
 use super::protocol::{Ack, AckOutcome, ActionKind, ComponentReport};
 use super::ClusterError;

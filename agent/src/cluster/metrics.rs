@@ -296,9 +296,13 @@ fn render_hardening(t: &mut PromText, m: &Metrics, g: &Gauges) {
         g.credentials,
     );
     let name = "tailor_shaper_credential_reloads_total";
-    t.family(name, "counter", "Reloads of the credentials file, by result.")
-        .sample(name, "result=\"ok\"", m.credential_reloads[0])
-        .sample(name, "result=\"error\"", m.credential_reloads[1]);
+    t.family(
+        name,
+        "counter",
+        "Reloads of the credentials file, by result.",
+    )
+    .sample(name, "result=\"ok\"", m.credential_reloads[0])
+    .sample(name, "result=\"error\"", m.credential_reloads[1]);
     t.single(
         "tailor_shaper_round_loop_up",
         "gauge",

@@ -330,7 +330,10 @@ async fn require_agent(State(sh): State<Arc<Shared>>, mut req: Request, next: Ne
             req.extensions_mut().insert(who);
             next.run(req).await
         }
-        None => unauthorized(&req, "an agent credential from `tailor shaper credentials add`"),
+        None => unauthorized(
+            &req,
+            "an agent credential from `tailor shaper credentials add`",
+        ),
     }
 }
 

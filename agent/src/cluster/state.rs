@@ -390,8 +390,12 @@ impl ShaperState {
                 )));
             }
         }
-        self.usage
-            .check(&self.cfg.limits, &who.tenant, old.as_ref().map(|o| o.1), new)?;
+        self.usage.check(
+            &self.cfg.limits,
+            &who.tenant,
+            old.as_ref().map(|o| o.1),
+            new,
+        )?;
         // Accepted from here on.
         if !rejected.is_empty() {
             self.refusals.components_over_capacity += rejected.len() as u64;
@@ -980,7 +984,11 @@ mod tests {
     }
 
     impl ReportAsOwner for ShaperState {
-        fn report(&mut self, mut req: ReportRequest, now_s: f64) -> Result<ReportResponse, Refusal> {
+        fn report(
+            &mut self,
+            mut req: ReportRequest,
+            now_s: f64,
+        ) -> Result<ReportResponse, Refusal> {
             req.boot_id = 1;
             req.seq = SEQ.fetch_add(1, Ordering::Relaxed);
             let w = who(&req.agent_id, "t");
@@ -1328,15 +1336,15 @@ mod tests {
             10.0 * GB,
             vec![comp("a1", "x", Class::Core, 4.0 * GB, 1.0 * GB, 0.0)],
         );
-        s.report(victim.clone(), 1.0).expect("ok");
-        s.plan_round(2.0).expect("round");
-        let before = s.status(2.0);
+        s.report(victim.clone(), 11.0).expect("ok");
+        s.plan_round(12.0).expect("round");
+        let before = s.status(12.0);
         let a_before = before.agents[0].clone();
         assert_eq!(a_before.pending_actions, 1);
         // Agent b (tenant t) reports as a: tiny capacity, no components.
         let mut fake = report("a", 1.0, vec![]);
         fake.boot_id = u64::MAX;
-        let e = s.report_as(&who("b", "t"), fake, 3.0).expect_err("403");
+        let e = s.report_as(&who("b", "t"), fake, 13.0).expect_err("403");
         assert!(matches!(e, Refusal::Forbidden(_)), "{e}");
         // ... and tries to acknowledge a's action.
         let e = s
@@ -1349,15 +1357,18 @@ mod tests {
             )
             .expect_err("403");
         assert!(matches!(e, Refusal::Forbidden(_)));
-        let after = s.status(3.0);
+        let after = s.status(13.0);
         assert_eq!(after.agents.len(), 1);
-        assert_eq!(after.agents[0], a_before, "capacity, pending actions unchanged");
+        assert_eq!(
+            after.agents[0], a_before,
+            "capacity, pending actions unchanged"
+        );
         assert_eq!(s.refusal_counters().forbidden, 2);
         // The victim still gets its pending action.
         let mut again = victim;
         again.boot_id = 1;
         again.seq = SEQ.fetch_add(1, Ordering::Relaxed);
-        let r = s.report_as(&who("a", "t"), again, 4.0).expect("ok");
+        let r = s.report_as(&who("a", "t"), again, 14.0).expect("ok");
         assert_eq!(r.actions.len(), 1);
     }
 
@@ -1403,7 +1414,8 @@ mod tests {
         );
         let mut a = a;
         a.boot_id = 1;
-        s.report_as(&who("a", "tenant-a"), a.clone(), 1.0).expect("a");
+        s.report_as(&who("a", "tenant-a"), a.clone(), 11.0)
+            .expect("a");
         // Tenant B's web: one component that cannot fit its tiny host (request
         // over capacity: rejected), two that do not fit together (B's web is
         // preempted, on B's host only).
@@ -1420,15 +1432,17 @@ mod tests {
             c.app_submitted_s = Some(10.0);
         }
         b.boot_id = 1;
-        let rb = s.report_as(&who("b", "tenant-b"), b.clone(), 1.0).expect("b");
+        let rb = s
+            .report_as(&who("b", "tenant-b"), b.clone(), 11.0)
+            .expect("b");
         assert_eq!(rb.rejected.len(), 1);
         assert_eq!(rb.rejected[0].container_id, "b-huge");
         assert_eq!(s.refusal_counters().components_over_capacity, 1);
         assert_eq!(s.component_count(), 3);
-        let out = s.plan_round(2.0).expect("round");
+        let out = s.plan_round(12.0).expect("round");
         assert_eq!(out.evict_application, 2, "{out:?}");
         a.seq = 1;
-        let ra = s.report_as(&who("a", "tenant-a"), a, 3.0).expect("a");
+        let ra = s.report_as(&who("a", "tenant-a"), a, 13.0).expect("a");
         assert!(
             ra.actions
                 .iter()
@@ -1437,13 +1451,19 @@ mod tests {
             ra.actions
         );
         b.seq = 1;
-        let rb = s.report_as(&who("b", "tenant-b"), b, 3.0).expect("b");
+        let rb = s.report_as(&who("b", "tenant-b"), b, 13.0).expect("b");
         assert!(rb
             .actions
             .iter()
             .all(|w| w.app == "tenant-b/web" && matches!(w.action, ActionKind::Evict { .. })));
-        let st = s.status(3.0);
-        assert_eq!(st.agents.iter().find(|x| x.agent_id == "a").map(|x| x.tenant.as_str()), Some("tenant-a"));
+        let st = s.status(13.0);
+        assert_eq!(
+            st.agents
+                .iter()
+                .find(|x| x.agent_id == "a")
+                .map(|x| x.tenant.as_str()),
+            Some("tenant-a")
+        );
     }
 
     #[test]
@@ -1462,10 +1482,28 @@ mod tests {
         };
         s.report(many("a", 2), 1.0).expect("ok");
         let e = s.report(many("b", 2), 1.0).expect_err("tenant cap");
-        assert!(matches!(e, Refusal::Limit { cap: Cap::TenantComponents, .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                Refusal::Limit {
+                    cap: Cap::TenantComponents,
+                    ..
+                }
+            ),
+            "{e}"
+        );
         s.report(many("b", 1), 1.0).expect("ok");
         let e = s.report(many("c", 0), 1.0).expect_err("agent cap");
-        assert!(matches!(e, Refusal::Limit { cap: Cap::Agents, .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                Refusal::Limit {
+                    cap: Cap::Agents,
+                    ..
+                }
+            ),
+            "{e}"
+        );
         assert_eq!(s.status(1.0).agents.len(), 2);
         assert_eq!(s.component_count(), 3);
         assert_eq!(s.refusal_counters().limit, [1, 1, 0, 0]);
@@ -1473,7 +1511,8 @@ mod tests {
         s.cfg.limits.max_agents = 3;
         let mut d = many("d", 3);
         d.boot_id = 1;
-        s.report_as(&who("d", "other"), d, 1.0).expect("other tenant");
+        s.report_as(&who("d", "other"), d, 1.0)
+            .expect("other tenant");
         assert_eq!(s.usage().per_tenant.get("other"), Some(&3));
     }
 }

@@ -1,9 +1,9 @@
 //! Server + simulated agents in-process over loopback HTTP(S).
 
 use super::auth::write_token_file;
-use super::credentials::CredentialsFile;
 use super::client::{ClusterSession, LocalActionKind, RoundSource};
 use super::config::{ClusterClientConfig, ShaperServerConfig};
+use super::credentials::CredentialsFile;
 use super::failsafe::{FailSafe, FailSafeConfig, LinkState};
 use super::protocol::{ComponentReport, ErrorBody, ReportRequest};
 use super::server::ShaperServer;
@@ -482,14 +482,12 @@ async fn tls_with_a_self_signed_certificate() {
     // A private key others may read is refused, with the fix in the message.
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o644))
-            .expect("chmod");
+        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
         let err = ShaperServer::start_with(cfg.clone(), Arc::new(ManualClock::new(0.0)), false)
             .await
             .expect_err("world-readable key");
         assert!(err.to_string().contains("chmod 600"), "{err}");
-        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600))
-            .expect("chmod");
+        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     }
     let server = ShaperServer::start_with(cfg, Arc::new(ManualClock::new(0.0)), false)
         .await
@@ -536,13 +534,9 @@ async fn server_refuses_a_world_readable_token_file() {
     let fx = fixture();
     std::fs::set_permissions(&fx.token_file, std::fs::Permissions::from_mode(0o644))
         .expect("chmod");
-    let err = ShaperServer::start_with(
-        server_config(&fx),
-        Arc::new(ManualClock::new(0.0)),
-        false,
-    )
-    .await
-    .expect_err("must refuse");
+    let err = ShaperServer::start_with(server_config(&fx), Arc::new(ManualClock::new(0.0)), false)
+        .await
+        .expect_err("must refuse");
     assert!(err.to_string().contains("chmod 600"), "{err}");
 }
 
@@ -738,15 +732,28 @@ async fn impersonation_is_forbidden_over_http() {
     let e: ErrorBody = serde_json::from_slice(&bytes).expect("error body");
     assert_eq!(e.error, "forbidden");
     let ack = serde_json::json!({"agent_id": "a", "acks": []});
-    let (status, _) = post_raw(&url, "/v1/ack", Some(&b), serde_json::to_vec(&ack).expect("json")).await;
+    let (status, _) = post_raw(
+        &url,
+        "/v1/ack",
+        Some(&b),
+        serde_json::to_vec(&ack).expect("json"),
+    )
+    .await;
     assert_eq!(status, 403);
-    assert_eq!(status_of(&server, "a").await, Some(before), "nothing changed");
+    assert_eq!(
+        status_of(&server, "a").await,
+        Some(before),
+        "nothing changed"
+    );
     assert!(status_of(&server, "b").await.is_none());
     let d = a.round(cap, &comps, 1001.0).await;
     assert_eq!(d.actions.len(), 1, "the victim still gets its action");
     let text = server.shared().render_metrics();
     assert_eq!(
-        super::metrics::sample(&text, "tailor_shaper_reports_refused_total{reason=\"forbidden\"}"),
+        super::metrics::sample(
+            &text,
+            "tailor_shaper_reports_refused_total{reason=\"forbidden\"}"
+        ),
         Some(2.0)
     );
     server.shutdown().await;
@@ -756,9 +763,13 @@ async fn impersonation_is_forbidden_over_http() {
 #[tokio::test]
 async fn replayed_report_is_refused_over_http() {
     let fx = fixture();
-    let server = ShaperServer::start_with(server_config(&fx), Arc::new(ManualClock::new(1000.0)), false)
-        .await
-        .expect("start");
+    let server = ShaperServer::start_with(
+        server_config(&fx),
+        Arc::new(ManualClock::new(1000.0)),
+        false,
+    )
+    .await
+    .expect("start");
     let url = server.url();
     let n1 = fx.agent_token("n1");
     let (status, _) = post_raw(&url, "/v1/report", Some(&n1), report_json("n1", 7, 101)).await;
@@ -780,9 +791,13 @@ async fn replayed_report_is_refused_over_http() {
 #[tokio::test]
 async fn revoked_credentials_are_refused_without_a_restart() {
     let fx = fixture();
-    let server = ShaperServer::start_with(server_config(&fx), Arc::new(ManualClock::new(1000.0)), false)
-        .await
-        .expect("start");
+    let server = ShaperServer::start_with(
+        server_config(&fx),
+        Arc::new(ManualClock::new(1000.0)),
+        false,
+    )
+    .await
+    .expect("start");
     let url = server.url();
     let n1 = fx.agent_token("n1");
     let (status, _) = post_raw(&url, "/v1/report", Some(&n1), report_json("n1", 1, 1)).await;
@@ -799,7 +814,10 @@ async fn revoked_credentials_are_refused_without_a_restart() {
             break;
         }
         assert_eq!(status, 200);
-        assert!(std::time::Instant::now() < deadline, "revocation not picked up");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "revocation not picked up"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     // Others are unaffected.
@@ -813,9 +831,10 @@ async fn revoked_credentials_are_refused_without_a_restart() {
 #[tokio::test]
 async fn healthz_is_unhealthy_when_the_round_loop_dies() {
     let fx = fixture();
-    let server = ShaperServer::start_with(server_config(&fx), Arc::new(ManualClock::new(1000.0)), true)
-        .await
-        .expect("start");
+    let server =
+        ShaperServer::start_with(server_config(&fx), Arc::new(ManualClock::new(1000.0)), true)
+            .await
+            .expect("start");
     let url = server.url();
     let code = || async {
         reqwest::get(format!("{url}/healthz"))
@@ -829,7 +848,10 @@ async fn healthz_is_unhealthy_when_the_round_loop_dies() {
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     assert_eq!(code().await, 503);
     let text = server.shared().render_metrics();
-    assert_eq!(super::metrics::sample(&text, "tailor_shaper_round_loop_up"), Some(0.0));
+    assert_eq!(
+        super::metrics::sample(&text, "tailor_shaper_round_loop_up"),
+        Some(0.0)
+    );
     server.shutdown().await;
 }
 
@@ -878,7 +900,11 @@ async fn slow_header_connections_do_not_delay_reports() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
-    assert!(server.connections().idle_closed >= 100, "{:?}", server.connections());
+    assert!(
+        server.connections().idle_closed >= 100,
+        "{:?}",
+        server.connections()
+    );
     drop(slow);
     server.shutdown().await;
 }
