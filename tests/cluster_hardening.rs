@@ -106,9 +106,10 @@ impl Shaper {
 
     fn cli(&self, args: &[&str]) -> std::process::Output {
         Command::new(env!("CARGO_BIN_EXE_tailor"))
-            .args(["shaper", "--config"])
-            .arg(&self.config)
+            .arg("shaper")
             .args(args)
+            .arg("--file")
+            .arg(&self.creds)
             .output()
             .expect("run tailor shaper")
     }
