@@ -6,6 +6,8 @@
 #    (tools/dockerd-start.sh).
 # 2. The Docker test image tailor-test:latest, built with `docker import` from
 #    busybox-static + tools/loadgen.c (tools/build-test-image.sh).
+#    promtool (Debian's `prometheus` package) for tests/cluster_hardening.rs,
+#    installed when missing; that test FAILS when CI=true and it is missing.
 # 3. cargo fmt --all --check and cargo clippy --workspace --all-targets
 #    -- -D warnings.
 # 4. cargo test --workspace --all-targets, then the doc examples
@@ -26,6 +28,11 @@ if ! tools/dockerd-start.sh; then
 fi
 if ! tools/build-test-image.sh; then
     echo "test.sh: WARNING: could not build the test image; Docker tests will fail in CI / skip outside it" >&2
+fi
+if ! command -v promtool >/dev/null 2>&1; then
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; } >/tmp/tailor-promtool-install.log 2>&1; then
+        echo "test.sh: WARNING: could not install promtool (log: /tmp/tailor-promtool-install.log); the promtool test will fail in CI / skip outside it" >&2
+    fi
 fi
 
 status=0

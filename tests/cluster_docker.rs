@@ -64,7 +64,9 @@ fn free_port() -> u16 {
 struct Cluster {
     dir: tempfile::TempDir,
     port: u16,
+    /// The operator token (status, metrics).
     token_file: PathBuf,
+    creds_file: PathBuf,
 }
 
 impl Cluster {
@@ -72,11 +74,48 @@ impl Cluster {
         let dir = tempfile::tempdir().expect("tempdir");
         let token_file = dir.path().join("token");
         write_private(&token_file, &format!("{TOKEN}\n"));
+        let creds_file = dir.path().join("credentials.toml");
         Self {
             dir,
             port: free_port(),
             token_file,
+            creds_file,
         }
+    }
+
+    /// Registers `agent` in `tenant` with `tailor shaper credentials add`;
+    /// returns its token file.
+    fn register(&self, agent: &str, tenant: &str) -> PathBuf {
+        let token_file = self.dir.path().join(format!("{agent}.token"));
+        let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
+            .args([
+                "shaper",
+                "credentials",
+                "add",
+                "--agent",
+                agent,
+                "--tenant",
+                tenant,
+            ])
+            .arg("--file")
+            .arg(&self.creds_file)
+            .arg("--token-file")
+            .arg(&token_file)
+            .output()
+            .expect("run tailor shaper credentials add");
+        assert!(
+            out.status.success(),
+            "credentials add: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        token_file
+    }
+
+    fn token_of(&self, agent: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("{agent}.token")))
+            .expect("token file")
+            .trim()
+            .to_string()
     }
 
     fn url(&self) -> String {
@@ -89,16 +128,21 @@ impl Cluster {
             r#"
 listen = "127.0.0.1:{port}"
 token_file = "{token}"
+credentials_file = "{creds}"
 interval_s = 1.0
 stale_after_intervals = 3
 warmup_intervals = 1
+[limits]
+header_read_timeout_s = 2.0
+idle_timeout_s = 4.0
 [shaper]
 grace_period_s = 0.0
 k1 = 0.1
 k2 = 3.0
 "#,
             port = self.port,
-            token = self.token_file.display()
+            token = self.token_file.display(),
+            creds = self.creds_file.display()
         );
         std::fs::write(&cfg, text).expect("write shaper.toml");
         let log = std::fs::File::create(self.dir.path().join("shaper.log")).expect("log");
@@ -195,6 +239,26 @@ regrow_fraction = 0.5
             .map(|(_, b)| b)
             .unwrap_or_default()
     }
+}
+
+/// Minimal HTTP/1.1 POST of a JSON body over loopback.
+fn http_post(port: u16, path: &str, token: &str, body: &str) -> Option<(u16, String)> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .ok()?;
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).ok()?;
+    let code = raw.split_whitespace().nth(1)?.parse().ok()?;
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Some((code, body))
 }
 
 /// Minimal HTTP/1.1 GET over loopback (the root crate has no HTTP client).
@@ -329,9 +393,11 @@ fn multi_node_application_loses_all_components_when_its_core_must_go() {
     );
 
     let cl = Cluster::new();
+    let ta = cl.register("cl-mn-a", "team");
+    let tb = cl.register("cl-mn-b", "team");
     let _shaper = cl.start_shaper();
-    let _a = cl.start_agent("cl-mn-a", "cl-mn-a", 1024, &cl.token_file, "");
-    let _b = cl.start_agent("cl-mn-b", "cl-mn-b", 320, &cl.token_file, "");
+    let _a = cl.start_agent("cl-mn-a", "cl-mn-a", 1024, &ta, "");
+    let _b = cl.start_agent("cl-mn-b", "cl-mn-b", 320, &tb, "");
     let diag = || {
         format!(
             "shaper:\n{}\nagent a:\n{}\nagent b:\n{}",
@@ -352,7 +418,7 @@ fn multi_node_application_loses_all_components_when_its_core_must_go() {
         "the shaper knows the preemption was applied",
         Duration::from_secs(20),
         || {
-            cl.status()["app_failures"]["cl-mn-late"]
+            cl.status()["app_failures"]["team/cl-mn-late"]
                 .as_u64()
                 .unwrap_or(0)
                 >= 1
@@ -383,8 +449,9 @@ fn killing_the_shaper_makes_agents_fail_safe_and_a_new_shaper_resumes() {
         &[],
     );
     let cl = Cluster::new();
+    let ta = cl.register("cl-fs", "team");
     let mut shaper = cl.start_shaper();
-    let _a = cl.start_agent("cl-fs", "cl-fs", 1024, &cl.token_file, "");
+    let _a = cl.start_agent("cl-fs", "cl-fs", 1024, &ta, "");
     let diag = || {
         format!(
             "shaper:\n{}\nagent:\n{}",
@@ -459,10 +526,11 @@ fn killing_and_restarting_an_agent_recovers() {
         &[],
     );
     let cl = Cluster::new();
+    let ta = cl.register("cl-ar", "team");
     let _shaper = cl.start_shaper();
     let state = cl.dir.path().join("agent-state.json");
     let state_s = state.display().to_string();
-    let mut a = cl.start_agent("cl-ar", "cl-ar", 1024, &cl.token_file, &state_s);
+    let mut a = cl.start_agent("cl-ar", "cl-ar", 1024, &ta, &state_s);
     let diag = || {
         format!(
             "shaper:\n{}\nagent:\n{}",
@@ -499,7 +567,7 @@ fn killing_and_restarting_an_agent_recovers() {
     docker(&["update", "--memory", "256m", "--memory-swap", "256m", &c.id]).expect("docker update");
     assert!(c.running());
 
-    let _a2 = cl.start_agent("cl-ar", "cl-ar", 1024, &cl.token_file, &state_s);
+    let _a2 = cl.start_agent("cl-ar", "cl-ar", 1024, &ta, &state_s);
     wait_until(
         "the agent is live again",
         Duration::from_secs(30),
@@ -532,6 +600,7 @@ fn an_agent_with_a_wrong_token_is_refused_and_changes_nothing() {
         &[],
     );
     let cl = Cluster::new();
+    cl.register("cl-wt", "team");
     let _shaper = cl.start_shaper();
     let wrong = cl.dir.path().join("wrong-token");
     write_private(&wrong, "not-the-right-token-0123456789\n");
@@ -570,4 +639,290 @@ fn an_agent_with_a_wrong_token_is_refused_and_changes_nothing() {
             .unwrap_or(false),
         "the agent was never recorded"
     );
+}
+
+/// A component as a fake agent reports it (JSON).
+fn fake_component(id: &str, app: &str, req_mib: u64, use_mib: u64) -> serde_json::Value {
+    let (req, used) = ((req_mib * MIB) as f64, (use_mib * MIB) as f64);
+    serde_json::json!({
+        "container_id": id, "app": app, "class": "core",
+        "request": {"cpu_cores": 0.5, "mem_bytes": req},
+        "allocation": {"cpu_cores": 0.5, "mem_bytes": req},
+        "usage": {"cpu_cores": 0.1, "mem_bytes": used},
+        "forecast": {"cpu": {"mean": 0.1, "std": 0.0}, "mem": {"mean": used, "std": 0.0}},
+        "started_s": 1.0, "app_submitted_s": 1.0
+    })
+}
+
+fn fake_report(
+    agent: &str,
+    boot_id: u64,
+    seq: u64,
+    mem_mib: u64,
+    comps: Vec<serde_json::Value>,
+) -> String {
+    serde_json::json!({
+        "agent_id": agent, "boot_id": boot_id, "seq": seq,
+        "capacity": {"cpu_cores": 1.0, "mem_bytes": (mem_mib * MIB) as f64},
+        "components": comps, "acks": []
+    })
+    .to_string()
+}
+
+/// Issue 13's attack, now refused: an agent of tenant B reports B's app
+/// "web" that cannot fit its tiny host (one component over the host's
+/// capacity, two that do not fit together), for many intervals. The real
+/// container of tenant A's "web" keeps running and never gets an eviction;
+/// only B's own (fake) components are evicted.
+#[test]
+fn cross_tenant_attack_cannot_evict_another_tenants_application() {
+    if docker_or_skip("cluster cross-tenant").is_none() {
+        return;
+    }
+    let c = TestContainer::run(
+        "tailor-cl-xt-web",
+        128,
+        1.0,
+        &labels("cl-xt-a", "web", "core"),
+        &["96:0.02:3600"],
+        &[],
+    );
+    let cl = Cluster::new();
+    let ta = cl.register("cl-xt-a", "tenant-a");
+    cl.register("cl-xt-b", "tenant-b");
+    let _shaper = cl.start_shaper();
+    let _a = cl.start_agent("cl-xt-a", "cl-xt-a", 1024, &ta, "");
+    let diag = || {
+        format!(
+            "shaper:\n{}\nagent a:\n{}",
+            cl.log("shaper.log"),
+            cl.log("agent-cl-xt-a.log")
+        )
+    };
+    let b_token = cl.token_of("cl-xt-b");
+    let mut b_evictions = 0;
+    let mut rejected = 0;
+    // 12 s of attack: a report every 0.5 s (rounds every 1 s).
+    for seq in 1..=24u64 {
+        let body = fake_report(
+            "cl-xt-b",
+            1,
+            seq,
+            64,
+            vec![
+                fake_component("b-huge", "web", 4096, 2048),
+                fake_component("b-1", "web", 48, 48),
+                fake_component("b-2", "web", 48, 48),
+            ],
+        );
+        let (code, resp) = http_post(cl.port, "/v1/report", &b_token, &body).expect("post");
+        assert_eq!(code, 200, "{resp}");
+        let v: serde_json::Value = serde_json::from_str(&resp).expect("json");
+        rejected = v["rejected"].as_array().map(|r| r.len()).unwrap_or(0);
+        for a in v["actions"].as_array().into_iter().flatten() {
+            assert_eq!(a["app"], "tenant-b/web", "only B's app is touched: {a}");
+            if a["action"]["kind"] == "evict" {
+                b_evictions += 1;
+            }
+        }
+        assert!(c.running(), "tenant A's web was stopped\n{}", diag());
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(
+        rejected, 1,
+        "the component over the host's capacity is rejected"
+    );
+    assert!(
+        b_evictions > 0,
+        "B's own app is preempted on B's host\n{}",
+        diag()
+    );
+    let st = cl.status();
+    assert!(st["app_failures"].get("tenant-a/web").is_none(), "{st}");
+    assert!(c.running() && !c.oom_killed());
+    let agents = st["agents"].as_array().cloned().unwrap_or_default();
+    let a = agents
+        .iter()
+        .find(|x| x["agent_id"] == "cl-xt-a")
+        .expect("agent a on record");
+    assert_eq!(a["tenant"], "tenant-a");
+    let m = cl.metrics();
+    assert!(
+        m.contains("tailor_shaper_components_rejected_total{reason=\"exceeds_host_capacity\"} "),
+        "{m}"
+    );
+}
+
+/// An agent reporting (and acknowledging) under another agent's id gets
+/// 403: the victim's capacity is unchanged, the impersonator gets none of
+/// its actions, and the real agent keeps being shaped.
+#[test]
+fn impersonation_is_refused_and_the_victim_keeps_its_capacity_and_actions() {
+    if docker_or_skip("cluster impersonation").is_none() {
+        return;
+    }
+    let c = TestContainer::run(
+        "tailor-cl-im-idle",
+        256,
+        1.0,
+        &labels("cl-im-a", "cl-im-idle", "core"),
+        &["8:0.02:3600"],
+        &[],
+    );
+    let cl = Cluster::new();
+    let ta = cl.register("cl-im-a", "tenant-a");
+    cl.register("cl-im-b", "tenant-b");
+    let _shaper = cl.start_shaper();
+    let _a = cl.start_agent("cl-im-a", "cl-im-a", 1024, &ta, "");
+    let diag = || {
+        format!(
+            "shaper:\n{}\nagent a:\n{}",
+            cl.log("shaper.log"),
+            cl.log("agent-cl-im-a.log")
+        )
+    };
+    let victim = |cl: &Cluster| {
+        cl.status()["agents"]
+            .as_array()
+            .and_then(|v| v.iter().find(|x| x["agent_id"] == "cl-im-a").cloned())
+    };
+    wait_until(
+        "the victim has reported",
+        Duration::from_secs(30),
+        || victim(&cl).is_some(),
+        diag,
+    );
+    let before = victim(&cl).expect("victim");
+    let b_token = cl.token_of("cl-im-b");
+    for seq in 1..=10u64 {
+        let body = fake_report("cl-im-a", u64::MAX, seq, 1, vec![]);
+        let (code, resp) = http_post(cl.port, "/v1/report", &b_token, &body).expect("post");
+        assert_eq!(code, 403, "{resp}");
+        assert!(
+            !resp.contains("\"actions\""),
+            "no actions handed out: {resp}"
+        );
+        let ack = serde_json::json!({"agent_id": "cl-im-a", "acks": [{"action_id": "x-1-0", "outcome": {"status": "applied"}}]});
+        let (code, _) = http_post(cl.port, "/v1/ack", &b_token, &ack.to_string()).expect("post");
+        assert_eq!(code, 403);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let after = victim(&cl).expect("victim");
+    assert_eq!(after["capacity"], before["capacity"], "capacity unchanged");
+    assert_eq!(after["tenant"], "tenant-a");
+    assert!(
+        cl.status()["agents"]
+            .as_array()
+            .map(|v| v.iter().all(|x| x["agent_id"] != "cl-im-b"))
+            .unwrap_or(false),
+        "the impersonator was not recorded"
+    );
+    // The victim still gets and applies its actions.
+    wait_until(
+        "the victim's idle container is shrunk",
+        Duration::from_secs(60),
+        || c.mem_limit() < 128 * MIB,
+        diag,
+    );
+    assert!(c.running());
+    let m = cl.metrics();
+    assert!(
+        m.contains("tailor_shaper_reports_refused_total{reason=\"forbidden\"} 20"),
+        "{m}"
+    );
+}
+
+/// 300 connections that never finish their headers do not delay a real
+/// agent's reports; the shaper closes them after its timeouts.
+#[test]
+fn slow_header_connections_do_not_starve_a_real_agent() {
+    if docker_or_skip("cluster slow headers").is_none() {
+        return;
+    }
+    let c = TestContainer::run(
+        "tailor-cl-sh-idle",
+        256,
+        1.0,
+        &labels("cl-sh", "cl-sh-idle", "core"),
+        &["8:0.02:3600"],
+        &[],
+    );
+    let cl = Cluster::new();
+    let ta = cl.register("cl-sh", "team");
+    let _shaper = cl.start_shaper();
+    let _a = cl.start_agent("cl-sh", "cl-sh", 1024, &ta, "");
+    let diag = || {
+        format!(
+            "shaper:\n{}\nagent:\n{}",
+            cl.log("shaper.log"),
+            cl.log("agent-cl-sh.log")
+        )
+    };
+    let reports = |cl: &Cluster| {
+        cl.status()["agents"]
+            .as_array()
+            .and_then(|v| {
+                v.iter()
+                    .find(|x| x["agent_id"] == "cl-sh")
+                    .and_then(|x| x["reports"].as_u64())
+            })
+            .unwrap_or(0)
+    };
+    wait_until(
+        "the agent reports",
+        Duration::from_secs(30),
+        || reports(&cl) >= 2,
+        diag,
+    );
+    // 300 connections: half send nothing, half half a request line + headers,
+    // a byte at a time.
+    let mut slow = Vec::new();
+    for i in 0..300 {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", cl.port)).expect("connect");
+        if i % 2 == 0 {
+            let _ = s.write_all(b"POST /v1/report HTTP/1.1\r\nHost: x\r\n");
+        }
+        slow.push(s);
+    }
+    let r0 = reports(&cl);
+    let t0 = Instant::now();
+    for _ in 0..8 {
+        std::thread::sleep(Duration::from_millis(1000));
+        for s in slow.iter_mut().step_by(2) {
+            let _ = s.write_all(b"X");
+        }
+    }
+    let r1 = reports(&cl);
+    let secs = t0.elapsed().as_secs_f64();
+    // The agent reports every second: at least 5 of the ~8 arrive.
+    assert!(
+        r1 - r0 >= 5,
+        "{} reports in {secs:.1} s under the slow connections\n{}",
+        r1 - r0,
+        diag()
+    );
+    wait_until(
+        "the idle container is shrunk",
+        Duration::from_secs(60),
+        || c.mem_limit() < 128 * MIB,
+        diag,
+    );
+    // Every slow connection was closed by the shaper (header or idle timeout).
+    let m = cl.metrics();
+    let open = m
+        .lines()
+        .find_map(|l| l.strip_prefix("tailor_shaper_connections "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or(f64::MAX);
+    assert!(open <= 5.0, "open connections: {open}\n{m}");
+    let mut closed = 0;
+    for s in &mut slow {
+        s.set_read_timeout(Some(Duration::from_millis(100)))
+            .expect("timeout");
+        let mut buf = Vec::new();
+        if s.read_to_end(&mut buf).is_ok() {
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, 300, "the shaper closed every slow connection");
 }

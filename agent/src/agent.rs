@@ -810,7 +810,11 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 plan: None,
             });
         }
-        let plan: NodePlan = match self.source.plan(&view).await {
+        let planned = self.source.plan(&view).await;
+        self.shared
+            .metrics
+            .shaper_link(self.source.link_status(now_s));
+        let plan: NodePlan = match planned {
             Ok(p) => p,
             Err(e) => {
                 self.shared.metrics.plan_source_error();

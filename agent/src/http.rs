@@ -3,12 +3,19 @@
 //! * `GET /metrics`: Prometheus text ([`crate::metrics`]);
 //! * `GET /healthz`: 200 `ok` while rounds succeed (or during the first
 //!   rounds after start), 503 with a JSON reason once no round has
-//!   succeeded for 3 intervals + 30 s;
+//!   succeeded for 3 intervals + 30 s, or (cluster mode) while the agent
+//!   fails safe because the shaper does not answer (`"status":
+//!   "failing_safe"`, with the link state, since when, and the last error);
 //! * `GET /v1/decisions`: the last round's [`crate::RoundReport`] as JSON
 //!   (view, every action with its explanation and result), 404 before the
 //!   first round.
+//!
+//! Bounded like the shaper's server ([`crate::serve`], [`ServeLimits::AGENT`]):
+//! at most 128 connections, headers within 5 s, idle connections closed
+//! after 30 s, requests answered within 30 s.
 
 use crate::agent::Shared;
+use crate::serve::{ConnStats, ServeLimits};
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -32,9 +39,15 @@ pub async fn serve(
     shared: Arc<Shared>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(shared))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let listener = listener.into_std()?;
+    crate::serve::serve_plain(
+        listener,
+        router(shared),
+        ServeLimits::AGENT,
+        Arc::new(ConnStats::default()),
+        shutdown,
+    )
+    .await
 }
 
 async fn metrics(State(s): State<Arc<Shared>>) -> Response {
@@ -60,6 +73,23 @@ async fn healthz(State(s): State<Arc<Shared>>) -> Response {
     } else {
         now - s.started_unix_s <= allowed
     };
+    let link = s.metrics.link();
+    if let Some(link) = link.filter(crate::metrics::failing_safe) {
+        let since_s = match link.state {
+            crate::cluster::LinkState::Holding { since_s }
+            | crate::cluster::LinkState::Regrowing { since_s } => Some(since_s),
+            crate::cluster::LinkState::Connected => None,
+        };
+        let body = serde_json::json!({
+            "status": "failing_safe",
+            "message": "the shaper does not answer: the agent fails safe (no shrink, no eviction; regrowth after hold_s)",
+            "link": link.state.as_str(),
+            "since_s": since_s,
+            "last_ok_s": link.last_ok_s,
+            "last_error": link.last_error,
+        });
+        return (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
+    }
     if fresh {
         (StatusCode::OK, "ok\n").into_response()
     } else {

@@ -39,6 +39,7 @@ pub mod metrics;
 pub mod notify;
 pub mod prom;
 pub mod runtime;
+pub mod serve;
 pub mod state;
 pub mod view;
 

@@ -4,6 +4,8 @@
 //! resource): the number of series does not grow with the number of
 //! containers.
 
+use crate::cluster::client::LinkStatus;
+use crate::cluster::LinkState;
 use crate::prom::{ProcessStats, PromText};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -44,6 +46,8 @@ struct Data {
     requested: Resources,
     used: Resources,
     last_round_unix_s: f64,
+    /// Cluster mode: the link to the shaper after the last round.
+    shaper_link: Option<LinkStatus>,
 }
 
 /// Counters and gauges, updated by the loop, rendered by `/metrics`.
@@ -138,6 +142,16 @@ impl Metrics {
             d.requested = requested;
             d.used = used;
         })
+    }
+
+    /// The link to the shaper after a round (`None` in standalone mode).
+    pub fn shaper_link(&self, link: Option<LinkStatus>) {
+        self.with(|d| d.shaper_link = link)
+    }
+
+    /// The link to the shaper as of the last round (cluster mode).
+    pub fn link(&self) -> Option<LinkStatus> {
+        self.with(|d| d.shaper_link.clone())
     }
 
     /// Count of one action series (for tests and `/v1/decisions`).
@@ -274,11 +288,54 @@ impl Metrics {
                 .sample(name, "resource=\"cpu\"", r.cpu_cores)
                 .sample(name, "resource=\"mem\"", r.mem_bytes);
         }
+        if let Some(link) = &d.shaper_link {
+            render_link(&mut t, link);
+        }
         if let Some(p) = ProcessStats::read("self") {
             t.process(&p, "agent");
         }
         t.finish()
     }
+}
+
+/// Cluster mode: the state of the link to the shaper.
+fn render_link(t: &mut PromText, link: &LinkStatus) {
+    let name = "tailor_agent_shaper_link";
+    t.family(
+        name,
+        "gauge",
+        "Link to the central shaper: 1 for the current state (connected; holding or regrowing = failing safe).",
+    );
+    for s in ["connected", "holding", "regrowing"] {
+        t.sample(
+            name,
+            &format!("state=\"{s}\""),
+            u8::from(link.state.as_str() == s),
+        );
+    }
+    t.single(
+        "tailor_agent_shaper_last_success_timestamp_seconds",
+        "gauge",
+        "Unix time of the last report the shaper accepted (0: none yet).",
+        link.last_ok_s.unwrap_or(0.0),
+    )
+    .single(
+        "tailor_agent_shaper_report_failures_total",
+        "counter",
+        "Reports to the shaper that failed (unreachable or refused).",
+        link.failures,
+    )
+    .single(
+        "tailor_agent_shaper_rejected_components",
+        "gauge",
+        "Components the shaper refused to plan for in the last report (request over the host's capacity).",
+        link.rejected_components,
+    );
+}
+
+/// True while the agent fails safe (the shaper is not answering).
+pub fn failing_safe(link: &LinkStatus) -> bool {
+    !matches!(link.state, LinkState::Connected)
 }
 
 #[cfg(test)]

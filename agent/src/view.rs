@@ -81,6 +81,12 @@ pub trait PlanSource: Send {
     fn outcomes<'a>(&'a mut self, _outcomes: &'a [ActionOutcome]) -> BoxFuture<'a, ()> {
         Box::pin(async {})
     }
+
+    /// The state of the link to a remote planner at `now_s` (cluster mode);
+    /// `None` for a local planner.
+    fn link_status(&self, _now_s: f64) -> Option<crate::cluster::client::LinkStatus> {
+        None
+    }
 }
 
 /// Standalone mode: `shaper::decide()` over this node alone.

@@ -3,10 +3,18 @@
 //!
 //! ```sh
 //! tailor shaper --config /etc/tailor/shaper.toml      # serve
-//! tailor shaper gen-token /etc/tailor/token           # new random token, mode 0600
-//! tailor shaper loadgen --token-file T --agents 1000 --containers 100 --interval-s 10 --duration-s 120
+//! tailor shaper gen-token /etc/tailor/token           # new random (operator) token, mode 0600
+//! tailor shaper credentials add --agent node-17 --tenant team-a   # prints the agent's token once
+//! tailor shaper credentials add --agent node-17 --tenant team-a --token-file /etc/tailor/node-17.token
+//! tailor shaper credentials list [--json]
+//! tailor shaper credentials revoke --agent node-17    # or --key-id K; the running shaper reloads
+//! tailor shaper loadgen --token-file T --credentials-file C --agents 1000 --containers 100 --interval-s 10 --duration-s 120
 //! ```
+//!
+//! The `credentials` commands edit the file named by `credentials_file` in
+//! the shaper's configuration (or `--file`).
 
+use agent::cluster::credentials::CredentialsFile;
 use agent::cluster::loadgen::{self, LoadgenConfig};
 use agent::cluster::{ShaperServer, ShaperServerConfig};
 use anyhow::Context;
@@ -34,6 +42,44 @@ enum Sub {
     /// Play simulated agents against a shaper on this machine (loopback only)
     /// and print report/round latencies and the shaper's CPU and memory.
     Loadgen(LoadgenArgs),
+    /// Manage per-agent credentials (tokens bound to an agent id and a tenant).
+    #[command(subcommand)]
+    Credentials(CredentialsCmd),
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum CredentialsCmd {
+    /// Register a new credential for an agent; prints its token once (or
+    /// writes it to --token-file), stores only its SHA-256.
+    Add {
+        #[arg(long)]
+        agent: String,
+        #[arg(long)]
+        tenant: String,
+        /// Write the token to this new file (mode 0600) instead of printing it.
+        #[arg(long)]
+        token_file: Option<PathBuf>,
+        /// Credentials file (default: credentials_file of --config).
+        #[arg(long)]
+        file: Option<PathBuf>,
+    },
+    /// List the registered credentials (never the tokens).
+    List {
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        file: Option<PathBuf>,
+    },
+    /// Remove the credentials of an agent (all its keys) or one key; the
+    /// running shaper refuses them within a second.
+    Revoke {
+        #[arg(long, required_unless_present = "key_id")]
+        agent: Option<String>,
+        #[arg(long)]
+        key_id: Option<String>,
+        #[arg(long)]
+        file: Option<PathBuf>,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -41,9 +87,13 @@ struct LoadgenArgs {
     /// Shaper base URL (loopback only).
     #[arg(long, default_value = "http://127.0.0.1:9848")]
     url: String,
-    /// Token file (mode 0600).
+    /// The operator token file (mode 0600), to read the shaper's /metrics.
     #[arg(long)]
     token_file: PathBuf,
+    /// The shaper's credentials file: the simulated agents are registered
+    /// in it (tenant `loadgen`) for the run.
+    #[arg(long)]
+    credentials_file: PathBuf,
     /// Extra CA certificate (PEM) for an https URL.
     #[arg(long)]
     ca_cert_file: Option<PathBuf>,
@@ -90,6 +140,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     match args.command {
         Some(Sub::GenToken { file }) => gen_token(&file),
         Some(Sub::Loadgen(a)) => run_loadgen(a),
+        Some(Sub::Credentials(c)) => credentials(&args.config, c),
         None => serve(&args.config),
     }
 }
@@ -147,6 +198,7 @@ fn run_loadgen(a: LoadgenArgs) -> anyhow::Result<()> {
     let cfg = LoadgenConfig {
         url: a.url,
         token_file: a.token_file,
+        credentials_file: Some(a.credentials_file),
         ca_cert_file: a.ca_cert_file,
         agents: a.agents,
         containers_per_agent: a.containers,
@@ -161,5 +213,109 @@ fn run_loadgen(a: LoadgenArgs) -> anyhow::Result<()> {
     } else {
         println!("{report}");
     }
+    Ok(())
+}
+
+/// The credentials file: `--file`, else `credentials_file` of the config.
+fn credentials_path(config: &std::path::Path, file: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    if let Some(f) = file {
+        return Ok(f);
+    }
+    let text = std::fs::read_to_string(config)
+        .with_context(|| format!("cannot read {} (or pass --file)", config.display()))?;
+    let cfg = ShaperServerConfig::from_toml(&text, config)?;
+    cfg.credentials_file.with_context(|| {
+        format!(
+            "{} has no credentials_file (set it, or pass --file)",
+            config.display()
+        )
+    })
+}
+
+fn credentials(config: &std::path::Path, cmd: CredentialsCmd) -> anyhow::Result<()> {
+    let now_s = tailor_core::Clock::now_s(&tailor_core::SystemClock);
+    match cmd {
+        CredentialsCmd::Add {
+            agent,
+            tenant,
+            token_file,
+            file,
+        } => {
+            let path = credentials_path(config, file)?;
+            let mut creds = CredentialsFile::load(&path, true)?;
+            let token = creds.add(&agent, &tenant, now_s)?;
+            let key_id = creds
+                .credentials
+                .last()
+                .map(|c| c.key_id.clone())
+                .unwrap_or_default();
+            // Write the token first: a credential whose token is lost is useless.
+            if let Some(tf) = &token_file {
+                write_new_private(tf, &token)?;
+            }
+            creds.save(&path)?;
+            eprintln!(
+                "added credential {key_id} for agent {agent:?} in tenant {tenant:?} to {}",
+                path.display()
+            );
+            match token_file {
+                Some(tf) => eprintln!("token written to {} (mode 0600)", tf.display()),
+                None => {
+                    eprintln!("the token (shown once; put it in the agent's [cluster] token_file, mode 0600):");
+                    println!("{token}");
+                }
+            }
+            Ok(())
+        }
+        CredentialsCmd::List { json, file } => {
+            let path = credentials_path(config, file)?;
+            let creds = CredentialsFile::load(&path, true)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&creds.credentials)?);
+            } else {
+                println!(
+                    "{:<16}  {:<24}  {:<16}  created_s",
+                    "key_id", "agent_id", "tenant"
+                );
+                for c in &creds.credentials {
+                    println!(
+                        "{:<16}  {:<24}  {:<16}  {:.0}",
+                        c.key_id, c.agent_id, c.tenant, c.created_s
+                    );
+                }
+            }
+            Ok(())
+        }
+        CredentialsCmd::Revoke {
+            agent,
+            key_id,
+            file,
+        } => {
+            let path = credentials_path(config, file)?;
+            let mut creds = CredentialsFile::load(&path, false)?;
+            let n = creds.revoke(agent.as_deref(), key_id.as_deref());
+            if n == 0 {
+                anyhow::bail!("no credential matches in {}", path.display());
+            }
+            creds.save(&path)?;
+            eprintln!(
+                "revoked {n} credential(s) in {}; a running shaper refuses them within a second",
+                path.display()
+            );
+            Ok(())
+        }
+    }
+}
+
+fn write_new_private(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot create {} (it must not exist yet)", path.display()))?;
+    writeln!(f, "{text}").with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }

@@ -50,23 +50,47 @@ impl Token {
 
     /// True when an `Authorization` header value carries this token.
     pub fn matches_header(&self, header: &str) -> bool {
-        match header.strip_prefix("Bearer ") {
-            Some(rest) => self.matches(rest.trim()),
-            None => false,
-        }
+        bearer_token(header).is_some_and(|t| self.matches(t))
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    // Length is not secret (tokens are long random strings); contents are.
-    if a.len() != b.len() {
-        return false;
+/// The token of an `Authorization: Bearer <token>` header value. The scheme
+/// is case-insensitive (RFC 9110: `bearer` and `BEARER` are the same).
+pub fn bearer_token(header: &str) -> Option<&str> {
+    let header = header.trim();
+    let (scheme, rest) = header.split_at_checked(6)?;
+    if !scheme.eq_ignore_ascii_case("bearer") || !rest.starts_with(' ') {
+        return None;
     }
-    let mut diff = 0u8;
-    for (x, y) in a.iter().zip(b.iter()) {
-        diff |= x ^ y;
+    let t = rest.trim();
+    (!t.is_empty()).then_some(t)
+}
+
+// Length is not secret (tokens are long random strings); contents are.
+use super::credentials::constant_time_eq;
+
+/// Refuses a TLS private key file that group or others may read (or write):
+/// the key must be as private as a token.
+pub fn check_private_key_file(path: &Path) -> Result<(), ClusterError> {
+    let meta = std::fs::metadata(path).map_err(|source| ClusterError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode() & 0o7777;
+        if mode & 0o077 != 0 {
+            return Err(ClusterError::Tls(format!(
+                "private key {} is readable or writable by group or others (mode {mode:o}); run `chmod 600 {}`",
+                path.display(),
+                path.display()
+            )));
+        }
     }
-    diff == 0
+    #[cfg(not(unix))]
+    let _ = meta;
+    Ok(())
 }
 
 /// Reads a token file: one line, at least [`MIN_TOKEN_LEN`] characters.
@@ -155,6 +179,10 @@ mod tests {
         assert!(!t.matches("0123456789abcdef012"));
         assert!(t.matches_header("Bearer 0123456789abcdef0123"));
         assert!(!t.matches_header("Basic 0123456789abcdef0123"));
+        assert!(t.matches_header("bearer 0123456789abcdef0123"));
+        assert!(t.matches_header("BEARER  0123456789abcdef0123 "));
+        assert!(!t.matches_header("Bearer0123456789abcdef0123"));
+        assert_eq!(bearer_token("Bearer "), None);
         assert!(!format!("{t:?}").contains("0123"));
     }
 

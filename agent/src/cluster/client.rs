@@ -38,6 +38,7 @@ pub const APPLIED_LOG_LEN: usize = 65_536;
 #[derive(Serialize)]
 struct ReportRef<'a> {
     agent_id: &'a str,
+    boot_id: u64,
     seq: u64,
     capacity: Resources,
     components: &'a [ComponentReport],
@@ -51,7 +52,26 @@ pub struct ClusterClient {
     base: String,
     token: Token,
     agent_id: String,
+    /// This client's boot: its creation time in Unix milliseconds, at least
+    /// one more than any earlier client of this process.
+    boot_id: u64,
     seq: u64,
+}
+
+/// A boot id: the current Unix time in milliseconds, strictly increasing
+/// within the process.
+fn next_boot_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now_ms = (tailor_core::Clock::now_s(&tailor_core::SystemClock) * 1000.0) as u64;
+    let mut prev = LAST.load(Ordering::Relaxed);
+    loop {
+        let next = now_ms.max(prev + 1);
+        match LAST.compare_exchange(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return next,
+            Err(p) => prev = p,
+        }
+    }
 }
 
 impl ClusterClient {
@@ -81,6 +101,7 @@ impl ClusterClient {
             base: cfg.shaper_url.trim_end_matches('/').to_string(),
             token,
             agent_id: cfg.resolved_agent_id(),
+            boot_id: next_boot_id(),
             seq: 0,
         })
     }
@@ -90,15 +111,21 @@ impl ClusterClient {
     }
 
     /// The same client (shared connection pool) reporting as another agent
-    /// (the load generator's simulated agents).
-    pub fn with_agent_id(&self, agent_id: impl Into<String>) -> Self {
+    /// with that agent's own token (the load generator's simulated agents).
+    pub fn with_identity(&self, agent_id: impl Into<String>, token: Token) -> Self {
         Self {
             http: self.http.clone(),
             base: self.base.clone(),
-            token: self.token.clone(),
+            token,
             agent_id: agent_id.into(),
+            boot_id: next_boot_id(),
             seq: 0,
         }
+    }
+
+    /// This client's boot id (sent with every report).
+    pub fn boot_id(&self) -> u64 {
+        self.boot_id
     }
 
     async fn post<B: Serialize + ?Sized, R: for<'de> Deserialize<'de>>(
@@ -143,6 +170,7 @@ impl ClusterClient {
         self.seq += 1;
         let body = ReportRef {
             agent_id: &self.agent_id,
+            boot_id: self.boot_id,
             seq: self.seq,
             capacity,
             components,
@@ -217,6 +245,30 @@ pub struct ClusterSession {
     done_order: VecDeque<ActionId>,
     /// Acks not yet delivered to the shaper.
     queued: Vec<Ack>,
+    link: LinkCounters,
+}
+
+#[derive(Clone, Debug, Default)]
+struct LinkCounters {
+    last_ok_s: Option<f64>,
+    failures: u64,
+    last_error: Option<String>,
+    rejected_components: u64,
+}
+
+/// The state of an agent's link to the shaper (its `/metrics` and
+/// `/healthz`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LinkStatus {
+    pub state: LinkState,
+    /// Unix seconds of the last successful report, `None` before the first.
+    pub last_ok_s: Option<f64>,
+    /// Failed reports since start.
+    pub failures: u64,
+    /// Why the last report failed, while failing.
+    pub last_error: Option<String>,
+    /// Components the shaper refused in the last report.
+    pub rejected_components: u64,
 }
 
 impl ClusterSession {
@@ -235,6 +287,18 @@ impl ClusterSession {
             done: HashMap::new(),
             done_order: VecDeque::new(),
             queued: Vec::new(),
+            link: LinkCounters::default(),
+        }
+    }
+
+    /// The link's state at `now_s`, for metrics and `/healthz`.
+    pub fn link_status(&self, now_s: f64) -> LinkStatus {
+        LinkStatus {
+            state: self.failsafe.state(now_s),
+            last_ok_s: self.link.last_ok_s,
+            failures: self.link.failures,
+            last_error: self.link.last_error.clone(),
+            rejected_components: self.link.rejected_components,
         }
     }
 
@@ -262,6 +326,12 @@ impl ClusterSession {
         match self.client.report(capacity, components, &acks).await {
             Ok(resp) => {
                 self.failsafe.on_success(now_s);
+                self.link.last_ok_s = Some(now_s);
+                self.link.last_error = None;
+                self.link.rejected_components = resp.rejected.len() as u64;
+                for r in &resp.rejected {
+                    tracing::warn!(container = %r.container_id, reason = %r.reason, "the shaper refused to plan for this container");
+                }
                 let mut actions = Vec::with_capacity(resp.actions.len());
                 for w in resp.actions {
                     if let Some(outcome) = self.done.get(&w.id) {
@@ -305,6 +375,8 @@ impl ClusterSession {
                 }
                 self.queued = acks;
                 self.failsafe.on_failure(now_s);
+                self.link.failures += 1;
+                self.link.last_error = Some(e.to_string());
                 let link = self.failsafe.state(now_s);
                 tracing::warn!(error = %e, state = link.as_str(), "shaper unreachable: fail-safe");
                 let actions = self.fail_safe_actions(components, now_s);

@@ -4,7 +4,8 @@
 //! ```toml
 //! # shaper.toml
 //! listen = "127.0.0.1:9848"            # default; loopback unless told otherwise
-//! token_file = "/etc/tailor/token"     # required, mode 0600
+//! token_file = "/etc/tailor/token"     # required, mode 0600: the operator token (/v1/status, /metrics)
+//! credentials_file = "/etc/tailor/credentials.toml"  # per-agent tokens (hashes); `tailor shaper credentials`
 //! # tls_cert_file = "/etc/tailor/shaper.crt"   # PEM; both or neither
 //! # tls_key_file = "/etc/tailor/shaper.key"
 //! interval_s = 10.0                    # one shaping round every interval
@@ -14,6 +15,9 @@
 //! max_body_bytes = 8388608             # request body limit
 //! max_components_per_report = 10000
 //! allow_plaintext_non_loopback = false # refuse a non-loopback listen without TLS
+//!
+//! [limits]                             # caps and timeouts, see cluster::limits
+//! max_agents = 10000
 //!
 //! [shaper]                             # shaper::ShaperConfig
 //! k1 = 0.05
@@ -76,8 +80,17 @@ pub struct ShaperServerConfig {
     /// Listen address. Default `127.0.0.1:9848`.
     #[serde(default = "default_listen")]
     pub listen: SocketAddr,
-    /// File holding the bearer token agents must present (mode 0600).
+    /// File holding the operator's bearer token (mode 0600), for
+    /// `/v1/status` and `/metrics`. Agents use their own credentials.
     pub token_file: PathBuf,
+    /// The per-agent credentials (hashes of tokens bound to an agent id and
+    /// a tenant), managed with `tailor shaper credentials`. Required to
+    /// serve: without it no agent can report.
+    #[serde(default)]
+    pub credentials_file: Option<PathBuf>,
+    /// Caps and timeouts (`[limits]`).
+    #[serde(default)]
+    pub limits: super::limits::ServerLimits,
     /// PEM certificate chain; with `tls_key_file`, the server speaks HTTPS.
     #[serde(default)]
     pub tls_cert_file: Option<PathBuf>,
@@ -128,6 +141,8 @@ impl ShaperServerConfig {
         Self {
             listen: default_listen(),
             token_file: token_file.into(),
+            credentials_file: None,
+            limits: super::limits::ServerLimits::default(),
             tls_cert_file: None,
             tls_key_file: None,
             interval_s: default_interval_s(),
@@ -237,6 +252,9 @@ impl ShaperServerConfig {
         if let Err(e) = self.shaper.validate() {
             errors.extend(e.prefixed("shaper").errors);
         }
+        if let Err(e) = self.limits.validate() {
+            errors.extend(e.prefixed("limits").errors);
+        }
         if errors.is_empty() {
             Ok(())
         } else {
@@ -251,9 +269,11 @@ impl ShaperServerConfig {
 pub struct ClusterClientConfig {
     /// Base URL of the shaper, `http://` or `https://` (no path).
     pub shaper_url: String,
-    /// File holding the bearer token (mode 0600).
+    /// File holding this agent's own token (mode 0600), from `tailor shaper
+    /// credentials add --agent <agent_id>`.
     pub token_file: PathBuf,
-    /// This agent's name; one agent = one host. Default: the host name.
+    /// This agent's name; one agent = one host. Default: the host name. It
+    /// must be the agent id its credential was registered for.
     #[serde(default)]
     pub agent_id: Option<String>,
     /// Extra CA certificate (PEM) to trust for `https://` (e.g. a

@@ -12,13 +12,18 @@
 //! id a few intervals later), acknowledge them with their next report, and
 //! report every `interval_s`, spread evenly over the interval.
 //!
+//! Every simulated agent has its own credential: the run registers them
+//! (tenant `loadgen`) in the shaper's credentials file, waits for the
+//! shaper to reload it, and revokes them at the end.
+//!
 //! The run is bounded (duration, agent count) and only targets loopback
 //! addresses. At the end it reads the shaper's `/metrics` for the round
 //! latency quantiles and the process's CPU time and memory.
 
-use super::auth::read_token_file;
+use super::auth::{read_token_file, Token};
 use super::client::ClusterClient;
 use super::config::ClusterClientConfig;
+use super::credentials::CredentialsFile;
 use super::metrics::sample;
 use super::protocol::{Ack, AckOutcome, ActionKind, ComponentReport};
 use super::ClusterError;
@@ -68,7 +73,12 @@ impl SplitMix64 {
 pub struct LoadgenConfig {
     /// Shaper base URL; must be a loopback address.
     pub url: String,
+    /// The operator token (the shaper's `token_file`), for `/metrics`.
     pub token_file: PathBuf,
+    /// The shaper's credentials file: the simulated agents' credentials are
+    /// added to it for the run.
+    #[serde(default)]
+    pub credentials_file: Option<PathBuf>,
     pub ca_cert_file: Option<PathBuf>,
     pub agents: usize,
     pub containers_per_agent: usize,
@@ -83,6 +93,7 @@ impl Default for LoadgenConfig {
         Self {
             url: "http://127.0.0.1:9848".into(),
             token_file: PathBuf::from("/etc/tailor/token"),
+            credentials_file: None,
             ca_cert_file: None,
             agents: 1000,
             containers_per_agent: 100,
@@ -406,6 +417,34 @@ async fn run_agent(
     stats
 }
 
+/// Tenant of the simulated agents' credentials.
+pub const LOADGEN_TENANT: &str = "loadgen";
+
+fn sim_agent_id(i: usize) -> String {
+    format!("sim-agent-{i:05}")
+}
+
+/// Adds a credential per simulated agent to the shaper's credentials file
+/// and waits for the shaper to reload it; returns the tokens.
+async fn register_agents(cfg: &LoadgenConfig, now_s: f64) -> Result<Vec<Token>, ClusterError> {
+    let path = cfg.credentials_file.as_ref().ok_or_else(|| {
+        ClusterError::Credentials(
+            "loadgen needs the shaper's credentials file (--credentials-file) to register its simulated agents".into(),
+        )
+    })?;
+    let mut file = CredentialsFile::load(path, true)?;
+    file.credentials.retain(|c| c.tenant != LOADGEN_TENANT);
+    let mut tokens = Vec::with_capacity(cfg.agents);
+    for i in 0..cfg.agents {
+        let t = file.add(&sim_agent_id(i), LOADGEN_TENANT, now_s)?;
+        tokens.push(Token::from_text(&t).map_err(ClusterError::Credentials)?);
+    }
+    file.save(path)?;
+    // The shaper checks the file every second.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    Ok(tokens)
+}
+
 async fn fetch_metrics(http: &reqwest::Client, url: &str, token: &str) -> Option<String> {
     let resp = http
         .get(format!("{}/metrics", url.trim_end_matches('/')))
@@ -451,9 +490,10 @@ pub async fn run(cfg: &LoadgenConfig) -> Result<LoadgenReport, ClusterError> {
     let now_s = tailor_core::Clock::now_s(&tailor_core::SystemClock);
     let mut tasks = Vec::with_capacity(cfg.agents);
     let base = Arc::new(base);
-    for i in 0..cfg.agents {
+    let tokens = register_agents(cfg, now_s).await?;
+    for (i, token) in tokens.into_iter().enumerate() {
         let agent = SimAgent::new(i, cfg, now_s);
-        let client = base.with_agent_id(format!("sim-agent-{i:05}"));
+        let client = base.with_identity(sim_agent_id(i), token);
         let offset = interval.mul_f64(i as f64 / cfg.agents as f64);
         tasks.push(tokio::spawn(run_agent(
             agent, client, start, offset, interval, deadline,
@@ -478,6 +518,11 @@ pub async fn run(cfg: &LoadgenConfig) -> Result<LoadgenReport, ClusterError> {
         }
     }
     report.duration_s = start.elapsed().as_secs_f64();
+    if let Some(path) = &cfg.credentials_file {
+        let mut file = CredentialsFile::load(path, true)?;
+        file.credentials.retain(|c| c.tenant != LOADGEN_TENANT);
+        file.save(path)?;
+    }
     rtts.sort_by(f64::total_cmp);
     report.report_rtt_p50_s = quantile(&rtts, 0.5);
     report.report_rtt_p99_s = quantile(&rtts, 0.99);
@@ -549,6 +594,7 @@ mod tests {
         assert_eq!(comps.len(), 20);
         let report = super::super::protocol::ReportRequest {
             agent_id: "x".into(),
+            boot_id: 1,
             seq: 1,
             capacity: a.capacity,
             components: comps,

@@ -82,21 +82,24 @@ impl LatencyHistogram {
             .sample(&format!("{name}_count"), "", self.count);
     }
 
-    /// A gauge family of the quantiles `qs` of the window.
+    /// A summary family of the quantiles `qs` of the window (with the
+    /// window's `_sum` and `_count`, as the format requires).
     fn render_quantiles(&self, t: &mut PromText, name: &str, help: &str, qs: &[f64]) {
-        t.family(name, "gauge", help);
+        t.family(name, "summary", help);
         for &q in qs {
             if let Some(v) = self.quantile(q) {
                 t.sample(name, &format!("quantile=\"{q}\""), v);
             }
         }
+        t.sample(&format!("{name}_sum"), "", self.window.iter().sum::<f64>())
+            .sample(&format!("{name}_count"), "", self.window.len());
     }
 }
 
 /// Endpoints counted in `tailor_shaper_requests_total`.
 pub const ENDPOINTS: [&str; 6] = ["report", "ack", "status", "metrics", "healthz", "other"];
 /// Status classes counted (exact codes the server produces).
-pub const CODES: [u16; 7] = [200, 400, 401, 404, 405, 413, 500];
+pub const CODES: [u16; 12] = [200, 400, 401, 403, 404, 405, 408, 409, 413, 429, 500, 503];
 
 /// Everything `/metrics` shows apart from the state's own gauges.
 #[derive(Clone, Debug, Default)]
@@ -111,6 +114,8 @@ pub struct Metrics {
     pub actions_dropped_stale: u64,
     requests: [[u64; CODES.len() + 1]; ENDPOINTS.len()],
     pub last_round_components: u64,
+    /// Credentials file reloads: ok, error.
+    pub credential_reloads: [u64; 2],
 }
 
 impl Metrics {
@@ -143,6 +148,14 @@ pub struct Gauges {
     pub acks_applied: u64,
     pub acks_failed: u64,
     pub acks_unknown: u64,
+    /// Estimated bytes of the stored reports.
+    pub state_mem_bytes: u64,
+    pub refusals: super::state::RefusalCounters,
+    pub conns: crate::serve::ConnCounts,
+    /// Agent credentials in force.
+    pub credentials: u64,
+    /// False once the round loop is dead or late.
+    pub round_loop_up: bool,
 }
 
 /// Renders all metrics as Prometheus text.
@@ -191,7 +204,7 @@ pub fn render(m: &Metrics, g: &Gauges, process: Option<ProcessStats>) -> String 
         .sample(name, "state=\"live\"", g.agents_live)
         .sample(name, "state=\"stale\"", g.agents_stale);
     t.single(
-        "tailor_shaper_agents_total",
+        "tailor_shaper_agents_known",
         "gauge",
         "Known agents (live + stale).",
         g.agents_live + g.agents_stale,
@@ -239,10 +252,87 @@ pub fn render(m: &Metrics, g: &Gauges, process: Option<ProcessStats>) -> String 
             }
         }
     }
+    render_hardening(&mut t, m, g);
     if let Some(p) = process {
         t.process(&p, "shaper");
     }
     t.finish()
+}
+
+/// Identity, caps and connection bounds.
+fn render_hardening(t: &mut PromText, m: &Metrics, g: &Gauges) {
+    t.single(
+        "tailor_shaper_state_memory_bytes",
+        "gauge",
+        "Estimated memory of the stored reports (what max_state_mem_bytes caps).",
+        g.state_mem_bytes,
+    );
+    let name = "tailor_shaper_reports_refused_total";
+    t.family(
+        name,
+        "counter",
+        "Reports (and acks) refused with nothing changed, by reason: forbidden (agent id not the credential's), replayed (stale sequence), or the cap hit.",
+    )
+    .sample(name, "reason=\"forbidden\"", g.refusals.forbidden)
+    .sample(name, "reason=\"replayed\"", g.refusals.replayed);
+    for (cap, n) in super::limits::Cap::ALL.iter().zip(g.refusals.limit) {
+        t.sample(name, &format!("reason=\"{}\"", cap.as_str()), n);
+    }
+    let name = "tailor_shaper_components_rejected_total";
+    t.family(
+        name,
+        "counter",
+        "Reported components left out of the view, by reason.",
+    )
+    .sample(
+        name,
+        "reason=\"exceeds_host_capacity\"",
+        g.refusals.components_over_capacity,
+    );
+    t.single(
+        "tailor_shaper_credentials",
+        "gauge",
+        "Agent credentials in force.",
+        g.credentials,
+    );
+    let name = "tailor_shaper_credential_reloads_total";
+    t.family(
+        name,
+        "counter",
+        "Reloads of the credentials file, by result.",
+    )
+    .sample(name, "result=\"ok\"", m.credential_reloads[0])
+    .sample(name, "result=\"error\"", m.credential_reloads[1]);
+    t.single(
+        "tailor_shaper_round_loop_up",
+        "gauge",
+        "1 while the round loop runs and ticks (0: /healthz answers 503).",
+        u8::from(g.round_loop_up),
+    )
+    .single(
+        "tailor_shaper_connections",
+        "gauge",
+        "Open HTTP connections.",
+        g.conns.open,
+    )
+    .single(
+        "tailor_shaper_connections_accepted_total",
+        "counter",
+        "HTTP connections accepted.",
+        g.conns.accepted,
+    )
+    .single(
+        "tailor_shaper_connections_refused_total",
+        "counter",
+        "HTTP connections closed at once because max_connections were open.",
+        g.conns.refused,
+    )
+    .single(
+        "tailor_shaper_connections_idle_closed_total",
+        "counter",
+        "HTTP connections closed after idle_timeout_s without I/O.",
+        g.conns.idle_closed,
+    );
 }
 
 #[cfg(test)]
@@ -296,7 +386,7 @@ mod tests {
             sample(&text, "tailor_shaper_agents{state=\"stale\"}"),
             Some(1.0)
         );
-        assert_eq!(sample(&text, "tailor_shaper_agents_total"), Some(4.0));
+        assert_eq!(sample(&text, "tailor_shaper_agents_known"), Some(4.0));
         assert_eq!(
             sample(
                 &text,

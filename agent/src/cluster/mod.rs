@@ -8,6 +8,10 @@
 //! * [`config`][]: [`ShaperServerConfig`] (`tailor shaper --config shaper.toml`)
 //!   and [`ClusterClientConfig`] (the `[cluster]` table of `agent.toml`).
 //! * [`auth`]: bearer tokens read from files whose permissions are checked.
+//! * [`credentials`]: per-agent tokens bound to an agent id and a tenant,
+//!   stored as SHA-256 hashes in the shaper's credentials file.
+//! * [`limits`]: the shaper's caps (agents, components per tenant, total
+//!   components and memory) and replay protection of reports.
 //! * [`state`]: the server's bookkeeping: agents, staleness, rounds, actions
 //!   and their acknowledgements (pure, clock passed in).
 //! * [`server`]: the axum server (TLS through rustls when configured).
@@ -22,7 +26,9 @@
 pub mod auth;
 pub mod client;
 pub mod config;
+pub mod credentials;
 pub mod failsafe;
+pub mod limits;
 pub mod loadgen;
 pub mod metrics;
 pub mod plan_source;
@@ -82,6 +88,10 @@ pub enum ClusterError {
     Decode(String),
     #[error("HTTP client setup failed: {0}")]
     Client(String),
+    #[error("credentials: {0}")]
+    Credentials(String),
+    #[error("credentials file {path}: {message}")]
+    CredentialsFile { path: PathBuf, message: String },
 }
 
 #[cfg(test)]

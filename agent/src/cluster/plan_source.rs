@@ -128,6 +128,10 @@ impl PlanSource for ClusterPlanSource {
         })
     }
 
+    fn link_status(&self, now_s: f64) -> Option<super::client::LinkStatus> {
+        Some(self.session.link_status(now_s))
+    }
+
     fn outcomes<'a>(&'a mut self, outcomes: &'a [ActionOutcome]) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let mut any = false;

@@ -1,31 +1,44 @@
 //! Wire protocol between agents and the central shaper, version 1.
 //!
-//! Every request carries `Authorization: Bearer <token>`.
+//! Every request carries `Authorization: Bearer <token>` (the scheme is
+//! case-insensitive). Reports and acks need the agent's own credential
+//! (`tailor1.<key id>.<secret>`, see [`super::credentials`]), bound to one
+//! agent id and one tenant; `/v1/status` and `/metrics` need the operator
+//! token (`token_file`).
 //!
 //! * `POST /v1/report` — body [`ReportRequest`]: the agent's host capacity and
 //!   every managed component (request, allocation, usage, forecast,
 //!   application label, class, priority, protection, start time), plus the
-//!   acknowledgements of actions applied since the previous report. Answer:
-//!   [`ReportResponse`] with the actions the latest shaping round planned
-//!   for this agent and that it has not acknowledged yet.
+//!   acknowledgements of actions applied since the previous report, under a
+//!   per-boot monotonic `(boot_id, seq)`. Answer: [`ReportResponse`] with the
+//!   actions the latest shaping round planned for this agent and that it has
+//!   not acknowledged yet, and the components refused (request larger than
+//!   the host).
 //! * `POST /v1/ack` — body [`AckRequest`]: acknowledgements only (an agent may
 //!   ack right after applying instead of waiting for its next report).
 //!   Answer: [`AckResponse`].
 //! * Errors: a JSON [`ErrorBody`] with status 400 (malformed or invalid),
-//!   401 (missing or wrong token), 404, 413 (body too large).
+//!   401 (missing or unknown credential), 403 (the credential belongs to
+//!   another agent id), 404, 408 (request not completed in time), 409
+//!   (stale or replayed report), 413 (body too large), 429 (a cap of the
+//!   shaper would be exceeded). A refused request changes nothing.
 //!
 //! Ids: the shaper works on `u64` ids. Agents speak in names (their agent id,
 //! Docker container ids, application labels); the server maps them with a
 //! fixed 64-bit FNV-1a hash ([`host_id`], [`app_id`], [`component_id`]), so
-//! the mapping is deterministic and survives a server restart. Application
-//! labels are global: the same label reported by two agents is one
-//! application spanning two hosts.
+//! the mapping is deterministic and survives a server restart. Applications
+//! are keyed by (tenant, label): the server stores and plans a component's
+//! application as `<tenant>/<label>` (tenant names contain no `/`), so the
+//! same label reported by two agents of one tenant is one application
+//! spanning two hosts, and never one spanning two tenants. The `app` of a
+//! [`WireAction`] is that tenant-qualified key.
 //!
 //! Actions carry an [`ActionId`] unique across server restarts (it embeds
 //! the server instance's epoch). Agents apply an action at most once per id
 //! and acknowledge it; a resize sets absolute limits and an eviction of a
 //! container that is already gone counts as applied, so a re-delivered
-//! action is harmless.
+//! action is harmless. Actions go only to the agent whose report holds the
+//! container.
 
 use serde::{Deserialize, Serialize};
 use shaper::{AppId, Class, ComponentId, Forecasts, HostId, Predictive, Resources};
@@ -43,7 +56,11 @@ pub const MAX_ERROR_LEN: usize = 4096;
 pub struct ReportRequest {
     /// The agent's stable name (default: the host name); one agent = one host.
     pub agent_id: String,
-    /// Report counter of this agent process (diagnostics only).
+    /// Identifies the agent process ("boot"): its start time in Unix
+    /// milliseconds, so a later boot has a larger id.
+    pub boot_id: u64,
+    /// Report counter within the boot; `(boot_id, seq)` must increase from
+    /// one accepted report to the next, else the report is refused (409).
     #[serde(default)]
     pub seq: u64,
     /// What the host can give to managed containers.
@@ -106,6 +123,18 @@ pub struct ReportResponse {
     /// Actions for this agent, in the order to apply them (evictions, then
     /// shrinks, then growths).
     pub actions: Vec<WireAction>,
+    /// Components left out of the cluster view, with why (e.g. a request
+    /// larger than the host's capacity).
+    #[serde(default)]
+    pub rejected: Vec<RejectedComponent>,
+}
+
+/// A reported component the shaper refused to plan for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RejectedComponent {
+    pub container_id: String,
+    pub reason: String,
 }
 
 /// A unique action id: `<server epoch>-<round>-<index>`.
@@ -211,8 +240,9 @@ pub struct AckResponse {
 /// Body of every error answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorBody {
-    /// Short machine-readable kind: `unauthorized`, `bad_request`,
-    /// `payload_too_large`, `not_found`, `internal`.
+    /// Short machine-readable kind: `unauthorized`, `forbidden`,
+    /// `bad_request`, `payload_too_large`, `not_found`, `timeout`,
+    /// `replayed`, `limit_exceeded`, `internal`.
     pub error: String,
     /// What was wrong, for a human.
     pub message: String,
@@ -240,7 +270,16 @@ pub fn host_id(agent_id: &str) -> HostId {
     HostId(fnv1a64(&[b"host", agent_id.as_bytes()]))
 }
 
-/// The shaper's id for an application label (global across agents).
+/// The shaper's key of an application: `<tenant>/<label>`.
+pub fn app_key(tenant: &str, app: &str) -> String {
+    let mut k = String::with_capacity(tenant.len() + 1 + app.len());
+    k.push_str(tenant);
+    k.push('/');
+    k.push_str(app);
+    k
+}
+
+/// The shaper's id for an application key (see [`app_key`]).
 pub fn app_id(app: &str) -> AppId {
     AppId(fnv1a64(&[b"app", app.as_bytes()]))
 }
@@ -422,6 +461,7 @@ mod tests {
     fn report() -> ReportRequest {
         ReportRequest {
             agent_id: "node-1".to_string(),
+            boot_id: 1,
             seq: 1,
             capacity: Resources::new(4.0, 8e9),
             components: vec![component("a"), component("b")],

@@ -1,44 +1,83 @@
 //! The central shaper's HTTP server (axum; HTTPS through rustls when a
 //! certificate is configured).
 //!
-//! Routes (all but `/healthz` need `Authorization: Bearer <token>`):
-//! `POST /v1/report`, `POST /v1/ack`, `GET /v1/status`, `GET /metrics`,
-//! `GET /healthz`. Errors are JSON [`ErrorBody`]s: 401 without a valid token
-//! (checked before the body is read), 400 for a body that does not parse or
-//! validate, 413 over `max_body_bytes`, 404 for unknown paths. A refused
-//! request changes nothing.
+//! Routes: `POST /v1/report` and `POST /v1/ack` need the agent's own
+//! credential (`Authorization: Bearer tailor1.<key id>.<secret>`, see
+//! [`super::credentials`]); `GET /v1/status` and `GET /metrics` need the
+//! operator token (`token_file`); `GET /healthz` needs nothing. Errors are
+//! JSON [`ErrorBody`]s: 401 without a valid credential (checked before the
+//! body is read), 403 when the body names another agent than the
+//! credential's, 400 for a body that does not parse or validate, 409 for a
+//! stale or replayed report, 413 over `max_body_bytes`, 429 over a cap,
+//! 408 when a request takes longer than `request_timeout_s`, 404 for
+//! unknown paths. A refused request changes nothing.
+//!
+//! Connections are bounded ([`crate::serve`]): at most `max_connections`
+//! open, closed after `idle_timeout_s` without I/O, headers within
+//! `header_read_timeout_s`.
 //!
 //! A background task plans one round every `interval_s`: it snapshots the
 //! state under the lock, runs `shaper::decide()` on a blocking thread
-//! without the lock, then installs the per-agent actions.
+//! without the lock, then installs the per-agent actions. `/healthz`
+//! answers 503 once that task is gone or has not ticked for 3 intervals
+//! + 30 s. Another task re-reads the credentials file when it changes.
 
-use super::auth::{read_token_file, Token};
+use super::auth::{bearer_token, check_private_key_file, read_token_file, Token};
 use super::config::ShaperServerConfig;
+use super::credentials::{Credentials, CredentialsFile, FileStamp, Identity};
+use super::limits::Refusal;
 use super::metrics::{self, Gauges, Metrics, ProcessStats};
 use super::protocol::{AckRequest, ErrorBody, ReportRequest};
 use super::state::{RoundOutcome, ShaperState, SkipReason, StateConfig};
 use super::ClusterError;
+use crate::serve::{ConnStats, LimitAcceptor, ServeLimits};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::{DefaultBodyLimit, Extension, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 use tailor_core::{Clock, SystemClock};
+
+/// Round loop states (for `/healthz` and `tailor_shaper_round_loop_up`).
+const LOOP_MANUAL: u8 = 0;
+const LOOP_RUNNING: u8 = 1;
+const LOOP_DEAD: u8 = 2;
 
 /// State shared by the handlers and the round task.
 pub struct Shared {
     state: Mutex<ShaperState>,
     metrics: Mutex<Metrics>,
+    /// The operator's token (`/v1/status`, `/metrics`).
     token: Token,
+    /// Per-agent credentials in force (swapped on reload).
+    credentials: RwLock<Arc<Credentials>>,
+    conn_stats: Arc<ConnStats>,
+    round_loop: AtomicU8,
+    /// Last tick of the round loop.
+    round_tick: Mutex<Option<Instant>>,
+    interval_s: f64,
     clock: Arc<dyn Clock>,
     /// decide()'s buffers, reused round after round.
     decider: Arc<Mutex<shaper::Decider>>,
+}
+
+/// Marks the round loop dead when its task ends, however it ends (panic,
+/// abort).
+struct LoopGuard(Arc<Shared>);
+
+impl Drop for LoopGuard {
+    fn drop(&mut self) {
+        self.0.round_loop.store(LOOP_DEAD, Ordering::SeqCst);
+        tracing::error!("the shaping round loop stopped: /healthz now answers 503");
+    }
 }
 
 impl std::fmt::Debug for Shared {
@@ -54,13 +93,61 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    pub fn new(state: ShaperState, token: Token, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(
+        state: ShaperState,
+        token: Token,
+        credentials: Credentials,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        let interval_s = state.interval_s();
         Self {
             state: Mutex::new(state),
             metrics: Mutex::new(Metrics::default()),
             token,
+            credentials: RwLock::new(Arc::new(credentials)),
+            conn_stats: Arc::new(ConnStats::default()),
+            round_loop: AtomicU8::new(LOOP_MANUAL),
+            round_tick: Mutex::new(None),
+            interval_s,
             clock,
             decider: Arc::new(Mutex::new(shaper::Decider::new())),
+        }
+    }
+
+    /// The credentials in force.
+    pub fn credentials(&self) -> Arc<Credentials> {
+        self.credentials
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Puts new credentials in force (revoked agents are refused from the
+    /// next request on) and forgets the report sequences of agents that no
+    /// longer have one.
+    pub fn set_credentials(&self, creds: Credentials) {
+        let agents = creds.agents();
+        *self.credentials.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(creds);
+        self.with_state(|s| s.retain_replay_guard(|a| agents.contains(a)));
+    }
+
+    /// `Err(reason)` when the round loop is dead or has not ticked for
+    /// 3 intervals + 30 s.
+    pub fn round_loop_health(&self) -> Result<(), String> {
+        match self.round_loop.load(Ordering::SeqCst) {
+            LOOP_DEAD => Err("the shaping round loop has stopped".into()),
+            LOOP_RUNNING => {
+                let allowed = Duration::from_secs_f64(3.0 * self.interval_s + 30.0);
+                match *lock(&self.round_tick) {
+                    Some(t) if t.elapsed() > allowed => Err(format!(
+                        "no shaping round attempted for {:.0} s (interval {} s)",
+                        t.elapsed().as_secs_f64(),
+                        self.interval_s
+                    )),
+                    _ => Ok(()),
+                }
+            }
+            _ => Ok(()),
         }
     }
 
@@ -142,6 +229,9 @@ impl Shared {
     /// The `/metrics` text.
     pub fn render_metrics(&self) -> String {
         let now_s = self.clock.now_s();
+        let credentials = self.credentials().len() as u64;
+        let round_loop_up = self.round_loop_health().is_ok();
+        let conns = self.conn_stats.counts();
         let g = self.with_state(|s| {
             let (live, stale) = s.agent_counts(now_s);
             let acks = s.ack_counters();
@@ -153,6 +243,11 @@ impl Shared {
                 acks_applied: acks.applied,
                 acks_failed: acks.failed,
                 acks_unknown: acks.unknown,
+                state_mem_bytes: s.usage().mem_bytes,
+                refusals: s.refusal_counters(),
+                conns,
+                credentials,
+                round_loop_up,
             }
         });
         let process = ProcessStats::read("self");
@@ -169,6 +264,16 @@ fn error(status: StatusCode, kind: &str, message: impl Into<String>) -> Response
         }),
     )
         .into_response()
+}
+
+fn refusal_response(r: &Refusal) -> Response {
+    let (status, kind) = match r {
+        Refusal::Invalid(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+        Refusal::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+        Refusal::Replay(_) => (StatusCode::CONFLICT, "replayed"),
+        Refusal::Limit { .. } => (StatusCode::TOO_MANY_REQUESTS, "limit_exceeded"),
+    };
+    error(status, kind, r.to_string())
 }
 
 fn endpoint_of(path: &str) -> &'static str {
@@ -190,28 +295,50 @@ async fn count_requests(State(sh): State<Arc<Shared>>, req: Request, next: Next)
     resp
 }
 
-async fn require_token(State(sh): State<Arc<Shared>>, req: Request, next: Next) -> Response {
-    let ok = req
-        .headers()
+fn unauthorized(req: &Request, what: &str) -> Response {
+    let has_header = req.headers().contains_key(header::AUTHORIZATION);
+    let msg = if has_header {
+        format!("invalid bearer token (this endpoint needs {what})")
+    } else {
+        format!("missing `Authorization: Bearer <token>` header ({what})")
+    };
+    let mut resp = error(StatusCode::UNAUTHORIZED, "unauthorized", msg);
+    resp.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"tailor\""),
+    );
+    resp
+}
+
+fn bearer(req: &Request) -> Option<&str> {
+    req.headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .map(|v| sh.token.matches_header(v))
-        .unwrap_or(false);
-    if !ok {
-        let has_header = req.headers().contains_key(header::AUTHORIZATION);
-        let msg = if has_header {
-            "invalid bearer token"
-        } else {
-            "missing `Authorization: Bearer <token>` header"
-        };
-        let mut resp = error(StatusCode::UNAUTHORIZED, "unauthorized", msg);
-        resp.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer realm=\"tailor\""),
-        );
-        return resp;
+        .and_then(bearer_token)
+}
+
+/// The operator token (`/v1/status`, `/metrics`).
+async fn require_token(State(sh): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    if !bearer(&req).is_some_and(|t| sh.token.matches(t)) {
+        return unauthorized(&req, "the operator token");
     }
     next.run(req).await
+}
+
+/// An agent credential (`/v1/report`, `/v1/ack`): its [`Identity`] goes to
+/// the handler.
+async fn require_agent(State(sh): State<Arc<Shared>>, mut req: Request, next: Next) -> Response {
+    let who = bearer(&req).and_then(|t| sh.credentials().verify(t).cloned());
+    match who {
+        Some(who) => {
+            req.extensions_mut().insert(who);
+            next.run(req).await
+        }
+        None => unauthorized(
+            &req,
+            "an agent credential from `tailor shaper credentials add`",
+        ),
+    }
 }
 
 fn body_error(rej: BytesRejection) -> Response {
@@ -246,31 +373,42 @@ fn parse_body<T: serde::de::DeserializeOwned>(
     })
 }
 
-async fn report(State(sh): State<Arc<Shared>>, body: Result<Bytes, BytesRejection>) -> Response {
+async fn report(
+    State(sh): State<Arc<Shared>>,
+    Extension(who): Extension<Identity>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     let t0 = Instant::now();
     let req: ReportRequest = match parse_body(body) {
         Ok(r) => r,
         Err(resp) => return *resp,
     };
     let now_s = sh.now_s();
-    let result = sh.with_state(|s| s.report(req, now_s));
+    let result = sh.with_state(|s| s.report_as(&who, req, now_s));
     let resp = match result {
         Ok(r) => Json(r).into_response(),
-        Err(invalid) => return error(StatusCode::BAD_REQUEST, "bad_request", invalid.to_string()),
+        Err(refusal) => {
+            tracing::warn!(agent = %who.agent_id, tenant = %who.tenant, "report refused: {refusal}");
+            return refusal_response(&refusal);
+        }
     };
     let elapsed = t0.elapsed().as_secs_f64();
     sh.with_metrics(|m| m.report_latency.observe(elapsed));
     resp
 }
 
-async fn ack(State(sh): State<Arc<Shared>>, body: Result<Bytes, BytesRejection>) -> Response {
+async fn ack(
+    State(sh): State<Arc<Shared>>,
+    Extension(who): Extension<Identity>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     let req: AckRequest = match parse_body(body) {
         Ok(r) => r,
         Err(resp) => return *resp,
     };
-    match sh.with_state(|s| s.ack(&req)) {
+    match sh.with_state(|s| s.ack_as(&who, &req)) {
         Ok(r) => Json(r).into_response(),
-        Err(invalid) => error(StatusCode::BAD_REQUEST, "bad_request", invalid.to_string()),
+        Err(refusal) => refusal_response(&refusal),
     }
 }
 
@@ -287,8 +425,15 @@ async fn metrics_text(State(sh): State<Arc<Shared>>) -> Response {
         .into_response()
 }
 
-async fn healthz() -> &'static str {
-    "ok\n"
+async fn healthz(State(sh): State<Arc<Shared>>) -> Response {
+    match sh.round_loop_health() {
+        Ok(()) => "ok\n".into_response(),
+        Err(message) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(serde_json::json!({"status": "unhealthy", "message": message})),
+        )
+            .into_response(),
+    }
 }
 
 async fn not_found() -> Response {
@@ -300,10 +445,15 @@ async fn not_found() -> Response {
 }
 
 /// The router, for embedding or testing with `tower::ServiceExt::oneshot`.
-pub fn router(shared: Arc<Shared>, max_body_bytes: usize) -> Router {
-    let authed = Router::new()
+pub fn router(shared: Arc<Shared>, max_body_bytes: usize, request_timeout: Duration) -> Router {
+    let agents = Router::new()
         .route("/v1/report", post(report))
         .route("/v1/ack", post(ack))
+        .route_layer(middleware::from_fn_with_state(
+            shared.clone(),
+            require_agent,
+        ));
+    let operator = Router::new()
         .route("/v1/status", get(status))
         .route("/metrics", get(metrics_text))
         .route_layer(middleware::from_fn_with_state(
@@ -311,15 +461,50 @@ pub fn router(shared: Arc<Shared>, max_body_bytes: usize) -> Router {
             require_token,
         ));
     Router::new()
-        .merge(authed)
+        .merge(agents)
+        .merge(operator)
         .route("/healthz", get(healthz))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(middleware::from_fn(move |req, next| {
+            crate::serve::request_timeout(request_timeout, req, next)
+        }))
         .layer(middleware::from_fn_with_state(
             shared.clone(),
             count_requests,
         ))
         .with_state(shared)
+}
+
+/// Re-reads the credentials file whenever it changes (checked every
+/// second); a file that does not load keeps the credentials in force.
+async fn watch_credentials(shared: Arc<Shared>, path: PathBuf, mut stamp: Option<FileStamp>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let now = FileStamp::of(&path);
+        if now == stamp {
+            continue;
+        }
+        let p = path.clone();
+        let loaded = tokio::task::spawn_blocking(move || CredentialsFile::load(&p, true)).await;
+        match loaded {
+            Ok(Ok(file)) => {
+                let creds = file.index();
+                tracing::info!(path = %path.display(), credentials = creds.len(), "credentials reloaded");
+                shared.set_credentials(creds);
+                shared.with_metrics(|m| m.credential_reloads[0] += 1);
+                stamp = now;
+            }
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "credentials file not reloaded; the previous credentials stay in force");
+                shared.with_metrics(|m| m.credential_reloads[1] += 1);
+                stamp = now;
+            }
+            Err(e) => tracing::error!(error = %e, "credentials reload task failed"),
+        }
+    }
 }
 
 fn tls_config(
@@ -337,6 +522,7 @@ fn tls_config(
             cert.display()
         )));
     }
+    check_private_key_file(key)?;
     let key = PrivateKeyDer::from_pem_file(key)
         .map_err(|e| ClusterError::Tls(format!("{}: {e}", key.display())))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -361,6 +547,7 @@ pub struct ShaperServer {
     handle: axum_server::Handle,
     serve_task: tokio::task::JoinHandle<std::io::Result<()>>,
     round_task: Option<tokio::task::JoinHandle<()>>,
+    watch_task: tokio::task::JoinHandle<()>,
 }
 
 impl ShaperServer {
@@ -380,6 +567,18 @@ impl ShaperServer {
     ) -> Result<Self, ClusterError> {
         cfg.validate()?;
         let token = read_token_file(&cfg.token_file)?;
+        let creds_path = cfg.credentials_file.clone().ok_or_else(|| {
+            ClusterError::Credentials(
+                "credentials_file is not set in the shaper configuration: no agent could report \
+                 (register agents with `tailor shaper credentials add --agent ID --tenant T`)"
+                    .into(),
+            )
+        })?;
+        let creds_stamp = FileStamp::of(&creds_path);
+        let creds = CredentialsFile::load(&creds_path, true)?;
+        if creds.credentials.is_empty() {
+            tracing::warn!(path = %creds_path.display(), "no agent credentials yet: every report is refused until `tailor shaper credentials add`");
+        }
         let tls = match (&cfg.tls_cert_file, &cfg.tls_key_file) {
             (Some(c), Some(k)) => Some(tls_config(c, k)?),
             _ => None,
@@ -387,8 +586,9 @@ impl ShaperServer {
         let now_s = clock.now_s();
         let epoch = format!("{:x}", (SystemClock.now_s() * 1000.0) as u64);
         let state = ShaperState::new(StateConfig::from(&cfg), cfg.shaper.clone(), epoch, now_s);
-        let shared = Arc::new(Shared::new(state, token, clock));
-        let app = router(shared.clone(), cfg.max_body_bytes);
+        let shared = Arc::new(Shared::new(state, token, creds.index(), clock));
+        let limits: ServeLimits = cfg.limits.serve();
+        let app = router(shared.clone(), cfg.max_body_bytes, limits.request_timeout);
         let listener =
             std::net::TcpListener::bind(cfg.listen).map_err(|source| ClusterError::Bind {
                 addr: cfg.listen,
@@ -406,29 +606,44 @@ impl ShaperServer {
         })?;
         let handle = axum_server::Handle::new();
         let is_tls = tls.is_some();
+        let acceptor = LimitAcceptor::new(&limits, shared.conn_stats.clone());
         let serve_task = match tls {
             Some(tls) => {
-                let server = axum_server::from_tcp_rustls(listener, tls).handle(handle.clone());
+                let tls_acceptor = axum_server::tls_rustls::RustlsAcceptor::new(tls)
+                    .handshake_timeout(limits.header_read_timeout)
+                    .acceptor(acceptor);
+                let mut server = axum_server::from_tcp(listener)
+                    .acceptor(tls_acceptor)
+                    .handle(handle.clone());
+                crate::serve::configure(&mut server, &limits);
                 tokio::spawn(server.serve(app.into_make_service()))
             }
             None => {
-                let server = axum_server::from_tcp(listener).handle(handle.clone());
+                let mut server = axum_server::from_tcp(listener)
+                    .acceptor(acceptor)
+                    .handle(handle.clone());
+                crate::serve::configure(&mut server, &limits);
                 tokio::spawn(server.serve(app.into_make_service()))
             }
         };
         let round_task = auto_rounds.then(|| {
             let shared = shared.clone();
             let interval = Duration::from_secs_f64(cfg.interval_s);
+            shared.round_loop.store(LOOP_RUNNING, Ordering::SeqCst);
+            *lock(&shared.round_tick) = Some(Instant::now());
             tokio::spawn(async move {
+                let guard = LoopGuard(shared);
                 let mut tick =
                     tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
                     tick.tick().await;
-                    let _ = shared.run_round().await;
+                    *lock(&guard.0.round_tick) = Some(Instant::now());
+                    let _ = guard.0.run_round().await;
                 }
             })
         });
+        let watch_task = tokio::spawn(watch_credentials(shared.clone(), creds_path, creds_stamp));
         tracing::info!(%addr, tls = is_tls, interval_s = cfg.interval_s, "tailor shaper listening");
         Ok(Self {
             addr,
@@ -437,6 +652,7 @@ impl ShaperServer {
             handle,
             serve_task,
             round_task,
+            watch_task,
         })
     }
 
@@ -455,6 +671,19 @@ impl ShaperServer {
 
     pub fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    /// Connection counters of the HTTP server.
+    pub fn connections(&self) -> crate::serve::ConnCounts {
+        self.shared.conn_stats.counts()
+    }
+
+    /// Stops the round loop as if its task had died (tests of `/healthz`).
+    #[doc(hidden)]
+    pub fn abort_round_loop(&self) {
+        if let Some(t) = &self.round_task {
+            t.abort();
+        }
     }
 
     /// Serves until the server stops by itself (an I/O error).
@@ -477,6 +706,7 @@ impl ShaperServer {
                 if let Some(t) = &self.round_task {
                     t.abort();
                 }
+                self.watch_task.abort();
                 match r {
                     Ok(Ok(())) => Err(ClusterError::Serve("the server stopped unexpectedly".into())),
                     Ok(Err(e)) => Err(ClusterError::Serve(e.to_string())),
@@ -495,6 +725,7 @@ impl ShaperServer {
         if let Some(t) = &self.round_task {
             t.abort();
         }
+        self.watch_task.abort();
         self.handle.graceful_shutdown(Some(Duration::from_secs(5)));
         let _ = self.serve_task.await;
     }

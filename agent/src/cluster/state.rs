@@ -16,9 +16,11 @@
 //! still count in the all-or-nothing test.
 
 use super::config::ShaperServerConfig;
+use super::credentials::Identity;
+use super::limits::{report_mem_bytes, Cap, Footprint, Refusal, ReplayGuard, ServerLimits, Usage};
 use super::protocol::{
-    self, Ack, AckOutcome, AckRequest, AckResponse, ActionId, ActionKind, ReportRequest,
-    ReportResponse, WireAction, API_VERSION,
+    self, Ack, AckOutcome, AckRequest, AckResponse, ActionId, ActionKind, RejectedComponent,
+    ReportRequest, ReportResponse, WireAction, API_VERSION,
 };
 use serde::{Deserialize, Serialize};
 use shaper::{
@@ -71,6 +73,8 @@ struct ActionRecord {
 
 #[derive(Clone, Debug)]
 struct AgentRecord {
+    tenant: Arc<str>,
+    footprint: Footprint,
     report: Arc<ReportRequest>,
     first_seen_s: f64,
     last_seen_s: f64,
@@ -144,6 +148,7 @@ pub struct RoundOutcome {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AgentStatus {
     pub agent_id: String,
+    pub tenant: String,
     pub stale: bool,
     pub first_seen_s: f64,
     pub last_seen_s: f64,
@@ -165,8 +170,22 @@ pub struct Status {
     pub actions_applied: u64,
     pub actions_failed: u64,
     pub actions_superseded: u64,
-    /// Applications the server saw preempted (acknowledged), by label.
+    /// Applications the server saw preempted (acknowledged), by
+    /// `<tenant>/<label>`.
     pub app_failures: BTreeMap<String, u32>,
+}
+
+/// Refused reports and components since start (for `/metrics`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RefusalCounters {
+    /// Reports or acks whose agent id is not their credential's (403).
+    pub forbidden: u64,
+    /// Stale or replayed reports (409).
+    pub replayed: u64,
+    /// Reports refused by a cap, by [`Cap::ALL`] order (429).
+    pub limit: [u64; 4],
+    /// Components left out because their request exceeds their host.
+    pub components_over_capacity: u64,
 }
 
 /// Timing parameters of the state (from [`ShaperServerConfig`]).
@@ -177,6 +196,7 @@ pub struct StateConfig {
     pub forget_after_intervals: u32,
     pub warmup_intervals: u32,
     pub max_components_per_report: usize,
+    pub limits: ServerLimits,
 }
 
 impl From<&ShaperServerConfig> for StateConfig {
@@ -187,6 +207,7 @@ impl From<&ShaperServerConfig> for StateConfig {
             forget_after_intervals: c.forget_after_intervals,
             warmup_intervals: c.warmup_intervals,
             max_components_per_report: c.max_components_per_report,
+            limits: c.limits.clone(),
         }
     }
 }
@@ -212,6 +233,9 @@ pub struct ShaperState {
     app_failures: BTreeMap<String, u32>,
     counted_app_evictions: HashSet<(u64, String)>,
     acks: AckCounters,
+    usage: Usage,
+    replay: ReplayGuard,
+    refusals: RefusalCounters,
 }
 
 impl ShaperState {
@@ -234,6 +258,9 @@ impl ShaperState {
             app_failures: BTreeMap::new(),
             counted_app_evictions: HashSet::new(),
             acks: AckCounters::default(),
+            usage: Usage::default(),
+            replay: ReplayGuard::default(),
+            refusals: RefusalCounters::default(),
         }
     }
 
@@ -276,28 +303,123 @@ impl ShaperState {
 
     /// Components across all known agents.
     pub fn component_count(&self) -> u64 {
-        self.agents
-            .values()
-            .map(|a| a.report.components.len() as u64)
-            .sum()
+        self.usage.components_total
     }
 
-    /// Records an agent's report and returns its pending actions.
-    pub fn report(
+    /// What the stored reports hold (agents, components, estimated bytes).
+    pub fn usage(&self) -> &Usage {
+        &self.usage
+    }
+
+    /// Refusals since start.
+    pub fn refusal_counters(&self) -> RefusalCounters {
+        self.refusals
+    }
+
+    /// Counts a refusal decided outside the state (e.g. a 403 in the server).
+    pub fn count_refusal(&mut self, r: &Refusal) {
+        match r {
+            Refusal::Invalid(_) => {}
+            Refusal::Forbidden(_) => self.refusals.forbidden += 1,
+            Refusal::Replay(_) => self.refusals.replayed += 1,
+            Refusal::Limit { cap, .. } => {
+                if let Some(i) = Cap::ALL.iter().position(|c| c == cap) {
+                    self.refusals.limit[i] += 1;
+                }
+            }
+        }
+    }
+
+    /// Keeps replay-protection entries only for agents for which `keep` is
+    /// true (called with the agents that still have a credential).
+    pub fn retain_replay_guard(&mut self, keep: impl FnMut(&str) -> bool) {
+        self.replay.retain(keep);
+    }
+
+    /// Records the report of the agent `who` authenticated as and returns
+    /// its pending actions. Refused, with nothing changed, when the report
+    /// speaks for another agent id (403), does not come after the agent's
+    /// last accepted report (409), is invalid (400) or would exceed a cap
+    /// (429). Components whose request exceeds the host's capacity are left
+    /// out and listed in the answer. Applications are keyed by
+    /// `<tenant>/<label>` from here on (see [`protocol::app_key`]).
+    pub fn report_as(
         &mut self,
+        who: &Identity,
+        req: ReportRequest,
+        now_s: f64,
+    ) -> Result<ReportResponse, Refusal> {
+        let r = self.report_checked(who, req, now_s);
+        if let Err(e) = &r {
+            self.count_refusal(e);
+        }
+        r
+    }
+
+    fn report_checked(
+        &mut self,
+        who: &Identity,
         mut req: ReportRequest,
         now_s: f64,
-    ) -> Result<ReportResponse, Invalid> {
+    ) -> Result<ReportResponse, Refusal> {
+        if req.agent_id.as_str() != &*who.agent_id {
+            return Err(Refusal::Forbidden(format!(
+                "the credential of agent {:?} cannot report as {:?}",
+                who.agent_id, req.agent_id
+            )));
+        }
         req.validate(self.cfg.max_components_per_report)
-            .map_err(Invalid)?;
-        let acks = std::mem::take(&mut req.acks);
-        let key: Arc<str> = match self.agents.get_key_value(req.agent_id.as_str()) {
-            Some((k, _)) => k.clone(),
-            None => Arc::from(req.agent_id.as_str()),
+            .map_err(Refusal::Invalid)?;
+        self.replay.check(&who.agent_id, req.boot_id, req.seq)?;
+        let (kept, rejected) = split_over_capacity(std::mem::take(&mut req.components), &req);
+        req.components = kept;
+        for c in &mut req.components {
+            c.app = protocol::app_key(&who.tenant, &c.app);
+        }
+        let new = Footprint {
+            components: req.components.len() as u64,
+            mem_bytes: report_mem_bytes(&req),
         };
+        let existing = self.agents.get_key_value(req.agent_id.as_str());
+        let old = existing.map(|(_, a)| (a.tenant.clone(), a.footprint));
+        if let Some((old_tenant, _)) = &old {
+            if *old_tenant != who.tenant {
+                return Err(Refusal::Forbidden(format!(
+                    "agent {:?} is on record in tenant {old_tenant:?}, its credential is in tenant {:?}",
+                    who.agent_id, who.tenant
+                )));
+            }
+        }
+        self.usage.check(
+            &self.cfg.limits,
+            &who.tenant,
+            old.as_ref().map(|o| o.1),
+            new,
+        )?;
+        // Accepted from here on.
+        if !rejected.is_empty() {
+            self.refusals.components_over_capacity += rejected.len() as u64;
+            tracing::warn!(
+                agent = %who.agent_id,
+                tenant = %who.tenant,
+                count = rejected.len(),
+                first = %rejected[0].container_id,
+                "components whose request exceeds their host's capacity left out"
+            );
+        }
+        let key: Arc<str> = match existing {
+            Some((k, _)) => k.clone(),
+            None => who.agent_id.clone(),
+        };
+        self.replay.accept(&key, req.boot_id, req.seq);
+        self.usage
+            .replace(&who.tenant, old.as_ref().map(|o| o.1), new);
+        let acks = std::mem::take(&mut req.acks);
         self.apply_acks(&key, &acks);
         let req = Arc::new(req);
         let rec = self.agents.entry(key).or_insert_with(|| AgentRecord {
+            tenant: who.tenant.clone(),
+            footprint: new,
             report: req.clone(),
             first_seen_s: now_s,
             last_seen_s: now_s,
@@ -306,6 +428,7 @@ impl ShaperState {
             pending_round: 0,
         });
         rec.report = req;
+        rec.footprint = new;
         rec.last_seen_s = now_s;
         rec.reports += 1;
         Ok(ReportResponse {
@@ -313,11 +436,27 @@ impl ShaperState {
             round: rec.pending_round,
             interval_s: self.cfg.interval_s,
             actions: rec.pending.clone(),
+            rejected,
         })
     }
 
-    /// Records acknowledgements sent on their own.
-    pub fn ack(&mut self, req: &AckRequest) -> Result<AckResponse, Invalid> {
+    /// Records acknowledgements sent on their own by the agent `who`
+    /// authenticated as (403 when the request names another agent).
+    pub fn ack_as(&mut self, who: &Identity, req: &AckRequest) -> Result<AckResponse, Refusal> {
+        if req.agent_id.as_str() != &*who.agent_id {
+            let e = Refusal::Forbidden(format!(
+                "the credential of agent {:?} cannot acknowledge for {:?}",
+                who.agent_id, req.agent_id
+            ));
+            self.count_refusal(&e);
+            return Err(e);
+        }
+        self.ack(req).map_err(|Invalid(e)| Refusal::Invalid(e))
+    }
+
+    /// Records acknowledgements (the agent is trusted to be `req.agent_id`:
+    /// the server calls [`ShaperState::ack_as`]).
+    fn ack(&mut self, req: &AckRequest) -> Result<AckResponse, Invalid> {
         req.validate(self.cfg.max_components_per_report)
             .map_err(Invalid)?;
         let key: Arc<str> = match self.agents.get_key_value(req.agent_id.as_str()) {
@@ -390,7 +529,9 @@ impl ShaperState {
             .collect();
         for k in forgotten {
             tracing::warn!(agent = %k, "agent silent too long: dropped from the cluster view");
-            self.agents.remove(&k);
+            if let Some(a) = self.agents.remove(&k) {
+                self.usage.remove(&a.tenant, a.footprint);
+            }
         }
         if self.agents.is_empty() {
             return Err(SkipReason::NoAgents);
@@ -498,6 +639,7 @@ impl ShaperState {
                 .iter()
                 .map(|(name, a)| AgentStatus {
                     agent_id: name.to_string(),
+                    tenant: a.tenant.to_string(),
                     stale: self.is_stale_at(a.last_seen_s, now_s),
                     first_seen_s: a.first_seen_s,
                     last_seen_s: a.last_seen_s,
@@ -523,6 +665,35 @@ impl ShaperState {
         }
         s
     }
+}
+
+/// Splits components into those that fit their host and those whose
+/// request exceeds the host's capacity (left out of the view: no placement
+/// can satisfy them, and planning with them would only evict others).
+fn split_over_capacity(
+    components: Vec<protocol::ComponentReport>,
+    req: &ReportRequest,
+) -> (Vec<protocol::ComponentReport>, Vec<RejectedComponent>) {
+    let cap = req.capacity;
+    let mut rejected = Vec::new();
+    let kept = components
+        .into_iter()
+        .filter(|c| {
+            let over_cpu = c.request.cpu_cores > cap.cpu_cores;
+            let over_mem = c.request.mem_bytes > cap.mem_bytes;
+            if over_cpu || over_mem {
+                rejected.push(RejectedComponent {
+                    container_id: c.container_id.clone(),
+                    reason: format!(
+                        "request ({:.3} cores, {:.0} bytes) exceeds the host's capacity ({:.3} cores, {:.0} bytes)",
+                        c.request.cpu_cores, c.request.mem_bytes, cap.cpu_cores, cap.mem_bytes
+                    ),
+                });
+            }
+            !(over_cpu || over_mem)
+        })
+        .collect();
+    (kept, rejected)
 }
 
 impl RoundSnapshot {
@@ -748,8 +919,38 @@ mod tests {
     use super::*;
     use crate::cluster::protocol::ComponentReport;
     use shaper::{Class, Forecasts, Predictive};
+    use std::sync::atomic::{AtomicU64, Ordering};
 
     const GB: f64 = 1e9;
+
+    static SEQ: AtomicU64 = AtomicU64::new(1);
+
+    fn who(agent: &str, tenant: &str) -> Identity {
+        Identity {
+            agent_id: Arc::from(agent),
+            tenant: Arc::from(tenant),
+            key_id: Arc::from("0000000000000000"),
+        }
+    }
+
+    /// Reports as the agent the request names, in tenant `t`, with a fresh
+    /// sequence number.
+    trait ReportAsOwner {
+        fn report(&mut self, req: ReportRequest, now_s: f64) -> Result<ReportResponse, Refusal>;
+    }
+
+    impl ReportAsOwner for ShaperState {
+        fn report(
+            &mut self,
+            mut req: ReportRequest,
+            now_s: f64,
+        ) -> Result<ReportResponse, Refusal> {
+            req.boot_id = 1;
+            req.seq = SEQ.fetch_add(1, Ordering::Relaxed);
+            let w = who(&req.agent_id, "t");
+            self.report_as(&w, req, now_s)
+        }
+    }
 
     fn state(now_s: f64) -> ShaperState {
         let cfg = StateConfig {
@@ -758,6 +959,7 @@ mod tests {
             forget_after_intervals: 10,
             warmup_intervals: 1,
             max_components_per_report: 1000,
+            limits: ServerLimits::default(),
         };
         let shaper = ShaperConfig {
             grace_period_s: 0.0,
@@ -799,6 +1001,7 @@ mod tests {
     fn report(agent: &str, mem_capacity: f64, components: Vec<ComponentReport>) -> ReportRequest {
         ReportRequest {
             agent_id: agent.into(),
+            boot_id: 1,
             seq: 0,
             capacity: Resources::new(64.0, mem_capacity),
             components,
@@ -1006,7 +1209,7 @@ mod tests {
             })
         );
         assert_eq!(s.action_status(&id), Some(ActionStatus::Applied));
-        assert_eq!(s.status(13.0).app_failures.get("late"), Some(&1));
+        assert_eq!(s.status(13.0).app_failures.get("t/late"), Some(&1));
         // An ack from another agent for the same id is not accepted.
         let other = s.ack(&AckRequest {
             agent_id: "b".into(),
@@ -1079,5 +1282,193 @@ mod tests {
         bad.components[0].request.mem_bytes = -1.0;
         assert!(s.report(bad, 1.0).is_err());
         assert_eq!(s.status(1.0).agents.len(), 0);
+    }
+
+    #[test]
+    fn impersonation_is_forbidden_and_changes_nothing() {
+        let mut s = state(0.0);
+        let victim = report(
+            "a",
+            10.0 * GB,
+            vec![comp("a1", "x", Class::Core, 4.0 * GB, 1.0 * GB, 0.0)],
+        );
+        s.report(victim.clone(), 11.0).expect("ok");
+        s.plan_round(12.0).expect("round");
+        let before = s.status(12.0);
+        let a_before = before.agents[0].clone();
+        assert_eq!(a_before.pending_actions, 1);
+        // Agent b (tenant t) reports as a: tiny capacity, no components.
+        let mut fake = report("a", 1.0, vec![]);
+        fake.boot_id = u64::MAX;
+        let e = s.report_as(&who("b", "t"), fake, 13.0).expect_err("403");
+        assert!(matches!(e, Refusal::Forbidden(_)), "{e}");
+        // ... and tries to acknowledge a's action.
+        let e = s
+            .ack_as(
+                &who("b", "t"),
+                &AckRequest {
+                    agent_id: "a".into(),
+                    acks: vec![],
+                },
+            )
+            .expect_err("403");
+        assert!(matches!(e, Refusal::Forbidden(_)));
+        let after = s.status(13.0);
+        assert_eq!(after.agents.len(), 1);
+        assert_eq!(
+            after.agents[0], a_before,
+            "capacity, pending actions unchanged"
+        );
+        assert_eq!(s.refusal_counters().forbidden, 2);
+        // The victim still gets its pending action.
+        let mut again = victim;
+        again.boot_id = 1;
+        again.seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        let r = s.report_as(&who("a", "t"), again, 14.0).expect("ok");
+        assert_eq!(r.actions.len(), 1);
+    }
+
+    #[test]
+    fn replayed_or_stale_reports_are_refused() {
+        let mut s = state(0.0);
+        let w = who("a", "t");
+        let mut r = report("a", 10.0 * GB, vec![]);
+        r.boot_id = 100;
+        r.seq = 101;
+        s.report_as(&w, r.clone(), 1.0).expect("ok");
+        for (boot, seq) in [(100, 101), (100, 5), (99, 1000)] {
+            let mut old = r.clone();
+            old.boot_id = boot;
+            old.seq = seq;
+            old.capacity = Resources::new(1.0, 1.0);
+            let e = s.report_as(&w, old, 2.0).expect_err("replay");
+            assert!(matches!(e, Refusal::Replay(_)), "{e}");
+        }
+        assert_eq!(s.status(2.0).agents[0].capacity, r.capacity);
+        assert_eq!(s.status(2.0).agents[0].reports, 1);
+        assert_eq!(s.refusal_counters().replayed, 3);
+        // A new boot starts its own sequence.
+        let mut next = r.clone();
+        next.boot_id = 200;
+        next.seq = 1;
+        s.report_as(&w, next, 3.0).expect("new boot");
+        // Forgetting the agent does not forget its sequence.
+        s.begin_round(1000.0).ok();
+        assert!(s.status(1000.0).agents.is_empty());
+        let e = s.report_as(&w, r, 1001.0).expect_err("still a replay");
+        assert!(matches!(e, Refusal::Replay(_)));
+    }
+
+    #[test]
+    fn applications_are_keyed_by_tenant_and_oversized_components_are_rejected() {
+        let mut s = state(0.0);
+        // Tenant A's web fits its host.
+        let a = report(
+            "a",
+            10.0 * GB,
+            vec![comp("a-web", "web", Class::Core, 4.0 * GB, 3.0 * GB, 0.0)],
+        );
+        let mut a = a;
+        a.boot_id = 1;
+        s.report_as(&who("a", "tenant-a"), a.clone(), 11.0)
+            .expect("a");
+        // Tenant B's web: one component that cannot fit its tiny host (request
+        // over capacity: rejected), two that do not fit together (B's web is
+        // preempted, on B's host only).
+        let mut b = report(
+            "b",
+            2.0 * GB,
+            vec![
+                comp("b-huge", "web", Class::Core, 100.0 * GB, 50.0 * GB, 10.0),
+                comp("b-1", "web", Class::Core, 1.5 * GB, 1.5 * GB, 10.0),
+                comp("b-2", "web", Class::Core, 1.5 * GB, 1.5 * GB, 10.0),
+            ],
+        );
+        for c in &mut b.components {
+            c.app_submitted_s = Some(10.0);
+        }
+        b.boot_id = 1;
+        let rb = s
+            .report_as(&who("b", "tenant-b"), b.clone(), 11.0)
+            .expect("b");
+        assert_eq!(rb.rejected.len(), 1);
+        assert_eq!(rb.rejected[0].container_id, "b-huge");
+        assert_eq!(s.refusal_counters().components_over_capacity, 1);
+        assert_eq!(s.component_count(), 3);
+        let out = s.plan_round(12.0).expect("round");
+        assert_eq!(out.evict_application, 2, "{out:?}");
+        a.seq = 1;
+        let ra = s.report_as(&who("a", "tenant-a"), a, 13.0).expect("a");
+        assert!(
+            ra.actions
+                .iter()
+                .all(|w| !matches!(w.action, ActionKind::Evict { .. })),
+            "no eviction reaches tenant A: {:?}",
+            ra.actions
+        );
+        b.seq = 1;
+        let rb = s.report_as(&who("b", "tenant-b"), b, 13.0).expect("b");
+        assert!(rb
+            .actions
+            .iter()
+            .all(|w| w.app == "tenant-b/web" && matches!(w.action, ActionKind::Evict { .. })));
+        let st = s.status(13.0);
+        assert_eq!(
+            st.agents
+                .iter()
+                .find(|x| x.agent_id == "a")
+                .map(|x| x.tenant.as_str()),
+            Some("tenant-a")
+        );
+    }
+
+    #[test]
+    fn caps_refuse_reports_with_nothing_changed() {
+        let mut s = state(0.0);
+        s.cfg.limits.max_agents = 2;
+        s.cfg.limits.max_components_per_tenant = 3;
+        let many = |agent: &str, n: usize| {
+            report(
+                agent,
+                100.0 * GB,
+                (0..n)
+                    .map(|i| comp(&format!("c{i}"), "x", Class::Elastic, GB, GB, 0.0))
+                    .collect(),
+            )
+        };
+        s.report(many("a", 2), 1.0).expect("ok");
+        let e = s.report(many("b", 2), 1.0).expect_err("tenant cap");
+        assert!(
+            matches!(
+                e,
+                Refusal::Limit {
+                    cap: Cap::TenantComponents,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        s.report(many("b", 1), 1.0).expect("ok");
+        let e = s.report(many("c", 0), 1.0).expect_err("agent cap");
+        assert!(
+            matches!(
+                e,
+                Refusal::Limit {
+                    cap: Cap::Agents,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(s.status(1.0).agents.len(), 2);
+        assert_eq!(s.component_count(), 3);
+        assert_eq!(s.refusal_counters().limit, [1, 1, 0, 0]);
+        // Another tenant is not held back by the first one's cap.
+        s.cfg.limits.max_agents = 3;
+        let mut d = many("d", 3);
+        d.boot_id = 1;
+        s.report_as(&who("d", "other"), d, 1.0)
+            .expect("other tenant");
+        assert_eq!(s.usage().per_tenant.get("other"), Some(&3));
     }
 }

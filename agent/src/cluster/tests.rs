@@ -3,6 +3,7 @@
 use super::auth::write_token_file;
 use super::client::{ClusterSession, LocalActionKind, RoundSource};
 use super::config::{ClusterClientConfig, ShaperServerConfig};
+use super::credentials::CredentialsFile;
 use super::failsafe::{FailSafe, FailSafeConfig, LinkState};
 use super::protocol::{ComponentReport, ErrorBody, ReportRequest};
 use super::server::ShaperServer;
@@ -13,26 +14,59 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tailor_core::ManualClock;
 
+/// The operator token (`/v1/status`, `/metrics`).
 const TOKEN: &str = "test-token-0123456789abcdef";
 const GB: f64 = 1e9;
 
 struct Fixture {
     _dir: tempfile::TempDir,
     token_file: PathBuf,
+    creds_file: PathBuf,
 }
 
 fn fixture() -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let token_file = dir.path().join("token");
     write_token_file(&token_file, TOKEN).expect("token");
-    Fixture {
+    let creds_file = dir.path().join("credentials.toml");
+    let fx = Fixture {
         _dir: dir,
         token_file,
+        creds_file,
+    };
+    for a in ["a", "b", "n1", "n2", "n3"] {
+        fx.register(a, "t");
+    }
+    fx
+}
+
+impl Fixture {
+    /// Registers a credential for `agent` in `tenant`; returns its token
+    /// file (`<agent>.token`, mode 0600).
+    fn register(&self, agent: &str, tenant: &str) -> PathBuf {
+        let mut f = CredentialsFile::load(&self.creds_file, true).expect("load");
+        let token = f.add(agent, tenant, 0.0).expect("add");
+        f.save(&self.creds_file).expect("save");
+        let path = self.agent_token_file(agent);
+        write_token_file(&path, &token).expect("token file");
+        path
+    }
+
+    fn agent_token_file(&self, agent: &str) -> PathBuf {
+        self._dir.path().join(format!("{agent}.token"))
+    }
+
+    fn agent_token(&self, agent: &str) -> String {
+        std::fs::read_to_string(self.agent_token_file(agent))
+            .expect("token")
+            .trim()
+            .to_string()
     }
 }
 
-fn server_config(token_file: &Path) -> ShaperServerConfig {
-    let mut cfg = ShaperServerConfig::with_token_file(token_file);
+fn server_config(fx: &Fixture) -> ShaperServerConfig {
+    let mut cfg = ShaperServerConfig::with_token_file(&fx.token_file);
+    cfg.credentials_file = Some(fx.creds_file.clone());
     cfg.listen = "127.0.0.1:0".parse().expect("addr");
     cfg.warmup_intervals = 0;
     cfg.max_body_bytes = 64 * 1024;
@@ -99,10 +133,15 @@ async fn post_raw(url: &str, path: &str, token: Option<&str>, body: Vec<u8>) -> 
     (status, resp.bytes().await.expect("body").to_vec())
 }
 
-fn valid_report_json() -> Vec<u8> {
+fn valid_report_json(seq: u64) -> Vec<u8> {
+    report_json("n1", 1, seq)
+}
+
+fn report_json(agent: &str, boot_id: u64, seq: u64) -> Vec<u8> {
     let r = ReportRequest {
-        agent_id: "n1".into(),
-        seq: 1,
+        agent_id: agent.into(),
+        boot_id,
+        seq,
         capacity: Resources::new(4.0, 8.0 * GB),
         components: vec![comp("c1", "web", Class::Core, 2.0 * GB, 1.0 * GB, 0.0)],
         acks: vec![],
@@ -114,11 +153,13 @@ fn valid_report_json() -> Vec<u8> {
 async fn unauthenticated_and_malformed_requests_are_refused_and_change_nothing() {
     let fx = fixture();
     let clock = Arc::new(ManualClock::new(1000.0));
-    let server = ShaperServer::start_with(server_config(&fx.token_file), clock, false)
+    let server = ShaperServer::start_with(server_config(&fx), clock, false)
         .await
         .expect("start");
     let url = server.url();
-    let body = valid_report_json();
+    let body = valid_report_json(1);
+    let n1 = fx.agent_token("n1");
+    let n1 = Some(n1.as_str());
 
     for token in [None, Some("wrong-token-0123456789abcdef"), Some("")] {
         let (status, bytes) = post_raw(&url, "/v1/report", token, body.clone()).await;
@@ -137,7 +178,7 @@ async fn unauthenticated_and_malformed_requests_are_refused_and_change_nothing()
     assert_eq!(resp.status().as_u16(), 401);
     assert!(resp.headers().contains_key("www-authenticate"));
 
-    let (status, bytes) = post_raw(&url, "/v1/report", Some(TOKEN), b"{not json".to_vec()).await;
+    let (status, bytes) = post_raw(&url, "/v1/report", n1, b"{not json".to_vec()).await;
     assert_eq!(status, 400);
     let e: ErrorBody = serde_json::from_slice(&bytes).expect("json error body");
     assert!(e.message.contains("malformed JSON"), "{}", e.message);
@@ -147,7 +188,7 @@ async fn unauthenticated_and_malformed_requests_are_refused_and_change_nothing()
     let (status, bytes) = post_raw(
         &url,
         "/v1/report",
-        Some(TOKEN),
+        n1,
         serde_json::to_vec(&invalid).expect("json"),
     )
     .await;
@@ -160,7 +201,7 @@ async fn unauthenticated_and_malformed_requests_are_refused_and_change_nothing()
     );
 
     // Over the body limit (64 KiB in this config).
-    let (status, bytes) = post_raw(&url, "/v1/report", Some(TOKEN), vec![b' '; 200 * 1024]).await;
+    let (status, bytes) = post_raw(&url, "/v1/report", n1, vec![b' '; 200 * 1024]).await;
     assert_eq!(status, 413);
     let e: ErrorBody = serde_json::from_slice(&bytes).expect("json error body");
     assert_eq!(e.error, "payload_too_large");
@@ -169,9 +210,19 @@ async fn unauthenticated_and_malformed_requests_are_refused_and_change_nothing()
     let status = server.shared().with_state(|s| s.status(1000.0));
     assert!(status.agents.is_empty());
 
-    // The right token works; /healthz needs none; /metrics counts the refusals.
-    let (code, _) = post_raw(&url, "/v1/report", Some(TOKEN), body).await;
-    assert_eq!(code, 200);
+    // The operator token cannot report; the agent's own token works (its
+    // scheme in any case); /healthz needs none; /metrics counts the refusals.
+    let (code, _) = post_raw(&url, "/v1/report", Some(TOKEN), body.clone()).await;
+    assert_eq!(code, 401);
+    let resp = reqwest::Client::new()
+        .post(format!("{url}/v1/report"))
+        .header("content-type", "application/json")
+        .header("authorization", format!("bearer {}", fx.agent_token("n1")))
+        .body(body)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status().as_u16(), 200);
     let health = reqwest::get(format!("{url}/healthz"))
         .await
         .expect("healthz");
@@ -190,7 +241,7 @@ async fn unauthenticated_and_malformed_requests_are_refused_and_change_nothing()
             &metrics,
             "tailor_shaper_requests_total{endpoint=\"report\",code=\"401\"}"
         ),
-        Some(3.0)
+        Some(4.0)
     );
     assert_eq!(
         super::metrics::sample(
@@ -200,7 +251,7 @@ async fn unauthenticated_and_malformed_requests_are_refused_and_change_nothing()
         Some(2.0)
     );
     assert_eq!(
-        super::metrics::sample(&metrics, "tailor_shaper_agents_total"),
+        super::metrics::sample(&metrics, "tailor_shaper_agents_known"),
         Some(1.0)
     );
     server.shutdown().await;
@@ -210,7 +261,7 @@ async fn unauthenticated_and_malformed_requests_are_refused_and_change_nothing()
 async fn wrong_token_in_client_is_a_rejection_and_triggers_fail_safe() {
     let fx = fixture();
     let clock = Arc::new(ManualClock::new(1000.0));
-    let server = ShaperServer::start_with(server_config(&fx.token_file), clock, false)
+    let server = ShaperServer::start_with(server_config(&fx), clock, false)
         .await
         .expect("start");
     let other = fx._dir.path().join("other");
@@ -234,12 +285,14 @@ async fn wrong_token_in_client_is_a_rejection_and_triggers_fail_safe() {
 async fn multi_host_application_is_evicted_on_every_host() {
     let fx = fixture();
     let clock = Arc::new(ManualClock::new(1000.0));
-    let server = ShaperServer::start_with(server_config(&fx.token_file), clock.clone(), false)
+    let server = ShaperServer::start_with(server_config(&fx), clock.clone(), false)
         .await
         .expect("start");
     let url = server.url();
-    let mut a = ClusterSession::new(&client_config(&url, &fx.token_file, "a"), 1000.0).expect("a");
-    let mut b = ClusterSession::new(&client_config(&url, &fx.token_file, "b"), 1000.0).expect("b");
+    let mut a = ClusterSession::new(&client_config(&url, &fx.agent_token_file("a"), "a"), 1000.0)
+        .expect("a");
+    let mut b = ClusterSession::new(&client_config(&url, &fx.agent_token_file("b"), "b"), 1000.0)
+        .expect("b");
     let cap = Resources::new(64.0, 10.0 * GB);
     let a_comps = vec![comp("l2", "late", Class::Elastic, 2.0 * GB, 1.0 * GB, 50.0)];
     let b_comps = vec![
@@ -281,7 +334,7 @@ async fn multi_host_application_is_evicted_on_every_host() {
     assert_eq!(acked.accepted as usize, da.actions.len());
     let st = server.shared().with_state(|s| s.status(1002.0));
     assert_eq!(st.actions_applied as usize, da.actions.len());
-    assert_eq!(st.app_failures.get("late"), Some(&1));
+    assert_eq!(st.app_failures.get("t/late"), Some(&1));
     // Redelivery: b did not ack yet, so b gets the same ids again; a gets nothing.
     assert!(a.round(cap, &[], 1003.0).await.actions.is_empty());
     let again = b.round(cap, &b_comps, 1003.0).await;
@@ -316,13 +369,14 @@ async fn multi_host_application_is_evicted_on_every_host() {
 async fn shaper_loss_fails_safe_and_restart_resumes() {
     let fx = fixture();
     let clock = Arc::new(ManualClock::new(1000.0));
-    let cfg = server_config(&fx.token_file);
+    let cfg = server_config(&fx);
     let server = ShaperServer::start_with(cfg.clone(), clock.clone(), false)
         .await
         .expect("start");
     let addr = server.addr();
     let url = server.url();
-    let mut a = ClusterSession::new(&client_config(&url, &fx.token_file, "a"), 1000.0).expect("a");
+    let mut a = ClusterSession::new(&client_config(&url, &fx.agent_token_file("a"), "a"), 1000.0)
+        .expect("a");
     let cap = Resources::new(64.0, 100.0 * GB);
     let mut comps = vec![comp("c1", "app", Class::Core, 8.0 * GB, 1.0 * GB, 0.0)];
     a.round(cap, &comps, 1000.0).await;
@@ -422,9 +476,19 @@ async fn tls_with_a_self_signed_certificate() {
     let key_file = dir.join("key.pem");
     std::fs::write(&cert_file, cert.cert.pem()).expect("write");
     std::fs::write(&key_file, cert.key_pair.serialize_pem()).expect("write");
-    let mut cfg = server_config(&fx.token_file);
+    let mut cfg = server_config(&fx);
     cfg.tls_cert_file = Some(cert_file.clone());
-    cfg.tls_key_file = Some(key_file);
+    cfg.tls_key_file = Some(key_file.clone());
+    // A private key others may read is refused, with the fix in the message.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let err = ShaperServer::start_with(cfg.clone(), Arc::new(ManualClock::new(0.0)), false)
+            .await
+            .expect_err("world-readable key");
+        assert!(err.to_string().contains("chmod 600"), "{err}");
+        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
     let server = ShaperServer::start_with(cfg, Arc::new(ManualClock::new(0.0)), false)
         .await
         .expect("start");
@@ -432,7 +496,11 @@ async fn tls_with_a_self_signed_certificate() {
     assert!(url.starts_with("https://"));
     let port = server.addr().port();
 
-    let mut ccfg = client_config(&format!("https://localhost:{port}"), &fx.token_file, "n1");
+    let mut ccfg = client_config(
+        &format!("https://localhost:{port}"),
+        &fx.agent_token_file("n1"),
+        "n1",
+    );
     ccfg.ca_cert_file = Some(cert_file);
     let mut client = ClusterClient::new(&ccfg).expect("client");
     let resp = client
@@ -442,11 +510,19 @@ async fn tls_with_a_self_signed_certificate() {
     assert_eq!(resp.api_version, 1);
 
     // Without trusting the certificate the handshake fails.
-    let untrusted = client_config(&format!("https://localhost:{port}"), &fx.token_file, "n2");
+    let untrusted = client_config(
+        &format!("https://localhost:{port}"),
+        &fx.agent_token_file("n2"),
+        "n2",
+    );
     let mut c2 = ClusterClient::new(&untrusted).expect("client");
     assert!(c2.report(Resources::new(1.0, GB), &[], &[]).await.is_err());
     // Plain HTTP to the TLS port fails too.
-    let plain = client_config(&format!("http://127.0.0.1:{port}"), &fx.token_file, "n3");
+    let plain = client_config(
+        &format!("http://127.0.0.1:{port}"),
+        &fx.agent_token_file("n3"),
+        "n3",
+    );
     let mut c3 = ClusterClient::new(&plain).expect("client");
     assert!(c3.report(Resources::new(1.0, GB), &[], &[]).await.is_err());
     server.shutdown().await;
@@ -458,13 +534,9 @@ async fn server_refuses_a_world_readable_token_file() {
     let fx = fixture();
     std::fs::set_permissions(&fx.token_file, std::fs::Permissions::from_mode(0o644))
         .expect("chmod");
-    let err = ShaperServer::start_with(
-        server_config(&fx.token_file),
-        Arc::new(ManualClock::new(0.0)),
-        false,
-    )
-    .await
-    .expect_err("must refuse");
+    let err = ShaperServer::start_with(server_config(&fx), Arc::new(ManualClock::new(0.0)), false)
+        .await
+        .expect_err("must refuse");
     assert!(err.to_string().contains("chmod 600"), "{err}");
 }
 
@@ -547,15 +619,21 @@ fn decoder_fuzz_never_panics() {
     let fx = fixture();
     let server = rt
         .block_on(ShaperServer::start_with(
-            server_config(&fx.token_file),
+            server_config(&fx),
             Arc::new(ManualClock::new(0.0)),
             false,
         ))
         .expect("start");
     let url = server.url();
+    let n1 = fx.agent_token("n1");
     let check = |body: Vec<u8>, path: &str| -> Result<(), TestCaseError> {
-        let (status, bytes) = rt.block_on(post_raw(&url, path, Some(TOKEN), body.clone()));
-        prop_assert!([200u16, 400, 413].contains(&status), "status {}", status);
+        let (status, bytes) = rt.block_on(post_raw(&url, path, Some(&n1), body.clone()));
+        // 403: the mutation changed agent_id; 409: it made the sequence old.
+        prop_assert!(
+            [200u16, 400, 403, 409, 413].contains(&status),
+            "status {}",
+            status
+        );
         if status == 200 {
             if path == "/v1/report" {
                 let parsed: ReportRequest = serde_json::from_slice(&body)
@@ -587,7 +665,7 @@ fn decoder_fuzz_never_panics() {
             check(body, "/v1/ack")
         })
         .expect("arbitrary JSON");
-    let valid: serde_json::Value = serde_json::from_slice(&valid_report_json()).expect("json");
+    let valid: serde_json::Value = serde_json::from_slice(&valid_report_json(1)).expect("json");
     runner
         .run(
             &(prop::collection::vec(0usize..8, 1..5), arb_json()),
@@ -602,9 +680,231 @@ fn decoder_fuzz_never_panics() {
     let (status, _) = rt.block_on(post_raw(
         &url,
         "/v1/report",
-        Some(TOKEN),
-        valid_report_json(),
+        Some(&n1),
+        report_json("n1", u64::MAX, u64::MAX),
     ));
     assert_eq!(status, 200);
     rt.block_on(server.shutdown());
+}
+
+async fn status_of(server: &ShaperServer, agent: &str) -> Option<super::state::AgentStatus> {
+    server
+        .shared()
+        .with_state(|s| s.status(1000.0))
+        .agents
+        .into_iter()
+        .find(|a| a.agent_id == agent)
+}
+
+/// A report or ack under another agent's id gets 403; the victim's
+/// capacity and pending actions are unchanged and still delivered to it.
+#[tokio::test]
+async fn impersonation_is_forbidden_over_http() {
+    let fx = fixture();
+    let clock = Arc::new(ManualClock::new(1000.0));
+    let server = ShaperServer::start_with(server_config(&fx), clock, false)
+        .await
+        .expect("start");
+    let url = server.url();
+    let mut a = ClusterSession::new(&client_config(&url, &fx.agent_token_file("a"), "a"), 1000.0)
+        .expect("a");
+    let cap = Resources::new(8.0, 16.0 * GB);
+    let comps = vec![comp("c1", "web", Class::Core, 8.0 * GB, 1.0 * GB, 0.0)];
+    a.round(cap, &comps, 1000.0).await;
+    server.shared().run_round().await.expect("round");
+    let before = status_of(&server, "a").await.expect("a");
+    assert_eq!(before.pending_actions, 1);
+
+    let b = fx.agent_token("b");
+    let fake = serde_json::json!({
+        "agent_id": "a", "boot_id": u64::MAX, "seq": 1,
+        "capacity": {"cpu_cores": 0.1, "mem_bytes": 1.0},
+        "components": [], "acks": []
+    });
+    let (status, bytes) = post_raw(
+        &url,
+        "/v1/report",
+        Some(&b),
+        serde_json::to_vec(&fake).expect("json"),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let e: ErrorBody = serde_json::from_slice(&bytes).expect("error body");
+    assert_eq!(e.error, "forbidden");
+    let ack = serde_json::json!({"agent_id": "a", "acks": []});
+    let (status, _) = post_raw(
+        &url,
+        "/v1/ack",
+        Some(&b),
+        serde_json::to_vec(&ack).expect("json"),
+    )
+    .await;
+    assert_eq!(status, 403);
+    assert_eq!(
+        status_of(&server, "a").await,
+        Some(before),
+        "nothing changed"
+    );
+    assert!(status_of(&server, "b").await.is_none());
+    let d = a.round(cap, &comps, 1001.0).await;
+    assert_eq!(d.actions.len(), 1, "the victim still gets its action");
+    let text = server.shared().render_metrics();
+    assert_eq!(
+        super::metrics::sample(
+            &text,
+            "tailor_shaper_reports_refused_total{reason=\"forbidden\"}"
+        ),
+        Some(2.0)
+    );
+    server.shutdown().await;
+}
+
+/// A replayed (or older) report is refused with 409 and changes nothing.
+#[tokio::test]
+async fn replayed_report_is_refused_over_http() {
+    let fx = fixture();
+    let server = ShaperServer::start_with(
+        server_config(&fx),
+        Arc::new(ManualClock::new(1000.0)),
+        false,
+    )
+    .await
+    .expect("start");
+    let url = server.url();
+    let n1 = fx.agent_token("n1");
+    let (status, _) = post_raw(&url, "/v1/report", Some(&n1), report_json("n1", 7, 101)).await;
+    assert_eq!(status, 200);
+    for (boot, seq) in [(7, 101), (7, 5), (6, 500)] {
+        let (status, bytes) =
+            post_raw(&url, "/v1/report", Some(&n1), report_json("n1", boot, seq)).await;
+        assert_eq!(status, 409, "boot {boot} seq {seq}");
+        let e: ErrorBody = serde_json::from_slice(&bytes).expect("error body");
+        assert_eq!(e.error, "replayed");
+    }
+    assert_eq!(status_of(&server, "n1").await.expect("n1").reports, 1);
+    let (status, _) = post_raw(&url, "/v1/report", Some(&n1), report_json("n1", 7, 102)).await;
+    assert_eq!(status, 200);
+    server.shutdown().await;
+}
+
+/// Revoking a credential in the file takes effect in the running server.
+#[tokio::test]
+async fn revoked_credentials_are_refused_without_a_restart() {
+    let fx = fixture();
+    let server = ShaperServer::start_with(
+        server_config(&fx),
+        Arc::new(ManualClock::new(1000.0)),
+        false,
+    )
+    .await
+    .expect("start");
+    let url = server.url();
+    let n1 = fx.agent_token("n1");
+    let (status, _) = post_raw(&url, "/v1/report", Some(&n1), report_json("n1", 1, 1)).await;
+    assert_eq!(status, 200);
+    let mut f = CredentialsFile::load(&fx.creds_file, false).expect("load");
+    assert_eq!(f.revoke(Some("n1"), None), 1);
+    f.save(&fx.creds_file).expect("save");
+    let mut seq = 2;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (status, _) = post_raw(&url, "/v1/report", Some(&n1), report_json("n1", 1, seq)).await;
+        seq += 1;
+        if status == 401 {
+            break;
+        }
+        assert_eq!(status, 200);
+        assert!(
+            std::time::Instant::now() < deadline,
+            "revocation not picked up"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    // Others are unaffected.
+    let a = fx.agent_token("a");
+    let (status, _) = post_raw(&url, "/v1/report", Some(&a), report_json("a", 1, 1)).await;
+    assert_eq!(status, 200);
+    server.shutdown().await;
+}
+
+/// `/healthz` turns 503 once the round loop is gone.
+#[tokio::test]
+async fn healthz_is_unhealthy_when_the_round_loop_dies() {
+    let fx = fixture();
+    let server =
+        ShaperServer::start_with(server_config(&fx), Arc::new(ManualClock::new(1000.0)), true)
+            .await
+            .expect("start");
+    let url = server.url();
+    let code = || async {
+        reqwest::get(format!("{url}/healthz"))
+            .await
+            .expect("healthz")
+            .status()
+            .as_u16()
+    };
+    assert_eq!(code().await, 200);
+    server.abort_round_loop();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert_eq!(code().await, 503);
+    let text = server.shared().render_metrics();
+    assert_eq!(
+        super::metrics::sample(&text, "tailor_shaper_round_loop_up"),
+        Some(0.0)
+    );
+    server.shutdown().await;
+}
+
+/// 300 connections that never finish their headers do not delay a real
+/// client's reports, and the server closes them after its timeouts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_header_connections_do_not_delay_reports() {
+    use tokio::io::AsyncWriteExt;
+    let fx = fixture();
+    let mut cfg = server_config(&fx);
+    cfg.limits.header_read_timeout_s = 1.0;
+    cfg.limits.idle_timeout_s = 2.0;
+    let server = ShaperServer::start_with(cfg, Arc::new(ManualClock::new(1000.0)), false)
+        .await
+        .expect("start");
+    let url = server.url();
+    let addr = server.addr();
+    let mut slow = Vec::new();
+    for i in 0..300 {
+        let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        if i % 2 == 0 {
+            s.write_all(b"POST /v1/report HTTP/1.1\r\nHost: x\r\n")
+                .await
+                .expect("write");
+        }
+        slow.push(s);
+    }
+    let mut ccfg = client_config(&url, &fx.agent_token_file("a"), "a");
+    ccfg.timeout_s = 2.0;
+    let mut client = ClusterClient::new(&ccfg).expect("client");
+    for _ in 0..5 {
+        let t0 = std::time::Instant::now();
+        client
+            .report(Resources::new(1.0, GB), &[], &[])
+            .await
+            .expect("report despite 300 slow connections");
+        // Within the client's 2 s timeout: answered, not queued behind them.
+        assert!(t0.elapsed() < std::time::Duration::from_secs(2));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while server.connections().open > 5 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "slow connections not closed: {:?}",
+            server.connections()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(
+        server.connections().idle_closed >= 100,
+        "{:?}",
+        server.connections()
+    );
+    drop(slow);
+    server.shutdown().await;
 }

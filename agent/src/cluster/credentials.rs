@@ -1,0 +1,519 @@
+//! Per-agent credentials of the central shaper.
+//!
+//! Every agent has its own bearer token, bound to its agent id and to a
+//! tenant. The shaper stores only a SHA-256 hash of each token, in a TOML
+//! file named by `credentials_file` in `shaper.toml`:
+//!
+//! ```toml
+//! # managed by `tailor shaper credentials add|list|revoke`
+//! [[credential]]
+//! key_id = "5c1f0e9a7b3d2c41"        # public: the token's second field
+//! agent_id = "node-17"               # the only agent id this token may speak for
+//! tenant = "team-a"                  # applications are keyed by (tenant, app)
+//! sha256 = "9f86d08..."              # hex SHA-256 of the whole token
+//! created_s = 1763900000.0           # Unix seconds
+//! ```
+//!
+//! A token reads `tailor1.<key_id>.<secret>` (16 + 64 hex digits, 256 random
+//! bits of secret). The server finds the record by `key_id` and compares the
+//! token's hash with the stored one in constant time. The file may be
+//! readable by others (it holds no secret) but not writable by group or
+//! others: whoever can write it can add agents.
+//!
+//! The running shaper re-reads the file when it changes (checked every
+//! second), so `revoke` takes effect without a restart. A file that does not
+//! parse keeps the previous credentials in force and is logged as an error.
+
+use super::protocol::MAX_NAME_LEN;
+use super::ClusterError;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Most credentials one file may hold.
+pub const MAX_CREDENTIALS: usize = 100_000;
+/// Largest credentials file read (bytes).
+pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// Longest tenant name (bytes).
+pub const MAX_TENANT_LEN: usize = 64;
+/// Prefix (and format version) of agent tokens.
+pub const TOKEN_PREFIX: &str = "tailor1";
+
+const KEY_ID_HEX: usize = 16;
+const SECRET_HEX: usize = 64;
+
+/// One registered credential (a line of `credentials list`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialRecord {
+    pub key_id: String,
+    pub agent_id: String,
+    pub tenant: String,
+    /// Hex SHA-256 of the whole token.
+    pub sha256: String,
+    pub created_s: f64,
+}
+
+/// The credentials file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialsFile {
+    #[serde(default, rename = "credential")]
+    pub credentials: Vec<CredentialRecord>,
+}
+
+/// Who sent a request: the agent and tenant its credential is bound to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Identity {
+    pub agent_id: Arc<str>,
+    pub tenant: Arc<str>,
+    pub key_id: Arc<str>,
+}
+
+/// Credentials in force, indexed by key id.
+#[derive(Clone, Debug, Default)]
+pub struct Credentials {
+    by_key: HashMap<String, ([u8; 32], Identity)>,
+}
+
+fn sha256(bytes: &[u8]) -> [u8; 32] {
+    let d = ring::digest::digest(&ring::digest::SHA256, bytes);
+    let mut out = [0u8; 32];
+    out.copy_from_slice(d.as_ref());
+    out
+}
+
+fn to_hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+fn from_hex32(s: &str) -> Option<[u8; 32]> {
+    if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+fn is_lower_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Constant-time equality of two equal-length byte strings.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut diff = 0u8;
+    for (x, y) in a.iter().zip(b.iter()) {
+        diff |= x ^ y;
+    }
+    std::hint::black_box(diff) == 0
+}
+
+/// Why a tenant name is invalid, if it is.
+pub fn check_tenant(t: &str) -> Result<(), String> {
+    if t.is_empty() || t.len() > MAX_TENANT_LEN {
+        return Err(format!("tenant must be 1 to {MAX_TENANT_LEN} characters"));
+    }
+    if !t
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        return Err(format!(
+            "tenant {t:?} may only contain letters, digits, '-', '_' and '.'"
+        ));
+    }
+    Ok(())
+}
+
+/// Why an agent id is invalid, if it is (same rule as in reports).
+pub fn check_agent_id(a: &str) -> Result<(), String> {
+    if a.is_empty() || a.len() > MAX_NAME_LEN || a.chars().any(|c| c.is_control()) {
+        return Err(format!(
+            "agent id must be 1 to {MAX_NAME_LEN} bytes without control characters"
+        ));
+    }
+    Ok(())
+}
+
+/// A new random token for a new credential, and its record.
+pub fn new_credential(
+    agent_id: &str,
+    tenant: &str,
+    now_s: f64,
+) -> Result<(String, CredentialRecord), ClusterError> {
+    use ring::rand::SecureRandom;
+    check_agent_id(agent_id).map_err(ClusterError::Credentials)?;
+    check_tenant(tenant).map_err(ClusterError::Credentials)?;
+    let mut raw = [0u8; KEY_ID_HEX / 2 + SECRET_HEX / 2];
+    ring::rand::SystemRandom::new()
+        .fill(&mut raw)
+        .map_err(|_| ClusterError::Credentials("the system random generator failed".into()))?;
+    let key_id = to_hex(&raw[..KEY_ID_HEX / 2]);
+    let secret = to_hex(&raw[KEY_ID_HEX / 2..]);
+    let token = format!("{TOKEN_PREFIX}.{key_id}.{secret}");
+    let record = CredentialRecord {
+        key_id,
+        agent_id: agent_id.to_string(),
+        tenant: tenant.to_string(),
+        sha256: to_hex(&sha256(token.as_bytes())),
+        created_s: now_s,
+    };
+    Ok((token, record))
+}
+
+/// The key id of a token, when it has the `tailor1.<key id>.<secret>` form.
+pub fn token_key_id(token: &str) -> Option<&str> {
+    let mut it = token.split('.');
+    let (prefix, kid, secret) = (it.next()?, it.next()?, it.next()?);
+    if it.next().is_some()
+        || prefix != TOKEN_PREFIX
+        || !is_lower_hex(kid, KEY_ID_HEX)
+        || !is_lower_hex(secret, SECRET_HEX)
+    {
+        return None;
+    }
+    Some(kid)
+}
+
+impl CredentialsFile {
+    /// Every problem with the records (index and key named).
+    pub fn validate(&self) -> Result<(), Vec<String>> {
+        let mut errors = Vec::new();
+        if self.credentials.len() > MAX_CREDENTIALS {
+            errors.push(format!(
+                "{} credentials, more than the limit of {MAX_CREDENTIALS}",
+                self.credentials.len()
+            ));
+            return Err(errors);
+        }
+        let mut keys: HashMap<&str, usize> = HashMap::new();
+        let mut tenants: HashMap<&str, &str> = HashMap::new();
+        for (i, c) in self.credentials.iter().enumerate() {
+            if errors.len() >= 20 {
+                errors.push("... (more errors not shown)".into());
+                break;
+            }
+            let at = format!("credential[{i}]");
+            if !is_lower_hex(&c.key_id, KEY_ID_HEX) {
+                errors.push(format!(
+                    "{at}.key_id must be {KEY_ID_HEX} lower-case hex digits"
+                ));
+            } else if let Some(j) = keys.insert(&c.key_id, i) {
+                errors.push(format!("{at}.key_id {} repeats credential[{j}]", c.key_id));
+            }
+            if let Err(e) = check_agent_id(&c.agent_id) {
+                errors.push(format!("{at}.agent_id: {e}"));
+            }
+            if let Err(e) = check_tenant(&c.tenant) {
+                errors.push(format!("{at}.tenant: {e}"));
+            }
+            if from_hex32(&c.sha256).is_none() {
+                errors.push(format!("{at}.sha256 must be 64 hex digits"));
+            }
+            if !c.created_s.is_finite() {
+                errors.push(format!("{at}.created_s must be finite"));
+            }
+            match tenants.get(c.agent_id.as_str()) {
+                Some(t) if *t != c.tenant.as_str() => errors.push(format!(
+                    "{at}: agent {:?} is registered in tenants {t:?} and {:?}; an agent belongs to one tenant",
+                    c.agent_id, c.tenant
+                )),
+                Some(_) => {}
+                None => {
+                    tenants.insert(&c.agent_id, &c.tenant);
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Reads and validates a credentials file. Refuses one that group or
+    /// others may write. A missing file is an empty set only when
+    /// `missing_ok`.
+    pub fn load(path: &Path, missing_ok: bool) -> Result<Self, ClusterError> {
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) if missing_ok && e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Self::default())
+            }
+            Err(source) => {
+                return Err(ClusterError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
+        };
+        let invalid = |message: String| ClusterError::CredentialsFile {
+            path: path.to_path_buf(),
+            message,
+        };
+        if !meta.is_file() {
+            return Err(invalid("not a regular file".into()));
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = meta.permissions().mode() & 0o7777;
+            if mode & 0o022 != 0 {
+                return Err(invalid(format!(
+                    "writable by group or others (mode {mode:o}): anyone who can write it can add agents; run `chmod 600 {}`",
+                    path.display()
+                )));
+            }
+        }
+        if meta.len() > MAX_FILE_BYTES {
+            return Err(invalid(format!(
+                "{} bytes, more than the limit of {MAX_FILE_BYTES}",
+                meta.len()
+            )));
+        }
+        let text = std::fs::read_to_string(path).map_err(|source| ClusterError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let file: Self = toml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+        file.validate().map_err(|e| invalid(e.join("; ")))?;
+        Ok(file)
+    }
+
+    /// Writes the file atomically (temporary file + rename), mode 0600.
+    pub fn save(&self, path: &Path) -> Result<(), ClusterError> {
+        use std::io::Write;
+        #[cfg(unix)]
+        use std::os::unix::fs::OpenOptionsExt;
+        let io = |source| ClusterError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut text = String::from(
+            "# tailor shaper credentials: hashes of per-agent tokens.\n# Managed by `tailor shaper credentials add|list|revoke`; the shaper reloads it on change.\n",
+        );
+        text.push_str(
+            &toml::to_string(self).map_err(|e| ClusterError::CredentialsFile {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?,
+        );
+        let tmp = tmp_path(path);
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        opts.mode(0o600);
+        let mut f = opts.open(&tmp).map_err(io)?;
+        f.write_all(text.as_bytes()).map_err(io)?;
+        f.sync_all().map_err(io)?;
+        drop(f);
+        std::fs::rename(&tmp, path).map_err(io)
+    }
+
+    /// Adds a new credential for `agent_id` in `tenant`; returns the token
+    /// (shown once, never stored).
+    pub fn add(
+        &mut self,
+        agent_id: &str,
+        tenant: &str,
+        now_s: f64,
+    ) -> Result<String, ClusterError> {
+        if let Some(other) = self
+            .credentials
+            .iter()
+            .find(|c| c.agent_id == agent_id && c.tenant != tenant)
+        {
+            return Err(ClusterError::Credentials(format!(
+                "agent {agent_id:?} is already registered in tenant {:?}; revoke it first",
+                other.tenant
+            )));
+        }
+        if self.credentials.len() >= MAX_CREDENTIALS {
+            return Err(ClusterError::Credentials(format!(
+                "already {MAX_CREDENTIALS} credentials"
+            )));
+        }
+        let (token, record) = new_credential(agent_id, tenant, now_s)?;
+        self.credentials.push(record);
+        Ok(token)
+    }
+
+    /// Removes the credentials of `agent_id` (all its keys) or the one with
+    /// `key_id`; returns how many were removed.
+    pub fn revoke(&mut self, agent_id: Option<&str>, key_id: Option<&str>) -> usize {
+        let before = self.credentials.len();
+        self.credentials.retain(|c| {
+            !(agent_id.is_some_and(|a| a == c.agent_id) || key_id.is_some_and(|k| k == c.key_id))
+        });
+        before - self.credentials.len()
+    }
+
+    /// The in-memory index of a validated file.
+    pub fn index(&self) -> Credentials {
+        let mut by_key = HashMap::with_capacity(self.credentials.len());
+        for c in &self.credentials {
+            if let Some(hash) = from_hex32(&c.sha256) {
+                by_key.insert(
+                    c.key_id.clone(),
+                    (
+                        hash,
+                        Identity {
+                            agent_id: Arc::from(c.agent_id.as_str()),
+                            tenant: Arc::from(c.tenant.as_str()),
+                            key_id: Arc::from(c.key_id.as_str()),
+                        },
+                    ),
+                );
+            }
+        }
+        Credentials { by_key }
+    }
+}
+
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = path
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    name.push(format!(".tmp-{}", std::process::id()));
+    path.with_file_name(name)
+}
+
+impl Credentials {
+    /// The identity a token belongs to, or `None`.
+    pub fn verify(&self, token: &str) -> Option<&Identity> {
+        let kid = token_key_id(token)?;
+        let (hash, who) = self.by_key.get(kid)?;
+        constant_time_eq(&sha256(token.as_bytes()), hash).then_some(who)
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_key.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_key.is_empty()
+    }
+
+    /// True when some credential is bound to `agent_id`.
+    pub fn has_agent(&self, agent_id: &str) -> bool {
+        self.by_key.values().any(|(_, w)| &*w.agent_id == agent_id)
+    }
+
+    /// Agent ids with at least one credential.
+    pub fn agents(&self) -> std::collections::HashSet<Arc<str>> {
+        self.by_key
+            .values()
+            .map(|(_, w)| w.agent_id.clone())
+            .collect()
+    }
+}
+
+/// What identifies a version of the file on disk (a rewrite through
+/// [`CredentialsFile::save`] changes the inode; an edit in place changes the
+/// modification time or the size).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileStamp {
+    modified: Option<std::time::SystemTime>,
+    len: u64,
+    #[cfg(unix)]
+    ino: u64,
+}
+
+impl FileStamp {
+    /// The file's stamp, `None` when it cannot be read.
+    pub fn of(path: &Path) -> Option<Self> {
+        let m = std::fs::metadata(path).ok()?;
+        Some(Self {
+            modified: m.modified().ok(),
+            len: m.len(),
+            #[cfg(unix)]
+            ino: std::os::unix::fs::MetadataExt::ino(&m),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_verify_only_against_their_own_record() {
+        let mut f = CredentialsFile::default();
+        let ta = f.add("node-a", "team-a", 1.0).expect("add");
+        let tb = f.add("node-b", "team-b", 1.0).expect("add");
+        assert!(f.validate().is_ok());
+        let idx = f.index();
+        assert_eq!(idx.len(), 2);
+        let a = idx.verify(&ta).expect("a verifies");
+        assert_eq!(&*a.agent_id, "node-a");
+        assert_eq!(&*a.tenant, "team-a");
+        assert_eq!(&*idx.verify(&tb).expect("b").agent_id, "node-b");
+        // A token with a's key id and another secret does not verify.
+        let kid = token_key_id(&ta).expect("kid");
+        let forged = format!("{TOKEN_PREFIX}.{kid}.{}", "0".repeat(SECRET_HEX));
+        assert!(idx.verify(&forged).is_none());
+        assert!(idx.verify("not-a-token").is_none());
+        assert!(idx.verify(&ta.to_uppercase()).is_none());
+        // The file never contains the token.
+        let text = toml::to_string(&f).expect("toml");
+        assert!(!text.contains(&ta[ta.len() - 20..]));
+    }
+
+    #[test]
+    fn an_agent_belongs_to_one_tenant_and_revoke_removes_it() {
+        let mut f = CredentialsFile::default();
+        f.add("n1", "t1", 0.0).expect("add");
+        f.add("n1", "t1", 0.0).expect("second key, same tenant");
+        assert!(f.add("n1", "t2", 0.0).is_err());
+        assert!(f.add("n2", "bad/tenant", 0.0).is_err());
+        assert!(f.add("", "t1", 0.0).is_err());
+        assert_eq!(f.revoke(Some("n1"), None), 2);
+        assert!(f.credentials.is_empty());
+    }
+
+    #[test]
+    fn file_roundtrips_and_is_checked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("credentials.toml");
+        assert!(CredentialsFile::load(&p, true)
+            .expect("missing ok")
+            .credentials
+            .is_empty());
+        assert!(CredentialsFile::load(&p, false).is_err());
+        let mut f = CredentialsFile::default();
+        let t = f.add("n1", "t1", 5.0).expect("add");
+        f.save(&p).expect("save");
+        let back = CredentialsFile::load(&p, false).expect("load");
+        assert_eq!(back, f);
+        assert!(back.index().verify(&t).is_some());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+            let e = CredentialsFile::load(&p, false).expect_err("world-writable");
+            assert!(e.to_string().contains("writable by group or others"), "{e}");
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+            assert!(
+                CredentialsFile::load(&p, false).is_ok(),
+                "world-readable is fine"
+            );
+        }
+        std::fs::write(&p, "[[credential]]\nkey_id = \"x\"\n").expect("write");
+        assert!(CredentialsFile::load(&p, false).is_err());
+        let mut dup = f.clone();
+        dup.credentials.push(f.credentials[0].clone());
+        assert!(dup.validate().is_err());
+    }
+}
