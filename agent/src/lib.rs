@@ -4,7 +4,8 @@
 //! * [`runtime`]: the [`ContainerRuntime`] trait over our own types;
 //!   [`docker::DockerRuntime`] implements it with bollard, [`fake::FakeRuntime`]
 //!   in memory for tests.
-//! * [`config`]: `agent.toml` ([`AgentConfig`], [`config::check_toml`]).
+//! * [`config`]: `agent.toml` ([`AgentConfig`], [`config::check_toml`]);
+//!   [`toml_check`]: key-by-key TOML checking that reports every error at once.
 //! * [`labels`]: container labels -> applications and components.
 //! * [`view`]: the per-round [`NodeView`], [`NodeAction`]s and the
 //!   [`PlanSource`] trait ([`LocalShaper`] in standalone mode; the cluster
@@ -26,10 +27,12 @@ pub mod notify;
 pub mod prom;
 pub mod runtime;
 pub mod state;
+pub mod toml_check;
 pub mod view;
 
 pub use agent::{Agent, RoundReport, Shared};
-pub use config::{AgentConfig, ConfigIssue, ConfigIssues};
+pub use config::AgentConfig;
+pub use tailor_core::{ConfigError, ConfigErrors};
 pub use runtime::{ContainerRuntime, RuntimeError};
 pub use view::{
     ActionOutcome, ContainerReport, LocalShaper, NodeAction, NodeActionKind, NodePlan, NodeView,
@@ -44,7 +47,7 @@ pub enum AgentError {
     #[error(transparent)]
     PlanSource(PlanSourceError),
     #[error("{0}")]
-    Config(#[from] ConfigIssues),
+    Config(#[from] ConfigErrors),
     #[error("cannot build the forecaster: {0}")]
     Forecaster(#[from] forecaster::ForecastError),
     #[error("HTTP endpoint {addr}: {source}")]

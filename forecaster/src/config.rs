@@ -9,7 +9,7 @@ use crate::arima::{ArimaConfig, AutoArima};
 use crate::baselines::{LastValue, PeakConfig, Vpa, VpaConfig, WindowPeak};
 use crate::calibration::{Calibrated, CalibrationConfig};
 use crate::gp::{Gp, GpConfig};
-use crate::{ForecastError, Forecaster};
+use crate::{ConfigErrors, ForecastError, Forecaster};
 
 /// Which model to build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -115,30 +115,16 @@ impl ModelConfig {
     }
 
     /// Checks every sub-config (all of them, whatever `kind` is) and reports
-    /// every problem at once.
-    pub fn validate(&self) -> Result<(), ForecastError> {
-        let mut errs = Vec::new();
-        if let Err(list) = self.arima.validate() {
-            errs.extend(list);
-        }
-        let checks: [Result<(), ForecastError>; 4] = [
-            self.calibration.validate(),
-            self.gp.validate(),
-            self.peak.validate(),
-            self.vpa.validate(),
-        ];
-        for r in checks {
-            if let Err(ForecastError::InvalidConfig(m)) = r {
-                errs.push(m);
-            } else if let Err(e) = r {
-                errs.push(e.to_string());
-            }
-        }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(ForecastError::InvalidConfig(errs.join("; ")))
-        }
+    /// every problem at once, keys relative to the `[forecaster]` table
+    /// (`gp.history`, `arima.window`, ...).
+    pub fn validate(&self) -> Result<(), ConfigErrors> {
+        let mut e = ConfigErrors::new();
+        e.nested("calibration", self.calibration.validate());
+        e.nested("arima", self.arima.validate());
+        e.nested("gp", self.gp.validate());
+        e.nested("peak", self.peak.validate());
+        e.nested("vpa", self.vpa.validate());
+        e.into_result()
     }
 
     /// Builds the configured model (wrapped in [`Calibrated`] when

@@ -4,7 +4,7 @@
 //! Every model implements the object-safe [`Forecaster`] trait and answers
 //! with a [`Predictive`] (mean, std, upper band at level k).
 
-pub use tailor_core::{Calibration, Predictive};
+pub use tailor_core::{Calibration, ConfigError, ConfigErrors, Predictive};
 
 pub use baselines::{LastValue, Oracle, PeakConfig, Vpa, VpaConfig, WindowPeak};
 pub use calibration::{Calibrated, CalibrationConfig};
@@ -17,9 +17,12 @@ pub enum ForecastError {
     /// A sample was NaN or infinite; the model state is unchanged.
     #[error("sample {value} is not a finite number")]
     NonFinite { value: f64 },
-    /// A configuration value is out of range.
+    /// A value given by name (e.g. a model kind) is unknown.
     #[error("invalid forecaster config: {0}")]
     InvalidConfig(String),
+    /// Configuration values are out of range (every one, with key paths).
+    #[error("invalid forecaster config: {0}")]
+    Config(#[from] ConfigErrors),
 }
 
 /// An online forecaster: observe one sample at a time, forecast the peak of

@@ -43,6 +43,10 @@ impl Forecasting<'_> {
     }
 }
 
+/// Largest forecast horizon (samples): `horizon_samples` is validated
+/// against it and a derived horizon is capped at it.
+pub const MAX_HORIZON_SAMPLES: usize = 10_000;
+
 /// Engine parameters (the top-level keys of `SimConfig`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct EngineConfig {
@@ -295,9 +299,9 @@ impl<'w> Engine<'w> {
         shaper: ShaperConfig,
     ) -> Result<Self, SimError> {
         if !(cfg.interval_s.is_finite() && cfg.interval_s > 0.0) {
-            return Err(SimError::Config(format!(
-                "interval_s must be > 0, got {}",
-                cfg.interval_s
+            return Err(SimError::Config(tailor_core::ConfigErrors::single(
+                "interval_s",
+                format!("must be > 0, got {}", cfg.interval_s),
             )));
         }
         if wl.hosts.is_empty() {
@@ -316,7 +320,9 @@ impl<'w> Engine<'w> {
             .fold(f64::INFINITY, f64::min);
         let horizon = cfg.horizon_samples.unwrap_or_else(|| {
             if min_usage_interval.is_finite() {
-                (cfg.interval_s / min_usage_interval).ceil().max(1.0) as usize
+                (cfg.interval_s / min_usage_interval)
+                    .ceil()
+                    .clamp(1.0, MAX_HORIZON_SAMPLES as f64) as usize
             } else {
                 1
             }

@@ -46,8 +46,7 @@ const CACHE_H: usize = 12;
 impl AutoArima {
     /// A new forecaster; the config is validated.
     pub fn new(cfg: ArimaConfig) -> Result<AutoArima, ForecastError> {
-        cfg.validate()
-            .map_err(|e| ForecastError::InvalidConfig(e.join("; ")))?;
+        cfg.validate().map_err(|e| e.prefixed("arima"))?;
         Ok(AutoArima {
             buf: VecDeque::with_capacity(cfg.window + 1),
             cfg,
@@ -396,7 +395,7 @@ mod tests {
         };
         assert!(matches!(
             AutoArima::new(cfg),
-            Err(ForecastError::InvalidConfig(_))
+            Err(ForecastError::Config(_))
         ));
     }
 
