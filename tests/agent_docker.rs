@@ -508,10 +508,18 @@ async fn shutdown_restores_memory_and_swap() {
             .and_then(|s| s.parse::<i64>().ok())
             .unwrap_or(0)
     };
-    assert_eq!(swap(), 512 * MIB as i64, "started with 512 MiB memory + swap");
+    assert_eq!(
+        swap(),
+        512 * MIB as i64,
+        "started with 512 MiB memory + swap"
+    );
     let mut agent = new_agent(agent_config(test, "", ""));
     rounds(&mut agent, 8, |_| {}).await;
-    assert!(c.mem_limit() < 128 * MIB, "memory cut: {} MiB", c.mem_limit() / MIB);
+    assert!(
+        c.mem_limit() < 128 * MIB,
+        "memory cut: {} MiB",
+        c.mem_limit() / MIB
+    );
     assert_eq!(swap(), c.mem_limit() as i64, "no swap while shaped");
     let restored = agent.shutdown().await;
     assert_eq!(restored, vec!["tailor-t-swap".to_string()]);

@@ -267,12 +267,27 @@ impl AgentConfig {
     pub fn validate(&self) -> Result<(), ConfigErrors> {
         let mut e = ConfigErrors::new();
         let max_bytes = MAX_BYTES as f64;
-        e.range("interval_s", self.interval_s, MIN_INTERVAL_S, MAX_INTERVAL_S);
-        e.range("horizon_samples", self.horizon_samples, 1, MAX_HORIZON_SAMPLES);
+        e.range(
+            "interval_s",
+            self.interval_s,
+            MIN_INTERVAL_S,
+            MAX_INTERVAL_S,
+        );
+        e.range(
+            "horizon_samples",
+            self.horizon_samples,
+            1,
+            MAX_HORIZON_SAMPLES,
+        );
         e.range("min_samples", self.min_samples, 1, MAX_HORIZON_SAMPLES);
         e.range("warmup_rounds", self.warmup_rounds, 0, 10_000);
         e.range("stop_grace_s", self.stop_grace_s, 0, 3_600);
-        e.range("restart_cooldown_s", self.restart_cooldown_s, 0.0, MAX_DURATION_S);
+        e.range(
+            "restart_cooldown_s",
+            self.restart_cooldown_s,
+            0.0,
+            MAX_DURATION_S,
+        );
         e.check("min_mem_bytes", self.min_mem_bytes >= 6 << 20, || {
             format!(
                 "must be >= 6 MiB (Docker's minimum), got {}",
@@ -341,7 +356,9 @@ impl AgentConfig {
             e.push("selector.labels", "label keys must not be empty");
         }
         match (self.mode, &self.cluster) {
-            (Mode::Cluster, None) => e.push("cluster", "mode = \"cluster\" needs a [cluster] table"),
+            (Mode::Cluster, None) => {
+                e.push("cluster", "mode = \"cluster\" needs a [cluster] table")
+            }
             (_, Some(c)) => e.nested("cluster", c.validate()),
             _ => {}
         }
@@ -411,7 +428,8 @@ pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// names the file.
 pub fn read_config_text(path: &Path) -> Result<String, String> {
     use std::io::Read;
-    let f = std::fs::File::open(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let f =
+        std::fs::File::open(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
     let mut text = String::new();
     f.take(MAX_CONFIG_BYTES + 1)
         .read_to_string(&mut text)
@@ -504,8 +522,8 @@ mod tests {
 
     #[test]
     fn tune_snippet_is_accepted() {
-        let c = check_toml("# written by tailor tune\n[shaper]\nk1 = 0.1\nk2 = 2.0\n")
-            .expect("valid");
+        let c =
+            check_toml("# written by tailor tune\n[shaper]\nk1 = 0.1\nk2 = 2.0\n").expect("valid");
         assert_eq!(c.shaper.k1, 0.1);
         assert_eq!(c.shaper.k2, 2.0);
     }
@@ -610,7 +628,10 @@ listen = "not an address"
             ],
             "{err}"
         );
-        assert!(err.to_string().contains("cluster.token_file: missing"), "{err}");
+        assert!(
+            err.to_string().contains("cluster.token_file: missing"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -625,7 +646,10 @@ listen = "not an address"
             ("oom_bump_factor = nan", "oom_bump_factor"),
             ("[capacity]\nmem_bytes = 1e300", "capacity.mem_bytes"),
             ("[shaper]\ngrace_period_s = 1e300", "shaper.grace_period_s"),
-            ("[forecaster.gp]\ncold_max_iters = 100000000000", "forecaster.gp.cold_max_iters"),
+            (
+                "[forecaster.gp]\ncold_max_iters = 100000000000",
+                "forecaster.gp.cold_max_iters",
+            ),
         ] {
             let err = check_toml(text).expect_err(text);
             assert_eq!(err.keys(), vec![key], "{text}: {err}");

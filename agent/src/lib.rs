@@ -32,8 +32,8 @@ pub mod view;
 
 pub use agent::{Agent, RoundReport, Shared};
 pub use config::AgentConfig;
-pub use tailor_core::{ConfigError, ConfigErrors};
 pub use runtime::{ContainerRuntime, RuntimeError};
+pub use tailor_core::{ConfigError, ConfigErrors};
 pub use view::{
     ActionOutcome, ContainerReport, LocalShaper, NodeAction, NodeActionKind, NodePlan, NodeView,
     PlanSource, PlanSourceError,

@@ -25,10 +25,7 @@ pub struct Schema {
 
 impl Schema {
     fn table(&self, key: &str) -> Option<&'static Schema> {
-        self.tables
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, s)| *s)
+        self.tables.iter().find(|(k, _)| *k == key).map(|(_, s)| *s)
     }
 }
 
@@ -71,8 +68,12 @@ impl<T> Checked<T> {
 
 /// Parses TOML text (a syntax error is one error with an empty key).
 pub fn parse_text(text: &str) -> Result<toml::Table, ConfigErrors> {
-    text.parse::<toml::Table>()
-        .map_err(|e| ConfigErrors::single("", format!("TOML syntax: {}", clean_message(&e.to_string()))))
+    text.parse::<toml::Table>().map_err(|e| {
+        ConfigErrors::single(
+            "",
+            format!("TOML syntax: {}", clean_message(&e.to_string())),
+        )
+    })
 }
 
 /// Checks `table` against `schema` and builds `T` from what parsed.
@@ -107,12 +108,10 @@ fn clean(
     for (k, v) in table {
         let key = join_key(path, k);
         let value = match (schema.table(k), v) {
-            (Some(sub), toml::Value::Table(t)) => {
-                match clean(t, sub, &key, errors, placeholders) {
-                    Some(t) => toml::Value::Table(t),
-                    None => continue,
-                }
-            }
+            (Some(sub), toml::Value::Table(t)) => match clean(t, sub, &key, errors, placeholders) {
+                Some(t) => toml::Value::Table(t),
+                None => continue,
+            },
             _ => v.clone(),
         };
         let mut one = toml::Table::new();
@@ -197,7 +196,10 @@ mod tests {
         let t = parse_text("x = \"no\"\nbogus = 1\n[inner]\nn = -1\nextra = 2\n").expect("toml");
         let c: Checked<Outer> = check_value(&t, &OUTER);
         let keys = c.errors.keys();
-        assert_eq!(keys, vec!["bogus", "inner.extra", "inner.n", "inner.need", "x"]);
+        assert_eq!(
+            keys,
+            vec!["bogus", "inner.extra", "inner.n", "inner.need", "x"]
+        );
         assert_eq!(c.placeholders, vec!["inner.need".to_string()]);
         let cfg = c.config.expect("built from what parsed");
         assert_eq!(cfg.x, 0.0);

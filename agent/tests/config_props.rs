@@ -13,30 +13,92 @@ use std::collections::BTreeMap;
 /// from one pool makes known keys appear in the wrong tables too.
 const KEYS: &[&str] = &[
     // agent.toml
-    "mode", "actuation", "interval_s", "horizon_samples", "min_samples", "warmup_rounds",
-    "node_name", "docker_socket", "state_file", "stop_grace_s", "restart_evicted",
-    "restart_cooldown_s", "min_mem_bytes", "min_cpu_cores", "oom_bump_bytes",
-    "oom_bump_factor", "oom_memory_s", "reinspect_every", "on_shutdown",
-    "cpu_cores", "mem_bytes", "reserved_cpu_cores", "reserved_mem_bytes",
-    "require_enable_label", "labels", "listen",
+    "mode",
+    "actuation",
+    "interval_s",
+    "horizon_samples",
+    "min_samples",
+    "warmup_rounds",
+    "node_name",
+    "docker_socket",
+    "state_file",
+    "stop_grace_s",
+    "restart_evicted",
+    "restart_cooldown_s",
+    "min_mem_bytes",
+    "min_cpu_cores",
+    "oom_bump_bytes",
+    "oom_bump_factor",
+    "oom_memory_s",
+    "reinspect_every",
+    "on_shutdown",
+    "cpu_cores",
+    "mem_bytes",
+    "reserved_cpu_cores",
+    "reserved_mem_bytes",
+    "require_enable_label",
+    "labels",
+    "listen",
     // [shaper]
-    "policy", "k1", "k2", "order", "victim_order", "grace_period_s", "failure_limit",
-    "max_growth", "min_relative_change", "max_evictions_per_round",
+    "policy",
+    "k1",
+    "k2",
+    "order",
+    "victim_order",
+    "grace_period_s",
+    "failure_limit",
+    "max_growth",
+    "min_relative_change",
+    "max_evictions_per_round",
     // [forecaster]
-    "kind", "calibrated", "window", "history", "train_size", "min_train", "restarts",
-    "cold_max_iters", "warm_max_iters", "research_every", "buckets", "half_life_s",
-    "bucket_ratio", "margin", "prior_dof", "tail_shape",
+    "kind",
+    "calibrated",
+    "window",
+    "history",
+    "train_size",
+    "min_train",
+    "restarts",
+    "cold_max_iters",
+    "warm_max_iters",
+    "research_every",
+    "buckets",
+    "half_life_s",
+    "bucket_ratio",
+    "margin",
+    "prior_dof",
+    "tail_shape",
     // [cluster], shaper.toml
-    "shaper_url", "token_file", "agent_id", "timeout_s", "hold_s", "regrow_fraction",
-    "snap_fraction", "stale_after_intervals", "forget_after_intervals",
-    "warmup_intervals", "max_body_bytes", "max_components_per_report",
+    "shaper_url",
+    "token_file",
+    "agent_id",
+    "timeout_s",
+    "hold_s",
+    "regrow_fraction",
+    "snap_fraction",
+    "stale_after_intervals",
+    "forget_after_intervals",
+    "warmup_intervals",
+    "max_body_bytes",
+    "max_components_per_report",
     // unknown
-    "bogus", "interval",
+    "bogus",
+    "interval",
 ];
 
 const TABLES: &[&str] = &[
-    "capacity", "selector", "http", "shaper", "forecaster", "cluster", "fail_safe", "gp",
-    "arima", "calibration", "peak", "vpa", "labels",
+    "capacity",
+    "selector",
+    "http",
+    "shaper",
+    "forecaster",
+    "cluster",
+    "fail_safe",
+    "gp",
+    "arima",
+    "calibration",
+    "peak",
+    "vpa",
+    "labels",
 ];
 
 fn scalar() -> impl Strategy<Value = toml::Value> {
@@ -96,8 +158,17 @@ fn table(depth: u32) -> BoxedStrategy<toml::Table> {
     }
     let sub = (prop::sample::select(TABLES), table(depth - 1))
         .prop_map(|(k, t)| (k.to_string(), toml::Value::Table(t)));
-    (prop::collection::vec(entry, 0..8), prop::collection::vec(sub, 0..4))
-        .prop_map(|(a, b)| a.into_iter().chain(b).collect::<BTreeMap<_, _>>().into_iter().collect())
+    (
+        prop::collection::vec(entry, 0..8),
+        prop::collection::vec(sub, 0..4),
+    )
+        .prop_map(|(a, b)| {
+            a.into_iter()
+                .chain(b)
+                .collect::<BTreeMap<_, _>>()
+                .into_iter()
+                .collect()
+        })
         .boxed()
 }
 

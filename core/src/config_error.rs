@@ -44,7 +44,10 @@ pub struct ConfigError {
 
 impl ConfigError {
     pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { key: key.into(), message: message.into() }
+        Self {
+            key: key.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -134,9 +137,18 @@ impl ConfigErrors {
     /// Adds `key: must be in [lo, hi], got value` unless `lo <= value <= hi`.
     /// NaN is never in range, so a float check also refuses NaN and (with a
     /// finite `hi`) infinities.
-    pub fn range<T: PartialOrd + Display + Debug + Copy>(&mut self, key: &str, value: T, lo: T, hi: T) {
+    pub fn range<T: PartialOrd + Display + Debug + Copy>(
+        &mut self,
+        key: &str,
+        value: T,
+        lo: T,
+        hi: T,
+    ) {
         if !(value >= lo && value <= hi) {
-            self.push(key, format!("must be in [{lo}, {hi}], got {}", short(value)));
+            self.push(
+                key,
+                format!("must be in [{lo}, {hi}], got {}", short(value)),
+            );
         }
     }
 
@@ -230,7 +242,10 @@ mod tests {
         outer.nested("fail_safe", Err(inner));
         outer.nested("x", Ok(()));
         let e = outer.prefixed("cluster");
-        assert_eq!(e.keys(), vec!["cluster.fail_safe.hold_s", "cluster.fail_safe"]);
+        assert_eq!(
+            e.keys(),
+            vec!["cluster.fail_safe.hold_s", "cluster.fail_safe"]
+        );
         let text = e.to_string();
         assert!(text.starts_with("2 configuration error(s): "), "{text}");
         assert!(text.contains("cluster.fail_safe.hold_s: bad; cluster.fail_safe: whole table"));
@@ -240,7 +255,10 @@ mod tests {
 
     #[test]
     fn empty_key_displays_only_the_message() {
-        assert_eq!(ConfigError::new("", "file: cannot read").to_string(), "file: cannot read");
+        assert_eq!(
+            ConfigError::new("", "file: cannot read").to_string(),
+            "file: cannot read"
+        );
         assert_eq!(ConfigError::new("k", "m").to_string(), "k: m");
     }
 }

@@ -231,8 +231,9 @@ mod tests {
         assert!(total <= MAX_LINE_BYTES + 2 * BUF_BYTES as u64, "{total}");
         assert!(line.len() as u64 <= MAX_LINE_BYTES + BUF_BYTES as u64);
         // and a table reader names the file
-        let mut t = crate::TableReader::<crate::google2011::reader::MachineEvent>::open(&path, true)
-            .expect("open");
+        let mut t =
+            crate::TableReader::<crate::google2011::reader::MachineEvent>::open(&path, true)
+                .expect("open");
         let e = loop {
             match t.next_row() {
                 Ok(Some(_)) => {}
@@ -240,6 +241,9 @@ mod tests {
                 Err(e) => break e.to_string(),
             }
         };
-        assert!(e.contains("bomb.csv.gz") && e.contains("line 2 is longer than"), "{e}");
+        assert!(
+            e.contains("bomb.csv.gz") && e.contains("line 2 is longer than"),
+            "{e}"
+        );
     }
 }

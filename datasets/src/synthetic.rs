@@ -35,11 +35,11 @@ use crate::google2011::{
 use crate::pool::{mix64, UsagePool};
 use crate::workload::{AppSpec, Class, ComponentSpec, HostSpec, Resources, Workload};
 use crate::DatasetError;
-use tailor_core::ConfigErrors;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
+use tailor_core::ConfigErrors;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
@@ -308,10 +308,25 @@ impl SyntheticConfig {
             self.target_load > 0.0 && self.target_load <= 100.0,
             || format!("must be in (0, 100], got {}", self.target_load),
         );
-        e.range("max_components_per_app", self.max_components_per_app, 1, 1_000);
+        e.range(
+            "max_components_per_app",
+            self.max_components_per_app,
+            1,
+            1_000,
+        );
         e.range("min_work_s", self.min_work_s, 0.0, 1e9);
-        e.range("min_request.cpu_cores", self.min_request.cpu_cores, 0.0, MAX_CORES);
-        e.range("min_request.mem_bytes", self.min_request.mem_bytes, 0.0, MAX_BYTES);
+        e.range(
+            "min_request.cpu_cores",
+            self.min_request.cpu_cores,
+            0.0,
+            MAX_CORES,
+        );
+        e.range(
+            "min_request.mem_bytes",
+            self.min_request.mem_bytes,
+            0.0,
+            MAX_BYTES,
+        );
         e.nested("class_rule", self.class_rule.validate());
         e.into_result()
     }

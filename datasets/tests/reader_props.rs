@@ -11,8 +11,9 @@ use datasets::{Table, TableReader};
 use proptest::prelude::*;
 
 fn drain<T: Table>(bytes: &[u8], lenient: bool) -> Result<(), TestCaseError> {
-    let mut r = TableReader::<T>::from_reader("input.csv", std::io::Cursor::new(bytes.to_vec()), lenient)
-        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let mut r =
+        TableReader::<T>::from_reader("input.csv", std::io::Cursor::new(bytes.to_vec()), lenient)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
     // a reader that reports an error may continue; bound the loop by the
     // input size so a reader that never ends would fail the test
     for _ in 0..=bytes.len() + 1 {
@@ -58,7 +59,10 @@ fn row_like() -> impl Strategy<Value = Vec<u8>> {
         Just("18446744073709551616".to_string()),
         "[a-z0-9 .\"]{0,6}",
     ];
-    let row = (prop::collection::vec(field, 0..22), prop::sample::select(vec![",", ";", "\t", ", "]))
+    let row = (
+        prop::collection::vec(field, 0..22),
+        prop::sample::select(vec![",", ";", "\t", ", "]),
+    )
         .prop_map(|(f, sep)| f.join(sep));
     prop::collection::vec(row, 0..6).prop_map(|rows| rows.join("\n").into_bytes())
 }
@@ -104,7 +108,8 @@ fn negative_requests_and_capacities_are_refused() {
     assert!(r.next_row().expect("lenient").is_none());
     assert_eq!(r.skipped(), 1);
     let machine = b"0,5,0,platform,0.5,-1\n";
-    let mut r = TableReader::<MachineEvent>::from_reader("me.csv", &machine[..], false).expect("open");
+    let mut r =
+        TableReader::<MachineEvent>::from_reader("me.csv", &machine[..], false).expect("open");
     let e = r.next_row().expect_err("negative memory").to_string();
     assert!(e.contains("me.csv:1") && e.contains("Memory"), "{e}");
 }

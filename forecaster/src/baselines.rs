@@ -187,7 +187,10 @@ impl VpaConfig {
     /// `buckets` [10, 100000].
     pub fn validate(&self) -> Result<(), ConfigErrors> {
         let mut e = ConfigErrors::new();
-        for (key, v) in [("half_life_s", self.half_life_s), ("interval_s", self.interval_s)] {
+        for (key, v) in [
+            ("half_life_s", self.half_life_s),
+            ("interval_s", self.interval_s),
+        ] {
             e.check(key, v > 0.0 && v <= 1e9, || {
                 format!("must be in (0, 1e9], got {v}")
             });

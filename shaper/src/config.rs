@@ -198,7 +198,12 @@ impl ShaperConfig {
         let mut e = ConfigErrors::new();
         e.range("k1", self.k1, 0.0, MAX_K1);
         e.range("k2", self.k2, 0.0, MAX_K2);
-        e.range("grace_period_s", self.grace_period_s, 0.0, MAX_GRACE_PERIOD_S);
+        e.range(
+            "grace_period_s",
+            self.grace_period_s,
+            0.0,
+            MAX_GRACE_PERIOD_S,
+        );
         e.check("failure_limit", self.failure_limit >= 1, || {
             "must be >= 1 (0 would leave every application unshaped)".to_string()
         });

@@ -10,8 +10,21 @@ fn value() -> impl Strategy<Value = String> {
         any::<i64>().prop_map(|v| v.to_string()),
         any::<f64>().prop_map(|v| format!("{v:?}")),
         prop::sample::select(vec![
-            "0", "1", "-1", "4294967296", "1e-10", "1e308", "nan", "-inf", "0.05", "3.0",
-            "\"sjf\"", "\"pessimistic\"", "\"least_work_lost\"", "true", "[1]",
+            "0",
+            "1",
+            "-1",
+            "4294967296",
+            "1e-10",
+            "1e308",
+            "nan",
+            "-inf",
+            "0.05",
+            "3.0",
+            "\"sjf\"",
+            "\"pessimistic\"",
+            "\"least_work_lost\"",
+            "true",
+            "[1]",
         ])
         .prop_map(str::to_string),
     ]

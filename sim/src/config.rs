@@ -130,8 +130,18 @@ impl SimConfig {
     /// `[forecaster]` as their own `validate()`.
     pub fn validate(&self) -> Result<(), ConfigErrors> {
         let mut e = ConfigErrors::new();
-        e.range("interval_s", self.interval_s, MIN_INTERVAL_S, MAX_INTERVAL_S);
-        e.range_opt("horizon_samples", self.horizon_samples, 1, MAX_HORIZON_SAMPLES);
+        e.range(
+            "interval_s",
+            self.interval_s,
+            MIN_INTERVAL_S,
+            MAX_INTERVAL_S,
+        );
+        e.range_opt(
+            "horizon_samples",
+            self.horizon_samples,
+            1,
+            MAX_HORIZON_SAMPLES,
+        );
         e.range("min_history_samples", self.min_history_samples, 0, 100_000);
         if let Some(t) = self.max_time_s {
             e.check("max_time_s", t > 0.0 && t <= MAX_TIME_S, || {
@@ -224,7 +234,10 @@ kind = "last"
             ("interval_s = 1e-9", "interval_s"),
             ("interval_s = 1e300", "interval_s"),
             ("horizon_samples = 9223372036854775807", "horizon_samples"),
-            ("min_history_samples = 9223372036854775807", "min_history_samples"),
+            (
+                "min_history_samples = 9223372036854775807",
+                "min_history_samples",
+            ),
             ("max_time_s = inf", "max_time_s"),
         ] {
             match SimConfig::from_toml_str(text, "t") {

@@ -29,7 +29,9 @@ impl std::str::FromStr for WorkloadSource {
         let bad = |why: &str| {
             SimError::Config(ConfigErrors::single(
                 "workload",
-                format!("{why} in {s:?} (expected bundled, google2011:DIR or synthetic:SEED[:APPS])"),
+                format!(
+                    "{why} in {s:?} (expected bundled, google2011:DIR or synthetic:SEED[:APPS])"
+                ),
             ))
         };
         if s == "bundled" {

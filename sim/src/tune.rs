@@ -178,13 +178,12 @@ pub fn snippet(
     let mut cfg = base.clone();
     cfg.k1 = best.k1;
     cfg.k2 = best.k2;
-    let body = toml::to_string(&Snippet { shaper: &cfg })
-        .map_err(|e| {
-            SimError::Config(tailor_core::ConfigErrors::single(
-                "shaper",
-                format!("serialising the [shaper] snippet: {e}"),
-            ))
-        })?;
+    let body = toml::to_string(&Snippet { shaper: &cfg }).map_err(|e| {
+        SimError::Config(tailor_core::ConfigErrors::single(
+            "shaper",
+            format!("serialising the [shaper] snippet: {e}"),
+        ))
+    })?;
     let s = &best.summary;
     Ok(format!(
         "# written by `tailor tune` on workload {}: best (K1, K2) with failed applications <= {:.2}%\n\

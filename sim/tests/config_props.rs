@@ -10,8 +10,22 @@ fn scalar() -> impl Strategy<Value = String> {
         any::<i64>().prop_map(|v| v.to_string()),
         any::<f64>().prop_map(|v| format!("{v:?}")),
         prop::sample::select(vec![
-            "0", "1", "-1", "9223372036854775807", "1e-9", "1e308", "nan", "inf", "300.0",
-            "0.5", "true", "\"gp\"", "\"oracle\"", "\"worst_fit\"", "\"optimistic\"", "[]",
+            "0",
+            "1",
+            "-1",
+            "9223372036854775807",
+            "1e-9",
+            "1e308",
+            "nan",
+            "inf",
+            "300.0",
+            "0.5",
+            "true",
+            "\"gp\"",
+            "\"oracle\"",
+            "\"worst_fit\"",
+            "\"optimistic\"",
+            "[]",
             "{}",
         ])
         .prop_map(str::to_string),
@@ -20,11 +34,20 @@ fn scalar() -> impl Strategy<Value = String> {
 
 fn text() -> impl Strategy<Value = String> {
     let key = prop::sample::select(vec![
-        "interval_s", "horizon_samples", "min_history_samples", "seed", "backfill",
-        "placement", "max_time_s", "parallel_forecasts", "forecaster_source", "bogus",
+        "interval_s",
+        "horizon_samples",
+        "min_history_samples",
+        "seed",
+        "backfill",
+        "placement",
+        "max_time_s",
+        "parallel_forecasts",
+        "forecaster_source",
+        "bogus",
     ]);
     let top = prop::collection::vec((key, scalar()), 0..6);
-    let shaper_key = prop::sample::select(vec!["k1", "k2", "policy", "grace_period_s", "max_growth"]);
+    let shaper_key =
+        prop::sample::select(vec!["k1", "k2", "policy", "grace_period_s", "max_growth"]);
     let shaper = prop::collection::vec((shaper_key, scalar()), 0..4);
     let fc_key = prop::sample::select(vec!["kind", "calibrated", "gp", "peak"]);
     let fc = prop::collection::vec((fc_key, scalar()), 0..3);

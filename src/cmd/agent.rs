@@ -93,7 +93,8 @@ pub fn load_config(args: &Args) -> anyhow::Result<AgentConfig> {
     if let Some(i) = args.interval_s {
         cfg.interval_s = i;
     }
-    cfg.validate().context("configuration with command-line overrides")?;
+    cfg.validate()
+        .context("configuration with command-line overrides")?;
     Ok(cfg)
 }
 

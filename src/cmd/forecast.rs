@@ -79,7 +79,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     cfg.calibrated = args.calibrated;
     cfg.validate().context("invalid model config")?;
     if !(1..=MAX_HORIZON).contains(&args.horizon) {
-        anyhow::bail!("--horizon must be in [1, {MAX_HORIZON}], got {}", args.horizon);
+        anyhow::bail!(
+            "--horizon must be in [1, {MAX_HORIZON}], got {}",
+            args.horizon
+        );
     }
     let series = datasets::series::load_series(&args.input, args.column.as_deref())
         .with_context(|| format!("loading {}", args.input.display()))?;

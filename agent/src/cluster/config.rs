@@ -36,8 +36,8 @@
 
 use super::failsafe::FailSafeConfig;
 use super::ClusterError;
-use serde::{Deserialize, Serialize};
 use crate::toml_check::{check_value, leaf, parse_text, probe, Schema};
+use serde::{Deserialize, Serialize};
 use shaper::{ConfigErrors, ShaperConfig};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -236,7 +236,12 @@ impl ShaperServerConfig {
                 ),
             );
         }
-        errors.range("interval_s", self.interval_s, MIN_INTERVAL_S, MAX_INTERVAL_S);
+        errors.range(
+            "interval_s",
+            self.interval_s,
+            MIN_INTERVAL_S,
+            MAX_INTERVAL_S,
+        );
         errors.range(
             "stale_after_intervals",
             self.stale_after_intervals,
@@ -457,7 +462,13 @@ mod tests {
         let e = check_toml(text).expect_err("invalid");
         assert_eq!(
             e.keys(),
-            vec!["bogus", "shaper.nope", "token_file", "interval_s", "shaper.k1"],
+            vec![
+                "bogus",
+                "shaper.nope",
+                "token_file",
+                "interval_s",
+                "shaper.k1"
+            ],
             "{e}"
         );
     }
@@ -467,7 +478,10 @@ mod tests {
         for (text, key) in [
             ("interval_s = 1e-10", "interval_s"),
             ("interval_s = 1e300", "interval_s"),
-            ("stale_after_intervals = 4000000000", "stale_after_intervals"),
+            (
+                "stale_after_intervals = 4000000000",
+                "stale_after_intervals",
+            ),
             ("warmup_intervals = 4000000000", "warmup_intervals"),
         ] {
             let e = check_toml(&format!("token_file = \"/t\"\n{text}")).expect_err(text);

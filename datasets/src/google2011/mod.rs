@@ -63,7 +63,6 @@ use crate::workload::{
     AppSpec, Class, ComponentSpec, HostSpec, Resources, Shape, UsageSeries, Workload,
 };
 use crate::DatasetError;
-use tailor_core::ConfigErrors;
 use rand::{Rng, SeedableRng};
 use reader::{
     JobEvent, MachineEvent, MachineEventType, Table, TableReader, TaskEvent, TaskEventType,
@@ -73,6 +72,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use tailor_core::ConfigErrors;
 
 /// Times at or above this are "after the trace window" markers, not real times.
 const FAR_FUTURE_US: TimeUs = 1 << 62;
@@ -199,8 +199,18 @@ impl Google2011Config {
             || format!("must be in (0, 1e6], got {}", self.host_capacity_scale),
         );
         e.range("min_work_s", self.min_work_s, 0.0, 1e9);
-        e.range("min_request.cpu_cores", self.min_request.cpu_cores, 0.0, MAX_CORES);
-        e.range("min_request.mem_bytes", self.min_request.mem_bytes, 0.0, MAX_BYTES);
+        e.range(
+            "min_request.cpu_cores",
+            self.min_request.cpu_cores,
+            0.0,
+            MAX_CORES,
+        );
+        e.range(
+            "min_request.mem_bytes",
+            self.min_request.mem_bytes,
+            0.0,
+            MAX_BYTES,
+        );
         e.nested("class_rule", self.class_rule.validate());
         e.check("max_hosts", self.max_hosts != Some(0), || {
             "must be at least 1".to_string()

@@ -154,10 +154,7 @@ impl ArimaConfig {
         );
         e.range("min_samples", self.min_samples, 4, 10_000);
         e.check("min_samples", self.min_samples <= self.window, || {
-            format!(
-                "({}) must be <= window ({})",
-                self.min_samples, self.window
-            )
+            format!("({}) must be <= window ({})", self.min_samples, self.window)
         });
         e.range("param_refit_every", self.param_refit_every, 1, 1_000_000);
         e.range("warm_max_iter", self.warm_max_iter, 1, 1_000);
@@ -184,7 +181,13 @@ mod tests {
         let errs = bad.validate().expect_err("invalid");
         assert_eq!(
             errs.keys(),
-            vec!["window", "max_p", "kpss_alpha", "research_every", "min_samples"],
+            vec![
+                "window",
+                "max_p",
+                "kpss_alpha",
+                "research_every",
+                "min_samples"
+            ],
             "{errs:?}"
         );
     }

@@ -393,10 +393,7 @@ mod tests {
             window: 1,
             ..Default::default()
         };
-        assert!(matches!(
-            AutoArima::new(cfg),
-            Err(ForecastError::Config(_))
-        ));
+        assert!(matches!(AutoArima::new(cfg), Err(ForecastError::Config(_))));
     }
 
     mod props {
