@@ -482,3 +482,48 @@ async fn overload_evicts_youngest_elastic_of_last_app_and_restarts_it() {
     }
     assert!(a.running() && b_core.running());
 }
+
+/// `on_shutdown = "restore_requests"` puts back the memory limit AND the
+/// swap limit the container was started with (issue 13: MemorySwap was left
+/// at the shaped memory limit).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_restores_memory_and_swap() {
+    let test = "swap";
+    if docker_or_skip(test).is_none() {
+        return;
+    }
+    let sel = ("tailor.test", test);
+    // 256 MiB of memory, 512 MiB of memory + swap (the later flag wins)
+    let c = TestContainer::run(
+        "tailor-t-swap",
+        256,
+        1.0,
+        &[("tailor.enable", "true"), sel],
+        &["8:0.02:3600"],
+        &["--memory-swap", "512m"],
+    );
+    let swap = || {
+        docker(&["inspect", "--format", "{{.HostConfig.MemorySwap}}", &c.id])
+            .ok()
+            .and_then(|s| s.parse::<i64>().ok())
+            .unwrap_or(0)
+    };
+    assert_eq!(
+        swap(),
+        512 * MIB as i64,
+        "started with 512 MiB memory + swap"
+    );
+    let mut agent = new_agent(agent_config(test, "", ""));
+    rounds(&mut agent, 8, |_| {}).await;
+    assert!(
+        c.mem_limit() < 128 * MIB,
+        "memory cut: {} MiB",
+        c.mem_limit() / MIB
+    );
+    assert_eq!(swap(), c.mem_limit() as i64, "no swap while shaped");
+    let restored = agent.shutdown().await;
+    assert_eq!(restored, vec!["tailor-t-swap".to_string()]);
+    assert_eq!(c.mem_limit(), 256 * MIB, "memory restored");
+    assert_eq!(swap(), 512 * MIB as i64, "memory + swap restored");
+    assert!(c.running());
+}

@@ -75,7 +75,7 @@ fn main() {
         }),
         None => "state_file = \"\"\nactuation = \"recommend\"\n[http]\nlisten = \"\"\n".to_string(),
     };
-    let cfg: AgentConfig = check_toml(&text, None).unwrap_or_else(|e| {
+    let cfg: AgentConfig = check_toml(&text).unwrap_or_else(|e| {
         eprintln!("bad config: {e}");
         std::process::exit(2)
     });

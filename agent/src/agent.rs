@@ -875,6 +875,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         ResourceUpdate {
             mem_bytes: Some(to.mem_bytes.ceil() as u64),
             cpu: Some(kind.with_cores(to.cpu_cores)),
+            mem_swap_bytes: None,
         }
     }
 
@@ -1011,6 +1012,11 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                             if let Some(tm) = self.tracked.get_mut(&a.container_id) {
                                 if let Some(m) = update.mem_bytes {
                                     tm.info.limits.mem_bytes = Some(m);
+                                    tm.info.limits.mem_swap_bytes = Some(
+                                        update
+                                            .mem_swap_bytes
+                                            .unwrap_or(i64::try_from(m).unwrap_or(i64::MAX)),
+                                    );
                                 }
                                 if let Some(c) = update.cpu {
                                     tm.info.limits.cpu = c;
@@ -1052,9 +1058,17 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             },
             c => c,
         };
+        // the swap limit it was started with; an originally unlimited
+        // memory had unlimited swap
+        let swap = match (orig.mem_bytes, orig.mem_swap_bytes) {
+            (_, Some(s)) => Some(s),
+            (None, None) => Some(-1),
+            (Some(_), None) => None,
+        };
         ResourceUpdate {
             mem_bytes: Some(mem),
             cpu: Some(cpu),
+            mem_swap_bytes: swap,
         }
     }
 
@@ -1089,6 +1103,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                         tm.info.limits = Limits {
                             mem_bytes: update.mem_bytes,
                             cpu: update.cpu.unwrap_or(tm.info.limits.cpu),
+                            mem_swap_bytes: update.mem_swap_bytes,
                         };
                         tm.needs_inspect = true;
                         tm.last_cpu = None;
@@ -1144,6 +1159,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             let current = ResourceUpdate {
                 mem_bytes: t.info.limits.mem_bytes,
                 cpu: Some(t.info.limits.cpu),
+                mem_swap_bytes: t.info.limits.mem_swap_bytes,
             };
             if update == current {
                 continue;

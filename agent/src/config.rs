@@ -3,7 +3,8 @@
 //! Every key has a default, so an empty file (or a snippet written by
 //! `tailor tune`, which holds only a `[shaper]` table with `k1` and `k2`) is
 //! a valid configuration. Unknown keys are errors. [`check_toml`] reports
-//! every problem of a file at once, each with its key.
+//! every problem of a file at once, each with its dotted key path (see
+//! [`AgentConfig::validate`] for the accepted ranges).
 //!
 //! ```toml
 //! mode = "standalone"        # or "cluster" (needs [cluster])
@@ -49,12 +50,13 @@
 //! ```
 
 use crate::cluster::ClusterClientConfig;
+use crate::toml_check::{check_value, leaf, parse_text, probe, Schema};
 use forecaster::config::ModelConfig;
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use shaper::ShaperConfig;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+pub use tailor_core::{ConfigError, ConfigErrors};
 
 /// Default configuration file.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/tailor/agent.toml";
@@ -238,6 +240,10 @@ impl Default for AgentConfig {
     }
 }
 
+/// Shortest sampling interval (seconds).
+pub const MIN_INTERVAL_S: f64 = 0.1;
+/// Longest sampling interval (seconds): one day.
+pub const MAX_INTERVAL_S: f64 = 86_400.0;
 /// The container runtime the agent manages.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -280,8 +286,141 @@ impl Default for RecordConfig {
 
 /// Largest accepted `[record] max_bytes` (1 TiB).
 pub const MAX_RECORD_BYTES: u64 = 1 << 40;
+/// Longest duration setting (`restart_cooldown_s`, `oom_memory_s`): 30 days.
+pub const MAX_DURATION_S: f64 = 30.0 * 86_400.0;
+/// Largest byte amount of a floor, bump or capacity: 1 PiB.
+pub const MAX_BYTES: u64 = 1 << 50;
+/// Largest CPU amount of a floor or capacity (cores).
+pub const MAX_CORES: f64 = 1.0e6;
+/// Longest `node_name`.
+pub const MAX_NODE_NAME_LEN: usize = 256;
 
 impl AgentConfig {
+    /// Checks every setting (including `[shaper]`, `[forecaster]` and, in
+    /// cluster mode, `[cluster]`) and reports every problem at once, keys as
+    /// dotted paths. Ranges (so that anything accepted runs):
+    ///
+    /// | key | accepted |
+    /// |---|---|
+    /// | `interval_s` | [0.1, 86400] |
+    /// | `warmup_rounds` | [0, 10000] |
+    /// | `stop_grace_s` | [0, 3600] |
+    /// | `restart_cooldown_s` | [0, 2592000] (30 days) |
+    /// | `shaper.min_mem_bytes` | >= 6 MiB (Docker's minimum; the kernel bounds the rest) |
+    /// | `shaper.min_cpu_cores` | >= 0.01 (Docker's minimum) |
+    /// | `record.max_bytes` | [64 KiB, 1 TiB] |
+    /// | `reinspect_every` | [1, 1000000] |
+    /// | `capacity.cpu_cores` | (0, 1e6] |
+    /// | `capacity.mem_bytes` | (0, 1 PiB] |
+    /// | `capacity.reserved_cpu_cores` | [0, 1e6] |
+    /// | `capacity.reserved_mem_bytes` | [0, 1 PiB] |
+    /// | `node_name` | 1 to 256 printable characters |
+    pub fn validate(&self) -> Result<(), ConfigErrors> {
+        let mut e = ConfigErrors::new();
+        let max_bytes = MAX_BYTES as f64;
+        e.range(
+            "interval_s",
+            self.interval_s,
+            MIN_INTERVAL_S,
+            MAX_INTERVAL_S,
+        );
+        e.range("warmup_rounds", self.warmup_rounds, 0, 10_000);
+        e.range("stop_grace_s", self.stop_grace_s, 0, 3_600);
+        e.range(
+            "restart_cooldown_s",
+            self.restart_cooldown_s,
+            0.0,
+            MAX_DURATION_S,
+        );
+        // The kernel's floors, against the container runtime's minimums.
+        e.check(
+            "shaper.min_mem_bytes",
+            self.shaper.min_mem_bytes >= f64::from(6u32 << 20),
+            || {
+                format!(
+                    "must be >= 6 MiB (Docker's minimum), got {}",
+                    self.shaper.min_mem_bytes
+                )
+            },
+        );
+        e.check(
+            "shaper.min_cpu_cores",
+            self.shaper.min_cpu_cores >= 0.01,
+            || {
+                format!(
+                    "must be >= 0.01 (Docker's minimum), got {}",
+                    self.shaper.min_cpu_cores
+                )
+            },
+        );
+        e.range("record.max_bytes", self.record.max_bytes, 1 << 16, MAX_RECORD_BYTES);
+        e.check(
+            "record.path",
+            !self.record.enabled || self.record_path().is_some(),
+            || "needed when recording with an empty state_file".to_string(),
+        );
+        e.range("reinspect_every", self.reinspect_every, 1, 1_000_000);
+        e.check(
+            "docker_socket",
+            !self.docker_socket.as_os_str().is_empty(),
+            || "must not be empty".into(),
+        );
+        if let Some(n) = &self.node_name {
+            e.check(
+                "node_name",
+                !n.is_empty() && n.len() <= MAX_NODE_NAME_LEN && !n.chars().any(char::is_control),
+                || format!("must be 1 to {MAX_NODE_NAME_LEN} printable characters"),
+            );
+        }
+        if let Some(c) = self.capacity.cpu_cores {
+            e.check("capacity.cpu_cores", c > 0.0 && c <= MAX_CORES, || {
+                format!("must be in (0, {MAX_CORES}], got {c}")
+            });
+        }
+        if let Some(m) = self.capacity.mem_bytes {
+            e.check("capacity.mem_bytes", m > 0.0 && m <= max_bytes, || {
+                format!("must be in (0, {MAX_BYTES}], got {m}")
+            });
+        }
+        e.range(
+            "capacity.reserved_cpu_cores",
+            self.capacity.reserved_cpu_cores,
+            0.0,
+            MAX_CORES,
+        );
+        e.range(
+            "capacity.reserved_mem_bytes",
+            self.capacity.reserved_mem_bytes,
+            0.0,
+            max_bytes,
+        );
+        if !self.http.listen.is_empty() {
+            e.check(
+                "http.listen",
+                self.http.listen.parse::<std::net::SocketAddr>().is_ok(),
+                || {
+                    format!(
+                        "must be host:port with an IP address, got {:?}",
+                        self.http.listen
+                    )
+                },
+            );
+        }
+        if self.selector.labels.keys().any(String::is_empty) {
+            e.push("selector.labels", "label keys must not be empty");
+        }
+        match (self.mode, &self.cluster) {
+            (Mode::Cluster, None) => {
+                e.push("cluster", "mode = \"cluster\" needs a [cluster] table")
+            }
+            (_, Some(c)) => e.nested("cluster", c.validate()),
+            _ => {}
+        }
+        e.nested("shaper", self.shaper.validate());
+        e.nested("forecaster", self.forecaster.validate());
+        e.into_result()
+    }
+
     /// Where the recording goes: `[record] path`, else beside `state_file`
     /// (`None` when neither is set).
     pub fn record_path(&self) -> Option<PathBuf> {
@@ -290,214 +429,81 @@ impl AgentConfig {
             (!self.state_file.as_os_str().is_empty()).then(|| dir.join("recording.jsonl.gz"))
         })
     }
-}
 
-/// One configuration problem: the file, the key and what is wrong.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConfigIssue {
-    /// The file, when the problem came from one.
-    pub file: Option<PathBuf>,
-    /// Dotted key (`shaper.k1`), or `""` for the whole file.
-    pub key: String,
-    pub message: String,
-}
-
-impl std::fmt::Display for ConfigIssue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if let Some(p) = &self.file {
-            write!(f, "{}: ", p.display())?;
-        }
-        if self.key.is_empty() {
-            write!(f, "{}", self.message)
-        } else {
-            write!(f, "{}: {}", self.key, self.message)
-        }
-    }
-}
-
-/// Every problem found, all at once.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub struct ConfigIssues(pub Vec<ConfigIssue>);
-
-impl std::fmt::Display for ConfigIssues {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} configuration error(s)", self.0.len())?;
-        for i in &self.0 {
-            write!(f, "\n  {i}")?;
-        }
-        Ok(())
-    }
-}
-
-impl AgentConfig {
-    /// Checks every setting (including `[shaper]`, `[forecaster]` and, in
-    /// cluster mode, `[cluster]`) and reports every problem at once.
-    pub fn validate(&self) -> Result<(), ConfigIssues> {
-        let mut issues = Vec::new();
-        let mut check = |key: &str, ok: bool, message: String| {
-            if !ok {
-                issues.push(ConfigIssue {
-                    file: None,
-                    key: key.to_string(),
-                    message,
-                });
-            }
-        };
-        let pos = |x: f64| x.is_finite() && x > 0.0;
-        let nonneg = |x: f64| x.is_finite() && x >= 0.0;
-        check(
-            "interval_s",
-            pos(self.interval_s) && self.interval_s >= 0.1,
-            format!("must be >= 0.1 seconds, got {}", self.interval_s),
-        );
-        check(
-            "restart_cooldown_s",
-            nonneg(self.restart_cooldown_s),
-            format!("must be >= 0, got {}", self.restart_cooldown_s),
-        );
-        // The kernel's floors, against the container runtime's minimums.
-        check(
-            "shaper.min_mem_bytes",
-            self.shaper.min_mem_bytes >= f64::from(6u32 << 20),
-            format!(
-                "must be >= 6 MiB (Docker's minimum), got {}",
-                self.shaper.min_mem_bytes
-            ),
-        );
-        check(
-            "shaper.min_cpu_cores",
-            self.shaper.min_cpu_cores.is_finite() && self.shaper.min_cpu_cores >= 0.01,
-            format!(
-                "must be >= 0.01 (Docker's minimum), got {}",
-                self.shaper.min_cpu_cores
-            ),
-        );
-        check(
-            "record.max_bytes",
-            (1 << 16..=MAX_RECORD_BYTES).contains(&self.record.max_bytes),
-            format!(
-                "must be in 64 KiB..=1 TiB, got {}",
-                self.record.max_bytes
-            ),
-        );
-        check(
-            "record.path",
-            !self.record.enabled || self.record_path().is_some(),
-            "needed when recording with an empty state_file".into(),
-        );
-        check(
-            "reinspect_every",
-            self.reinspect_every >= 1,
-            "must be >= 1".into(),
-        );
-        check(
-            "docker_socket",
-            !self.docker_socket.as_os_str().is_empty(),
-            "must not be empty".into(),
-        );
-        if let Some(c) = self.capacity.cpu_cores {
-            check(
-                "capacity.cpu_cores",
-                pos(c),
-                format!("must be > 0, got {c}"),
-            );
-        }
-        if let Some(m) = self.capacity.mem_bytes {
-            check(
-                "capacity.mem_bytes",
-                pos(m),
-                format!("must be > 0, got {m}"),
-            );
-        }
-        check(
-            "capacity.reserved_cpu_cores",
-            nonneg(self.capacity.reserved_cpu_cores),
-            "must be >= 0".into(),
-        );
-        check(
-            "capacity.reserved_mem_bytes",
-            nonneg(self.capacity.reserved_mem_bytes),
-            "must be >= 0".into(),
-        );
-        if !self.http.listen.is_empty() {
-            check(
-                "http.listen",
-                self.http.listen.parse::<std::net::SocketAddr>().is_ok(),
-                format!(
-                    "must be host:port with an IP address, got {:?}",
-                    self.http.listen
-                ),
-            );
-        }
-        for k in self.selector.labels.keys() {
-            check(
-                "selector.labels",
-                !k.is_empty(),
-                "label keys must not be empty".into(),
-            );
-        }
-        match (self.mode, &self.cluster) {
-            (Mode::Cluster, None) => check(
-                "cluster",
-                false,
-                "mode = \"cluster\" needs a [cluster] table".into(),
-            ),
-            (_, Some(c)) => {
-                if let Err(e) = c.validate() {
-                    for err in e.errors {
-                        check(&format!("cluster.{}", err.key), false, err.message);
-                    }
+    /// Checks what the agent will read at start-up besides this file, as
+    /// the agent reads it: in cluster mode the token file (exists, readable,
+    /// a regular file, not readable or writable by group or others, holds a
+    /// token) and the CA certificate file (readable, non-empty).
+    pub fn check_files(&self) -> Result<(), ConfigErrors> {
+        let mut e = ConfigErrors::new();
+        if let Some(c) = &self.cluster {
+            if !c.token_file.as_os_str().is_empty() {
+                if let Err(err) = crate::cluster::auth::read_token_file(&c.token_file) {
+                    e.push("cluster.token_file", err.to_string());
                 }
             }
-            _ => {}
-        }
-        if let Err(e) = self.shaper.validate() {
-            for err in e.errors {
-                check(&format!("shaper.{}", err.key), false, err.message);
+            if let Some(ca) = &c.ca_cert_file {
+                match std::fs::metadata(ca) {
+                    Err(err) => e.push(
+                        "cluster.ca_cert_file",
+                        format!("cannot read {}: {err}", ca.display()),
+                    ),
+                    Ok(m) if !m.is_file() || m.len() == 0 => e.push(
+                        "cluster.ca_cert_file",
+                        format!("{} is not a non-empty file", ca.display()),
+                    ),
+                    Ok(_) => {}
+                }
             }
         }
-        if let Err(e) = self.forecaster.validate() {
-            check("forecaster", false, e.to_string());
-        }
-        if issues.is_empty() {
-            Ok(())
-        } else {
-            Err(ConfigIssues(issues))
-        }
+        e.into_result()
     }
 
     /// Reads and merges config files (later files override earlier ones,
-    /// table by table), then validates. All problems of all files at once.
-    pub fn load(paths: &[PathBuf]) -> Result<AgentConfig, ConfigIssues> {
+    /// table by table), then checks and validates. All problems of all files
+    /// at once; a file that cannot be read or parsed is one error with an
+    /// empty key whose message names the file.
+    pub fn load(paths: &[PathBuf]) -> Result<AgentConfig, ConfigErrors> {
         let mut merged = toml::Table::new();
-        let mut issues = Vec::new();
+        let mut errors = ConfigErrors::new();
         for p in paths {
-            match std::fs::read_to_string(p) {
-                Ok(text) => match text.parse::<toml::Table>() {
+            match read_config_text(p) {
+                Ok(text) => match parse_text(&text) {
                     Ok(t) => merge_tables(&mut merged, t),
-                    Err(e) => issues.push(ConfigIssue {
-                        file: Some(p.clone()),
-                        key: String::new(),
-                        message: e.to_string(),
-                    }),
+                    Err(e) => {
+                        for one in e {
+                            errors.push("", format!("{}: {}", p.display(), one.message));
+                        }
+                    }
                 },
-                Err(e) => issues.push(ConfigIssue {
-                    file: Some(p.clone()),
-                    key: String::new(),
-                    message: format!("cannot read: {e}"),
-                }),
+                Err(message) => errors.push("", message),
             }
         }
-        if !issues.is_empty() {
-            return Err(ConfigIssues(issues));
-        }
-        let file = if paths.len() == 1 {
-            paths.first().cloned()
-        } else {
-            None
-        };
-        check_table(&merged, file.as_deref())
+        errors.into_result()?;
+        check_table(&merged)
     }
+}
+
+/// Largest configuration file read (bytes).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Reads a configuration file of at most [`MAX_CONFIG_BYTES`]; the error
+/// names the file.
+pub fn read_config_text(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let f =
+        std::fs::File::open(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let mut text = String::new();
+    f.take(MAX_CONFIG_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(format!(
+            "{}: larger than {MAX_CONFIG_BYTES} bytes",
+            path.display()
+        ));
+    }
+    Ok(text)
 }
 
 /// Deep-merges `over` into `base` (tables merge, other values replace).
@@ -512,117 +518,63 @@ pub fn merge_tables(base: &mut toml::Table, over: toml::Table) {
     }
 }
 
-/// Checks one TOML text (syntax, unknown keys, types, values) and reports
-/// every problem at once with its key. `file` only labels the issues.
-pub fn check_toml(text: &str, file: Option<&Path>) -> Result<AgentConfig, ConfigIssues> {
-    match text.parse::<toml::Table>() {
-        Ok(t) => check_table(&t, file),
-        Err(e) => Err(ConfigIssues(vec![ConfigIssue {
-            file: file.map(Path::to_path_buf),
-            key: String::new(),
-            message: e.to_string().trim().to_string(),
-        }])),
-    }
+/// Checks one TOML text (syntax, unknown keys, types, missing keys, values)
+/// and reports every problem at once with its dotted key path.
+pub fn check_toml(text: &str) -> Result<AgentConfig, ConfigErrors> {
+    check_table(&parse_text(text)?)
 }
 
-/// Sub-tables checked key by key (so every bad key in them is reported).
-const SUB_TABLES: [&str; 8] = [
-    "runtime",
-    "capacity",
-    "selector",
-    "http",
-    "record",
-    "shaper",
-    "forecaster",
-    "cluster",
-];
+static CAPACITY: Schema = leaf(probe::<CapacityConfig>);
+static SELECTOR: Schema = leaf(probe::<SelectorConfig>);
+static HTTP: Schema = leaf(probe::<HttpConfig>);
+static RUNTIME: Schema = leaf(probe::<RuntimeConfig>);
+static RECORD: Schema = leaf(probe::<RecordConfig>);
+static SHAPER: Schema = leaf(probe::<ShaperConfig>);
+static FAIL_SAFE: Schema = leaf(probe::<crate::cluster::FailSafeConfig>);
+static CLUSTER: Schema = Schema {
+    probe: probe::<ClusterClientConfig>,
+    tables: &[("fail_safe", &FAIL_SAFE)],
+};
+static CALIBRATION: Schema = leaf(probe::<forecaster::CalibrationConfig>);
+static ARIMA: Schema = leaf(probe::<forecaster::arima::ArimaConfig>);
+static GP: Schema = leaf(probe::<forecaster::GpConfig>);
+static PEAK: Schema = leaf(probe::<forecaster::PeakConfig>);
+static VPA: Schema = leaf(probe::<forecaster::vpa::VpaRecommenderConfig>);
+static VPA_SIMPLE: Schema = leaf(probe::<forecaster::VpaConfig>);
+/// The `[forecaster]` table's shape (also used by the shaper and sim checks).
+pub static FORECASTER: Schema = Schema {
+    probe: probe::<ModelConfig>,
+    tables: &[
+        ("calibration", &CALIBRATION),
+        ("arima", &ARIMA),
+        ("gp", &GP),
+        ("peak", &PEAK),
+        ("vpa", &VPA),
+        ("vpa_simple", &VPA_SIMPLE),
+    ],
+};
+/// `agent.toml`'s shape.
+pub static AGENT: Schema = Schema {
+    probe: probe::<AgentConfig>,
+    tables: &[
+        ("capacity", &CAPACITY),
+        ("selector", &SELECTOR),
+        ("http", &HTTP),
+        ("runtime", &RUNTIME),
+        ("record", &RECORD),
+        ("shaper", &SHAPER),
+        ("forecaster", &FORECASTER),
+        ("cluster", &CLUSTER),
+    ],
+};
 
-fn check_table(table: &toml::Table, file: Option<&Path>) -> Result<AgentConfig, ConfigIssues> {
-    let mut issues = Vec::new();
-    let mut good = toml::Table::new();
-    for (k, v) in table {
-        let mut errs = Vec::new();
-        if SUB_TABLES.contains(&k.as_str()) {
-            if let toml::Value::Table(sub) = v {
-                let bad = match k.as_str() {
-                    "capacity" => bad_keys::<CapacityConfig>(sub),
-                    "selector" => bad_keys::<SelectorConfig>(sub),
-                    "http" => bad_keys::<HttpConfig>(sub),
-                    "record" => bad_keys::<RecordConfig>(sub),
-                    "runtime" => bad_keys::<RuntimeConfig>(sub),
-                    "shaper" => bad_keys::<ShaperConfig>(sub),
-                    "forecaster" => bad_keys::<ModelConfig>(sub),
-                    _ => bad_keys::<ClusterClientConfig>(sub),
-                };
-                errs.extend(bad.into_iter().map(|(sk, m)| (format!("{k}.{sk}"), m)));
-            }
-        }
-        if errs.is_empty() {
-            let mut one = toml::Table::new();
-            one.insert(k.clone(), v.clone());
-            if let Err(e) = AgentConfig::deserialize(toml::Value::Table(one)) {
-                errs.push((k.clone(), clean_message(&e.to_string())));
-            }
-        }
-        if errs.is_empty() {
-            good.insert(k.clone(), v.clone());
-        }
-        issues.extend(errs.into_iter().map(|(key, message)| ConfigIssue {
-            file: file.map(Path::to_path_buf),
-            key,
-            message,
-        }));
-    }
-    let cfg = match AgentConfig::deserialize(toml::Value::Table(good)) {
-        Ok(c) => c,
-        Err(e) => {
-            // a combination of individually valid keys (e.g. missing required
-            // field inside a table): report it on the whole file
-            issues.push(ConfigIssue {
-                file: file.map(Path::to_path_buf),
-                key: String::new(),
-                message: clean_message(&e.to_string()),
-            });
-            return Err(ConfigIssues(issues));
-        }
+fn check_table(table: &toml::Table) -> Result<AgentConfig, ConfigErrors> {
+    let mut checked = check_value::<AgentConfig>(table, &AGENT);
+    let Some(cfg) = checked.config.take() else {
+        return Err(checked.errors);
     };
-    if let Err(ConfigIssues(v)) = cfg.validate() {
-        issues.extend(v.into_iter().map(|i| ConfigIssue {
-            file: file.map(Path::to_path_buf),
-            ..i
-        }));
-    }
-    if issues.is_empty() {
-        Ok(cfg)
-    } else {
-        Err(ConfigIssues(issues))
-    }
-}
-
-/// Keys of `table` that `T` rejects on their own (unknown key, bad type).
-/// Fields without defaults are reported by the whole-table pass instead.
-fn bad_keys<T: DeserializeOwned>(table: &toml::Table) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for (k, v) in table {
-        let mut one = toml::Table::new();
-        one.insert(k.clone(), v.clone());
-        if let Err(e) = T::deserialize(toml::Value::Table(one)) {
-            let msg = clean_message(&e.to_string());
-            // required fields are checked on the whole table afterwards
-            if !msg.contains("missing field") {
-                out.push((k.clone(), msg));
-            }
-        }
-    }
-    out
-}
-
-fn clean_message(m: &str) -> String {
-    m.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
+    checked.add_validation(cfg.validate());
+    checked.errors.into_result().map(|()| cfg)
 }
 
 #[cfg(test)]
@@ -631,7 +583,7 @@ mod tests {
 
     #[test]
     fn empty_file_is_the_default() {
-        let c = check_toml("", None).expect("valid");
+        let c = check_toml("").expect("valid");
         assert_eq!(c, AgentConfig::default());
         assert_eq!(c.interval_s, 10.0);
         assert_eq!(c.http.listen, "127.0.0.1:9847");
@@ -639,11 +591,8 @@ mod tests {
 
     #[test]
     fn tune_snippet_is_accepted() {
-        let c = check_toml(
-            "# written by tailor tune\n[shaper]\nk1 = 0.1\nk2 = 2.0\n",
-            None,
-        )
-        .expect("valid");
+        let c =
+            check_toml("# written by tailor tune\n[shaper]\nk1 = 0.1\nk2 = 2.0\n").expect("valid");
         assert_eq!(c.shaper.k1, 0.1);
         assert_eq!(c.shaper.k2, 2.0);
     }
@@ -663,8 +612,8 @@ nope = true
 [http]
 listen = "not an address"
 "#;
-        let err = check_toml(text, Some(Path::new("/tmp/a.toml"))).expect_err("invalid");
-        let keys: Vec<&str> = err.0.iter().map(|i| i.key.as_str()).collect();
+        let err = check_toml(text).expect_err("invalid");
+        let keys = err.keys();
         for want in [
             "interval_s",
             "bogus",
@@ -672,18 +621,14 @@ listen = "not an address"
             "capacity.cpu_cores",
             "capacity.extra",
             "shaper.nope",
+            // a value error next to an unknown key of the same table
+            "shaper.k1",
             "http.listen",
         ] {
             assert!(keys.contains(&want), "missing {want} in {keys:?}");
         }
-        assert!(err
-            .0
-            .iter()
-            .all(|i| i.file.as_deref() == Some(Path::new("/tmp/a.toml"))));
-        // shaper.k1 is a value error found by validate() once the unknown key is reported
-        // (the table is dropped as a whole when it has unknown keys)
-        let err2 = check_toml("[shaper]\nk1 = -0.5\nk2 = -1\n", None).expect_err("invalid");
-        let keys2: Vec<&str> = err2.0.iter().map(|i| i.key.as_str()).collect();
+        let err2 = check_toml("[shaper]\nk1 = -0.5\nk2 = -1\n").expect_err("invalid");
+        let keys2 = err2.keys();
         assert!(
             keys2.contains(&"shaper.k1") && keys2.contains(&"shaper.k2"),
             "{keys2:?}"
@@ -692,14 +637,14 @@ listen = "not an address"
 
     #[test]
     fn syntax_error_is_reported() {
-        let err = check_toml("interval_s = = 3", None).expect_err("invalid");
-        assert_eq!(err.0.len(), 1);
+        let err = check_toml("interval_s = = 3").expect_err("invalid");
+        assert_eq!(err.keys(), vec![""]);
     }
 
     #[test]
     fn cluster_mode_needs_cluster_table() {
-        let err = check_toml("mode = \"cluster\"", None).expect_err("invalid");
-        assert!(err.0.iter().any(|i| i.key == "cluster"));
+        let err = check_toml("mode = \"cluster\"").expect_err("invalid");
+        assert!(err.keys().contains(&"cluster"));
     }
 
     #[test]
@@ -709,7 +654,7 @@ listen = "not an address"
             .expect("toml");
         let b: toml::Table = "[shaper]\nk1 = 0.3".parse().expect("toml");
         merge_tables(&mut a, b);
-        let c = check_table(&a, None).expect("valid");
+        let c = check_table(&a).expect("valid");
         assert_eq!(
             (c.interval_s, c.shaper.k1, c.shaper.grace_period_s),
             (5.0, 0.3, 10.0)
@@ -733,6 +678,87 @@ listen = "not an address"
     fn example_config_in_packaging_is_valid() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../packaging/agent.toml");
         let text = std::fs::read_to_string(path).expect("packaging/agent.toml exists");
-        check_toml(&text, Some(Path::new(path))).expect("packaging/agent.toml is valid");
+        check_toml(&text).expect("packaging/agent.toml is valid");
+    }
+
+    #[test]
+    fn missing_token_file_does_not_hide_other_cluster_errors() {
+        let text = "mode = \"cluster\"\n[cluster]\nshaper_url = \"ftp://x\"\ntimeout_s = 0.0\nbogus = 1\n[cluster.fail_safe]\nhold_s = -1.0\nextra = 2\n";
+        let err = check_toml(text).expect_err("invalid");
+        assert_eq!(
+            err.keys(),
+            vec![
+                "cluster.bogus",
+                "cluster.fail_safe.extra",
+                "cluster.token_file",
+                "cluster.shaper_url",
+                "cluster.timeout_s",
+                "cluster.fail_safe.hold_s",
+            ],
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("cluster.token_file: missing"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn issue_13_values_get_a_clear_error() {
+        for (text, key) in [
+            ("interval_s = 1e308", "interval_s"),
+            ("interval_s = 1e-10", "interval_s"),
+            (
+                "[shaper]\nhorizon_samples = 100000000000",
+                "shaper.horizon_samples",
+            ),
+            (
+                "[shaper]\nmin_history_samples = 100000000000",
+                "shaper.min_history_samples",
+            ),
+            ("[shaper]\noom_memory_s = 1e300", "shaper.oom_memory_s"),
+            ("restart_cooldown_s = inf", "restart_cooldown_s"),
+            ("[shaper]\noom_bump_factor = nan", "shaper.oom_bump_factor"),
+            ("[capacity]\nmem_bytes = 1e300", "capacity.mem_bytes"),
+            ("[shaper]\ngrace_period_s = 1e300", "shaper.grace_period_s"),
+            (
+                "[forecaster.gp]\ncold_max_iters = 100000000000",
+                "forecaster.gp.cold_max_iters",
+            ),
+        ] {
+            let err = check_toml(text).expect_err(text);
+            assert_eq!(err.keys(), vec![key], "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn token_file_is_checked_as_the_agent_reads_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let token = dir.path().join("token");
+        let mut cfg = AgentConfig {
+            mode: Mode::Cluster,
+            cluster: Some(ClusterClientConfig::new("http://127.0.0.1:1", &token)),
+            ..AgentConfig::default()
+        };
+        let keys = |c: &AgentConfig| {
+            c.check_files()
+                .err()
+                .map(|e| e.keys().iter().map(|k| k.to_string()).collect::<Vec<_>>())
+                .unwrap_or_default()
+        };
+        assert_eq!(keys(&cfg), vec!["cluster.token_file"], "missing file");
+        std::fs::write(&token, "").expect("write");
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        assert_eq!(keys(&cfg), vec!["cluster.token_file"], "empty file");
+        std::fs::write(&token, "0123456789abcdef0123456789abcdef\n").expect("write");
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        assert_eq!(keys(&cfg), vec!["cluster.token_file"], "world-readable");
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        assert!(keys(&cfg).is_empty(), "good token file");
+        if let Some(c) = cfg.cluster.as_mut() {
+            c.ca_cert_file = Some(dir.path().join("nope.pem"));
+        }
+        assert_eq!(keys(&cfg), vec!["cluster.ca_cert_file"]);
     }
 }

@@ -406,6 +406,7 @@ impl ContainerRuntime for DockerRuntime {
             limits: Limits {
                 mem_bytes: mem,
                 cpu,
+                mem_swap_bytes: hc.and_then(|h| h.memory_swap).filter(|&s| s != 0),
             },
             oom_killed: state.and_then(|s| s.oom_killed).unwrap_or(false),
             finished_s: state
@@ -445,7 +446,10 @@ impl ContainerRuntime for DockerRuntime {
             let m = i64::try_from(m)
                 .map_err(|_| RuntimeError::Decode(format!("memory {m} too large")))?;
             opts.memory = Some(m);
-            opts.memory_swap = Some(m);
+            opts.memory_swap = Some(match update.mem_swap_bytes {
+                Some(s) if s == -1 || s >= m => s,
+                _ => m,
+            });
         }
         match update.cpu {
             Some(CpuLimit::Nano { nano_cpus }) => opts.nano_cpus = Some(nano_cpus),

@@ -90,6 +90,7 @@ impl FakeRuntime {
             limits: Limits {
                 mem_bytes: mem_limit,
                 cpu,
+                mem_swap_bytes: None,
             },
             oom_killed: false,
             finished_s: None,
@@ -259,6 +260,8 @@ impl ContainerRuntime for FakeRuntime {
             .ok_or_else(|| RuntimeError::NotFound(id.into()))?;
         if let Some(m) = update.mem_bytes {
             c.info.limits.mem_bytes = Some(m);
+            // as Docker: swap is set with memory, to memory when not given
+            c.info.limits.mem_swap_bytes = Some(update.mem_swap_bytes.unwrap_or(m as i64));
         }
         if let Some(cpu) = update.cpu {
             c.info.limits.cpu = cpu;

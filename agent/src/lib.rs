@@ -4,7 +4,8 @@
 //! * [`runtime`]: the [`ContainerRuntime`] trait over our own types;
 //!   [`docker::DockerRuntime`] implements it with bollard; `fake::FakeRuntime`
 //!   (feature `test-util`) in memory for tests of the agent's logic.
-//! * [`config`]: `agent.toml` ([`AgentConfig`], [`config::check_toml`]).
+//! * [`config`]: `agent.toml` ([`AgentConfig`], [`config::check_toml`]);
+//!   [`toml_check`]: key-by-key TOML checking that reports every error at once.
 //! * [`labels`]: container labels -> applications and components.
 //! * [`view`]: the per-round [`NodeView`], [`NodeAction`]s and the
 //!   [`PlanSource`] trait ([`LocalShaper`] in standalone mode; the cluster
@@ -41,11 +42,13 @@ pub mod prom;
 pub mod runtime;
 pub mod serve;
 pub mod state;
+pub mod toml_check;
 pub mod view;
 
 pub use agent::{Agent, RoundReport, Shared};
-pub use config::{AgentConfig, ConfigIssue, ConfigIssues};
+pub use config::AgentConfig;
 pub use runtime::{ContainerRuntime, RuntimeError};
+pub use tailor_core::{ConfigError, ConfigErrors};
 pub use view::{
     ActionOutcome, ContainerReport, LocalShaper, NodeAction, NodeActionKind, NodePlan, NodeView,
     Outcome, PlanSource, PlanSourceError,
@@ -59,7 +62,7 @@ pub enum AgentError {
     #[error(transparent)]
     PlanSource(PlanSourceError),
     #[error("{0}")]
-    Config(#[from] ConfigIssues),
+    Config(#[from] ConfigErrors),
     #[error("cannot build the forecaster: {0}")]
     Forecaster(#[from] forecaster::ForecastError),
     #[error("recording: {0}")]

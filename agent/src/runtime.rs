@@ -109,6 +109,11 @@ pub struct Limits {
     /// Memory limit in bytes, `None` when unlimited.
     pub mem_bytes: Option<u64>,
     pub cpu: CpuLimit,
+    /// Memory + swap limit in bytes as the runtime reports it (Docker's
+    /// `MemorySwap`): `Some(-1)` unlimited swap, `None` not set. Restored
+    /// with the memory limit on shutdown and before a restart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_swap_bytes: Option<i64>,
 }
 
 /// One entry of the container list (cheap, no per-container call).
@@ -168,10 +173,14 @@ impl ContainerStats {
 /// A new limit for one container. `None` leaves that resource alone.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ResourceUpdate {
-    /// Memory limit in bytes; the swap limit is set to the same value (no
-    /// swap), always together with it.
+    /// Memory limit in bytes; the swap limit is set with it, to
+    /// `mem_swap_bytes` when given, else to the same value (no swap).
     pub mem_bytes: Option<u64>,
     pub cpu: Option<CpuLimit>,
+    /// Memory + swap limit to set with `mem_bytes` (-1: unlimited swap);
+    /// `None`: the same as `mem_bytes`. Only used when `mem_bytes` is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_swap_bytes: Option<i64>,
 }
 
 /// What the runtime's event stream tells the agent.

@@ -109,6 +109,7 @@ mod tests {
                 cpu: CpuLimit::Nano {
                     nano_cpus: 500_000_000,
                 },
+                mem_swap_bytes: Some(-1),
             },
         );
         s.evicted.push(Eviction {

@@ -33,7 +33,7 @@ window = 3
 {extra}
 "#
     );
-    check_toml(&text, None).expect("test config is valid")
+    check_toml(&text).expect("test config is valid")
 }
 
 fn with_capacity(cfg: &str, cpu: f64, mem: u64) -> String {

@@ -6,6 +6,8 @@
 //!   standard deviation and an upper band at level `k` (`upper(k)`), which a
 //!   calibrated forecaster may widen beyond the Gaussian `mean + k * std`.
 //! * [`Clock`]: time as an input, so the simulator can drive it.
+//! * [`ConfigError`] / [`ConfigErrors`]: the configuration-error type every
+//!   crate's `validate()` returns (dotted key paths, all errors at once).
 //!
 //! This crate does no I/O and depends on nothing of ours.
 //!
@@ -21,6 +23,10 @@
 //! let f = Predictive::gaussian(300.0, 10.0);
 //! assert_eq!(f.upper(3.0), 330.0);
 //! ```
+
+mod config_error;
+
+pub use config_error::{join_key, ConfigError, ConfigErrors};
 
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -27,8 +27,8 @@ pub enum DatasetError {
     #[error("{}: {msg}", path.display())]
     Format { path: PathBuf, msg: String },
     /// A configuration failed validation; lists every problem found.
-    #[error("invalid configuration: {}", .0.join("; "))]
-    Config(Vec<String>),
+    #[error("invalid configuration: {0}")]
+    Config(#[from] tailor_core::ConfigErrors),
     /// The input is valid but yields nothing usable (e.g. no job survives the filters).
     #[error("{0}")]
     Empty(String),

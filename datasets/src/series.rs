@@ -27,7 +27,7 @@ use crate::io::{first_line, open};
 pub use crate::pool::load_pool;
 use crate::DatasetError;
 use std::collections::HashMap;
-use std::io::{BufRead, Read};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 /// One real series: a name saying where it comes from and its values in the
@@ -463,9 +463,7 @@ fn load_gcd_tar(path: &Path, column: Option<&str>) -> Result<Vec<NamedSeries>, D
             .map(|p| p.into_owned())
             .unwrap_or_else(|_| PathBuf::from("?"));
         let member_path = path.join(&member);
-        let mut text = String::new();
-        entry
-            .read_to_string(&mut text)
+        let text = crate::io::read_to_string_bounded(&mut entry, crate::io::MAX_WHOLE_FILE_BYTES)
             .map_err(|e| DatasetError::io(&member_path, e))?;
         let mut values = Vec::with_capacity(288);
         for (i, line) in text.lines().enumerate() {

@@ -29,7 +29,9 @@
 //!   ([`crate::pool::UsagePool::usage_for`]), scaled to the request.
 
 use crate::google2011::reader::{JobEvent, TableReader, TaskEvent, TaskEventType};
-use crate::google2011::{ClassRule, Google2011Sources};
+use crate::google2011::{
+    check_positive_resources, ClassRule, Google2011Sources, MAX_BYTES, MAX_CORES,
+};
 use crate::pool::{mix64, UsagePool};
 use crate::workload::{AppSpec, Class, ComponentSpec, HostSpec, Resources, Workload};
 use crate::DatasetError;
@@ -37,7 +39,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
-use std::io::Read;
+use tailor_core::ConfigErrors;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
@@ -75,10 +77,11 @@ impl EmpiricalDistributions {
     /// The distributions shipped in the binary (fitted from Google 2011 part 0).
     pub fn bundled() -> Result<Self, DatasetError> {
         let name = "data/google-2011-distributions.json.gz";
-        let mut text = String::new();
-        crate::io::open_bytes(BUNDLED_DISTRIBUTIONS)
-            .read_to_string(&mut text)
-            .map_err(|e| DatasetError::io(name, e))?;
+        let text = crate::io::read_to_string_bounded(
+            crate::io::open_bytes(BUNDLED_DISTRIBUTIONS),
+            crate::io::MAX_WHOLE_FILE_BYTES,
+        )
+        .map_err(|e| DatasetError::io(name, e))?;
         let d: Self =
             serde_json::from_str(&text).map_err(|e| DatasetError::format(name, e.to_string()))?;
         d.check().map_err(|m| DatasetError::format(name, m))?;
@@ -242,6 +245,11 @@ pub fn fit_google2011(
     Ok(d)
 }
 
+/// Most applications of a generated workload (about 7x the thesis's 150,000).
+pub const MAX_APPS: usize = 1_000_000;
+/// Most hosts of a generated workload.
+pub const MAX_HOSTS: usize = 100_000;
+
 /// Configuration of [`generate`]. Every field has a documented default.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -284,46 +292,43 @@ impl Default for SyntheticConfig {
 }
 
 impl SyntheticConfig {
-    /// Checks every field; reports all problems at once.
-    pub fn validate(&self) -> Result<(), DatasetError> {
-        let mut errs = Vec::new();
-        if self.apps == 0 {
-            errs.push("apps must be at least 1".to_string());
-        }
-        if self.hosts == 0 {
-            errs.push("hosts must be at least 1".to_string());
-        }
-        let pos = |v: f64| v.is_finite() && v > 0.0;
-        if !pos(self.host.cpu_cores) || !pos(self.host.mem_bytes) {
-            errs.push("host capacity must be positive and finite".to_string());
-        }
-        if !pos(self.target_load) {
-            errs.push("target_load must be positive and finite".to_string());
-        }
-        if self.max_components_per_app == 0 {
-            errs.push("max_components_per_app must be at least 1".to_string());
-        }
-        if !(self.min_work_s.is_finite() && self.min_work_s >= 0.0) {
-            errs.push("min_work_s must be >= 0".to_string());
-        }
-        if !(self.min_request.cpu_cores.is_finite()
-            && self.min_request.cpu_cores >= 0.0
-            && self.min_request.mem_bytes.is_finite()
-            && self.min_request.mem_bytes >= 0.0)
-        {
-            errs.push("min_request must be >= 0 and finite".to_string());
-        }
-        if !(0.0..=1.0).contains(&self.class_rule.elastic_fraction) {
-            errs.push("class_rule.elastic_fraction must be in [0, 1]".to_string());
-        }
-        if !(0.0..=1.0).contains(&self.class_rule.core_fraction) {
-            errs.push("class_rule.core_fraction must be in [0, 1]".to_string());
-        }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(DatasetError::Config(errs))
-        }
+    /// Checks every field; reports all problems at once. Ranges (so that a
+    /// workload is never sized by an unchecked number): `apps` [1, 1000000]
+    /// ([`MAX_APPS`]); `hosts` [1, 100000]; `host` cores (0, 1e6], bytes
+    /// (0, 2^60]; `target_load` (0, 100]; `max_components_per_app`
+    /// [1, 1000]; `min_work_s` [0, 1e9]; `min_request` cores [0, 1e6], bytes
+    /// [0, 2^60]; fractions [0, 1].
+    pub fn validate(&self) -> Result<(), ConfigErrors> {
+        let mut e = ConfigErrors::new();
+        e.range("apps", self.apps, 1, MAX_APPS);
+        e.range("hosts", self.hosts, 1, MAX_HOSTS);
+        check_positive_resources(&mut e, "host", self.host);
+        e.check(
+            "target_load",
+            self.target_load > 0.0 && self.target_load <= 100.0,
+            || format!("must be in (0, 100], got {}", self.target_load),
+        );
+        e.range(
+            "max_components_per_app",
+            self.max_components_per_app,
+            1,
+            1_000,
+        );
+        e.range("min_work_s", self.min_work_s, 0.0, 1e9);
+        e.range(
+            "min_request.cpu_cores",
+            self.min_request.cpu_cores,
+            0.0,
+            MAX_CORES,
+        );
+        e.range(
+            "min_request.mem_bytes",
+            self.min_request.mem_bytes,
+            0.0,
+            MAX_BYTES,
+        );
+        e.nested("class_rule", self.class_rule.validate());
+        e.into_result()
     }
 }
 

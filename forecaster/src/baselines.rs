@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{diff_std, fallback_predictive, ForecastError, Forecaster, Predictive};
+use crate::{diff_std, fallback_predictive, ConfigErrors, ForecastError, Forecaster, Predictive};
 
 /// Samples used to estimate the spread of the simple baselines.
 pub const SPREAD_WINDOW: usize = 48;
@@ -84,15 +84,11 @@ impl Default for PeakConfig {
 }
 
 impl PeakConfig {
-    /// Checks every field; reports all problems at once.
-    pub fn validate(&self) -> Result<(), ForecastError> {
-        if self.window == 0 || self.window > 100_000 {
-            return Err(ForecastError::InvalidConfig(format!(
-                "peak.window = {} must be in 1..=100000",
-                self.window
-            )));
-        }
-        Ok(())
+    /// Checks every field (key relative to `[peak]`): `window` in [1, 100000].
+    pub fn validate(&self) -> Result<(), ConfigErrors> {
+        let mut e = ConfigErrors::new();
+        e.range("window", self.window, 1, 100_000);
+        e.into_result()
     }
 }
 
@@ -107,7 +103,7 @@ pub struct WindowPeak {
 
 impl WindowPeak {
     pub fn new(cfg: PeakConfig) -> Result<Self, ForecastError> {
-        cfg.validate()?;
+        cfg.validate().map_err(|e| e.prefixed("peak"))?;
         Ok(Self {
             cfg,
             recent: VecDeque::new(),
@@ -186,50 +182,33 @@ impl Default for VpaConfig {
 }
 
 impl VpaConfig {
-    /// Checks every field; reports all problems at once.
-    pub fn validate(&self) -> Result<(), ForecastError> {
-        let mut errs = Vec::new();
-        if !(self.half_life_s.is_finite() && self.half_life_s > 0.0) {
-            errs.push(format!(
-                "vpa.half_life_s = {} must be finite and > 0",
-                self.half_life_s
-            ));
+    /// Checks every field; reports all problems at once (keys relative to
+    /// `[vpa]`). Ranges: `half_life_s`, `interval_s` (0, 1e9];
+    /// `target_percentile` (0, 1); `margin` [1, 1000]; `bucket_ratio` (1, 2];
+    /// `buckets` [10, 100000].
+    pub fn validate(&self) -> Result<(), ConfigErrors> {
+        let mut e = ConfigErrors::new();
+        for (key, v) in [
+            ("half_life_s", self.half_life_s),
+            ("interval_s", self.interval_s),
+        ] {
+            e.check(key, v > 0.0 && v <= 1e9, || {
+                format!("must be in (0, 1e9], got {v}")
+            });
         }
-        if !(self.interval_s.is_finite() && self.interval_s > 0.0) {
-            errs.push(format!(
-                "vpa.interval_s = {} must be finite and > 0",
-                self.interval_s
-            ));
-        }
-        if !(self.target_percentile > 0.0 && self.target_percentile < 1.0) {
-            errs.push(format!(
-                "vpa.target_percentile = {} must be in (0, 1)",
-                self.target_percentile
-            ));
-        }
-        if !(self.margin.is_finite() && self.margin >= 1.0) {
-            errs.push(format!(
-                "vpa.margin = {} must be finite and >= 1",
-                self.margin
-            ));
-        }
-        if !(self.bucket_ratio.is_finite() && self.bucket_ratio > 1.0 && self.bucket_ratio <= 2.0) {
-            errs.push(format!(
-                "vpa.bucket_ratio = {} must be in (1, 2]",
-                self.bucket_ratio
-            ));
-        }
-        if !(10..=100_000).contains(&self.buckets) {
-            errs.push(format!(
-                "vpa.buckets = {} must be in 10..=100000",
-                self.buckets
-            ));
-        }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(ForecastError::InvalidConfig(errs.join("; ")))
-        }
+        e.check(
+            "target_percentile",
+            self.target_percentile > 0.0 && self.target_percentile < 1.0,
+            || format!("must be in (0, 1), got {}", self.target_percentile),
+        );
+        e.range("margin", self.margin, 1.0, 1_000.0);
+        e.check(
+            "bucket_ratio",
+            self.bucket_ratio > 1.0 && self.bucket_ratio <= 2.0,
+            || format!("must be in (1, 2], got {}", self.bucket_ratio),
+        );
+        e.range("buckets", self.buckets, 10, 100_000);
+        e.into_result()
     }
 }
 
@@ -263,7 +242,7 @@ pub struct Vpa {
 
 impl Vpa {
     pub fn new(cfg: VpaConfig) -> Result<Self, ForecastError> {
-        cfg.validate()?;
+        cfg.validate().map_err(|e| e.prefixed("vpa"))?;
         let ln_ratio = cfg.bucket_ratio.ln();
         Ok(Self {
             weights: vec![0.0; cfg.buckets],

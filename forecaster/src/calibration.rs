@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 use tailor_core::{CALIBRATION_LEVELS, CALIBRATION_STEP};
 
-use crate::{Calibration, ForecastError, Forecaster, Predictive};
+use crate::{Calibration, ConfigErrors, ForecastError, Forecaster, Predictive};
 
 /// Standardised errors are clamped to +-this before they are recorded, so
 /// one wild error (e.g. a model whose std collapsed) cannot dominate the
@@ -83,50 +83,27 @@ impl Default for CalibrationConfig {
 }
 
 impl CalibrationConfig {
-    /// Checks every field; reports all problems at once.
-    pub fn validate(&self) -> Result<(), ForecastError> {
-        let mut errs = Vec::new();
-        if !(10..=100_000).contains(&self.window) {
-            errs.push(format!(
-                "calibration.window = {} must be in 10..=100000",
-                self.window
-            ));
-        }
-        if !(self.prior_dof.is_finite() && self.prior_dof >= 1.0) {
-            errs.push(format!(
-                "calibration.prior_dof = {} must be finite and >= 1",
-                self.prior_dof
-            ));
-        }
-        if !(self.prior_weight.is_finite() && self.prior_weight >= 0.0) {
-            errs.push(format!(
-                "calibration.prior_weight = {} must be finite and >= 0",
-                self.prior_weight
-            ));
-        }
-        if !(self.tail_threshold > 0.0 && self.tail_threshold <= 0.5) {
-            errs.push(format!(
-                "calibration.tail_threshold = {} must be in (0, 0.5]",
-                self.tail_threshold
-            ));
-        }
-        if !(self.tail_shape >= 0.0 && self.tail_shape < 1.0) {
-            errs.push(format!(
-                "calibration.tail_shape = {} must be in [0, 1)",
-                self.tail_shape
-            ));
-        }
-        if !(self.prior_scale_weight.is_finite() && self.prior_scale_weight >= 0.0) {
-            errs.push(format!(
-                "calibration.prior_scale_weight = {} must be finite and >= 0",
-                self.prior_scale_weight
-            ));
-        }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(ForecastError::InvalidConfig(errs.join("; ")))
-        }
+    /// Checks every field; reports all problems at once (keys relative to
+    /// the `[calibration]` table). Ranges: `window` [10, 100000];
+    /// `prior_dof` [1, 1e6]; `prior_weight`, `prior_scale_weight` [0, 1e9];
+    /// `tail_threshold` (0, 0.5]; `tail_shape` [0, 1).
+    pub fn validate(&self) -> Result<(), ConfigErrors> {
+        let mut e = ConfigErrors::new();
+        e.range("window", self.window, 10, 100_000);
+        e.range("prior_dof", self.prior_dof, 1.0, 1e6);
+        e.range("prior_weight", self.prior_weight, 0.0, 1e9);
+        e.check(
+            "tail_threshold",
+            self.tail_threshold > 0.0 && self.tail_threshold <= 0.5,
+            || format!("must be in (0, 0.5], got {}", self.tail_threshold),
+        );
+        e.check(
+            "tail_shape",
+            self.tail_shape >= 0.0 && self.tail_shape < 1.0,
+            || format!("must be in [0, 1), got {}", self.tail_shape),
+        );
+        e.range("prior_scale_weight", self.prior_scale_weight, 0.0, 1e9);
+        e.into_result()
     }
 }
 
@@ -240,7 +217,7 @@ pub struct Calibrated<F: Forecaster> {
 impl<F: Forecaster> Calibrated<F> {
     /// Wraps `inner`; fails on an invalid config.
     pub fn new(inner: F, cfg: CalibrationConfig) -> Result<Self, ForecastError> {
-        cfg.validate()?;
+        cfg.validate().map_err(|e| e.prefixed("calibration"))?;
         let levels = Levels::for_dof(cfg.prior_dof);
         let mut s = Self {
             inner,

@@ -10,7 +10,7 @@ use crate::baselines::{LastValue, PeakConfig, Vpa, VpaConfig, WindowPeak};
 use crate::calibration::{Calibrated, CalibrationConfig};
 use crate::gp::{Gp, GpConfig};
 use crate::vpa::{VpaForecaster, VpaRecommenderConfig, VpaResource};
-use crate::{ForecastError, Forecaster};
+use crate::{ConfigErrors, ForecastError, Forecaster};
 
 /// Which model to build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -126,31 +126,19 @@ impl ModelConfig {
     }
 
     /// Checks every sub-config (all of them, whatever `kind` is) and reports
-    /// every problem at once.
-    pub fn validate(&self) -> Result<(), ForecastError> {
-        let mut errs = Vec::new();
-        if let Err(list) = self.arima.validate() {
-            errs.extend(list);
+    /// every problem at once, keys relative to the `[forecaster]` table
+    /// (`gp.history`, `arima.window`, ...).
+    pub fn validate(&self) -> Result<(), ConfigErrors> {
+        let mut e = ConfigErrors::new();
+        e.nested("calibration", self.calibration.validate());
+        e.nested("arima", self.arima.validate());
+        e.nested("gp", self.gp.validate());
+        e.nested("peak", self.peak.validate());
+        e.nested("vpa_simple", self.vpa_simple.validate());
+        if let Err(err) = self.vpa.validate() {
+            e.push("vpa", err.to_string());
         }
-        let checks: [Result<(), ForecastError>; 5] = [
-            self.calibration.validate(),
-            self.gp.validate(),
-            self.peak.validate(),
-            self.vpa.validate(),
-            self.vpa_simple.validate(),
-        ];
-        for r in checks {
-            if let Err(ForecastError::InvalidConfig(m)) = r {
-                errs.push(m);
-            } else if let Err(e) = r {
-                errs.push(e.to_string());
-            }
-        }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(ForecastError::InvalidConfig(errs.join("; ")))
-        }
+        e.into_result()
     }
 
     /// Builds the configured model (wrapped in [`Calibrated`] when

@@ -22,7 +22,7 @@
 //! assert!(f.mean >= 2.5 && f.upper(3.0) >= f.mean);
 //! ```
 
-pub use tailor_core::{Calibration, Predictive};
+pub use tailor_core::{Calibration, ConfigError, ConfigErrors, Predictive};
 
 pub use baselines::{LastValue, Oracle, PeakConfig, Vpa, VpaConfig, WindowPeak};
 pub use calibration::{Calibrated, CalibrationConfig};
@@ -36,13 +36,16 @@ pub enum ForecastError {
     /// A sample was NaN or infinite; the model state is unchanged.
     #[error("sample {value} is not a finite number")]
     NonFinite { value: f64 },
-    /// A configuration value is out of range.
+    /// A value given by name (e.g. a model kind) is unknown.
     #[error("invalid forecaster config: {0}")]
     InvalidConfig(String),
     /// An event the model refuses (e.g. an OOM kill older than the VPA's
     /// memory interval); the model state is unchanged.
     #[error("rejected: {0}")]
     Rejected(String),
+    /// Configuration values are out of range (every one, with key paths).
+    #[error("invalid forecaster config: {0}")]
+    Config(#[from] ConfigErrors),
 }
 
 /// An online forecaster: observe one sample at a time, forecast the peak of

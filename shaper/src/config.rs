@@ -198,151 +198,68 @@ impl Default for ShaperConfig {
     }
 }
 
-/// One invalid setting: the key (as written in the `[shaper]` table) and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConfigError {
-    pub key: String,
-    pub message: String,
-}
+pub use tailor_core::{ConfigError, ConfigErrors};
 
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.key, self.message)
-    }
-}
-
-/// Every invalid setting found by [`ShaperConfig::validate`], all at once.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub struct ConfigErrors {
-    pub errors: Vec<ConfigError>,
-}
-
-impl ConfigErrors {
-    /// The same errors with `prefix.` in front of every key (e.g. `shaper`).
-    pub fn prefixed(mut self, prefix: &str) -> Self {
-        for e in &mut self.errors {
-            e.key = format!("{prefix}.{}", e.key);
-        }
-        self
-    }
-
-    /// The keys in error, in the order they were found.
-    pub fn keys(&self) -> Vec<&str> {
-        self.errors.iter().map(|e| e.key.as_str()).collect()
-    }
-}
-
-impl std::fmt::Display for ConfigErrors {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} invalid shaper setting(s): ", self.errors.len())?;
-        for (i, e) in self.errors.iter().enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            write!(f, "{e}")?;
-        }
-        Ok(())
-    }
-}
+/// Largest `k1` (buffer as a fraction of the request).
+pub const MAX_K1: f64 = 10.0;
+/// Largest `k2` (band level in sigmas).
+pub const MAX_K2: f64 = 100.0;
+/// Longest grace period: one year.
+pub const MAX_GRACE_PERIOD_S: f64 = 365.0 * 86_400.0;
+/// Largest `max_growth`.
+pub const MAX_GROWTH: f64 = 1_000.0;
+/// Largest CPU floor (cores).
+pub const MAX_MIN_CPU_CORES: f64 = 1.0e6;
+/// Largest memory floor (bytes): 1 PiB.
+pub const MAX_MIN_MEM_BYTES: f64 = (1u64 << 50) as f64;
 
 impl ShaperConfig {
-    /// Checks every setting and reports every problem at once.
+    /// Checks every setting and reports every problem at once (keys as
+    /// written in the `[shaper]` table). Ranges:
+    ///
+    /// | key | accepted |
+    /// |---|---|
+    /// | `k1` | [0, 10] |
+    /// | `k2` | [0, 100] |
+    /// | `grace_period_s` | [0, 31536000] (one year) |
+    /// | `failure_limit` | [1, 1000000] |
+    /// | `max_growth` | [1, 1000] |
+    /// | `min_relative_change` | [0, 1) |
+    /// | `min_cpu_cores` | [0, 1e6] |
+    /// | `min_mem_bytes` | [0, 2^50] (1 PiB) |
     pub fn validate(&self) -> Result<(), ConfigErrors> {
-        let mut errors = Vec::new();
-        let mut check = |key: &str, ok: bool, message: String| {
-            if !ok {
-                errors.push(ConfigError {
-                    key: key.to_string(),
-                    message,
-                });
-            }
-        };
-        let nonneg = |x: f64| x.is_finite() && x >= 0.0;
-        check(
-            "k1",
-            nonneg(self.k1),
-            format!("must be a finite number >= 0, got {}", self.k1),
-        );
-        check(
-            "k2",
-            nonneg(self.k2),
-            format!("must be a finite number >= 0, got {}", self.k2),
-        );
-        check(
+        let mut e = ConfigErrors::new();
+        e.range("k1", self.k1, 0.0, MAX_K1);
+        e.range("k2", self.k2, 0.0, MAX_K2);
+        e.range(
             "grace_period_s",
-            nonneg(self.grace_period_s),
-            format!(
-                "must be a finite number of seconds >= 0, got {}",
-                self.grace_period_s
-            ),
+            self.grace_period_s,
+            0.0,
+            MAX_GRACE_PERIOD_S,
         );
-        check(
-            "failure_limit",
-            self.failure_limit >= 1,
-            "must be >= 1 (0 would leave every application unshaped)".to_string(),
-        );
-        check(
-            "max_growth",
-            self.max_growth.is_finite() && self.max_growth >= 1.0,
-            format!(
-                "must be a finite number >= 1 (ceiling = request * max_growth), got {}",
-                self.max_growth
-            ),
-        );
-        check(
+        e.check("failure_limit", self.failure_limit >= 1, || {
+            "must be >= 1 (0 would leave every application unshaped)".to_string()
+        });
+        e.range("failure_limit", self.failure_limit, 0, 1_000_000);
+        e.range("max_growth", self.max_growth, 1.0, MAX_GROWTH);
+        e.check(
             "min_relative_change",
-            self.min_relative_change.is_finite() && (0.0..1.0).contains(&self.min_relative_change),
-            format!("must be in [0, 1), got {}", self.min_relative_change),
+            (0.0..1.0).contains(&self.min_relative_change),
+            || format!("must be in [0, 1), got {}", self.min_relative_change),
         );
-        check(
-            "min_cpu_cores",
-            nonneg(self.min_cpu_cores),
-            format!(
-                "must be a finite number of cores >= 0, got {}",
-                self.min_cpu_cores
-            ),
-        );
-        check(
-            "min_mem_bytes",
-            nonneg(self.min_mem_bytes),
-            format!(
-                "must be a finite number of bytes >= 0, got {}",
-                self.min_mem_bytes
-            ),
-        );
-        check(
-            "horizon_samples",
-            self.horizon_samples.is_none_or(|h| (1..=MAX_HORIZON_SAMPLES).contains(&h)),
-            format!("must be in 1..={MAX_HORIZON_SAMPLES}, got {:?}", self.horizon_samples),
-        );
-        check(
+        e.range("min_cpu_cores", self.min_cpu_cores, 0.0, MAX_MIN_CPU_CORES);
+        e.range("min_mem_bytes", self.min_mem_bytes, 0.0, MAX_MIN_MEM_BYTES);
+        e.range_opt("horizon_samples", self.horizon_samples, 1, MAX_HORIZON_SAMPLES);
+        e.range(
             "min_history_samples",
-            (1..=MAX_HORIZON_SAMPLES).contains(&self.min_history_samples),
-            format!(
-                "must be in 1..={MAX_HORIZON_SAMPLES}, got {}",
-                self.min_history_samples
-            ),
+            self.min_history_samples,
+            1,
+            MAX_HORIZON_SAMPLES,
         );
-        check(
-            "oom_bump_bytes",
-            nonneg(self.oom_bump_bytes) && self.oom_bump_bytes <= 1e15,
-            format!("must be a number of bytes in [0, 1e15], got {}", self.oom_bump_bytes),
-        );
-        check(
-            "oom_bump_factor",
-            self.oom_bump_factor.is_finite() && (1.0..=100.0).contains(&self.oom_bump_factor),
-            format!("must be in [1, 100], got {}", self.oom_bump_factor),
-        );
-        check(
-            "oom_memory_s",
-            nonneg(self.oom_memory_s) && self.oom_memory_s <= 1e9,
-            format!("must be a number of seconds in [0, 1e9], got {}", self.oom_memory_s),
-        );
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(ConfigErrors { errors })
-        }
+        e.range("oom_bump_bytes", self.oom_bump_bytes, 0.0, 1e15);
+        e.range("oom_bump_factor", self.oom_bump_factor, 1.0, 100.0);
+        e.range("oom_memory_s", self.oom_memory_s, 0.0, 1e9);
+        e.into_result()
     }
 }
 
@@ -429,10 +346,37 @@ mod tests {
             ]
         );
         let p = e.prefixed("shaper");
-        assert_eq!(p.errors[0].key, "shaper.k1");
+        assert_eq!(p.0[0].key, "shaper.k1");
         let text = p.to_string();
-        assert!(text.starts_with("8 invalid shaper setting(s)"), "{text}");
+        assert!(text.starts_with("8 configuration error(s)"), "{text}");
         assert!(text.contains("shaper.max_growth"), "{text}");
+    }
+
+    #[test]
+    fn absurd_values_are_refused() {
+        let c = ShaperConfig {
+            k1: 1e300,
+            k2: 1e9,
+            grace_period_s: 1e300,
+            failure_limit: u32::MAX,
+            max_growth: f64::MAX,
+            min_cpu_cores: 1e300,
+            min_mem_bytes: 1e300,
+            ..ShaperConfig::default()
+        };
+        let e = c.validate().expect_err("invalid");
+        assert_eq!(
+            e.keys(),
+            vec![
+                "k1",
+                "k2",
+                "grace_period_s",
+                "failure_limit",
+                "max_growth",
+                "min_cpu_cores",
+                "min_mem_bytes"
+            ]
+        );
     }
 
     #[test]

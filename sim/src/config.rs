@@ -26,10 +26,18 @@ use std::path::Path;
 use forecaster::config::ModelConfig;
 use serde::{Deserialize, Serialize};
 use shaper::ShaperConfig;
+use tailor_core::ConfigErrors;
 
 use crate::engine::EngineConfig;
 use crate::placement::Placement;
 use crate::SimError;
+
+/// Shortest shaping interval of a simulation (seconds).
+pub const MIN_INTERVAL_S: f64 = 1.0;
+/// Longest shaping interval of a simulation (seconds): one day.
+pub const MAX_INTERVAL_S: f64 = 86_400.0;
+/// Latest `max_time_s` (about 100 years).
+pub const MAX_TIME_S: f64 = 3.2e9;
 
 /// Where the shaper's forecasts come from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,33 +114,27 @@ impl SimConfig {
         Self::from_toml_str(&text, &path.display().to_string())
     }
 
-    /// Every problem at once, one `key: message` per line.
-    pub fn validate(&self) -> Result<(), SimError> {
-        let mut errs: Vec<String> = Vec::new();
-        if !(self.interval_s.is_finite() && self.interval_s > 0.0) {
-            errs.push(format!(
-                "interval_s: must be a finite number > 0, got {}",
-                self.interval_s
-            ));
-        }
+    /// Every problem at once, with dotted key paths. Ranges (so that every
+    /// accepted value runs in bounded time and memory): `interval_s`
+    /// [1, 86400]; `max_time_s` (0, 3.2e9] (about 100 years); `[shaper]`
+    /// (the kernel's config, horizon and history included) and
+    /// `[forecaster]` as their own `validate()`.
+    pub fn validate(&self) -> Result<(), ConfigErrors> {
+        let mut e = ConfigErrors::new();
+        e.range(
+            "interval_s",
+            self.interval_s,
+            MIN_INTERVAL_S,
+            MAX_INTERVAL_S,
+        );
         if let Some(t) = self.max_time_s {
-            if !(t.is_finite() && t > 0.0) {
-                errs.push(format!("max_time_s: must be a finite number > 0, got {t}"));
-            }
+            e.check("max_time_s", t > 0.0 && t <= MAX_TIME_S, || {
+                format!("must be in (0, {MAX_TIME_S}], got {t}")
+            });
         }
-        if let Err(e) = self.shaper.validate() {
-            for one in e.prefixed("shaper").errors {
-                errs.push(one.to_string());
-            }
-        }
-        if let Err(e) = self.forecaster.validate() {
-            errs.push(format!("forecaster: {e}"));
-        }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(SimError::Config(errs.join("\n")))
-        }
+        e.nested("shaper", self.shaper.validate());
+        e.nested("forecaster", self.forecaster.validate());
+        e.into_result()
     }
 
     /// The engine's part of the configuration.
@@ -206,6 +208,28 @@ kind = "last"
     fn unknown_keys_are_rejected() {
         assert!(SimConfig::from_toml_str("intervall_s = 3.0", "t").is_err());
         assert!(SimConfig::from_toml_str("[shaper]\nkk = 1", "t").is_err());
+    }
+
+    #[test]
+    fn issue_13_values_get_a_clear_error() {
+        for (text, key) in [
+            ("interval_s = 1e-9", "interval_s"),
+            ("interval_s = 1e300", "interval_s"),
+            (
+                "[shaper]\nhorizon_samples = 9223372036854775807",
+                "shaper.horizon_samples",
+            ),
+            (
+                "[shaper]\nmin_history_samples = 9223372036854775807",
+                "shaper.min_history_samples",
+            ),
+            ("max_time_s = inf", "max_time_s"),
+        ] {
+            match SimConfig::from_toml_str(text, "t") {
+                Err(SimError::Config(e)) => assert_eq!(e.keys(), vec![key], "{text}"),
+                other => panic!("{text}: expected a config error, got {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -278,9 +278,9 @@ impl<'w> Engine<'w> {
         shaper: ShaperConfig,
     ) -> Result<Self, SimError> {
         if !(cfg.interval_s.is_finite() && cfg.interval_s > 0.0) {
-            return Err(SimError::Config(format!(
-                "interval_s must be > 0, got {}",
-                cfg.interval_s
+            return Err(SimError::Config(tailor_core::ConfigErrors::single(
+                "interval_s",
+                format!("must be > 0, got {}", cfg.interval_s),
             )));
         }
         if wl.hosts.is_empty() {

@@ -104,9 +104,9 @@ pub use source::WorkloadSource;
 /// Errors of the simulator.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
-    /// One or more configuration problems (all of them, one per line).
-    #[error("invalid simulator config:\n{0}")]
-    Config(String),
+    /// One or more configuration problems (all of them, with key paths).
+    #[error("invalid simulator config: {0}")]
+    Config(#[from] tailor_core::ConfigErrors),
     #[error("unusable workload: {0}")]
     Workload(String),
     #[error("forecaster: {0}")]

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use datasets::workload::{Resources, Workload};
 
 use crate::SimError;
+use tailor_core::ConfigErrors;
 
 /// Where a workload comes from.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,8 +34,11 @@ impl std::str::FromStr for WorkloadSource {
     type Err = SimError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = |why: &str| {
-            SimError::Config(format!(
-                "workload: {why} in {s:?} (expected bundled, google2011:DIR, google2019:DIR, synthetic:SEED[:APPS] or recorded:PATH)"
+            SimError::Config(ConfigErrors::single(
+                "workload",
+                format!(
+                    "{why} in {s:?} (expected bundled, google2011:DIR, google2019:DIR, synthetic:SEED[:APPS] or recorded:PATH)"
+                ),
             ))
         };
         if s == "bundled" {
@@ -75,10 +79,18 @@ impl std::str::FromStr for WorkloadSource {
                 .map_err(|_| bad("seed is not an unsigned integer"))?;
             let apps = match parts.next() {
                 None => None,
-                Some(a) => Some(
-                    a.parse::<usize>()
-                        .map_err(|_| bad("APPS is not an unsigned integer"))?,
-                ),
+                Some(a) => {
+                    let n = a
+                        .parse::<usize>()
+                        .map_err(|_| bad("APPS is not an unsigned integer"))?;
+                    if !(1..=datasets::synthetic::MAX_APPS).contains(&n) {
+                        return Err(bad(&format!(
+                            "APPS must be in [1, {}], got {n}",
+                            datasets::synthetic::MAX_APPS
+                        )));
+                    }
+                    Some(n)
+                }
             };
             if parts.next().is_some() {
                 return Err(bad("too many ':' parts"));
@@ -127,13 +139,17 @@ fn synthetic(seed: u64, apps: Option<usize>) -> Result<Workload, SimError> {
     datasets::synthetic::generate(&cfg).map_err(SimError::from)
 }
 
-/// Multiplies every host's capacity by `factor` (> 0): a smaller cluster
+/// Largest `--stretch` and `--capacity-scale` factor.
+pub const MAX_FACTOR: f64 = 1_000.0;
+
+/// Multiplies every host's capacity by `factor` (in (0, 1000]): a smaller cluster
 /// for the same applications, to create contention. Applications that no
 /// longer fit are rejected by the engine (and counted as rejected).
 pub fn scale_capacity(wl: &mut Workload, factor: f64) -> Result<(), SimError> {
-    if !(factor.is_finite() && factor > 0.0) {
-        return Err(SimError::Config(format!(
-            "capacity scale must be a finite number > 0, got {factor}"
+    if !(factor > 0.0 && factor <= MAX_FACTOR) {
+        return Err(SimError::Config(ConfigErrors::single(
+            "capacity_scale",
+            format!("must be in (0, {MAX_FACTOR}], got {factor}"),
         )));
     }
     for h in &mut wl.hosts {
@@ -164,9 +180,10 @@ pub fn keep_long_apps(wl: &mut Workload, min_work_s: f64) {
 /// (the GP needs `history + min_train` = 25 by default, two hours of
 /// 5-minute samples, longer than almost every Google 2011 part-0 task).
 pub fn stretch_time(wl: &mut Workload, factor: f64) -> Result<(), SimError> {
-    if !(factor.is_finite() && factor > 0.0) {
-        return Err(SimError::Config(format!(
-            "time stretch must be a finite number > 0, got {factor}"
+    if !(factor > 0.0 && factor <= MAX_FACTOR) {
+        return Err(SimError::Config(ConfigErrors::single(
+            "stretch",
+            format!("must be in (0, {MAX_FACTOR}], got {factor}"),
         )));
     }
     for a in &mut wl.apps {
@@ -247,6 +264,8 @@ mod tests {
             "synthetic:",
             "synthetic:x",
             "synthetic:1:2:3",
+            "synthetic:1:99999999999",
+            "synthetic:1:0",
             "foo",
         ] {
             assert!(bad.parse::<WorkloadSource>().is_err(), "{bad}");

@@ -78,23 +78,25 @@ pub fn run_grid(
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
 ) -> Result<Grid, SimError> {
     if k1.is_empty() || k2.is_empty() {
-        return Err(SimError::Config(
-            "tune: K1 and K2 lists must not be empty".to_string(),
-        ));
+        return Err(SimError::Config(tailor_core::ConfigErrors::single(
+            "k1/k2",
+            "tune: K1 and K2 lists must not be empty",
+        )));
     }
-    let mut errs = Vec::new();
+    let mut errs = tailor_core::ConfigErrors::new();
     for (name, v) in k1
         .iter()
         .map(|v| ("k1", v))
         .chain(k2.iter().map(|v| ("k2", v)))
     {
-        if !(v.is_finite() && *v >= 0.0) {
-            errs.push(format!("{name}: {v} is not a finite number >= 0"));
-        }
+        let max = if name == "k1" {
+            shaper::config::MAX_K1
+        } else {
+            shaper::config::MAX_K2
+        };
+        errs.range(name, *v, 0.0, max);
     }
-    if !errs.is_empty() {
-        return Err(SimError::Config(errs.join("\n")));
-    }
+    errs.into_result()?;
     let mut cell_cfg = base.clone();
     // One cell per core: no nested parallelism inside a cell.
     cell_cfg.parallel_forecasts = false;
@@ -176,8 +178,12 @@ pub fn snippet(
     let mut cfg = base.clone();
     cfg.k1 = best.k1;
     cfg.k2 = best.k2;
-    let body = toml::to_string(&Snippet { shaper: &cfg })
-        .map_err(|e| SimError::Config(format!("serialising the [shaper] snippet: {e}")))?;
+    let body = toml::to_string(&Snippet { shaper: &cfg }).map_err(|e| {
+        SimError::Config(tailor_core::ConfigErrors::single(
+            "shaper",
+            format!("serialising the [shaper] snippet: {e}"),
+        ))
+    })?;
     let s = &best.summary;
     Ok(format!(
         "# written by `tailor tune` on workload {}: best (K1, K2) with failed applications <= {:.2}%\n\

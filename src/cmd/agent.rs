@@ -23,6 +23,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tailor_core::{Clock, SystemClock};
 
+/// Most `--warmup` rounds of `--once`.
+pub const MAX_WARMUP: u32 = 10_000;
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Configuration file(s) (TOML); later files override earlier ones.
@@ -78,7 +81,10 @@ pub fn load_config(args: &Args) -> anyhow::Result<AgentConfig> {
     let mut cfg = if paths.is_empty() {
         AgentConfig::default()
     } else {
-        AgentConfig::load(&paths)?
+        AgentConfig::load(&paths).with_context(|| {
+            let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            format!("configuration {}", names.join(" + "))
+        })?
     };
     if args.recommend {
         cfg.actuation = Actuation::Recommend;
@@ -89,12 +95,16 @@ pub fn load_config(args: &Args) -> anyhow::Result<AgentConfig> {
     if let Some(i) = args.interval_s {
         cfg.interval_s = i;
     }
-    cfg.validate()?;
+    cfg.validate()
+        .context("configuration with command-line overrides")?;
     Ok(cfg)
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     init_logging(&args.log_format);
+    if args.warmup > MAX_WARMUP {
+        anyhow::bail!("--warmup must be at most {MAX_WARMUP}, got {}", args.warmup);
+    }
     let cfg = load_config(&args)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

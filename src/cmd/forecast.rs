@@ -12,6 +12,9 @@ use anyhow::Context;
 use forecaster::eval::{replay, ReplayStats};
 use forecaster::{ModelConfig, ModelKind};
 
+/// Largest `--horizon` (samples).
+pub const MAX_HORIZON: usize = 10_000;
+
 /// Model choice on the command line.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ModelArg {
@@ -69,19 +72,17 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let mut cfg = match &args.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            toml::from_str::<ModelConfig>(&text)
-                .with_context(|| format!("parsing {}", path.display()))?
-        }
+        Some(path) => crate::cmd::config::load_model_config(path)?,
         None => ModelConfig::default(),
     };
     cfg.kind = args.model.into();
     cfg.calibrated = args.calibrated;
     cfg.validate().context("invalid model config")?;
-    if args.horizon == 0 {
-        anyhow::bail!("--horizon must be >= 1");
+    if !(1..=MAX_HORIZON).contains(&args.horizon) {
+        anyhow::bail!(
+            "--horizon must be in [1, {MAX_HORIZON}], got {}",
+            args.horizon
+        );
     }
     let series = datasets::series::load_series(&args.input, args.column.as_deref())
         .with_context(|| format!("loading {}", args.input.display()))?;
@@ -99,6 +100,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let st = replay(model.as_mut(), &s.values, args.horizon, args.max_points);
         tracing::debug!(series = %s.name, points = st.points, "replayed");
         pooled.merge(&st);
+    }
+    if pooled.points == 0 {
+        // e.g. one-point series: a forecast is scored against a later sample
+        anyhow::bail!(
+            "{}: no series has more than --horizon ({}) finite samples, nothing to score",
+            args.input.display(),
+            args.horizon
+        );
     }
     if cfg.calibrated {
         name.push_str("+calibrated");

@@ -45,7 +45,11 @@ impl SimArgs {
     /// forecaster flags applied; not validated yet (callers add theirs).
     pub fn base_config(&self) -> anyhow::Result<SimConfig> {
         let mut cfg = match &self.config {
-            Some(p) => SimConfig::load(p)?,
+            Some(p) => {
+                let text = agent::config::read_config_text(p).map_err(anyhow::Error::msg)?;
+                crate::cmd::config::check_sim(&text)
+                    .with_context(|| format!("configuration {}", p.display()))?
+            }
             None => SimConfig::default(),
         };
         if let Ok(WorkloadSource::Recorded { path }) = self.workload.parse() {

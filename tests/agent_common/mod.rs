@@ -213,5 +213,5 @@ grace_period_s = 0.0
 {tables}
 "#
     );
-    agent::config::check_toml(&text, None).unwrap_or_else(|e| panic!("test config: {e}"))
+    agent::config::check_toml(&text).unwrap_or_else(|e| panic!("test config: {e}"))
 }

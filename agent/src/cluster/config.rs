@@ -40,8 +40,9 @@
 
 use super::failsafe::FailSafeConfig;
 use super::ClusterError;
+use crate::toml_check::{check_value, leaf, parse_text, probe, Schema};
 use serde::{Deserialize, Serialize};
-use shaper::{ConfigError, ConfigErrors, ShaperConfig};
+use shaper::{ConfigErrors, ShaperConfig};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -128,12 +129,17 @@ pub struct ShaperServerConfig {
     pub shaper: ShaperConfig,
 }
 
-fn err(errors: &mut Vec<ConfigError>, key: &str, message: impl Into<String>) {
-    errors.push(ConfigError {
-        key: key.to_string(),
-        message: message.into(),
-    });
+fn err(errors: &mut ConfigErrors, key: &str, message: impl Into<String>) {
+    errors.push(key, message);
 }
+
+/// Shortest shaping interval of the server (seconds).
+pub const MIN_INTERVAL_S: f64 = 0.1;
+/// Longest shaping interval of the server (seconds): one day.
+pub const MAX_INTERVAL_S: f64 = 86_400.0;
+/// Largest interval count (`stale_after_intervals`, `forget_after_intervals`,
+/// `warmup_intervals`).
+pub const MAX_INTERVALS: u32 = 1_000_000;
 
 impl ShaperServerConfig {
     /// A config with defaults and the given token file.
@@ -164,15 +170,42 @@ impl ShaperServerConfig {
         })
     }
 
-    /// Reads, parses and validates a config file.
+    /// Reads, parses and validates a config file; every problem at once
+    /// (see [`check_toml`]).
     pub fn load(path: &Path) -> Result<Self, ClusterError> {
         let text = std::fs::read_to_string(path).map_err(|source| ClusterError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        let cfg = Self::from_toml(&text, path)?;
-        cfg.validate()?;
-        Ok(cfg)
+        Ok(check_toml(&text)?)
+    }
+
+    /// Checks the files the server reads at start-up as it reads them: the
+    /// token file (exists, a regular file, mode 0600 or stricter, holds a
+    /// token) and, with TLS, the certificate and key files (readable,
+    /// non-empty).
+    pub fn check_files(&self) -> Result<(), ConfigErrors> {
+        let mut errors = ConfigErrors::new();
+        if !self.token_file.as_os_str().is_empty() {
+            if let Err(e) = super::auth::read_token_file(&self.token_file) {
+                errors.push("token_file", e.to_string());
+            }
+        }
+        for (key, file) in [
+            ("tls_cert_file", &self.tls_cert_file),
+            ("tls_key_file", &self.tls_key_file),
+        ] {
+            if let Some(f) = file {
+                match std::fs::metadata(f) {
+                    Err(e) => errors.push(key, format!("cannot read {}: {e}", f.display())),
+                    Ok(m) if !m.is_file() || m.len() == 0 => {
+                        errors.push(key, format!("{} is not a non-empty file", f.display()))
+                    }
+                    Ok(_) => {}
+                }
+            }
+        }
+        errors.into_result()
     }
 
     /// True when TLS is configured.
@@ -180,9 +213,14 @@ impl ShaperServerConfig {
         self.tls_cert_file.is_some() && self.tls_key_file.is_some()
     }
 
-    /// Every invalid setting at once (keys as written in the file).
+    /// Every invalid setting at once (keys as written in the file). Ranges:
+    /// `interval_s` in [0.1, 86400]; `stale_after_intervals` in [1, 1000000];
+    /// `forget_after_intervals` 0 or in (stale_after_intervals, 1000000];
+    /// `warmup_intervals` in [0, 1000000]; `max_body_bytes` in [1024, 1 GiB];
+    /// `max_components_per_report` in [1, 1000000]; `[shaper]` as
+    /// [`ShaperConfig::validate`].
     pub fn validate(&self) -> Result<(), ConfigErrors> {
-        let mut errors = Vec::new();
+        let mut errors = ConfigErrors::new();
         if self.token_file.as_os_str().is_empty() {
             err(&mut errors, "token_file", "must name the token file");
         }
@@ -213,16 +251,25 @@ impl ShaperServerConfig {
                 ),
             );
         }
-        if !(self.interval_s.is_finite() && self.interval_s > 0.0 && self.interval_s <= 86_400.0) {
-            err(
-                &mut errors,
-                "interval_s",
-                format!("must be in (0, 86400] (got {})", self.interval_s),
-            );
-        }
-        if self.stale_after_intervals == 0 {
-            err(&mut errors, "stale_after_intervals", "must be at least 1");
-        }
+        errors.range(
+            "interval_s",
+            self.interval_s,
+            MIN_INTERVAL_S,
+            MAX_INTERVAL_S,
+        );
+        errors.range(
+            "stale_after_intervals",
+            self.stale_after_intervals,
+            1,
+            MAX_INTERVALS,
+        );
+        errors.range(
+            "forget_after_intervals",
+            self.forget_after_intervals,
+            0,
+            MAX_INTERVALS,
+        );
+        errors.range("warmup_intervals", self.warmup_intervals, 0, MAX_INTERVALS);
         if self.forget_after_intervals != 0
             && self.forget_after_intervals <= self.stale_after_intervals
         {
@@ -249,18 +296,28 @@ impl ShaperServerConfig {
                 "must be in [1, 1000000]",
             );
         }
-        if let Err(e) = self.shaper.validate() {
-            errors.extend(e.prefixed("shaper").errors);
-        }
-        if let Err(e) = self.limits.validate() {
-            errors.extend(e.prefixed("limits").errors);
-        }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(ConfigErrors { errors })
-        }
+        errors.nested("shaper", self.shaper.validate());
+        errors.nested("limits", self.limits.validate());
+        errors.into_result()
     }
+}
+
+static SERVER_SHAPER: Schema = leaf(probe::<ShaperConfig>);
+static SERVER: Schema = Schema {
+    probe: probe::<ShaperServerConfig>,
+    tables: &[("shaper", &SERVER_SHAPER)],
+};
+
+/// Checks `shaper.toml` text key by key (syntax, unknown keys, types,
+/// missing keys, values) and reports every problem at once with its dotted
+/// key path.
+pub fn check_toml(text: &str) -> Result<ShaperServerConfig, ConfigErrors> {
+    let mut checked = check_value::<ShaperServerConfig>(&parse_text(text)?, &SERVER);
+    let Some(cfg) = checked.config.take() else {
+        return Err(checked.errors);
+    };
+    checked.add_validation(cfg.validate());
+    checked.errors.into_result().map(|()| cfg)
 }
 
 /// The `[cluster]` table of `agent.toml` (used when `mode = "cluster"`).
@@ -317,7 +374,7 @@ impl ClusterClientConfig {
     /// Every invalid setting at once (keys relative to `[cluster]`; call
     /// `.prefixed("cluster")` on the error when embedding).
     pub fn validate(&self) -> Result<(), ConfigErrors> {
-        let mut errors = Vec::new();
+        let mut errors = ConfigErrors::new();
         let url = self.shaper_url.trim_end_matches('/');
         let rest = url
             .strip_prefix("http://")
@@ -363,14 +420,8 @@ impl ClusterClientConfig {
                 format!("must be in (0, 600] (got {})", self.timeout_s),
             );
         }
-        if let Err(e) = self.fail_safe.validate() {
-            errors.extend(e.prefixed("fail_safe").errors);
-        }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(ConfigErrors { errors })
-        }
+        errors.nested("fail_safe", self.fail_safe.validate());
+        errors.into_result()
     }
 }
 
@@ -420,6 +471,39 @@ mod tests {
             "shaper.k1",
         ] {
             assert!(keys.contains(&k), "missing {k} in {keys:?}");
+        }
+    }
+
+    #[test]
+    fn check_toml_reports_values_next_to_unknown_keys_and_missing_token_file() {
+        let text = "interval_s = 1e-10\nbogus = 1\n[shaper]\nk1 = -1.0\nnope = 2\n";
+        let e = check_toml(text).expect_err("invalid");
+        assert_eq!(
+            e.keys(),
+            vec![
+                "bogus",
+                "shaper.nope",
+                "token_file",
+                "interval_s",
+                "shaper.k1"
+            ],
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn issue_13_values_get_a_clear_error() {
+        for (text, key) in [
+            ("interval_s = 1e-10", "interval_s"),
+            ("interval_s = 1e300", "interval_s"),
+            (
+                "stale_after_intervals = 4000000000",
+                "stale_after_intervals",
+            ),
+            ("warmup_intervals = 4000000000", "warmup_intervals"),
+        ] {
+            let e = check_toml(&format!("token_file = \"/t\"\n{text}")).expect_err(text);
+            assert!(e.keys().contains(&key), "{text}: {e}");
         }
     }
 

@@ -14,7 +14,7 @@
 //! shaper plans again from what the agent reports.
 
 use serde::{Deserialize, Serialize};
-use shaper::{ConfigError, ConfigErrors, Resources};
+use shaper::{ConfigErrors, Resources};
 
 fn default_hold_s() -> f64 {
     60.0
@@ -54,32 +54,26 @@ impl Default for FailSafeConfig {
     }
 }
 
+/// Longest `hold_s`: 30 days.
+pub const MAX_HOLD_S: f64 = 30.0 * 86_400.0;
+
 impl FailSafeConfig {
+    /// Every invalid setting at once: `hold_s` in [0, 2592000] (30 days),
+    /// `regrow_fraction` in (0, 1], `snap_fraction` in [0, 1).
     pub fn validate(&self) -> Result<(), ConfigErrors> {
-        let mut errors = Vec::new();
-        if !(self.hold_s.is_finite() && self.hold_s >= 0.0) {
-            errors.push(ConfigError {
-                key: "hold_s".into(),
-                message: format!("must be finite and >= 0 (got {})", self.hold_s),
-            });
-        }
-        if !(self.regrow_fraction > 0.0 && self.regrow_fraction <= 1.0) {
-            errors.push(ConfigError {
-                key: "regrow_fraction".into(),
-                message: format!("must be in (0, 1] (got {})", self.regrow_fraction),
-            });
-        }
-        if !(self.snap_fraction >= 0.0 && self.snap_fraction < 1.0) {
-            errors.push(ConfigError {
-                key: "snap_fraction".into(),
-                message: format!("must be in [0, 1) (got {})", self.snap_fraction),
-            });
-        }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(ConfigErrors { errors })
-        }
+        let mut e = ConfigErrors::new();
+        e.range("hold_s", self.hold_s, 0.0, MAX_HOLD_S);
+        e.check(
+            "regrow_fraction",
+            self.regrow_fraction > 0.0 && self.regrow_fraction <= 1.0,
+            || format!("must be in (0, 1] (got {})", self.regrow_fraction),
+        );
+        e.check(
+            "snap_fraction",
+            self.snap_fraction >= 0.0 && self.snap_fraction < 1.0,
+            || format!("must be in [0, 1) (got {})", self.snap_fraction),
+        );
+        e.into_result()
     }
 }
 

@@ -19,7 +19,7 @@
 use super::protocol::{ComponentReport, ReportRequest};
 use crate::serve::ServeLimits;
 use serde::{Deserialize, Serialize};
-use shaper::{ConfigError, ConfigErrors};
+use shaper::ConfigErrors;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -86,56 +86,31 @@ impl Default for ServerLimits {
 impl ServerLimits {
     /// Every invalid setting (keys relative to `[limits]`).
     pub fn validate(&self) -> Result<(), ConfigErrors> {
-        let mut errors = Vec::new();
-        let mut e = |key: &str, message: String| {
-            errors.push(ConfigError {
-                key: key.to_string(),
-                message,
-            })
-        };
-        if !(1..=1_000_000).contains(&self.max_agents) {
-            e(
-                "max_agents",
-                format!("must be in [1, 1000000] (got {})", self.max_agents),
-            );
-        }
-        for (key, v) in [
-            ("max_components_per_tenant", self.max_components_per_tenant),
-            ("max_components_total", self.max_components_total),
-        ] {
-            if !(1..=100_000_000).contains(&v) {
-                e(key, format!("must be in [1, 100000000] (got {v})"));
-            }
-        }
-        if !(1 << 20..=1 << 40).contains(&self.max_state_mem_bytes) {
-            e(
-                "max_state_mem_bytes",
-                format!(
-                    "must be in [1 MiB, 1 TiB] (got {})",
-                    self.max_state_mem_bytes
-                ),
-            );
-        }
-        if !(1..=1_000_000).contains(&self.max_connections) {
-            e(
-                "max_connections",
-                format!("must be in [1, 1000000] (got {})", self.max_connections),
-            );
-        }
-        for (key, v) in [
-            ("header_read_timeout_s", self.header_read_timeout_s),
-            ("idle_timeout_s", self.idle_timeout_s),
-            ("request_timeout_s", self.request_timeout_s),
-        ] {
-            if !(v.is_finite() && (0.05..=3600.0).contains(&v)) {
-                e(key, format!("must be in [0.05, 3600] seconds (got {v})"));
-            }
-        }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(ConfigErrors { errors })
-        }
+        let mut e = ConfigErrors::new();
+        e.range("max_agents", self.max_agents, 1, 1_000_000);
+        e.range(
+            "max_components_per_tenant",
+            self.max_components_per_tenant,
+            1,
+            100_000_000,
+        );
+        e.range(
+            "max_components_total",
+            self.max_components_total,
+            1,
+            100_000_000,
+        );
+        e.range(
+            "max_state_mem_bytes",
+            self.max_state_mem_bytes,
+            1 << 20,
+            1 << 40,
+        );
+        e.range("max_connections", self.max_connections, 1, 1_000_000);
+        e.range("header_read_timeout_s", self.header_read_timeout_s, 0.05, 3600.0);
+        e.range("idle_timeout_s", self.idle_timeout_s, 0.05, 3600.0);
+        e.range("request_timeout_s", self.request_timeout_s, 0.05, 3600.0);
+        e.into_result()
     }
 
     /// The HTTP server's bounds.

@@ -28,7 +28,7 @@ use super::metrics::sample;
 use super::protocol::{Ack, AckOutcome, ActionKind, ComponentReport};
 use super::ClusterError;
 use serde::{Deserialize, Serialize};
-use shaper::{Class, Forecasts, Predictive, Resources};
+use shaper::{Class, ConfigErrors, Forecasts, Predictive, Resources};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -212,34 +212,27 @@ pub fn is_loopback_url(url: &str) -> bool {
 }
 
 impl LoadgenConfig {
-    pub fn validate(&self) -> Result<(), String> {
-        let mut errors = Vec::new();
-        if !is_loopback_url(&self.url) {
-            errors.push(format!(
-                "url {} is not a loopback address: the load generator only targets this machine",
+    /// Every invalid setting at once: a loopback `url`; `agents` in
+    /// [1, 20000]; `containers_per_agent` in [1, 10000]; `interval_s` in
+    /// [0.01, 600]; `duration_s` in (0, 3600]; `hosts_per_app` in [1, 20000].
+    pub fn validate(&self) -> Result<(), ConfigErrors> {
+        let mut e = ConfigErrors::new();
+        e.check("url", is_loopback_url(&self.url), || {
+            format!(
+                "{} is not a loopback address: the load generator only targets this machine",
                 self.url
-            ));
-        }
-        if self.agents == 0 || self.agents > MAX_AGENTS {
-            errors.push(format!("agents must be in [1, {MAX_AGENTS}]"));
-        }
-        if self.containers_per_agent == 0 || self.containers_per_agent > 10_000 {
-            errors.push("containers_per_agent must be in [1, 10000]".to_string());
-        }
-        if !(self.interval_s > 0.0 && self.interval_s <= 600.0) {
-            errors.push("interval_s must be in (0, 600]".to_string());
-        }
-        if !(self.duration_s > 0.0 && self.duration_s <= MAX_DURATION_S) {
-            errors.push(format!("duration_s must be in (0, {MAX_DURATION_S}]"));
-        }
-        if self.hosts_per_app == 0 {
-            errors.push("hosts_per_app must be at least 1".to_string());
-        }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(errors.join("; "))
-        }
+            )
+        });
+        e.range("agents", self.agents, 1, MAX_AGENTS);
+        e.range("containers_per_agent", self.containers_per_agent, 1, 10_000);
+        e.range("interval_s", self.interval_s, 0.01, 600.0);
+        e.check(
+            "duration_s",
+            self.duration_s > 0.0 && self.duration_s <= MAX_DURATION_S,
+            || format!("must be in (0, {MAX_DURATION_S}], got {}", self.duration_s),
+        );
+        e.range("hosts_per_app", self.hosts_per_app, 1, MAX_AGENTS);
+        e.into_result()
     }
 }
 
@@ -468,7 +461,7 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 
 /// Runs the load and returns what it measured.
 pub async fn run(cfg: &LoadgenConfig) -> Result<LoadgenReport, ClusterError> {
-    cfg.validate().map_err(ClusterError::Client)?;
+    cfg.validate()?;
     let token = read_token_file(&cfg.token_file)?;
     let mut ccfg = ClusterClientConfig::new(cfg.url.clone(), cfg.token_file.clone());
     ccfg.ca_cert_file = cfg.ca_cert_file.clone();

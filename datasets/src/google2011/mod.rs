@@ -74,6 +74,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use tailor_core::ConfigErrors;
 
 /// Times at or above this are "after the trace window" markers, not real times.
 const FAR_FUTURE_US: TimeUs = 1 << 62;
@@ -187,43 +188,68 @@ impl Default for Google2011Config {
 }
 
 impl Google2011Config {
-    /// Checks every field; reports all problems at once.
-    pub fn validate(&self) -> Result<(), DatasetError> {
-        let mut errs = Vec::new();
-        let pos = |v: f64| v.is_finite() && v > 0.0;
-        if !pos(self.max_machine.cpu_cores) || !pos(self.max_machine.mem_bytes) {
-            errs.push("max_machine must be positive and finite".to_string());
-        }
-        if !pos(self.host_capacity_scale) {
-            errs.push("host_capacity_scale must be positive and finite".to_string());
-        }
-        if !(self.min_work_s.is_finite() && self.min_work_s >= 0.0) {
-            errs.push("min_work_s must be >= 0".to_string());
-        }
-        if !(self.min_request.cpu_cores.is_finite()
-            && self.min_request.cpu_cores >= 0.0
-            && self.min_request.mem_bytes.is_finite()
-            && self.min_request.mem_bytes >= 0.0)
-        {
-            errs.push("min_request must be >= 0 and finite".to_string());
-        }
-        if !(0.0..=1.0).contains(&self.class_rule.elastic_fraction) {
-            errs.push("class_rule.elastic_fraction must be in [0, 1]".to_string());
-        }
-        if !(0.0..=1.0).contains(&self.class_rule.core_fraction) {
-            errs.push("class_rule.core_fraction must be in [0, 1]".to_string());
-        }
-        if self.max_hosts == Some(0) {
-            errs.push("max_hosts must be at least 1".to_string());
-        }
-        if self.max_apps == Some(0) {
-            errs.push("max_apps must be at least 1".to_string());
-        }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(DatasetError::Config(errs))
-        }
+    /// Checks every field; reports all problems at once. Ranges:
+    /// `max_machine` cores (0, 1e6], bytes (0, 2^60]; `host_capacity_scale`
+    /// (0, 1e6]; `min_work_s` [0, 1e9]; `min_request` cores [0, 1e6],
+    /// bytes [0, 2^60]; fractions [0, 1]; `max_hosts`, `max_apps` >= 1.
+    pub fn validate(&self) -> Result<(), ConfigErrors> {
+        let mut e = ConfigErrors::new();
+        check_positive_resources(&mut e, "max_machine", self.max_machine);
+        e.check(
+            "host_capacity_scale",
+            self.host_capacity_scale > 0.0 && self.host_capacity_scale <= 1e6,
+            || format!("must be in (0, 1e6], got {}", self.host_capacity_scale),
+        );
+        e.range("min_work_s", self.min_work_s, 0.0, 1e9);
+        e.range(
+            "min_request.cpu_cores",
+            self.min_request.cpu_cores,
+            0.0,
+            MAX_CORES,
+        );
+        e.range(
+            "min_request.mem_bytes",
+            self.min_request.mem_bytes,
+            0.0,
+            MAX_BYTES,
+        );
+        e.nested("class_rule", self.class_rule.validate());
+        e.check("max_hosts", self.max_hosts != Some(0), || {
+            "must be at least 1".to_string()
+        });
+        e.check("max_apps", self.max_apps != Some(0), || {
+            "must be at least 1".to_string()
+        });
+        e.into_result()
+    }
+}
+
+/// Largest CPU amount of a host or request (cores).
+pub const MAX_CORES: f64 = 1.0e6;
+/// Largest memory amount of a host or request (bytes): 2^60.
+pub const MAX_BYTES: f64 = (1u64 << 60) as f64;
+
+/// Adds an error unless both resources are in (0, MAX].
+pub(crate) fn check_positive_resources(e: &mut ConfigErrors, key: &str, r: Resources) {
+    e.check(
+        &format!("{key}.cpu_cores"),
+        r.cpu_cores > 0.0 && r.cpu_cores <= MAX_CORES,
+        || format!("must be in (0, {MAX_CORES}], got {}", r.cpu_cores),
+    );
+    e.check(
+        &format!("{key}.mem_bytes"),
+        r.mem_bytes > 0.0 && r.mem_bytes <= MAX_BYTES,
+        || format!("must be in (0, {MAX_BYTES}], got {}", r.mem_bytes),
+    );
+}
+
+impl ClassRule {
+    /// `elastic_fraction` and `core_fraction` in [0, 1].
+    pub fn validate(&self) -> Result<(), ConfigErrors> {
+        let mut e = ConfigErrors::new();
+        e.range("elastic_fraction", self.elastic_fraction, 0.0, 1.0);
+        e.range("core_fraction", self.core_fraction, 0.0, 1.0);
+        e.into_result()
     }
 }
 

@@ -264,6 +264,19 @@ pub(crate) fn opt_f64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option
     }
 }
 
+/// As [`opt_f64`], and the value must be >= 0 (requests, capacities).
+#[inline]
+pub(crate) fn opt_nonneg_f64(
+    r: &csv::ByteRecord,
+    i: usize,
+    col: &str,
+) -> Result<Option<f64>, String> {
+    match opt_f64(r, i, col)? {
+        Some(v) if v < 0.0 => Err(format!("{col}: {v} is negative")),
+        v => Ok(v),
+    }
+}
+
 #[inline]
 pub(crate) fn req_f64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<f64, String> {
     opt_f64(r, i, col)?.ok_or_else(|| format!("{col}: mandatory field is empty"))
@@ -345,9 +358,9 @@ impl Table for TaskEvent {
             scheduling_class: opt_small(r, 7, "scheduling class")?,
             priority: u8::try_from(priority)
                 .map_err(|_| format!("priority: {priority} is out of range"))?,
-            cpu_request: opt_f64(r, 9, "CPU request")?,
-            mem_request: opt_f64(r, 10, "memory request")?,
-            disk_request: opt_f64(r, 11, "disk space request")?,
+            cpu_request: opt_nonneg_f64(r, 9, "CPU request")?,
+            mem_request: opt_nonneg_f64(r, 10, "memory request")?,
+            disk_request: opt_nonneg_f64(r, 11, "disk space request")?,
             different_machines: opt_bool(r, 12, "different machines restriction")?,
         })
     }
@@ -397,8 +410,8 @@ impl Table for MachineEvent {
             event_type: MachineEventType::from_code(code)
                 .ok_or_else(|| format!("event type: unknown machine event type {code}"))?,
             platform_id: opt_string(r, 3),
-            cpus: opt_f64(r, 4, "CPUs")?,
-            memory: opt_f64(r, 5, "Memory")?,
+            cpus: opt_nonneg_f64(r, 4, "CPUs")?,
+            memory: opt_nonneg_f64(r, 5, "Memory")?,
         })
     }
 }

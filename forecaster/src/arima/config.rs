@@ -1,6 +1,7 @@
 //! Configuration of the auto-ARIMA forecaster.
 
 use serde::{Deserialize, Serialize};
+use tailor_core::ConfigErrors;
 
 /// Information criterion that ranks candidate orders.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -127,80 +128,39 @@ impl Default for ArimaConfig {
 }
 
 impl ArimaConfig {
-    /// Checks every field; returns all problems at once.
-    pub fn validate(&self) -> Result<(), Vec<String>> {
-        let mut errs = Vec::new();
-        if self.window < 4 {
-            errs.push(format!("arima.window must be >= 4, got {}", self.window));
-        }
-        if self.window > 10_000 {
-            errs.push(format!(
-                "arima.window must be <= 10000, got {}",
-                self.window
-            ));
-        }
-        if self.max_p > 5 {
-            errs.push(format!("arima.max_p must be <= 5, got {}", self.max_p));
-        }
-        if self.max_q > 5 {
-            errs.push(format!("arima.max_q must be <= 5, got {}", self.max_q));
-        }
-        if self.max_d > 2 {
-            errs.push(format!("arima.max_d must be <= 2, got {}", self.max_d));
-        }
-        if !(self.kpss_alpha.is_finite() && self.kpss_alpha > 0.0 && self.kpss_alpha < 1.0) {
-            errs.push(format!(
-                "arima.kpss_alpha must be in (0, 1), got {}",
-                self.kpss_alpha
-            ));
-        }
-        if self.research_every == 0 {
-            errs.push("arima.research_every must be >= 1".to_string());
-        }
-        if self.degrade_window == 0 {
-            errs.push("arima.degrade_window must be >= 1".to_string());
-        }
-        if !(self.degrade_ratio.is_finite() && self.degrade_ratio > 0.0) {
-            errs.push(format!(
-                "arima.degrade_ratio must be finite and > 0, got {}",
-                self.degrade_ratio
-            ));
-        }
-        if self.min_samples < 4 {
-            errs.push(format!(
-                "arima.min_samples must be >= 4, got {}",
-                self.min_samples
-            ));
-        }
-        if self.min_samples > self.window {
-            errs.push(format!(
-                "arima.min_samples ({}) must be <= arima.window ({})",
-                self.min_samples, self.window
-            ));
-        }
-        if self.param_refit_every == 0 {
-            errs.push("arima.param_refit_every must be >= 1".to_string());
-        }
-        if self.warm_max_iter == 0 {
-            errs.push("arima.warm_max_iter must be >= 1".to_string());
-        }
-        if self.average_models == 0 || self.average_models > 20 {
-            errs.push(format!(
-                "arima.average_models must be in 1..=20, got {}",
-                self.average_models
-            ));
-        }
-        if !(self.clip_mads.is_finite() && self.clip_mads >= 0.0) {
-            errs.push(format!(
-                "arima.clip_mads must be finite and >= 0, got {}",
-                self.clip_mads
-            ));
-        }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(errs)
-        }
+    /// Checks every field; returns all problems at once (keys relative to
+    /// the `[arima]` table). Ranges: `window` [4, 10000]; `max_p`, `max_q`
+    /// [0, 5]; `max_d` [0, 2]; `kpss_alpha` (0, 1); `research_every`,
+    /// `param_refit_every` [1, 1000000]; `degrade_window` [1, 10000];
+    /// `degrade_ratio` (0, 1e6]; `min_samples` [4, window]; `warm_max_iter`
+    /// [1, 1000]; `average_models` [1, 20]; `clip_mads` [0, 1000].
+    pub fn validate(&self) -> Result<(), ConfigErrors> {
+        let mut e = ConfigErrors::new();
+        e.range("window", self.window, 4, 10_000);
+        e.range("max_p", self.max_p, 0, 5);
+        e.range("max_q", self.max_q, 0, 5);
+        e.range("max_d", self.max_d, 0, 2);
+        e.check(
+            "kpss_alpha",
+            self.kpss_alpha > 0.0 && self.kpss_alpha < 1.0,
+            || format!("must be in (0, 1), got {}", self.kpss_alpha),
+        );
+        e.range("research_every", self.research_every, 1, 1_000_000);
+        e.range("degrade_window", self.degrade_window, 1, 10_000);
+        e.check(
+            "degrade_ratio",
+            self.degrade_ratio > 0.0 && self.degrade_ratio <= 1e6,
+            || format!("must be in (0, 1e6], got {}", self.degrade_ratio),
+        );
+        e.range("min_samples", self.min_samples, 4, 10_000);
+        e.check("min_samples", self.min_samples <= self.window, || {
+            format!("({}) must be <= window ({})", self.min_samples, self.window)
+        });
+        e.range("param_refit_every", self.param_refit_every, 1, 1_000_000);
+        e.range("warm_max_iter", self.warm_max_iter, 1, 1_000);
+        e.range("average_models", self.average_models, 1, 20);
+        e.range("clip_mads", self.clip_mads, 0.0, 1_000.0);
+        e.into_result()
     }
 }
 
@@ -219,7 +179,17 @@ mod tests {
             ..Default::default()
         };
         let errs = bad.validate().expect_err("invalid");
-        assert!(errs.len() >= 4, "{errs:?}");
+        assert_eq!(
+            errs.keys(),
+            vec![
+                "window",
+                "max_p",
+                "kpss_alpha",
+                "research_every",
+                "min_samples"
+            ],
+            "{errs:?}"
+        );
     }
 
     #[test]

@@ -46,8 +46,7 @@ const CACHE_H: usize = 12;
 impl AutoArima {
     /// A new forecaster; the config is validated.
     pub fn new(cfg: ArimaConfig) -> Result<AutoArima, ForecastError> {
-        cfg.validate()
-            .map_err(|e| ForecastError::InvalidConfig(e.join("; ")))?;
+        cfg.validate().map_err(|e| e.prefixed("arima"))?;
         Ok(AutoArima {
             buf: VecDeque::with_capacity(cfg.window + 1),
             cfg,
@@ -394,10 +393,7 @@ mod tests {
             window: 1,
             ..Default::default()
         };
-        assert!(matches!(
-            AutoArima::new(cfg),
-            Err(ForecastError::InvalidConfig(_))
-        ));
+        assert!(matches!(AutoArima::new(cfg), Err(ForecastError::Config(_))));
     }
 
     mod props {

@@ -36,7 +36,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{fallback_predictive, ForecastError, Forecaster, Predictive};
+use crate::{fallback_predictive, ConfigErrors, ForecastError, Forecaster, Predictive};
 pub use lml::KernelKind;
 pub use lml::Theta;
 use lml::{Bounds, Factor, TrainSet};
@@ -181,71 +181,58 @@ impl GpConfig {
         self.train_size.unwrap_or(self.history)
     }
 
-    /// Checks every field; reports all problems at once.
-    pub fn validate(&self) -> Result<(), ForecastError> {
-        let mut errs = Vec::new();
-        if !(2..=64).contains(&self.history) {
-            errs.push(format!(
-                "gp.history = {} must be in 2..=64 (thesis: 10..40)",
-                self.history
-            ));
-        }
-        if let Some(n) = self.train_size {
-            if !(2..=200).contains(&n) {
-                errs.push(format!("gp.train_size = {n} must be in 2..=200"));
-            }
-        }
-        if !(self.time_scale_steps.is_finite() && self.time_scale_steps > 0.0) {
-            errs.push(format!(
-                "gp.time_scale_steps = {} must be finite and > 0",
-                self.time_scale_steps
-            ));
-        }
-        if self.min_train < 2 || self.min_train > self.n_train().max(2) {
-            errs.push(format!(
-                "gp.min_train = {} must be in 2..=train_size ({})",
-                self.min_train,
-                self.n_train()
-            ));
-        }
-        if !(self.degenerate_margin.is_finite()) {
-            errs.push(format!(
-                "gp.degenerate_margin = {} must be finite",
-                self.degenerate_margin
-            ));
-        }
-        if !(self.hyper_prior_sd.is_finite() && self.hyper_prior_sd >= 0.0) {
-            errs.push(format!(
-                "gp.hyper_prior_sd = {} must be finite and >= 0",
-                self.hyper_prior_sd
-            ));
-        }
-        if !(self.hyper_prior_weight > 0.0 && self.hyper_prior_weight <= 1.0) {
-            errs.push(format!(
-                "gp.hyper_prior_weight = {} must be in (0, 1]",
-                self.hyper_prior_weight
-            ));
-        }
-        if self.anchor_every == 0 {
-            errs.push("gp.anchor_every must be >= 1".into());
-        }
-        if self.cold_refit_every == 0 {
-            errs.push("gp.cold_refit_every must be >= 1".into());
-        }
-        if self.restarts == 0 || self.restarts > 16 {
-            errs.push(format!("gp.restarts = {} must be in 1..=16", self.restarts));
-        }
-        if self.cold_max_iters == 0 {
-            errs.push("gp.cold_max_iters must be >= 1".into());
-        }
+    /// Checks every field; reports all problems at once (keys relative to
+    /// the `[gp]` table). Ranges: `history` [2, 64]; `train_size` [2, 200];
+    /// `time_scale_steps` (0, 1e9]; `min_train` [2, train_size];
+    /// `cold_refit_every`, `anchor_every` [1, 1000000]; `restarts` [1, 16];
+    /// `warm_max_iters`, `anchor_max_iters`, `cold_screen_iters` [0, 1000];
+    /// `cold_max_iters` [1, 1000]; tolerances (0, 1e6]; `degenerate_margin`
+    /// [-1e6, 1e6]; `hyper_prior_sd` [0, 1e3]; `hyper_prior_weight` (0, 1];
+    /// bounds `[lo, hi]` with 0 < lo < hi <= 1e12.
+    pub fn validate(&self) -> Result<(), ConfigErrors> {
+        let mut e = ConfigErrors::new();
+        e.check("history", (2..=64).contains(&self.history), || {
+            format!("must be in [2, 64] (thesis: 10..40), got {}", self.history)
+        });
+        e.range_opt("train_size", self.train_size, 2, 200);
+        e.check(
+            "time_scale_steps",
+            self.time_scale_steps > 0.0 && self.time_scale_steps <= 1e9,
+            || format!("must be in (0, 1e9], got {}", self.time_scale_steps),
+        );
+        e.check(
+            "min_train",
+            self.min_train >= 2 && self.min_train <= self.n_train().max(2),
+            || {
+                format!(
+                    "must be in [2, train_size ({})], got {}",
+                    self.n_train(),
+                    self.min_train
+                )
+            },
+        );
+        e.range("degenerate_margin", self.degenerate_margin, -1e6, 1e6);
+        e.range("hyper_prior_sd", self.hyper_prior_sd, 0.0, 1e3);
+        e.check(
+            "hyper_prior_weight",
+            self.hyper_prior_weight > 0.0 && self.hyper_prior_weight <= 1.0,
+            || format!("must be in (0, 1], got {}", self.hyper_prior_weight),
+        );
+        e.range("anchor_every", self.anchor_every, 1, 1_000_000);
+        e.range("cold_refit_every", self.cold_refit_every, 1, 1_000_000);
+        e.range("restarts", self.restarts, 1, 16);
+        e.range("warm_max_iters", self.warm_max_iters, 0, 1_000);
+        e.range("cold_max_iters", self.cold_max_iters, 1, 1_000);
+        e.range("cold_screen_iters", self.cold_screen_iters, 0, 1_000);
+        e.range("anchor_max_iters", self.anchor_max_iters, 0, 1_000);
         for (name, v) in [
             ("warm_tol_grad", self.warm_tol_grad),
             ("cold_tol_grad", self.cold_tol_grad),
             ("warm_tol_rel", self.warm_tol_rel),
         ] {
-            if !(v.is_finite() && v > 0.0) {
-                errs.push(format!("gp.{name} = {v} must be finite and > 0"));
-            }
+            e.check(name, v > 0.0 && v <= 1e6, || {
+                format!("must be in (0, 1e6], got {v}")
+            });
         }
         for (name, b) in [
             ("lengthscale_bounds", self.lengthscale_bounds),
@@ -253,15 +240,11 @@ impl GpConfig {
             ("signal_var_bounds", self.signal_var_bounds),
             ("noise_var_bounds", self.noise_var_bounds),
         ] {
-            if !(b[0].is_finite() && b[1].is_finite() && b[0] > 0.0 && b[0] < b[1]) {
-                errs.push(format!("gp.{name} = {b:?} must be finite with 0 < lo < hi"));
-            }
+            e.check(name, b[0] > 0.0 && b[0] < b[1] && b[1] <= 1e12, || {
+                format!("must be [lo, hi] with 0 < lo < hi <= 1e12, got {b:?}")
+            });
         }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(ForecastError::InvalidConfig(errs.join("; ")))
-        }
+        e.into_result()
     }
 
     /// Hyperparameter bounds in `theta` order.
@@ -498,7 +481,7 @@ pub struct Gp {
 impl Gp {
     /// A new model; fails on an invalid config.
     pub fn new(cfg: GpConfig) -> Result<Self, ForecastError> {
-        cfg.validate()?;
+        cfg.validate().map_err(|e| e.prefixed("gp"))?;
         let cap = cfg.n_train() + cfg.history;
         Ok(Self {
             cfg,

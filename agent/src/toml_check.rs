@@ -1,0 +1,222 @@
+//! Checking a TOML configuration key by key, so that every problem of a
+//! file is reported at once with its dotted key path: unknown keys and
+//! values of the wrong type in every table (nested ones included), missing
+//! required keys, and then the value errors of `validate()` for everything
+//! that did parse.
+//!
+//! serde stops at the first error of a table, so a plain `toml::from_str`
+//! would hide a table's value errors behind one unknown key. Here each key is
+//! deserialized on its own against the table's type ([`Schema::probe`]);
+//! keys that fail are reported and left out, required keys that are absent
+//! are reported and stood in for by a placeholder (its own errors are
+//! suppressed), and the rest is deserialized and validated as a whole.
+
+use serde::de::DeserializeOwned;
+use tailor_core::{join_key, ConfigErrors};
+
+/// The shape of one TOML table: how to deserialize it and which of its keys
+/// are tables with a shape of their own.
+pub struct Schema {
+    /// Deserializes a (partial) table as the table's type.
+    pub probe: fn(&toml::Table) -> Result<(), String>,
+    /// Sub-tables checked key by key too.
+    pub tables: &'static [(&'static str, &'static Schema)],
+}
+
+impl Schema {
+    fn table(&self, key: &str) -> Option<&'static Schema> {
+        self.tables.iter().find(|(k, _)| *k == key).map(|(_, s)| *s)
+    }
+}
+
+/// Deserializes `t` as `T`; the error is serde's message on one line.
+pub fn probe<T: DeserializeOwned>(t: &toml::Table) -> Result<(), String> {
+    T::deserialize(toml::Value::Table(t.clone()))
+        .map(|_| ())
+        .map_err(|e| clean_message(&e.to_string()))
+}
+
+/// A table with no sub-table of its own.
+pub const fn leaf(probe: fn(&toml::Table) -> Result<(), String>) -> Schema {
+    Schema { probe, tables: &[] }
+}
+
+/// The result of [`check_value`].
+pub struct Checked<T> {
+    /// The configuration built from every key that parsed (`None` when even
+    /// that could not be built).
+    pub config: Option<T>,
+    /// Every parse error, with key paths.
+    pub errors: ConfigErrors,
+    /// Keys that were missing and stood in for by a placeholder: `validate()`
+    /// errors on them repeat the "missing" error and should be dropped.
+    pub placeholders: Vec<String>,
+}
+
+impl<T> Checked<T> {
+    /// Adds the `validate()` errors, minus those on placeholders.
+    pub fn add_validation(&mut self, result: Result<(), ConfigErrors>) {
+        if let Err(e) = result {
+            for one in e {
+                if !self.placeholders.contains(&one.key) {
+                    self.errors.0.push(one);
+                }
+            }
+        }
+    }
+}
+
+/// Parses TOML text (a syntax error is one error with an empty key).
+pub fn parse_text(text: &str) -> Result<toml::Table, ConfigErrors> {
+    text.parse::<toml::Table>().map_err(|e| {
+        ConfigErrors::single(
+            "",
+            format!("TOML syntax: {}", clean_message(&e.to_string())),
+        )
+    })
+}
+
+/// Checks `table` against `schema` and builds `T` from what parsed.
+pub fn check_value<T: DeserializeOwned>(table: &toml::Table, schema: &Schema) -> Checked<T> {
+    let mut errors = ConfigErrors::new();
+    let mut placeholders = Vec::new();
+    let kept = clean(table, schema, "", &mut errors, &mut placeholders);
+    let config = kept.and_then(|t| match T::deserialize(toml::Value::Table(t)) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            errors.push("", clean_message(&e.to_string()));
+            None
+        }
+    });
+    Checked {
+        config,
+        errors,
+        placeholders,
+    }
+}
+
+/// The keys of `table` that parse, sub-tables cleaned recursively; `None`
+/// when the table cannot be built even so.
+fn clean(
+    table: &toml::Table,
+    schema: &Schema,
+    path: &str,
+    errors: &mut ConfigErrors,
+    placeholders: &mut Vec<String>,
+) -> Option<toml::Table> {
+    let mut kept = toml::Table::new();
+    for (k, v) in table {
+        let key = join_key(path, k);
+        let value = match (schema.table(k), v) {
+            (Some(sub), toml::Value::Table(t)) => match clean(t, sub, &key, errors, placeholders) {
+                Some(t) => toml::Value::Table(t),
+                None => continue,
+            },
+            _ => v.clone(),
+        };
+        let mut one = toml::Table::new();
+        one.insert(k.clone(), value.clone());
+        match (schema.probe)(&one) {
+            // required keys are checked on the whole table below
+            Err(m) if missing_field(&m).is_none() => errors.push(key, m),
+            _ => {
+                kept.insert(k.clone(), value);
+            }
+        }
+    }
+    // Required keys: report each, stand in with a placeholder, retry. The
+    // number of tries is bounded by the table's fields.
+    for _ in 0..64 {
+        match (schema.probe)(&kept) {
+            Ok(()) => return Some(kept),
+            Err(m) => match missing_field(&m) {
+                Some(field) if !kept.contains_key(&field) => {
+                    let key = join_key(path, &field);
+                    errors.push(key.clone(), "missing: this key is required");
+                    placeholders.push(key);
+                    kept.insert(field, toml::Value::String(String::new()));
+                }
+                _ => {
+                    errors.push(path, m);
+                    return None;
+                }
+            },
+        }
+    }
+    errors.push(path, "too many missing keys");
+    None
+}
+
+/// The field of serde's "missing field `x`" message.
+fn missing_field(message: &str) -> Option<String> {
+    let rest = &message[message.find("missing field `")? + "missing field `".len()..];
+    Some(rest[..rest.find('`')?].to_string())
+}
+
+/// serde/toml messages on one line.
+pub fn clean_message(m: &str) -> String {
+    m.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Inner {
+        need: String,
+        #[serde(default)]
+        n: u32,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Outer {
+        #[serde(default)]
+        x: f64,
+        inner: Option<Inner>,
+    }
+
+    static INNER: Schema = leaf(probe::<Inner>);
+    static OUTER: Schema = Schema {
+        probe: probe::<Outer>,
+        tables: &[("inner", &INNER)],
+    };
+
+    #[test]
+    fn every_error_of_every_table_at_once() {
+        let t = parse_text("x = \"no\"\nbogus = 1\n[inner]\nn = -1\nextra = 2\n").expect("toml");
+        let c: Checked<Outer> = check_value(&t, &OUTER);
+        let keys = c.errors.keys();
+        assert_eq!(
+            keys,
+            vec!["bogus", "inner.extra", "inner.n", "inner.need", "x"]
+        );
+        assert_eq!(c.placeholders, vec!["inner.need".to_string()]);
+        let cfg = c.config.expect("built from what parsed");
+        assert_eq!(cfg.x, 0.0);
+    }
+
+    #[test]
+    fn syntax_error_is_one_whole_file_error() {
+        let e = parse_text("x = = 1").expect_err("syntax");
+        assert_eq!(e.keys(), vec![""]);
+    }
+
+    #[test]
+    fn missing_field_is_found_in_serde_messages() {
+        assert_eq!(
+            missing_field("missing field `token_file`").as_deref(),
+            Some("token_file")
+        );
+        assert_eq!(missing_field("unknown field `x`"), None);
+    }
+}
