@@ -192,38 +192,26 @@ impl Default for Google2019Config {
 impl Google2019Config {
     /// Checks every field; reports all problems at once.
     pub fn validate(&self) -> Result<(), DatasetError> {
-        let mut errs = Vec::new();
+        let mut e = tailor_core::ConfigErrors::new();
         let pos = |v: f64| v.is_finite() && v > 0.0;
-        if !pos(self.max_machine.cpu_cores) || !pos(self.max_machine.mem_bytes) {
-            errs.push("max_machine must be positive and finite".to_string());
-        }
-        if !pos(self.host_capacity_scale) {
-            errs.push("host_capacity_scale must be positive and finite".to_string());
-        }
-        if !(self.interval_s.is_finite() && self.interval_s >= 60.0) {
-            errs.push("interval_s must be at least 60".to_string());
-        }
-        if !(self.max_gap_s.is_finite()
-            && self.max_gap_s >= self.interval_s
-            && self.max_gap_s <= 86_400.0)
-        {
-            errs.push("max_gap_s must be in [interval_s, 86400]".to_string());
-        }
-        if !(self.min_request.cpu_cores.is_finite()
-            && self.min_request.cpu_cores >= 0.0
-            && self.min_request.mem_bytes.is_finite()
-            && self.min_request.mem_bytes >= 0.0)
-        {
-            errs.push("min_request must be >= 0 and finite".to_string());
-        }
-        if self.hosts == Some(0) {
-            errs.push("hosts must be at least 1".to_string());
-        }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(DatasetError::Config(errs))
-        }
+        e.check(
+            "max_machine",
+            pos(self.max_machine.cpu_cores) && pos(self.max_machine.mem_bytes),
+            || "must be positive and finite".to_string(),
+        );
+        e.range("host_capacity_scale", self.host_capacity_scale, 1e-6, 1e6);
+        e.range("interval_s", self.interval_s, 60.0, 86_400.0);
+        e.range("max_gap_s", self.max_gap_s, self.interval_s.max(60.0), 86_400.0);
+        e.check(
+            "min_request",
+            self.min_request.cpu_cores.is_finite()
+                && self.min_request.cpu_cores >= 0.0
+                && self.min_request.mem_bytes.is_finite()
+                && self.min_request.mem_bytes >= 0.0,
+            || "must be >= 0 and finite".to_string(),
+        );
+        e.range_opt("hosts", self.hosts, 1, 100_000);
+        e.into_result().map_err(DatasetError::Config)
     }
 }
 

@@ -84,7 +84,7 @@ proptest! {
     fn sim_toml_never_panics_and_accepted_is_bounded(t in text()) {
         if let Ok(cfg) = SimConfig::from_toml_str(&t, "props") {
             prop_assert!((1.0..=86_400.0).contains(&cfg.interval_s));
-            prop_assert!(cfg.horizon_samples.is_none_or(|h| (1..=10_000).contains(&h)));
+            prop_assert!(cfg.shaper.horizon_samples.is_none_or(|h| (1..=10_000).contains(&h)));
             prop_assert!(cfg.max_time_s.is_none_or(|t| t.is_finite() && t > 0.0));
             prop_assert!(cfg.shaper.k1.is_finite() && cfg.shaper.k2.is_finite());
             prop_assert!(cfg.forecaster.build().is_ok());

@@ -439,6 +439,6 @@ mod tests {
             max_agents: 0,
             ..ServerLimits::default()
         };
-        assert_eq!(bad.validate().expect_err("bad").errors.len(), 2);
+        assert_eq!(bad.validate().expect_err("bad").len(), 2);
     }
 }
