@@ -8,7 +8,11 @@ use clap::{Parser, Subcommand};
 mod cmd;
 
 #[derive(Parser)]
-#[command(name = "tailor", version, about = "Fit container allocations to what containers really use")]
+#[command(
+    name = "tailor",
+    version,
+    about = "Fit container allocations to what containers really use"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -121,8 +121,8 @@ fn agent_once_prints_one_rounds_decisions() {
             .any(|o| o["result"] == "recommended" && o["action"]["kind"] == "resize"),
         "a cut is recommended: {stdout}"
     );
-    assert!(outcomes
-        .iter()
-        .all(|o| o["action"]["explanation"].as_str().is_some_and(|e| !e.is_empty())));
+    assert!(outcomes.iter().all(|o| o["action"]["explanation"]
+        .as_str()
+        .is_some_and(|e| !e.is_empty())));
     assert_eq!(c.mem_limit(), 256 * MIB, "--recommend changes nothing");
 }

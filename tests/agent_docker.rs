@@ -144,7 +144,10 @@ async fn recommend_mode_changes_nothing() {
             .iter()
             .filter(|o| o.result == agent::Outcome::Recommended)
             .count();
-        assert!(r.outcomes.iter().all(|o| o.result != agent::Outcome::Applied));
+        assert!(r
+            .outcomes
+            .iter()
+            .all(|o| o.result != agent::Outcome::Applied));
     })
     .await;
     assert!(recommended > 0, "the agent recommends a cut");
@@ -446,7 +449,9 @@ async fn overload_evicts_youngest_elastic_of_last_app_and_restarts_it() {
     let mut restarted: Vec<String> = Vec::new();
     rounds(&mut agent, 75, |r| {
         for o in &r.outcomes {
-            if matches!(o.action.kind, NodeActionKind::Evict { .. }) && o.result == agent::Outcome::Applied {
+            if matches!(o.action.kind, NodeActionKind::Evict { .. })
+                && o.result == agent::Outcome::Applied
+            {
                 evictions.push(o.action.container_name.clone());
             }
         }

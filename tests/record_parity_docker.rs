@@ -53,12 +53,54 @@ async fn recorded_run_replays_with_zero_mismatches() {
     }
     let sel = ("tailor.test", test);
     let on = ("tailor.enable", "true");
-    let _ramp = TestContainer::run("tailor-t-par-ramp", 256, 1.0, &[on, sel], &["8:0.05:4", "96:0.05:20:ramp"], &[]);
-    let _idle = TestContainer::run("tailor-t-par-idle", 512, 1.0, &[on, sel], &["8:0.01:3600"], &[]);
-    let _web1 = TestContainer::run("tailor-t-par-web1", 128, 1.0, &[on, sel, ("tailor.app", "web")], &["24:0.1:3600"], &[]);
-    let _web2 = TestContainer::run("tailor-t-par-web2", 128, 1.0, &[on, sel, ("tailor.app", "web"), ("tailor.class", "elastic")], &["20:0.1:3600"], &[]);
-    let _busy = TestContainer::run("tailor-t-par-busy", 64, 1.0, &[on, sel], &["8:0.6:3600"], &[]);
-    let _small = TestContainer::run("tailor-t-par-small", 64, 0.5, &[on, sel], &["12:0.02:3600"], &[]);
+    let _ramp = TestContainer::run(
+        "tailor-t-par-ramp",
+        256,
+        1.0,
+        &[on, sel],
+        &["8:0.05:4", "96:0.05:20:ramp"],
+        &[],
+    );
+    let _idle = TestContainer::run(
+        "tailor-t-par-idle",
+        512,
+        1.0,
+        &[on, sel],
+        &["8:0.01:3600"],
+        &[],
+    );
+    let _web1 = TestContainer::run(
+        "tailor-t-par-web1",
+        128,
+        1.0,
+        &[on, sel, ("tailor.app", "web")],
+        &["24:0.1:3600"],
+        &[],
+    );
+    let _web2 = TestContainer::run(
+        "tailor-t-par-web2",
+        128,
+        1.0,
+        &[on, sel, ("tailor.app", "web"), ("tailor.class", "elastic")],
+        &["20:0.1:3600"],
+        &[],
+    );
+    let _busy = TestContainer::run(
+        "tailor-t-par-busy",
+        64,
+        1.0,
+        &[on, sel],
+        &["8:0.6:3600"],
+        &[],
+    );
+    let _small = TestContainer::run(
+        "tailor-t-par-small",
+        64,
+        0.5,
+        &[on, sel],
+        &["12:0.02:3600"],
+        &[],
+    );
 
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("rec.jsonl.gz");
@@ -76,7 +118,10 @@ async fn recorded_run_replays_with_zero_mismatches() {
         planned_actions += r.outcomes.len();
     }
     drop(agent);
-    assert!(planned_actions > 0, "the agent recommended nothing: the check would be vacuous");
+    assert!(
+        planned_actions > 0,
+        "the agent recommended nothing: the check would be vacuous"
+    );
 
     let rec = format!("recorded:{}", path.display());
     let (ok, text) = parity(&["replay", "--workload", &rec, "--check-parity"]);
@@ -97,10 +142,20 @@ async fn recorded_run_replays_with_zero_mismatches() {
     let over = dir.path().join("changed.toml");
     std::fs::write(&over, toml).expect("write config");
     let over = over.display().to_string();
-    let (ok, text) = parity(&["replay", "--workload", &rec, "--check-parity", "--config", &over]);
+    let (ok, text) = parity(&[
+        "replay",
+        "--workload",
+        &rec,
+        "--check-parity",
+        "--config",
+        &over,
+    ]);
     println!("{text}");
     let (_, _, mismatches) = counts(&text);
-    assert!(!ok && mismatches > 0, "a changed floor went unnoticed:\n{text}");
+    assert!(
+        !ok && mismatches > 0,
+        "a changed floor went unnoticed:\n{text}"
+    );
 
     // The recording is also a workload for the simulator.
     let (ok, text) = parity(&["replay", "--workload", &rec, "--quiet", "--json"]);

@@ -36,9 +36,9 @@ use crate::view::{
     PlanSource, PlanSourceError, Sample,
 };
 use crate::AgentError;
+use datasets::recording::RecordWriter;
 use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
-use datasets::recording::RecordWriter;
 use shaper::node::NodeKernel;
 use shaper::record::{KernelEvent, Record, RecordingHeader, RoundRecord, RECORD_VERSION};
 use shaper::Plan;
@@ -902,12 +902,18 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             };
             let Some(t) = self.tracked.get(&a.container_id).cloned() else {
                 self.shared.metrics.action(kind, Outcome::Refused.as_str());
-                outcomes.push(outcome(Outcome::Refused, Some("not a managed container".into())));
+                outcomes.push(outcome(
+                    Outcome::Refused,
+                    Some("not a managed container".into()),
+                ));
                 continue;
             };
             if t.info.state != ContainerState::Running {
                 self.shared.metrics.action(kind, Outcome::Refused.as_str());
-                outcomes.push(outcome(Outcome::Refused, Some("container is not running".into())));
+                outcomes.push(outcome(
+                    Outcome::Refused,
+                    Some("container is not running".into()),
+                ));
                 continue;
             }
             match &a.kind {
@@ -921,7 +927,9 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                         continue;
                     }
                     if !shape {
-                        self.shared.metrics.action(kind, Outcome::Recommended.as_str());
+                        self.shared
+                            .metrics
+                            .action(kind, Outcome::Recommended.as_str());
                         outcomes.push(outcome(Outcome::Recommended, None));
                         continue;
                     }
@@ -993,7 +1001,9 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                         continue;
                     }
                     if !shape {
-                        self.shared.metrics.action(kind, Outcome::Recommended.as_str());
+                        self.shared
+                            .metrics
+                            .action(kind, Outcome::Recommended.as_str());
                         outcomes.push(outcome(Outcome::Recommended, None));
                         continue;
                     }
@@ -1003,7 +1013,9 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     {
                         // after the agent's floors and rounding the limits
                         // are already there: no Docker call
-                        self.shared.metrics.action(kind, Outcome::Unchanged.as_str());
+                        self.shared
+                            .metrics
+                            .action(kind, Outcome::Unchanged.as_str());
                         outcomes.push(outcome(Outcome::Unchanged, None));
                         continue;
                     }
@@ -1108,13 +1120,17 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                         tm.needs_inspect = true;
                         tm.last_cpu = None;
                     }
-                    self.shared.metrics.action("restart", Outcome::Applied.as_str());
+                    self.shared
+                        .metrics
+                        .action("restart", Outcome::Applied.as_str());
                     tracing::info!(container = %e.name, app = %e.app, evicted_for_s = now_s - e.at_s, "restarted evicted container");
                     restarted.push(e.name.clone());
                 }
                 Err(err) => {
                     self.shared.metrics.runtime_error("start");
-                    self.shared.metrics.action("restart", Outcome::Failed.as_str());
+                    self.shared
+                        .metrics
+                        .action("restart", Outcome::Failed.as_str());
                     tracing::warn!(container = %e.name, error = %err, "cannot restart evicted container");
                     if matches!(err, RuntimeError::NotFound(_)) {
                         self.state.evicted.remove(0);

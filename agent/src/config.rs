@@ -353,7 +353,12 @@ impl AgentConfig {
                 )
             },
         );
-        e.range("record.max_bytes", self.record.max_bytes, 1 << 16, MAX_RECORD_BYTES);
+        e.range(
+            "record.max_bytes",
+            self.record.max_bytes,
+            1 << 16,
+            MAX_RECORD_BYTES,
+        );
         e.check(
             "record.path",
             !self.record.enabled || self.record_path().is_some(),

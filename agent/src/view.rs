@@ -114,6 +114,12 @@ impl PlanSource for LocalShaper {
         &'a mut self,
         view: &'a NodeView,
     ) -> BoxFuture<'a, Result<NodePlan, PlanSourceError>> {
-        Box::pin(async move { Ok(shaper::node::plan_node(view, &self.config, &mut self.decider)) })
+        Box::pin(async move {
+            Ok(shaper::node::plan_node(
+                view,
+                &self.config,
+                &mut self.decider,
+            ))
+        })
     }
 }

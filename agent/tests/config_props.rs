@@ -6,8 +6,8 @@
 //! configuration, and so can run (issue 13: "every accepted value runs").
 
 use agent::config::{check_toml, AgentConfig, MAX_INTERVAL_S, MIN_INTERVAL_S};
-use shaper::config::MAX_HORIZON_SAMPLES;
 use proptest::prelude::*;
+use shaper::config::MAX_HORIZON_SAMPLES;
 use std::collections::BTreeMap;
 
 /// Keys of every table of both files, plus a few unknown ones: drawing keys

@@ -332,7 +332,9 @@ async fn overload_evicts_youngest_elastic_of_last_app_then_restarts_it() {
             ])
             .await;
         for o in &rep.outcomes {
-            if matches!(o.action.kind, NodeActionKind::Evict { .. }) && o.result == agent::Outcome::Applied {
+            if matches!(o.action.kind, NodeActionKind::Evict { .. })
+                && o.result == agent::Outcome::Applied
+            {
                 evicted.push(o.action.container_id.clone());
             }
         }

@@ -40,10 +40,16 @@ pub struct Resources {
 }
 
 impl Resources {
-    pub const ZERO: Resources = Resources { cpu_cores: 0.0, mem_bytes: 0.0 };
+    pub const ZERO: Resources = Resources {
+        cpu_cores: 0.0,
+        mem_bytes: 0.0,
+    };
 
     pub const fn new(cpu_cores: f64, mem_bytes: f64) -> Self {
-        Self { cpu_cores, mem_bytes }
+        Self {
+            cpu_cores,
+            mem_bytes,
+        }
     }
 
     /// The amount of one resource.
@@ -64,17 +70,26 @@ impl Resources {
 
     /// Builds a pair by evaluating `f` for each resource.
     pub fn from_fn(mut f: impl FnMut(Resource) -> f64) -> Self {
-        Self { cpu_cores: f(Resource::Cpu), mem_bytes: f(Resource::Mem) }
+        Self {
+            cpu_cores: f(Resource::Cpu),
+            mem_bytes: f(Resource::Mem),
+        }
     }
 
     /// Component-wise `self + other`.
     pub fn add(&self, other: &Resources) -> Resources {
-        Resources::new(self.cpu_cores + other.cpu_cores, self.mem_bytes + other.mem_bytes)
+        Resources::new(
+            self.cpu_cores + other.cpu_cores,
+            self.mem_bytes + other.mem_bytes,
+        )
     }
 
     /// Component-wise `self - other`.
     pub fn sub(&self, other: &Resources) -> Resources {
-        Resources::new(self.cpu_cores - other.cpu_cores, self.mem_bytes - other.mem_bytes)
+        Resources::new(
+            self.cpu_cores - other.cpu_cores,
+            self.mem_bytes - other.mem_bytes,
+        )
     }
 
     /// True when both amounts are `<= other`'s.
@@ -129,7 +144,9 @@ impl std::str::FromStr for Class {
         match s {
             "core" => Ok(Class::Core),
             "elastic" => Ok(Class::Elastic),
-            other => Err(format!("unknown component class {other:?} (expected \"core\" or \"elastic\")")),
+            other => Err(format!(
+                "unknown component class {other:?} (expected \"core\" or \"elastic\")"
+            )),
         }
     }
 }
@@ -156,7 +173,10 @@ impl Calibration {
         for (i, u) in upper.iter_mut().enumerate() {
             *u = (i as f64 * CALIBRATION_STEP) as f32;
         }
-        Self { upper, lower: upper }
+        Self {
+            upper,
+            lower: upper,
+        }
     }
 
     fn interp(table: &[f32; CALIBRATION_LEVELS], k: f64) -> f64 {
@@ -199,8 +219,16 @@ pub struct Predictive {
 impl Predictive {
     /// A Gaussian predictive. A negative or non-finite `std` is stored as 0.
     pub fn gaussian(mean: f64, std: f64) -> Self {
-        let std = if std.is_finite() && std > 0.0 { std } else { 0.0 };
-        Self { mean, std, calibration: None }
+        let std = if std.is_finite() && std > 0.0 {
+            std
+        } else {
+            0.0
+        };
+        Self {
+            mean,
+            std,
+            calibration: None,
+        }
     }
 
     /// A point forecast with no uncertainty (the oracle's).
@@ -266,7 +294,9 @@ pub struct ManualClock {
 
 impl ManualClock {
     pub fn new(start_s: f64) -> Self {
-        Self { bits: AtomicU64::new(start_s.to_bits()) }
+        Self {
+            bits: AtomicU64::new(start_s.to_bits()),
+        }
     }
 
     pub fn set(&self, now_s: f64) {
@@ -302,7 +332,10 @@ mod tests {
     #[test]
     fn gaussian_calibration_matches_plain_gaussian() {
         let plain = Predictive::gaussian(5.0, 1.5);
-        let cal = Predictive { calibration: Some(Calibration::gaussian()), ..plain };
+        let cal = Predictive {
+            calibration: Some(Calibration::gaussian()),
+            ..plain
+        };
         for k in [0.0, 0.3, 1.0, 2.0, 2.9, 3.0, 4.0] {
             assert!((plain.upper(k) - cal.upper(k)).abs() < 1e-6, "k={k}");
             assert!((plain.lower(k) - cal.lower(k)).abs() < 1e-6, "k={k}");

@@ -201,7 +201,12 @@ impl Google2019Config {
         );
         e.range("host_capacity_scale", self.host_capacity_scale, 1e-6, 1e6);
         e.range("interval_s", self.interval_s, 60.0, 86_400.0);
-        e.range("max_gap_s", self.max_gap_s, self.interval_s.max(60.0), 86_400.0);
+        e.range(
+            "max_gap_s",
+            self.max_gap_s,
+            self.interval_s.max(60.0),
+            86_400.0,
+        );
         e.check(
             "min_request",
             self.min_request.cpu_cores.is_finite()

@@ -83,8 +83,9 @@ impl RecordWriter {
         if self.full {
             return Ok(false);
         }
-        let mut line = serde_json::to_vec(record)
-            .map_err(|e| DatasetError::format(&self.path, format!("record not serialisable: {e}")))?;
+        let mut line = serde_json::to_vec(record).map_err(|e| {
+            DatasetError::format(&self.path, format!("record not serialisable: {e}"))
+        })?;
         line.push(b'\n');
         if line.len() > MAX_RECORD_BYTES
             || self.enc.get_ref().bytes + line.len() as u64 / 4 > self.max_bytes
@@ -155,12 +156,12 @@ impl RecordReader {
         let file = File::open(path).map_err(|e| DatasetError::io(path, e))?;
         let mut reader = BufReader::new(file);
         let head = reader.fill_buf().map_err(|e| DatasetError::io(path, e))?;
-        let input: Box<dyn BufRead + Send> = if head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b
-        {
-            Box::new(BufReader::new(MultiGzDecoder::new(reader)))
-        } else {
-            Box::new(reader)
-        };
+        let input: Box<dyn BufRead + Send> =
+            if head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b {
+                Box::new(BufReader::new(MultiGzDecoder::new(reader)))
+            } else {
+                Box::new(reader)
+            };
         Ok(Self {
             path: path.to_path_buf(),
             input,
@@ -189,7 +190,9 @@ impl RecordReader {
                     }
                     false
                 }
-                Err(e) if e.kind() == ErrorKind::InvalidData && self.buf.len() > MAX_RECORD_BYTES => {
+                Err(e)
+                    if e.kind() == ErrorKind::InvalidData && self.buf.len() > MAX_RECORD_BYTES =>
+                {
                     return Err(DatasetError::row(
                         &self.path,
                         self.line + 1,
@@ -256,7 +259,13 @@ mod tests {
         let mut w = RecordWriter::create(&path, 2_000).expect("create");
         let mut written = 0;
         for i in 0..10_000u64 {
-            if !w.append(&Rec { round: i, value: i as f64 * 0.1 }).expect("append") {
+            if !w
+                .append(&Rec {
+                    round: i,
+                    value: i as f64 * 0.1,
+                })
+                .expect("append")
+            {
                 break;
             }
             written += 1;

@@ -249,7 +249,12 @@ impl ShaperConfig {
         );
         e.range("min_cpu_cores", self.min_cpu_cores, 0.0, MAX_MIN_CPU_CORES);
         e.range("min_mem_bytes", self.min_mem_bytes, 0.0, MAX_MIN_MEM_BYTES);
-        e.range_opt("horizon_samples", self.horizon_samples, 1, MAX_HORIZON_SAMPLES);
+        e.range_opt(
+            "horizon_samples",
+            self.horizon_samples,
+            1,
+            MAX_HORIZON_SAMPLES,
+        );
         e.range(
             "min_history_samples",
             self.min_history_samples,

@@ -6,10 +6,10 @@
 //! maps); sort keys are packed integers.
 
 use crate::config::{Policy, ShaperConfig, VictimOrder};
+use crate::limits::{bound_target, sane};
 use crate::model::{
     Application, Class, ClusterView, Component, Host, Predictive, Resource, Resources,
 };
-use crate::limits::{bound_target, sane};
 use crate::order::{fkey, prio_desc, scheduler_order};
 use crate::plan::{Action, Basis, Binding, Bound, Explanation, Plan, PlanSummary, Reason, Sizing};
 

@@ -78,10 +78,10 @@ pub mod view;
 
 pub use config::{ConfigError, ConfigErrors, Policy, SchedulerOrder, ShaperConfig, VictimOrder};
 pub use decide::{component_target, decide, Decider, Target};
+pub use model::*;
 pub use models::{horizon_samples, ComponentModels};
 pub use oom::OomFloor;
 pub use order::{apply_class, scheduler_key, ComponentAction, SchedulerKey};
-pub use view::{AppFacts, ViewBuilder};
-pub use model::*;
 pub use plan::{Action, Basis, Binding, Bound, Explanation, Plan, PlanSummary, Reason, Sizing};
 pub use tailor_core::Calibration;
+pub use view::{AppFacts, ViewBuilder};

@@ -36,13 +36,7 @@ pub(crate) fn sane(x: f64) -> f64 {
 
 /// Bounds a raw target (forecast + buffer, or the request) for resource
 /// `r`. Returns the allocation and what bound it.
-pub fn bound_target(
-    r: Resource,
-    raw: f64,
-    floor: f64,
-    ceiling: f64,
-    usage: f64,
-) -> (f64, Bound) {
+pub fn bound_target(r: Resource, raw: f64, floor: f64, ceiling: f64, usage: f64) -> (f64, Bound) {
     let floor = sane(floor);
     let usage = sane(usage);
     let (mut t, mut bound) = if raw.is_finite() {

@@ -54,7 +54,8 @@ pub fn horizon_samples(cfg: &ShaperConfig, round_interval_s: f64, sample_interva
     cfg.horizon_samples.unwrap_or_else(|| {
         let n = round_interval_s.max(DEFAULT_MIN_HORIZON_S) / sample_interval_s;
         if n.is_finite() && n > 0.0 {
-            n.ceil().clamp(1.0, crate::config::MAX_HORIZON_SAMPLES as f64) as usize
+            n.ceil()
+                .clamp(1.0, crate::config::MAX_HORIZON_SAMPLES as f64) as usize
         } else {
             1
         }
@@ -172,7 +173,9 @@ mod tests {
         assert!((f.cpu.mean - 1.5).abs() < 1e-9);
         assert!((f.mem.mean - 7e8).abs() < 1.0);
         // the same relative history at another request scales with it
-        let f2 = m.forecast(1, Resources::new(4.0, 2e9), &cfg).expect("ready");
+        let f2 = m
+            .forecast(1, Resources::new(4.0, 2e9), &cfg)
+            .expect("ready");
         assert!((f2.mem.mean - 1.4e9).abs() < 1.0);
     }
 

@@ -206,7 +206,11 @@ impl std::fmt::Debug for NodeKernel {
 impl NodeKernel {
     /// A kernel for a node sampled every `interval_s` (one sample a round).
     /// Fails when the model config cannot build a model.
-    pub fn new(cfg: ShaperConfig, model: ModelConfig, interval_s: f64) -> Result<Self, ForecastError> {
+    pub fn new(
+        cfg: ShaperConfig,
+        model: ModelConfig,
+        interval_s: f64,
+    ) -> Result<Self, ForecastError> {
         model.build()?;
         Ok(Self {
             horizon: horizon_samples(&cfg, interval_s, interval_s),
@@ -375,10 +379,17 @@ pub fn plan_node(view: &NodeView, cfg: &ShaperConfig, decider: &mut Decider) -> 
             continue;
         };
         let (kind, explanation) = match a {
-            ComponentAction::Resize { from, to, explanation, .. } => {
-                (NodeActionKind::Resize { from, to }, explanation.to_string())
-            }
-            ComponentAction::Evict { whole_app, explanation, .. } => (
+            ComponentAction::Resize {
+                from,
+                to,
+                explanation,
+                ..
+            } => (NodeActionKind::Resize { from, to }, explanation.to_string()),
+            ComponentAction::Evict {
+                whole_app,
+                explanation,
+                ..
+            } => (
                 NodeActionKind::Evict { whole_app },
                 if whole_app {
                     format!("application {} evicted: {explanation}", c.app)

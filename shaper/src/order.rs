@@ -97,9 +97,8 @@ pub enum ComponentAction<'p> {
 impl ComponentAction<'_> {
     pub fn component(&self) -> ComponentId {
         match self {
-            ComponentAction::Resize { component, .. } | ComponentAction::Evict { component, .. } => {
-                *component
-            }
+            ComponentAction::Resize { component, .. }
+            | ComponentAction::Evict { component, .. } => *component,
         }
     }
 

@@ -239,7 +239,12 @@ kind = "last"
         let err = SimConfig::from_toml_str(text, "t")
             .expect_err("invalid")
             .to_string();
-        for key in ["interval_s", "shaper.horizon_samples", "max_time_s", "shaper.k1"] {
+        for key in [
+            "interval_s",
+            "shaper.horizon_samples",
+            "max_time_s",
+            "shaper.k1",
+        ] {
             assert!(err.contains(key), "{key} missing from {err}");
         }
     }

@@ -14,9 +14,9 @@ use datasets::workload::{ComponentSpec, Shape, Workload};
 use forecaster::{ForecastError, Forecaster};
 use rayon::prelude::*;
 use shaper::{
-    scheduler_key, AppFacts, AppId, Class, ClusterView, Component, ComponentAction,
-    ComponentId, ComponentModels, Decider, Forecasts, Host, HostId, OomFloor, Plan, Policy,
-    Resource, Resources, SchedulerKey, ShaperConfig, ViewBuilder,
+    scheduler_key, AppFacts, AppId, Class, ClusterView, Component, ComponentAction, ComponentId,
+    ComponentModels, Decider, Forecasts, Host, HostId, OomFloor, Plan, Policy, Resource, Resources,
+    SchedulerKey, ShaperConfig, ViewBuilder,
 };
 
 use shaper::models::normalise;
@@ -26,8 +26,7 @@ use crate::placement::{fits, FreeTree, Placement, UnfitCache};
 use crate::SimError;
 
 /// Builds one forecaster (one per component and resource).
-pub type ForecasterFactory =
-    dyn Fn(Resource) -> Result<Box<dyn Forecaster>, ForecastError> + Sync;
+pub type ForecasterFactory = dyn Fn(Resource) -> Result<Box<dyn Forecaster>, ForecastError> + Sync;
 
 /// Where the forecasts the shaper sees come from.
 #[derive(Clone, Copy)]
@@ -1184,8 +1183,7 @@ impl<'w> Engine<'w> {
                 n += 2;
             }
             c.forecast = fc.models.forecast(h, req, kernel);
-            c.warm = c.forecast.is_some()
-                && (is_oracle || fc.models.observed() >= warm_samples);
+            c.warm = c.forecast.is_some() && (is_oracle || fc.models.observed() >= warm_samples);
             let shown = u64::from(c.forecast.is_some());
             Ok((n + 2 * shown, shown, u64::from(c.warm)))
         };

@@ -146,16 +146,17 @@ fn close(a: f64, b: f64) -> bool {
 
 fn same(a: &NodeAction, b: &NodeAction) -> bool {
     match (&a.kind, &b.kind) {
-        (NodeActionKind::Resize { from: f1, to: t1 }, NodeActionKind::Resize { from: f2, to: t2 }) => {
-            [
-                (f1.cpu_cores, f2.cpu_cores),
-                (f1.mem_bytes, f2.mem_bytes),
-                (t1.cpu_cores, t2.cpu_cores),
-                (t1.mem_bytes, t2.mem_bytes),
-            ]
-            .iter()
-            .all(|&(x, y)| close(x, y))
-        }
+        (
+            NodeActionKind::Resize { from: f1, to: t1 },
+            NodeActionKind::Resize { from: f2, to: t2 },
+        ) => [
+            (f1.cpu_cores, f2.cpu_cores),
+            (f1.mem_bytes, f2.mem_bytes),
+            (t1.cpu_cores, t2.cpu_cores),
+            (t1.mem_bytes, t2.mem_bytes),
+        ]
+        .iter()
+        .all(|&(x, y)| close(x, y)),
         (k1, k2) => k1 == k2,
     }
 }
@@ -198,10 +199,14 @@ pub fn check_parity(rec: &Recording, shaper: Option<&ShaperConfig>) -> Result<Pa
         let replayed = kernel.plan(&view, &mut decider).actions;
         p.actions += recorded.len() as u64;
         let by_container = |v: &[NodeAction]| -> BTreeMap<String, NodeAction> {
-            v.iter().map(|a| (a.container_id.clone(), a.clone())).collect()
+            v.iter()
+                .map(|a| (a.container_id.clone(), a.clone()))
+                .collect()
         };
         let (rec_map, rep_map) = (by_container(recorded), by_container(&replayed));
-        let order = |v: &[NodeAction]| -> Vec<String> { v.iter().map(|a| a.container_id.clone()).collect() };
+        let order = |v: &[NodeAction]| -> Vec<String> {
+            v.iter().map(|a| a.container_id.clone()).collect()
+        };
         let names: BTreeMap<&str, &str> = r
             .containers
             .iter()
@@ -281,7 +286,9 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
         }
     }
     if !(capacity.cpu_cores > 0.0 && capacity.mem_bytes > 0.0) {
-        return Err(SimError::Workload(format!("recording {name}: node capacity is zero")));
+        return Err(SimError::Workload(format!(
+            "recording {name}: node capacity is zero"
+        )));
     }
     let mut apps: BTreeMap<String, AppSpec> = BTreeMap::new();
     for s in seen.into_values() {

@@ -13,8 +13,8 @@
 //! full round, prints its decisions as JSON on stdout and exits; it applies
 //! them only with `actuation = "shape"` and without `--recommend`.
 
-use agent::config::{Actuation, AgentConfig, Mode, DEFAULT_CONFIG_PATH};
 use agent::config::RuntimeKind;
+use agent::config::{Actuation, AgentConfig, Mode, DEFAULT_CONFIG_PATH};
 use agent::docker::DockerRuntime;
 use agent::ContainerRuntime;
 use agent::{Agent, LocalShaper, PlanSource};

@@ -107,7 +107,12 @@ impl ServerLimits {
             1 << 40,
         );
         e.range("max_connections", self.max_connections, 1, 1_000_000);
-        e.range("header_read_timeout_s", self.header_read_timeout_s, 0.05, 3600.0);
+        e.range(
+            "header_read_timeout_s",
+            self.header_read_timeout_s,
+            0.05,
+            3600.0,
+        );
         e.range("idle_timeout_s", self.idle_timeout_s, 0.05, 3600.0);
         e.range("request_timeout_s", self.request_timeout_s, 0.05, 3600.0);
         e.into_result()

@@ -24,8 +24,8 @@ use super::protocol::{
 };
 use serde::{Deserialize, Serialize};
 use shaper::{
-    AppFacts, AppId, ClusterView, Component, ComponentAction, ComponentId, HostId, Plan,
-    Resources, ShaperConfig, ViewBuilder,
+    AppFacts, AppId, ClusterView, Component, ComponentAction, ComponentId, HostId, Plan, Resources,
+    ShaperConfig, ViewBuilder,
 };
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
