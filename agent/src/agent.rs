@@ -179,7 +179,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         let recorder = match (cfg.record.enabled, cfg.record_path()) {
             (true, Some(path)) => {
                 let mut w = RecordWriter::create(&path, cfg.record.max_bytes)?;
-                w.append(&Record::Header(RecordingHeader {
+                w.append(&Record::Header(Box::new(RecordingHeader {
                     version: RECORD_VERSION,
                     node: cfg.node_name.clone().unwrap_or_else(|| "node".to_string()),
                     interval_s: cfg.interval_s,
@@ -187,7 +187,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     mode: cfg.mode.as_str().to_string(),
                     shaper: cfg.shaper.clone(),
                     forecaster: cfg.forecaster.clone(),
-                }))?;
+                })))?;
                 tracing::info!(path = %path.display(), max_bytes = cfg.record.max_bytes, "recording");
                 Some(w)
             }

@@ -177,7 +177,7 @@ impl RecordReader {
 
     /// The next record, `None` at the end. A line longer than
     /// [`MAX_RECORD_BYTES`] or not a `T` is an error naming the line.
-    pub fn next<T: DeserializeOwned>(&mut self) -> Result<Option<T>, DatasetError> {
+    pub fn read_next<T: DeserializeOwned>(&mut self) -> Result<Option<T>, DatasetError> {
         loop {
             self.buf.clear();
             let done = match read_bounded_line(&mut self.input, &mut self.buf, MAX_RECORD_BYTES) {
@@ -276,7 +276,7 @@ mod tests {
         // read back without the trailer (as after a crash), then with it
         let mut r = RecordReader::open(&path).expect("open");
         let mut n = 0;
-        while let Some(rec) = r.next::<Rec>().expect("record") {
+        while let Some(rec) = r.read_next::<Rec>().expect("record") {
             assert_eq!(rec.round, n);
             n += 1;
         }
@@ -284,7 +284,7 @@ mod tests {
         w.finish().expect("finish");
         let mut r = RecordReader::open(&path).expect("open");
         let mut m = 0;
-        while r.next::<Rec>().expect("record").is_some() {
+        while r.read_next::<Rec>().expect("record").is_some() {
             m += 1;
         }
         assert_eq!(m, written);
@@ -296,8 +296,8 @@ mod tests {
         let path = dir.path().join("bad.jsonl");
         std::fs::write(&path, "{\"round\":1,\"value\":2.0}\nnot json\n").expect("write");
         let mut r = RecordReader::open(&path).expect("open");
-        assert!(r.next::<Rec>().expect("first").is_some());
-        let e = r.next::<Rec>().expect_err("second").to_string();
+        assert!(r.read_next::<Rec>().expect("first").is_some());
+        let e = r.read_next::<Rec>().expect_err("second").to_string();
         assert!(e.contains("bad.jsonl:2"), "{e}");
         let mut buf = Vec::new();
         let mut long: &[u8] = b"0123456789\n";

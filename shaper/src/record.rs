@@ -74,6 +74,6 @@ pub struct RoundRecord {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "record", rename_all = "snake_case")]
 pub enum Record {
-    Header(RecordingHeader),
+    Header(Box<RecordingHeader>),
     Round(RoundRecord),
 }

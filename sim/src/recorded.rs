@@ -86,8 +86,8 @@ pub fn read_recording(path: &Path) -> Result<Recording, SimError> {
         path: path.display().to_string(),
         message: msg,
     };
-    let header = match r.next::<Record>()? {
-        Some(Record::Header(h)) => h,
+    let header = match r.read_next::<Record>()? {
+        Some(Record::Header(h)) => *h,
         Some(Record::Round(_)) => return Err(bad("line 1: expected the header record".into())),
         None => return Err(bad("empty recording".into())),
     };
@@ -110,7 +110,7 @@ pub fn read_recording(path: &Path) -> Result<Recording, SimError> {
         .validate()
         .map_err(|e| bad(format!("header: forecaster: {e}")))?;
     let mut rounds = Vec::new();
-    while let Some(rec) = r.next::<Record>()? {
+    while let Some(rec) = r.read_next::<Record>()? {
         match rec {
             Record::Round(round) => {
                 if rounds.len() >= MAX_ROUNDS {
