@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use shaper::ShaperConfig;
 use tailor_core::ConfigErrors;
 
-use crate::engine::EngineConfig;
+use crate::engine::{EngineConfig, OptimisticGrowth};
 use crate::placement::Placement;
 use crate::SimError;
 
@@ -71,6 +71,11 @@ pub struct SimConfig {
     pub parallel_forecasts: bool,
     /// `model` (default) or `oracle`.
     pub forecaster_source: ForecasterSource,
+    /// Optimistic policy only: `host_oom` (default; an unplanned growth
+    /// overcommits the host and the host OOM killer acts) or `refuse` (the
+    /// thesis: a growth that does not fit is refused and the component dies
+    /// when its usage crosses the allocation it kept).
+    pub optimistic_growth: OptimisticGrowth,
     /// The `[shaper]` table; its `order` is also the scheduler's queue order.
     pub shaper: ShaperConfig,
     /// The `[forecaster]` table (used when `forecaster_source = "model"`).
@@ -88,6 +93,7 @@ impl Default for SimConfig {
             max_time_s: e.max_time_s,
             parallel_forecasts: e.parallel_forecasts,
             forecaster_source: ForecasterSource::Model,
+            optimistic_growth: e.optimistic_growth,
             shaper: ShaperConfig::default(),
             forecaster: ModelConfig::default(),
         }
@@ -145,6 +151,7 @@ impl SimConfig {
             placement: self.placement,
             max_time_s: self.max_time_s,
             parallel_forecasts: self.parallel_forecasts,
+            optimistic_growth: self.optimistic_growth,
             warm_samples: match self.forecaster_source {
                 ForecasterSource::Oracle => 0,
                 ForecasterSource::Model => warm_samples(&self.forecaster),

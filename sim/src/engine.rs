@@ -60,6 +60,8 @@ pub struct EngineConfig {
     pub max_time_s: Option<f64>,
     /// Update forecasters in parallel (rayon); results are identical.
     pub parallel_forecasts: bool,
+    /// What an optimistic growth that does not fit its host does.
+    pub optimistic_growth: OptimisticGrowth,
     /// Samples a model needs before it forecasts with its fitted model
     /// rather than its fallback (GP: history + min_train). Only counted in
     /// the metrics (`warm_forecast_fraction`, `oom_kills_warm`); 0 = always.
@@ -74,9 +76,24 @@ impl Default for EngineConfig {
             placement: Placement::FirstFit,
             max_time_s: None,
             parallel_forecasts: true,
+            optimistic_growth: OptimisticGrowth::HostOom,
             warm_samples: 0,
         }
     }
+}
+
+/// The optimistic policy's semantics when a growth does not fit the free
+/// (unallocated) room of its host.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OptimisticGrowth {
+    /// The growth is applied (the host is overcommitted); the host OOM
+    /// killer acts when the summed usage exceeds physical memory.
+    #[default]
+    HostOom,
+    /// The thesis's semantics: the growth is refused, and the component is
+    /// killed when its usage crosses the allocation it kept.
+    Refuse,
 }
 
 /// Progress of a run, handed to the caller's callback every shaping round.
@@ -369,6 +386,7 @@ impl<'w> Engine<'w> {
                 work_lost_s: 0.0,
                 components_dropped: 0,
                 resizes: 0,
+                refused_growths: 0,
                 events: 0,
                 rounds: 0,
                 forecast_updates: 0,
@@ -1318,7 +1336,21 @@ impl<'w> Engine<'w> {
                         continue;
                     }
                     let h = self.comps[c].host as usize;
-                    self.reserve(h, to.sub(&from));
+                    let delta = to.sub(&from);
+                    if self.shaper.policy == Policy::Optimistic
+                        && self.cfg.optimistic_growth == OptimisticGrowth::Refuse
+                        && !to.fits_in(&from)
+                    {
+                        let free = self.host_free(h);
+                        let tol = 1e-9;
+                        if delta.cpu_cores > free.cpu_cores + tol * self.hosts[h].cap.cpu_cores
+                            || delta.mem_bytes > free.mem_bytes + tol * self.hosts[h].cap.mem_bytes
+                        {
+                            self.m.refused_growths += 1;
+                            continue;
+                        }
+                    }
+                    self.reserve(h, delta);
                     self.comps[c].alloc = to;
                     self.m.resizes += 1;
                     if to.cpu_cores < from.cpu_cores || to.mem_bytes < from.mem_bytes {

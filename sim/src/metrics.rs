@@ -167,6 +167,8 @@ pub struct RunMetrics {
     /// Components never run because no host can hold them.
     pub components_dropped: u64,
     pub resizes: u64,
+    /// Optimistic growths refused for lack of room (`optimistic_growth = "refuse"`).
+    pub refused_growths: u64,
     pub events: u64,
     pub rounds: u64,
     pub forecast_updates: u64,
