@@ -6,8 +6,11 @@
 #    (tools/dockerd-start.sh).
 # 2. The Docker test image tailor-test:latest, built with `docker import` from
 #    busybox-static + tools/loadgen.c (tools/build-test-image.sh).
-# 3. cargo test --workspace --all-targets.
-# 4. With the full traces in ../shared/data (CI always has them): the heavy
+# 3. systemd-analyze (Debian's systemd) for the .deb test, when missing.
+# 4. cargo test --workspace --all-targets (includes tests/package_deb.rs:
+#    builds the .deb from the test binary, dpkg -i, systemd-analyze verify,
+#    the agent under the unit where systemd is PID 1, dpkg -r / -P).
+# 5. With the full traces in ../shared/data (CI always has them): the heavy
 #    thesis check on Google 2011 part 0 (GP, #[ignore]d in the debug suite),
 #    in release.
 #
@@ -23,6 +26,16 @@ if ! tools/dockerd-start.sh; then
 fi
 if ! tools/build-test-image.sh; then
     echo "test.sh: WARNING: could not build the test image; Docker tests will fail in CI / skip outside it" >&2
+fi
+
+# The Debian package test (tests/package_deb.rs: dpkg -i, systemd-analyze
+# verify, dpkg -r/-P) needs systemd-analyze: Debian's systemd package.
+if ! command -v systemd-analyze >/dev/null 2>&1; then
+    echo "test.sh: installing Debian's systemd (for systemd-analyze)"
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+    { $SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q systemd; } \
+        || echo "test.sh: WARNING: could not install systemd; the package test will fail in CI / skip outside it" >&2
 fi
 
 status=0

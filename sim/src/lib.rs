@@ -58,6 +58,7 @@
 
 pub mod config;
 pub mod engine;
+pub mod fonts;
 pub mod metrics;
 pub mod placement;
 pub mod report;
