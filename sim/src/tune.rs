@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use datasets::workload::Workload;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -245,6 +246,23 @@ impl HeatMetric {
         matches!(self, HeatMetric::TurnaroundRatio)
     }
 
+    /// Colour-bar label: enough decimals to tell ticks `span` apart.
+    fn fmt_bar(&self, v: f64, span: f64) -> String {
+        let digits = if span > 0.0 && span.is_finite() {
+            (-(span / 5.0).log10()).ceil().clamp(0.0, 6.0) as usize
+        } else {
+            2
+        };
+        match self {
+            HeatMetric::TurnaroundRatio => format!("{v:.digits$}x", digits = digits.max(2)),
+            _ => format!(
+                "{:.digits$}%",
+                100.0 * v,
+                digits = digits.saturating_sub(2).max(1)
+            ),
+        }
+    }
+
     fn fmt(&self, v: f64) -> String {
         if !v.is_finite() {
             return "-".to_string();
@@ -276,6 +294,34 @@ fn index_of(values: &[f64], v: f64) -> Option<usize> {
 /// Cell centres 0.5, 1.5, ...: the only tick positions of a heatmap axis.
 fn centres(n: usize) -> Vec<f64> {
     (0..n).map(|i| i as f64 + 0.5).collect()
+}
+
+/// A heatmap axis: `n` cells of width 1 over `0..n`, with ticks at the cell
+/// centres only (plotters' own f64 axis picks "nice" ticks, which miss them).
+#[derive(Clone, Copy, Debug)]
+struct CellAxis(usize);
+
+impl Ranged for CellAxis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let n = self.0.max(1) as f64;
+        let span = f64::from(limit.1 - limit.0);
+        limit.0 + (span * v / n).round() as i32
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new() // no light mesh lines
+        } else {
+            centres(self.0)
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        0.0..self.0 as f64
+    }
 }
 
 /// Tick label of a centre `x` (value of the cell it is the centre of).
@@ -320,10 +366,7 @@ fn heatmap<DB: DrawingBackend>(
         .margin(12)
         .x_label_area_size(50)
         .y_label_area_size(60)
-        .build_cartesian_2d(
-            (0.0f64..nx as f64).with_key_points(centres(nx)),
-            (0.0f64..ny as f64).with_key_points(centres(ny)),
-        )
+        .build_cartesian_2d(CellAxis(nx), CellAxis(ny))
         .map_err(|e| err(&e))?;
     chart
         .configure_mesh()
@@ -407,7 +450,7 @@ fn heatmap<DB: DrawingBackend>(
         .disable_x_axis()
         .y_labels(6)
         .label_style(("sans-serif", 13))
-        .y_label_formatter(&|v| m.fmt(*v))
+        .y_label_formatter(&|v| m.fmt_bar(*v, bhi - blo))
         .draw()
         .map_err(|e| err(&e))?;
     const STEPS: usize = 64;
