@@ -199,8 +199,14 @@ fn prints_units_and_the_limit_it_would_set() {
     let input = write_series(dir.path(), &values);
     let text = run_text(&["--model", "peak", "--current-limit", "4"], &input);
     assert!(text.contains("resource / unit     cpu / cores"), "{text}");
-    assert!(text.contains("MAE / MASE") && text.contains(" cores /"), "{text}");
-    assert!(text.contains("would set") && text.contains("(current 4.000 cores: -"), "{text}");
+    assert!(
+        text.contains("MAE / MASE") && text.contains(" cores /"),
+        "{text}"
+    );
+    assert!(
+        text.contains("would set") && text.contains("(current 4.000 cores: -"),
+        "{text}"
+    );
 
     // the same advice as JSON, checked against the shaper's formula
     let v = run_json(&["--model", "peak", "--current-limit", "4"], &input);
@@ -211,7 +217,10 @@ fn prints_units_and_the_limit_it_would_set() {
     assert_eq!(f("request"), 4.0);
     assert!((f("k1_term") - 0.05 * 4.0).abs() < 1e-9, "{l}");
     let buffer = f("forecast_mean") + f("k1_term") + f("k2_term");
-    assert!((f("limit") - buffer.max(f("last_usage")).min(4.0)).abs() < 1e-9, "{l}");
+    assert!(
+        (f("limit") - buffer.max(f("last_usage")).min(4.0)).abs() < 1e-9,
+        "{l}"
+    );
     assert!(f("limit") < 4.0 && f("limit") > 1.5, "{l}");
     assert!((f("change_fraction") - (f("limit") - 4.0) / 4.0).abs() < 1e-9);
 
@@ -237,7 +246,10 @@ fn prints_units_and_the_limit_it_would_set() {
         "0",
     ];
     let text = run_text(&args, &p);
-    assert!(text.contains("resource / unit     mem / MiB (values read as bytes)"), "{text}");
+    assert!(
+        text.contains("resource / unit     mem / MiB (values read as bytes)"),
+        "{text}"
+    );
     assert!(text.contains("current 1024.0 MiB"), "{text}");
     let v = run_json(&args, &p);
     let l = &v["limit"];

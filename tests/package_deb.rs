@@ -126,7 +126,8 @@ fn deb_builds_installs_verifies_runs_and_removes() {
     assert!(version.starts_with("tailor "), "{version}");
     let conf = std::fs::read_to_string("/etc/tailor/agent.toml").expect("conffile installed");
     assert!(
-        conf.lines().any(|l| l.trim() == "actuation = \"recommend\""),
+        conf.lines()
+            .any(|l| l.trim() == "actuation = \"recommend\""),
         "the packaged config must be in recommend mode"
     );
     let copyright =
@@ -184,8 +185,7 @@ fn deb_builds_installs_verifies_runs_and_removes() {
     assert!(!Path::new("/var/lib/tailor").exists());
     let gone = run(Command::new("dpkg-query").args(["-W", "-f=${Status}", "tailor"]));
     assert!(
-        !gone.status.success()
-            || !String::from_utf8_lossy(&gone.stdout).contains("installed"),
+        !gone.status.success() || !String::from_utf8_lossy(&gone.stdout).contains("installed"),
         "still installed after purge"
     );
 }
@@ -250,8 +250,7 @@ fn agent_notifies_ready_as_the_unit_would(unit_text: &str) {
     };
     let ready = wait_for("READY=1", &mut child);
     println!("agent (user {user}) notified: {ready:?}");
-    ok(Command::new("kill")
-        .args(["-TERM", &child.id().to_string()]));
+    ok(Command::new("kill").args(["-TERM", &child.id().to_string()]));
     wait_for("STOPPING=1", &mut child);
     let status = child.wait().expect("wait");
     let mut err = String::new();

@@ -177,11 +177,17 @@ fn inspect_reads_every_file_in_data_or_says_what_it_is() {
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
         let table = v["table"].as_str().expect("table");
         let name = f.file_name().and_then(|n| n.to_str()).expect("name");
-        assert!(text.contains(&f.display().to_string()), "{name} not in the text output");
+        assert!(
+            text.contains(&f.display().to_string()),
+            "{name} not in the text output"
+        );
         if name.ends_with(".md") {
             // documentation: named as such, not summarised, not an error
             assert_eq!(table, "not_a_trace", "{name}: {v}");
-            assert!(v["note"].as_str().expect("note").contains("Markdown"), "{v}");
+            assert!(
+                v["note"].as_str().expect("note").contains("Markdown"),
+                "{v}"
+            );
         } else {
             // every data file is read: a known kind with rows
             assert_ne!(table, "not_a_trace", "{name}: {v}");
@@ -191,11 +197,17 @@ fn inspect_reads_every_file_in_data_or_says_what_it_is() {
             "usage-pool.txt.gz" => {
                 assert_eq!(table, "usage_pool", "{v}");
                 assert!(v["distinct"]["series"].as_u64() > Some(100), "{v}");
-                assert!(v["distributions"]["CPU usage / request (per task)"]["count"].as_u64() > Some(100));
+                assert!(
+                    v["distributions"]["CPU usage / request (per task)"]["count"].as_u64()
+                        > Some(100)
+                );
             }
             "google-2011-distributions.json.gz" => {
                 assert_eq!(table, "workload_distributions", "{v}");
-                assert!(v["distributions"]["job inter-arrival quantiles (s)"].is_object(), "{v}");
+                assert!(
+                    v["distributions"]["job inter-arrival quantiles (s)"].is_object(),
+                    "{v}"
+                );
             }
             "ATTRIBUTION.md" => {}
             _ if f.to_string_lossy().contains("google-2011-slice") => {
@@ -213,7 +225,11 @@ fn inspect_reads_every_file_in_data_or_says_what_it_is() {
 fn files_that_are_no_trace_are_named_not_failed() {
     let dir = tempfile::tempdir().expect("tmp");
     let cases: [(&str, &[u8], &str); 4] = [
-        ("notes.md", b"# Notes\n\nsome text\n", "Markdown text (3 lines)"),
+        (
+            "notes.md",
+            b"# Notes\n\nsome text\n",
+            "Markdown text (3 lines)",
+        ),
         ("empty.csv", b"", "empty file"),
         ("blob.bin", b"\x00\x01\x02\x03binary\x00", "binary data"),
         ("other.json", b"{\"a\": 1}\n", "JSON document"),
@@ -227,8 +243,15 @@ fn files_that_are_no_trace_are_named_not_failed() {
             .output()
             .expect("run");
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
-        assert!(stdout.contains("(not a trace)") && stdout.contains(what), "{name}: {stdout}");
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.contains("(not a trace)") && stdout.contains(what),
+            "{name}: {stdout}"
+        );
     }
     // a text file of no known shape still fails, saying what it tried
     let p = dir.path().join("words.txt");

@@ -190,9 +190,7 @@ fn detect(path: &Path) -> Result<(TableKind, Option<String>), DatasetError> {
         SeriesFormat::Google2019InstanceUsage => {
             return Ok((TableKind::Google2019InstanceUsage, None))
         }
-        SeriesFormat::AlibabaContainerUsage => {
-            return Ok((TableKind::AlibabaContainerUsage, None))
-        }
+        SeriesFormat::AlibabaContainerUsage => return Ok((TableKind::AlibabaContainerUsage, None)),
         SeriesFormat::GcdVmsTar | SeriesFormat::Google2011Derived => {
             return Ok((TableKind::Series, None))
         }

@@ -461,8 +461,11 @@ fn heatmap<DB: DrawingBackend>(
         Rectangle::new([(0.0, a), (1.0, a + step)], c.filled())
     }))
     .map_err(|e| err(&e))?;
-    cb.draw_series([Rectangle::new([(0.0, blo), (1.0, bhi)], BLACK.stroke_width(1))])
-        .map_err(|e| err(&e))?;
+    cb.draw_series([Rectangle::new(
+        [(0.0, blo), (1.0, bhi)],
+        BLACK.stroke_width(1),
+    )])
+    .map_err(|e| err(&e))?;
 
     let text = match best {
         Some(b) => format!(
@@ -750,10 +753,16 @@ mod tests {
     fn pick_on_an_edge_is_warned_about() {
         let w = edge_warnings(&K1, &K2, 0.5, 2.0);
         assert_eq!(w.len(), 1, "{w:?}");
-        assert!(w[0].contains("K1 = 0.5 is the largest") && w[0].contains("--k1"), "{w:?}");
+        assert!(
+            w[0].contains("K1 = 0.5 is the largest") && w[0].contains("--k1"),
+            "{w:?}"
+        );
         let w = edge_warnings(&K1, &K2, 0.1, 1.0);
         assert_eq!(w.len(), 1, "{w:?}");
-        assert!(w[0].contains("K2 = 1 is the smallest") && w[0].contains("below 1"), "{w:?}");
+        assert!(
+            w[0].contains("K2 = 1 is the smallest") && w[0].contains("below 1"),
+            "{w:?}"
+        );
         let w = edge_warnings(&K1, &K2, 0.5, 3.0);
         assert_eq!(w.len(), 2, "{w:?}");
         let w = edge_warnings(&[0.1], &K2, 0.1, 2.0);

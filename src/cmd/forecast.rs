@@ -387,12 +387,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     shaper_cfg
         .validate()
         .map_err(|e| anyhow::anyhow!("invalid --k1/--k2: {e}"))?;
-    let resource = args.resource.unwrap_or_else(|| {
-        match args.column.as_deref() {
+    let resource = args
+        .resource
+        .unwrap_or_else(|| match args.column.as_deref() {
             Some(c) if c.to_lowercase().contains("mem") => ResourceArg::Mem,
             _ => ResourceArg::Cpu,
-        }
-    });
+        });
     let format =
         detect_format(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
     let unit = Unit::resolve(resource, args.unit, format)?;
@@ -414,7 +414,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let st = replay(model.as_mut(), &s.values, args.horizon, args.max_points);
         tracing::debug!(series = %s.name, points = st.points, "replayed");
         pooled.merge(&st);
-        let used = args.max_points.map_or(s.values.len(), |m| m.min(s.values.len()));
+        let used = args
+            .max_points
+            .map_or(s.values.len(), |m| m.min(s.values.len()));
         if let Some(v) = s.values[..used].iter().rev().find(|v| v.is_finite()) {
             last.push((model.forecast(args.horizon), *v));
         }
