@@ -169,7 +169,17 @@ fn deb_builds_installs_verifies_runs_and_removes() {
              running the unit's ExecStart as user tailor with a NOTIFY_SOCKET instead",
             pid1.trim()
         );
-        agent_notifies_ready_as_the_unit_would(&unit_text);
+        // the agent refuses to start without its Docker socket
+        // (scripts/test.sh starts dockerd)
+        if Path::new("/var/run/docker.sock").exists() {
+            agent_notifies_ready_as_the_unit_would(&unit_text);
+        } else if in_ci() {
+            panic!("/var/run/docker.sock missing in CI: cannot start the agent");
+        } else {
+            println!(
+                "SKIPPED starting the agent as the unit would: /var/run/docker.sock not found (no dockerd)"
+            );
+        }
     }
 
     // 5. Remove: the binary goes, the conffile stays; purge: everything goes.
