@@ -12,6 +12,7 @@
 #    -- -D warnings.
 # 4. cargo test --workspace --all-targets, then the doc examples
 #    (cargo test --doc --workspace).
+#    systemd-analyze (Debian's systemd) for the .deb test, when missing.
 # 5. With the full traces in ../shared/data (CI always has them): the heavy
 #    thesis check on Google 2011 part 0 (GP, #[ignore]d in the debug suite),
 #    in release.
@@ -33,6 +34,16 @@ if ! command -v promtool >/dev/null 2>&1; then
     if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; } >/tmp/tailor-promtool-install.log 2>&1; then
         echo "test.sh: WARNING: could not install promtool (log: /tmp/tailor-promtool-install.log); the promtool test will fail in CI / skip outside it" >&2
     fi
+fi
+
+# The Debian package test (tests/package_deb.rs: dpkg -i, systemd-analyze
+# verify, dpkg -r/-P) needs systemd-analyze: Debian's systemd package.
+if ! command -v systemd-analyze >/dev/null 2>&1; then
+    echo "test.sh: installing Debian's systemd (for systemd-analyze)"
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+    { $SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q systemd; } \
+        || echo "test.sh: WARNING: could not install systemd; the package test will fail in CI / skip outside it" >&2
 fi
 
 status=0

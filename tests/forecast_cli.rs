@@ -172,3 +172,132 @@ fn reads_the_real_formats() {
     let v = run_json(&["--model", "peak", "--max-points", "100"], &derived);
     assert_eq!(v["points"], 99, "{v}");
 }
+
+fn run_text(args: &[&str], input: &Path) -> String {
+    let out = tailor()
+        .arg("forecast")
+        .args(args)
+        .arg("--input")
+        .arg(input)
+        .output()
+        .expect("run tailor");
+    assert!(
+        out.status.success(),
+        "tailor forecast {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn prints_units_and_the_limit_it_would_set() {
+    let dir = tempfile::tempdir().expect("tmp");
+    // CPU in cores: ~1.5 cores with small wiggles
+    let values: Vec<f64> = (0..80)
+        .map(|i| 1.5 + 0.1 * ((i as f64) * 0.7).sin())
+        .collect();
+    let input = write_series(dir.path(), &values);
+    let text = run_text(&["--model", "peak", "--current-limit", "4"], &input);
+    assert!(text.contains("resource / unit     cpu / cores"), "{text}");
+    assert!(
+        text.contains("MAE / MASE") && text.contains(" cores /"),
+        "{text}"
+    );
+    assert!(
+        text.contains("would set") && text.contains("(current 4.000 cores: -"),
+        "{text}"
+    );
+
+    // the same advice as JSON, checked against the shaper's formula
+    let v = run_json(&["--model", "peak", "--current-limit", "4"], &input);
+    assert_eq!(v["points"], 79, "score fields stay at the top level: {v}");
+    let l = &v["limit"];
+    let f = |k: &str| l[k].as_f64().unwrap_or_else(|| panic!("{k} in {l}"));
+    assert_eq!(l["unit"], "cores");
+    assert_eq!(f("request"), 4.0);
+    assert!((f("k1_term") - 0.05 * 4.0).abs() < 1e-9, "{l}");
+    let buffer = f("forecast_mean") + f("k1_term") + f("k2_term");
+    assert!(
+        (f("limit") - buffer.max(f("last_usage")).min(4.0)).abs() < 1e-9,
+        "{l}"
+    );
+    assert!(f("limit") < 4.0 && f("limit") > 1.5, "{l}");
+    assert!((f("change_fraction") - (f("limit") - 4.0) / 4.0).abs() < 1e-9);
+
+    // memory in bytes, printed in MiB; K1 / K2 from the flags
+    let mib = 1024.0 * 1024.0;
+    let mem: Vec<f64> = (0..60).map(|i| (200.0 + (i % 5) as f64) * mib).collect();
+    let p = dir.path().join("mem.csv");
+    let mut body = String::from("mem_bytes\n");
+    for v in &mem {
+        body.push_str(&format!("{v}\n"));
+    }
+    std::fs::write(&p, body).expect("write");
+    let args = [
+        "--model",
+        "last",
+        "--column",
+        "mem_bytes",
+        "--current-limit",
+        "1073741824",
+        "--k1",
+        "0.1",
+        "--k2",
+        "0",
+    ];
+    let text = run_text(&args, &p);
+    assert!(
+        text.contains("resource / unit     mem / MiB (values read as bytes)"),
+        "{text}"
+    );
+    assert!(text.contains("current 1024.0 MiB"), "{text}");
+    let v = run_json(&args, &p);
+    let l = &v["limit"];
+    assert_eq!(l["resource"], "mem");
+    assert_eq!(l["unit"], "MiB");
+    // last value 204 MiB (peak of the last sample's model), K1 = 0.1 x 1024 MiB
+    let limit = l["limit"].as_f64().expect("limit");
+    let mean = l["forecast_mean"].as_f64().expect("mean");
+    assert!((limit - (mean + 102.4)).abs() < 1e-6, "{l}");
+
+    // a unit of the wrong resource is refused
+    let out = tailor()
+        .args(["forecast", "--model", "last", "--unit", "mib", "--input"])
+        .arg(&input)
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not measure CPU"));
+}
+
+#[test]
+fn enum_flags_are_validated_by_clap() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let input = write_series(dir.path(), &[1.0, 2.0, 3.0]);
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["replay", "--policy", "greedy"],
+            "[possible values: baseline, optimistic, pessimistic]",
+        ),
+        (
+            &["tune", "--forecaster", "prophet"],
+            "[possible values: oracle, gp, arima, last, peak, vpa]",
+        ),
+        (
+            &["forecast", "--model", "nonsense", "--input"],
+            "[possible values: arima, gp, last, peak, vpa]",
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut cmd = tailor();
+        cmd.args(args);
+        if args[0] == "forecast" {
+            cmd.arg(&input);
+        }
+        let out = cmd.output().expect("run");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: clap usage error");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("invalid value"), "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+    }
+}

@@ -2,16 +2,24 @@
 //! distinct jobs/tasks/machines, event types, and request/usage
 //! distributions (quantiles). The table is detected from the file name and,
 //! failing that, from the first line's shape ([`detect_table`]).
+//!
+//! Besides trace tables it reads tailor's own data files (the usage-series
+//! pool and the fitted workload distributions shipped in `data/`), and it
+//! says what a file that is no trace at all is (Markdown, JSON, TOML,
+//! binary, empty) instead of failing on it.
 
 use crate::alibaba2018::{ContainerMeta, ContainerUsage, MachineMeta};
 use crate::bitbrains::VmSample;
 use crate::google2011::reader::{JobEvent, MachineEvent, Table, TableReader, TaskEvent, TaskUsage};
 use crate::google2019::InstanceUsage;
-use crate::io::first_line;
+use crate::io::{first_line, open};
+use crate::pool::UsagePool;
 use crate::series::{detect_format, load_series, SeriesFormat};
+use crate::synthetic::EmpiricalDistributions;
 use crate::DatasetError;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
+use std::io::{BufRead, Read};
 use std::path::Path;
 
 /// The tables [`inspect`] knows.
@@ -30,6 +38,15 @@ pub enum TableKind {
     /// Anything [`crate::series::load_series`] reads (GCD_VMs archive,
     /// Google 2011 derived series, plain CSV).
     Series,
+    /// tailor's usage-series pool (`data/usage-pool.txt.gz`, read by
+    /// [`UsagePool::read`]).
+    UsagePool,
+    /// tailor's workload distributions fitted from a trace
+    /// (`data/google-2011-distributions.json.gz`, [`EmpiricalDistributions`]).
+    WorkloadDistributions,
+    /// Not a trace (documentation, other JSON, configuration, binary data,
+    /// an empty file): the summary's `note` says what it is.
+    NotATrace,
 }
 
 impl TableKind {
@@ -45,6 +62,9 @@ impl TableKind {
             TableKind::AlibabaMachineMeta => "alibaba-2018 machine_meta",
             TableKind::BitbrainsVm => "bitbrains vm",
             TableKind::Series => "usage series",
+            TableKind::UsagePool => "tailor usage-series pool",
+            TableKind::WorkloadDistributions => "tailor workload distributions",
+            TableKind::NotATrace => "not a trace",
         }
     }
 
@@ -61,6 +81,8 @@ impl TableKind {
             "machine_meta" => TableKind::AlibabaMachineMeta,
             "bitbrains" => TableKind::BitbrainsVm,
             "series" => TableKind::Series,
+            "usage_pool" => TableKind::UsagePool,
+            "distributions" => TableKind::WorkloadDistributions,
             _ => return None,
         })
     }
@@ -70,6 +92,85 @@ impl TableKind {
 /// `container_usage…`), then from the first line (delimiter, number of
 /// fields, header names, `c_`/`m_` ids).
 pub fn detect_table(path: &Path) -> Result<TableKind, DatasetError> {
+    Ok(detect(path)?.0)
+}
+
+/// Bytes of (decompressed) content [`sniff`] looks at.
+const SNIFF_BYTES: u64 = 64 * 1024;
+
+/// Recognises tailor's own data files and files that are no trace from the
+/// name and the first (decompressed) bytes: `Some((kind, note))`, or `None`
+/// for anything that may be a trace table.
+fn sniff(path: &Path) -> Result<Option<(TableKind, Option<String>)>, DatasetError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    if name.ends_with(".tar.gz") || name.ends_with(".tgz") || name.ends_with(".tar") {
+        return Ok(None); // GCD_VMs archives: binary tar members, read as series
+    }
+    let bare = name.strip_suffix(".gz").unwrap_or(&name);
+    let ext = bare.rsplit_once('.').map_or("", |(_, e)| e);
+    let mut head = Vec::new();
+    open(path)?
+        .take(SNIFF_BYTES)
+        .read_to_end(&mut head)
+        .map_err(|e| DatasetError::io(path, e))?;
+    let not_a_trace = |what: String| Ok(Some((TableKind::NotATrace, Some(what))));
+    if head.iter().all(|b| b.is_ascii_whitespace()) {
+        return not_a_trace("empty file: no rows".to_string());
+    }
+    let control = head
+        .iter()
+        .filter(|&&b| b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r'))
+        .count();
+    if head.contains(&0) || control * 10 > head.len() {
+        return not_a_trace(format!(
+            "binary data ({} bytes seen), not a text table",
+            head.len()
+        ));
+    }
+    let text = String::from_utf8_lossy(&head);
+    let first = text.lines().next().unwrap_or("");
+    if first.starts_with("# tailor usage pool")
+        || first.starts_with("ratio\t")
+        || first.starts_with("series\t")
+    {
+        return Ok(Some((TableKind::UsagePool, None)));
+    }
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') || ext == "json" {
+        if trimmed.starts_with('{') && trimmed.contains("\"jobs\"") {
+            return Ok(Some((TableKind::WorkloadDistributions, None)));
+        }
+        return not_a_trace("a JSON document that is none of the formats read here".to_string());
+    }
+    let lines = || -> Result<u64, DatasetError> {
+        let mut n = 0u64;
+        for line in open(path)?.lines() {
+            line.map_err(|e| DatasetError::io(path, e))?;
+            n += 1;
+        }
+        Ok(n)
+    };
+    match ext {
+        "md" | "markdown" => not_a_trace(format!(
+            "Markdown text ({} lines): documentation, nothing to summarise",
+            lines()?
+        )),
+        "toml" | "yaml" | "yml" | "ini" | "conf" => not_a_trace(format!(
+            "a configuration file ({ext}, {} lines), not a trace",
+            lines()?
+        )),
+        _ => Ok(None),
+    }
+}
+
+/// The table of `path` and, for a file that is no trace, what it is.
+fn detect(path: &Path) -> Result<(TableKind, Option<String>), DatasetError> {
+    if let Some(found) = sniff(path)? {
+        return Ok(found);
+    }
     let p = path.to_string_lossy().to_lowercase();
     for (needle, kind) in [
         ("task_events", TableKind::TaskEvents),
@@ -81,20 +182,24 @@ pub fn detect_table(path: &Path) -> Result<TableKind, DatasetError> {
         ("machine_meta", TableKind::AlibabaMachineMeta),
     ] {
         if p.contains(needle) {
-            return Ok(kind);
+            return Ok((kind, None));
         }
     }
     match detect_format(path)? {
-        SeriesFormat::Bitbrains => return Ok(TableKind::BitbrainsVm),
-        SeriesFormat::Google2019InstanceUsage => return Ok(TableKind::Google2019InstanceUsage),
-        SeriesFormat::AlibabaContainerUsage => return Ok(TableKind::AlibabaContainerUsage),
-        SeriesFormat::GcdVmsTar | SeriesFormat::Google2011Derived => return Ok(TableKind::Series),
+        SeriesFormat::Bitbrains => return Ok((TableKind::BitbrainsVm, None)),
+        SeriesFormat::Google2019InstanceUsage => {
+            return Ok((TableKind::Google2019InstanceUsage, None))
+        }
+        SeriesFormat::AlibabaContainerUsage => return Ok((TableKind::AlibabaContainerUsage, None)),
+        SeriesFormat::GcdVmsTar | SeriesFormat::Google2011Derived => {
+            return Ok((TableKind::Series, None))
+        }
         SeriesFormat::Csv => {}
     }
     let line = first_line(path, 64 * 1024)?;
     let f: Vec<&str> = line.split(',').collect();
     let digit = |s: &str| s.bytes().next().is_some_and(|b| b.is_ascii_digit());
-    Ok(match (f.len(), f.first().copied().unwrap_or("")) {
+    let kind = match (f.len(), f.first().copied().unwrap_or("")) {
         (13, a) if digit(a) => TableKind::TaskEvents,
         (20, _) => TableKind::TaskUsage,
         (8, a) if a.starts_with("c_") => TableKind::AlibabaContainerMeta,
@@ -102,7 +207,8 @@ pub fn detect_table(path: &Path) -> Result<TableKind, DatasetError> {
         (7, a) if a.starts_with("m_") => TableKind::AlibabaMachineMeta,
         (6, a) if digit(a) => TableKind::MachineEvents,
         _ => TableKind::Series,
-    })
+    };
+    Ok((kind, None))
 }
 
 /// Quantiles of one distribution.
@@ -160,6 +266,10 @@ pub struct Summary {
     pub counts: BTreeMap<String, BTreeMap<String, u64>>,
     /// Request and usage distributions.
     pub distributions: BTreeMap<String, Quantiles>,
+    /// What the file is when it is not a trace table, or where tailor's own
+    /// data files come from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[derive(Default)]
@@ -220,6 +330,7 @@ impl Acc {
                 .into_iter()
                 .filter_map(|(k, mut v)| Quantiles::of(&mut v).map(|q| (k.to_string(), q)))
                 .collect(),
+            note: None,
         }
     }
 }
@@ -259,9 +370,12 @@ pub fn inspect(
     table: Option<TableKind>,
     lenient: bool,
 ) -> Result<Summary, DatasetError> {
-    let kind = match table {
-        Some(k) => k,
-        None => detect_table(path)?,
+    let (kind, mut note, detected) = match table {
+        Some(k) => (k, None, false),
+        None => {
+            let (k, n) = detect(path)?;
+            (k, n, true)
+        }
     };
     let mut acc = Acc::default();
     let skipped = match kind {
@@ -371,7 +485,19 @@ pub fn inspect(
             a.value("memory usage (KB)", Some(v.mem_usage_kb));
         })?,
         TableKind::Series => {
-            let series = load_series(path, None)?;
+            let series = load_series(path, None).map_err(|e| {
+                if detected {
+                    let line = first_line(path, 200).unwrap_or_default();
+                    DatasetError::format(
+                        path,
+                        format!(
+                            "not a trace table this tool knows (first line: {line:?}); read as a usage series it fails: {e}"
+                        ),
+                    )
+                } else {
+                    e
+                }
+            })?;
             for s in &series {
                 acc.rows += s.values.len() as u64;
                 acc.distinct("series", s.name.as_bytes());
@@ -382,13 +508,77 @@ pub fn inspect(
             }
             0
         }
+        TableKind::UsagePool => {
+            let pool = UsagePool::read(&path.display().to_string(), open(path)?)?;
+            acc.rows = pool.series.len() as u64;
+            let mean =
+                |v: &[f32]| v.iter().map(|&x| f64::from(x)).sum::<f64>() / v.len().max(1) as f64;
+            for p in &pool.series {
+                acc.distinct("series", p.name.as_bytes());
+                acc.count("interval (s)", format!("{}", p.interval_s));
+                acc.value("series length (samples)", Some(p.cpu.len() as f64));
+                acc.value("CPU shape mean (fraction of peak)", Some(mean(&p.cpu)));
+                acc.value("memory shape mean (fraction of peak)", Some(mean(&p.mem)));
+            }
+            for &r in &pool.ratios.cpu {
+                acc.value("CPU usage / request (per task)", Some(r));
+            }
+            for &r in &pool.ratios.mem {
+                acc.value("memory usage / request (per task)", Some(r));
+            }
+            note = Some(
+                "usage shapes the simulator draws component usage from (rows = series); see data/ATTRIBUTION.md".to_string(),
+            );
+            0
+        }
+        TableKind::WorkloadDistributions => {
+            let d: EmpiricalDistributions = serde_json::from_reader(open(path)?).map_err(|e| {
+                DatasetError::format(
+                    path,
+                    format!("not a tailor workload-distributions JSON: {e}"),
+                )
+            })?;
+            acc.rows = d.jobs.len() as u64;
+            for j in &d.jobs {
+                acc.count("priority", j.priority.to_string());
+                acc.count("scheduling class", j.scheduling_class.to_string());
+                acc.value("tasks per job", Some(f64::from(j.tasks)));
+                acc.value("CPU request (normalised)", Some(j.cpu));
+                acc.value("memory request (normalised)", Some(j.mem));
+            }
+            for &q in &d.interarrival_s {
+                acc.value("job inter-arrival quantiles (s)", Some(q));
+            }
+            for &q in &d.duration_s {
+                acc.value("task duration quantiles (s)", Some(q));
+            }
+            note = Some(format!(
+                "job records and quantiles the synthetic workload generator samples (rows = jobs); fitted from: {}",
+                d.source
+            ));
+            0
+        }
+        TableKind::NotATrace => {
+            if note.is_none() {
+                note = Some("not a trace".to_string());
+            }
+            0
+        }
     };
-    Ok(acc.finish(path, kind, skipped))
+    let mut summary = acc.finish(path, kind, skipped);
+    summary.note = note;
+    Ok(summary)
 }
 
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "{} ({})", self.path, self.table.as_str())?;
+        if let Some(note) = &self.note {
+            writeln!(f, "  {note}")?;
+        }
+        if self.table == TableKind::NotATrace {
+            return Ok(());
+        }
         write!(f, "  rows: {}", self.rows)?;
         if self.skipped > 0 {
             write!(f, " ({} malformed rows skipped)", self.skipped)?;

@@ -86,6 +86,7 @@
 
 pub mod config;
 pub mod engine;
+pub mod fonts;
 pub mod metrics;
 pub mod placement;
 pub mod recorded;

@@ -267,8 +267,8 @@ macro_rules! plot_both {
 }
 
 /// Writes `report.md`, `summary.json` and the plots into `dir` (created if
-/// needed). Plot failures (e.g. no font on the machine) do not fail the
-/// report: they are listed in it.
+/// needed). Plot failures do not fail the report: they are listed in it. Text uses
+/// the embedded font ([`crate::fonts`]).
 pub fn write_report(dir: &Path, workload: &str, runs: &[&RunResult]) -> Result<(), SimError> {
     let io = |source: std::io::Error| SimError::Io {
         path: dir.display().to_string(),
@@ -276,6 +276,9 @@ pub fn write_report(dir: &Path, workload: &str, runs: &[&RunResult]) -> Result<(
     };
     std::fs::create_dir_all(dir).map_err(io)?;
     let mut problems: Vec<String> = Vec::new();
+    if let Err(e) = crate::fonts::ensure_registered() {
+        problems.push(format!("plot text: {e}"));
+    }
     plot_both!(
         problems,
         dir,

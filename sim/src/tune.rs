@@ -8,8 +8,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use datasets::workload::Workload;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use shaper::ShaperConfig;
@@ -229,6 +231,15 @@ impl HeatMetric {
         }
     }
 
+    /// Colour-bar heading.
+    fn short_name(&self) -> &'static str {
+        match self {
+            HeatMetric::TurnaroundRatio => "ratio",
+            HeatMetric::MemSlackMean => "mem slack",
+            HeatMetric::FailedFraction => "failed apps",
+        }
+    }
+
     fn value(&self, s: &Summary) -> f64 {
         match self {
             HeatMetric::TurnaroundRatio => s.turnaround_ratio.unwrap_or(f64::NAN),
@@ -239,6 +250,23 @@ impl HeatMetric {
 
     fn higher_is_better(&self) -> bool {
         matches!(self, HeatMetric::TurnaroundRatio)
+    }
+
+    /// Colour-bar label: enough decimals to tell ticks `span` apart.
+    fn fmt_bar(&self, v: f64, span: f64) -> String {
+        let digits = if span > 0.0 && span.is_finite() {
+            (-(span / 5.0).log10()).ceil().clamp(0.0, 6.0) as usize
+        } else {
+            2
+        };
+        match self {
+            HeatMetric::TurnaroundRatio => format!("{v:.digits$}x", digits = digits.max(2)),
+            _ => format!(
+                "{:.digits$}%",
+                100.0 * v,
+                digits = digits.saturating_sub(2).max(1)
+            ),
+        }
     }
 
     fn fmt(&self, v: f64) -> String {
@@ -252,91 +280,266 @@ impl HeatMetric {
     }
 }
 
+/// Colour of a cell: viridis, bright = better (as the thesis's Fig. 4.4).
+fn cell_color(m: HeatMetric, v: f64, lo: f64, hi: f64) -> (RGBColor, bool) {
+    let t = if v.is_finite() && hi > lo {
+        ((v - lo) / (hi - lo)).clamp(0.0, 1.0)
+    } else {
+        0.5
+    };
+    let good = if m.higher_is_better() { t } else { 1.0 - t };
+    // Text on the bright (yellow-green) half is black, on the dark half white.
+    (ViridisRGB::get_color(good), good > 0.55)
+}
+
+/// Index of `v` in `values` (exact: the grid's cells carry its values).
+fn index_of(values: &[f64], v: f64) -> Option<usize> {
+    values.iter().position(|x| x.to_bits() == v.to_bits())
+}
+
+/// Cell centres 0.5, 1.5, ...: the only tick positions of a heatmap axis.
+fn centres(n: usize) -> Vec<f64> {
+    (0..n).map(|i| i as f64 + 0.5).collect()
+}
+
+/// A heatmap axis: `n` cells of width 1 over `0..n`, with ticks at the cell
+/// centres only (plotters' own f64 axis picks "nice" ticks, which miss them).
+#[derive(Clone, Copy, Debug)]
+struct CellAxis(usize);
+
+impl Ranged for CellAxis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let n = self.0.max(1) as f64;
+        let span = f64::from(limit.1 - limit.0);
+        limit.0 + (span * v / n).round() as i32
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new() // no light mesh lines
+        } else {
+            centres(self.0)
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        0.0..self.0 as f64
+    }
+}
+
+/// Tick label of a centre `x` (value of the cell it is the centre of).
+fn tick_label(values: &[f64], x: f64) -> String {
+    let i = (x - 0.5).round();
+    if (x - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < values.len() {
+        format!("{}", values[i as usize])
+    } else {
+        String::new()
+    }
+}
+
+/// One heatmap: the grid (K1 across, K2 up) with each cell's value, K1/K2
+/// tick labels, a colour bar, and the chosen cell outlined in red.
 fn heatmap<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     g: &Grid,
     m: HeatMetric,
+    best: Option<&Cell>,
+    max_failed_fraction: f64,
 ) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| e.to_string();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let (nx, ny) = (g.k1.len(), g.k2.len());
+    if g.cells.len() != nx * ny {
+        return Err(format!(
+            "grid holds {} cells, expected {nx} x {ny}",
+            g.cells.len()
+        ));
+    }
     let vals: Vec<f64> = g.cells.iter().map(|c| m.value(&c.summary)).collect();
     let finite = vals.iter().copied().filter(|v| v.is_finite());
     let lo = finite.clone().fold(f64::INFINITY, f64::min);
     let hi = finite.fold(f64::NEG_INFINITY, f64::max);
-    let k1 = g.k1.clone();
-    let k2 = g.k2.clone();
-    let mut chart = ChartBuilder::on(&root)
+    let (w, h) = root.dim_in_pixel();
+    let (top, note) = root.split_vertically(h.saturating_sub(26));
+    let (main, bar) = top.split_horizontally(w.saturating_sub(150));
+
+    let (k1, k2) = (g.k1.clone(), g.k2.clone());
+    let mut chart = ChartBuilder::on(&main)
         .caption(m.title(), ("sans-serif", 20))
         .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(50)
-        .build_cartesian_2d(0.0f64..nx as f64, 0.0f64..ny as f64)
+        .x_label_area_size(50)
+        .y_label_area_size(60)
+        .build_cartesian_2d(CellAxis(nx), CellAxis(ny))
         .map_err(|e| err(&e))?;
     chart
         .configure_mesh()
         .disable_mesh()
-        .x_labels(nx)
-        .y_labels(ny)
         .x_desc("K1 (fraction of the request)")
         .y_desc("K2 (sigmas)")
-        .x_label_formatter(&|x| {
-            let i = (x - 0.5).round();
-            if (x - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < k1.len() {
-                format!("{}", k1[i as usize])
-            } else {
-                String::new()
-            }
-        })
-        .y_label_formatter(&|y| {
-            let i = (y - 0.5).round();
-            if (y - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < k2.len() {
-                format!("{}", k2[i as usize])
-            } else {
-                String::new()
-            }
-        })
-        .x_label_offset(0)
+        .label_style(("sans-serif", 15))
+        .axis_desc_style(("sans-serif", 16))
+        .x_label_formatter(&|x| tick_label(&k1, *x))
+        .y_label_formatter(&|y| tick_label(&k2, *y))
         .draw()
         .map_err(|e| err(&e))?;
+    let best_at = best.and_then(|b| Some((index_of(&g.k1, b.k1)?, index_of(&g.k2, b.k2)?)));
+    let centred = Pos::new(HPos::Center, VPos::Center);
     for i2 in 0..ny {
         for i1 in 0..nx {
             let v = vals[i2 * nx + i1];
-            // Bright cells are better (as in the thesis's Fig. 4.4).
-            let t = if v.is_finite() && hi > lo {
-                (v - lo) / (hi - lo)
-            } else {
-                0.5
-            };
-            let good = if m.higher_is_better() { t } else { 1.0 - t };
-            let shade = (40.0 + 215.0 * good) as u8;
-            let color = RGBColor(shade, shade, (shade as f64 * 0.6 + 60.0) as u8);
+            let (color, dark_text) = cell_color(m, v, lo, hi);
             let (x, y) = (i1 as f64, i2 as f64);
             chart
                 .draw_series([Rectangle::new([(x, y), (x + 1.0, y + 1.0)], color.filled())])
                 .map_err(|e| err(&e))?;
-            let text_color = if good > 0.5 { BLACK } else { WHITE };
+            let text_color = if dark_text { BLACK } else { WHITE };
+            let chosen = best_at == Some((i1, i2));
             chart
                 .draw_series([Text::new(
                     m.fmt(v),
-                    (x + 0.3, y + 0.55),
-                    ("sans-serif", 15).into_font().color(&text_color),
+                    (x + 0.5, if chosen { y + 0.58 } else { y + 0.5 }),
+                    ("sans-serif", 16)
+                        .into_font()
+                        .color(&text_color)
+                        .pos(centred),
                 )])
                 .map_err(|e| err(&e))?;
+            if chosen {
+                chart
+                    .draw_series([
+                        Rectangle::new(
+                            [(x + 0.03, y + 0.04), (x + 0.97, y + 0.96)],
+                            RED.stroke_width(4),
+                        ),
+                        Rectangle::new(
+                            [(x + 0.03, y + 0.04), (x + 0.97, y + 0.96)],
+                            WHITE.stroke_width(1),
+                        ),
+                    ])
+                    .map_err(|e| err(&e))?;
+                chart
+                    .draw_series([Text::new(
+                        "chosen",
+                        (x + 0.5, y + 0.3),
+                        ("sans-serif", 13)
+                            .into_font()
+                            .color(&text_color)
+                            .pos(centred),
+                    )])
+                    .map_err(|e| err(&e))?;
+            }
         }
     }
+
+    // Colour bar: the metric's range, bright = better.
+    let (blo, bhi) = if lo.is_finite() && hi > lo {
+        (lo, hi)
+    } else if lo.is_finite() {
+        (lo - 0.5 * lo.abs().max(0.01), hi + 0.5 * hi.abs().max(0.01))
+    } else {
+        (0.0, 1.0)
+    };
+    let mut cb = ChartBuilder::on(&bar)
+        .caption(m.short_name(), ("sans-serif", 15))
+        .margin_top(40)
+        .margin_bottom(62)
+        .margin_left(8)
+        .margin_right(4)
+        .right_y_label_area_size(70)
+        .build_cartesian_2d(0.0f64..1.0f64, blo..bhi)
+        .map_err(|e| err(&e))?;
+    cb.configure_mesh()
+        .disable_mesh()
+        .disable_x_axis()
+        .y_labels(6)
+        .label_style(("sans-serif", 13))
+        .y_label_formatter(&|v| m.fmt_bar(*v, bhi - blo))
+        .draw()
+        .map_err(|e| err(&e))?;
+    const STEPS: usize = 64;
+    let step = (bhi - blo) / STEPS as f64;
+    cb.draw_series((0..STEPS).map(|k| {
+        let a = blo + k as f64 * step;
+        let (c, _) = cell_color(m, a + 0.5 * step, lo, hi);
+        Rectangle::new([(0.0, a), (1.0, a + step)], c.filled())
+    }))
+    .map_err(|e| err(&e))?;
+    cb.draw_series([Rectangle::new(
+        [(0.0, blo), (1.0, bhi)],
+        BLACK.stroke_width(1),
+    )])
+    .map_err(|e| err(&e))?;
+
+    let text = match best {
+        Some(b) => format!(
+            "red box: chosen cell K1 = {}, K2 = {} (best turnaround ratio with failed apps <= {:.2}%)",
+            b.k1,
+            b.k2,
+            100.0 * max_failed_fraction
+        ),
+        None => format!(
+            "no cell has failed apps <= {:.2}%: nothing chosen",
+            100.0 * max_failed_fraction
+        ),
+    };
+    note.draw(&Text::new(
+        text,
+        (14, 4),
+        ("sans-serif", 14).into_font().color(&BLACK),
+    ))
+    .map_err(|e| err(&e))?;
     root.present().map_err(|e| err(&e))
 }
 
-/// Writes `grid.csv`, `grid.json`, the heatmaps (SVG + PNG) and, when a
-/// cell meets the budget, `best.toml` into `dir`. Returns the best cell and
-/// the plot problems (plots never fail the sweep).
+/// Warnings about where the chosen (`k1`, `k2`) lies in a grid swept over
+/// `k1s` x `k2s`: on the largest value of an axis, or on its smallest when
+/// that is above 0 (K1 and K2 cannot go below 0), the best value may lie
+/// outside the swept range; one value only says nothing about the others.
+pub fn edge_warnings(k1s: &[f64], k2s: &[f64], k1: f64, k2: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, values, v, flag) in [("K1", k1s, k1, "--k1"), ("K2", k2s, k2, "--k2")] {
+        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+        if values.len() < 2 {
+            out.push(format!(
+                "{name} was swept at one value only ({v}): the pick says nothing about other {name} values; pass several with {flag}"
+            ));
+        } else if v >= max {
+            out.push(format!(
+                "the pick lies on the edge of the grid: {name} = {v} is the largest {name} swept, so a larger {name} may be better; extend {flag} above {max}"
+            ));
+        } else if v <= min && min > 0.0 {
+            out.push(format!(
+                "the pick lies on the edge of the grid: {name} = {v} is the smallest {name} swept, so a smaller {name} may be better; extend {flag} below {min} (down to 0)"
+            ));
+        }
+    }
+    out
+}
+
+/// What [`write_outputs`] found besides the files it wrote.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TuneOutputs {
+    /// The best cell under the failure budget, if any.
+    pub best: Option<Cell>,
+    /// [`edge_warnings`] of the best cell (also in `report.md`).
+    pub warnings: Vec<String>,
+    /// Plots that could not be drawn (also in `report.md`).
+    pub problems: Vec<String>,
+}
+
+/// Writes `grid.csv`, `grid.json`, the heatmaps (SVG + PNG), `report.md`
+/// and, when a cell meets the budget, `best.toml` into `dir`. Plots never
+/// fail the sweep: their problems are returned and listed in the report.
 pub fn write_outputs(
     dir: &Path,
     g: &Grid,
     base: &ShaperConfig,
     max_failed_fraction: f64,
-) -> Result<(Option<Cell>, Vec<String>), SimError> {
+) -> Result<TuneOutputs, SimError> {
     let io = |source: std::io::Error| SimError::Io {
         path: dir.display().to_string(),
         source,
@@ -346,22 +549,39 @@ pub fn write_outputs(
     let json = serde_json::to_string_pretty(g)
         .map_err(|e| SimError::Plot(format!("serialising grid: {e}")))?;
     std::fs::write(dir.join("grid.json"), json).map_err(io)?;
+    let best = g.best(max_failed_fraction).cloned();
     let mut problems = Vec::new();
-    for m in HeatMetric::ALL {
-        let svg = dir.join(format!("{}.svg", m.file_stem()));
-        if let Err(e) = heatmap(SVGBackend::new(&svg, (800, 520)).into_drawing_area(), g, m) {
-            problems.push(format!("{}: {e}", svg.display()));
-        }
-        let png = dir.join(format!("{}.png", m.file_stem()));
-        if let Err(e) = heatmap(
-            BitMapBackend::new(&png, (800, 520)).into_drawing_area(),
-            g,
-            m,
-        ) {
-            problems.push(format!("{}: {e}", png.display()));
+    match crate::fonts::ensure_registered() {
+        Err(e) => problems.push(format!("heatmaps not drawn: {e}")),
+        Ok(()) => {
+            for m in HeatMetric::ALL {
+                let svg = dir.join(format!("{}.svg", m.file_stem()));
+                if let Err(e) = heatmap(
+                    SVGBackend::new(&svg, HEATMAP_PX).into_drawing_area(),
+                    g,
+                    m,
+                    best.as_ref(),
+                    max_failed_fraction,
+                ) {
+                    problems.push(format!("{}: {e}", svg.display()));
+                }
+                let png = dir.join(format!("{}.png", m.file_stem()));
+                if let Err(e) = heatmap(
+                    BitMapBackend::new(&png, HEATMAP_PX).into_drawing_area(),
+                    g,
+                    m,
+                    best.as_ref(),
+                    max_failed_fraction,
+                ) {
+                    problems.push(format!("{}: {e}", png.display()));
+                }
+            }
         }
     }
-    let best = g.best(max_failed_fraction).cloned();
+    let warnings = best
+        .as_ref()
+        .map(|b| edge_warnings(&g.k1, &g.k2, b.k1, b.k2))
+        .unwrap_or_default();
     if let Some(b) = &best {
         std::fs::write(
             dir.join("best.toml"),
@@ -369,5 +589,211 @@ pub fn write_outputs(
         )
         .map_err(io)?;
     }
-    Ok((best, problems))
+    let out = TuneOutputs {
+        best,
+        warnings,
+        problems,
+    };
+    std::fs::write(
+        dir.join("report.md"),
+        markdown(g, max_failed_fraction, &out),
+    )
+    .map_err(io)?;
+    Ok(out)
+}
+
+/// Size of every heatmap, pixels.
+const HEATMAP_PX: (u32, u32) = (960, 560);
+
+fn pct(x: f64) -> String {
+    if x.is_finite() {
+        format!("{:.2}%", 100.0 * x)
+    } else {
+        "-".to_string()
+    }
+}
+
+fn ratio(x: Option<f64>) -> String {
+    x.filter(|r| r.is_finite())
+        .map_or("-".to_string(), |r| format!("{r:.2}x"))
+}
+
+/// `report.md` of a sweep: setup, pick, edge warnings, heatmaps, the grid
+/// and the definitions of every metric as the simulator computes it.
+pub fn markdown(g: &Grid, max_failed_fraction: f64, out: &TuneOutputs) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# Tune report: {}\n", g.workload);
+    if let Some(c) = g.cells.first() {
+        let s = &c.summary;
+        let _ = writeln!(
+            md,
+            "Policy **{}**, forecaster **{}**, {} hosts, {} applications. {} cells: K1 in {:?} x K2 in {:?}, each one full simulation; the baseline (every component at its request, no evictions) ran once.\n",
+            s.policy,
+            s.forecaster,
+            s.hosts,
+            s.apps,
+            g.cells.len(),
+            g.k1,
+            g.k2
+        );
+    }
+    let b = &g.baseline;
+    let _ = writeln!(
+        md,
+        "Baseline: mean turnaround {:.0} s, mean memory slack {}, failed applications {}.\n",
+        b.turnaround_mean_s,
+        pct(b.mem_slack_mean),
+        pct(b.failed_app_fraction)
+    );
+    let _ = writeln!(md, "## Pick\n");
+    match &out.best {
+        Some(c) => {
+            let s = &c.summary;
+            let _ = writeln!(
+                md,
+                "**K1 = {}, K2 = {}**: turnaround ratio {}, mean memory slack {}, failed applications {} (budget: at most {}). Written as a `[shaper]` table to [best.toml](best.toml).\n",
+                c.k1,
+                c.k2,
+                ratio(s.turnaround_ratio),
+                pct(s.mem_slack_mean),
+                pct(s.failed_app_fraction),
+                pct(max_failed_fraction)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                md,
+                "No cell has at most {} failed applications: nothing chosen, no best.toml.\n",
+                pct(max_failed_fraction)
+            );
+        }
+    }
+    for w in &out.warnings {
+        let _ = writeln!(md, "> **Warning:** {w}\n");
+    }
+    let _ = writeln!(
+        md,
+        "## Heatmaps\n\nK1 across, K2 up; each cell shows its value; bright (yellow) is better, dark (purple) worse; the colour bar gives the scale; the chosen cell is outlined in red.\n"
+    );
+    for m in HeatMetric::ALL {
+        let _ = writeln!(
+            md,
+            "### {}\n\n![{}]({}.png)\n",
+            m.title(),
+            m.title(),
+            m.file_stem()
+        );
+    }
+    let _ = writeln!(md, "## Grid\n");
+    let _ = writeln!(
+        md,
+        "| K1 | K2 | turnaround ratio | mean turnaround (s) | mem slack mean / median | cpu slack mean | failed apps | evicted apps | OOM kills | evictions | work lost (s) |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|");
+    for c in &g.cells {
+        let s = &c.summary;
+        let mark = if out
+            .best
+            .as_ref()
+            .is_some_and(|b| b.k1 == c.k1 && b.k2 == c.k2)
+        {
+            " (chosen)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            md,
+            "| {}{mark} | {} | {} | {:.0} | {} / {} | {} | {} | {} | {} | {} | {:.0} |",
+            c.k1,
+            c.k2,
+            ratio(s.turnaround_ratio),
+            s.turnaround_mean_s,
+            pct(s.mem_slack_mean),
+            pct(s.mem_slack_median),
+            pct(s.cpu_slack_mean),
+            pct(s.failed_app_fraction),
+            pct(s.evicted_app_fraction),
+            s.oom_kills,
+            s.evictions,
+            s.work_lost_s
+        );
+    }
+    let _ = writeln!(md, "\n## Metric definitions\n");
+    for line in [
+        "**K1, K2**: the safety buffer of every component, per resource: `beta = K1 * request + K2 * sigma`, with sigma the forecast's predictive standard deviation (for a calibrated forecaster, the calibrated upper band at level K2 minus the mean). Allocation = forecast mean + beta, raised to the floor and to current usage, cut to the request.",
+        "**Turnaround** (s): from an application's submission to its completion, time in the queue and restarts after crashes or evictions included. Means and medians are over the applications that completed.",
+        "**Turnaround ratio**: the baseline's mean turnaround divided by this cell's (> 1: applications finish sooner than under the baseline). The baseline gives every component its request and never evicts.",
+        "**Memory (CPU) slack**: `(allocated - used) / allocated` of one running component, sampled every shaping round and weighted by the time the component ran in that round; mean and median over all those samples. Lower means tighter allocations.",
+        "**Failed applications**: the share of the applications (those not rejected up front because their core components never fit) that crashed at least once: a core component was OOM-killed, either for using more memory than its allocation or by the host's OOM killer. Shaper evictions are not failures.",
+        "**Evicted applications**: the share of the applications the shaper evicted whole at least once (they are requeued at their original position).",
+        "**OOM kills**: components killed for memory (own allocation or host OOM killer). **Evictions**: whole applications plus elastic components evicted by the shaper.",
+        "**Work lost** (s): work at full speed thrown away by kills and evictions (a crashed application loses the work of all its components).",
+        "**Pick**: the highest turnaround ratio among the cells whose failed-application share is within the budget (`--max-failed-fraction`); ties go to the lower mean memory slack, then the smaller K1, then the smaller K2.",
+    ] {
+        let _ = writeln!(md, "- {line}");
+    }
+    if !out.problems.is_empty() {
+        let _ = writeln!(md, "\n## Plot problems\n");
+        for p in &out.problems {
+            let _ = writeln!(md, "- {p}");
+        }
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const K1: [f64; 4] = [0.0, 0.05, 0.1, 0.5];
+    const K2: [f64; 3] = [1.0, 2.0, 3.0];
+
+    #[test]
+    fn inner_pick_has_no_edge_warning() {
+        assert!(edge_warnings(&K1, &K2, 0.05, 2.0).is_empty());
+        // K1 = 0 is the smallest possible value: not an edge to extend
+        assert!(edge_warnings(&K1, &K2, 0.0, 2.0).is_empty());
+    }
+
+    #[test]
+    fn pick_on_an_edge_is_warned_about() {
+        let w = edge_warnings(&K1, &K2, 0.5, 2.0);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("K1 = 0.5 is the largest") && w[0].contains("--k1"),
+            "{w:?}"
+        );
+        let w = edge_warnings(&K1, &K2, 0.1, 1.0);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("K2 = 1 is the smallest") && w[0].contains("below 1"),
+            "{w:?}"
+        );
+        let w = edge_warnings(&K1, &K2, 0.5, 3.0);
+        assert_eq!(w.len(), 2, "{w:?}");
+        let w = edge_warnings(&[0.1], &K2, 0.1, 2.0);
+        assert!(w[0].contains("one value only"), "{w:?}");
+    }
+
+    #[test]
+    fn tick_labels_sit_on_cell_centres_only() {
+        let v = [0.0, 0.05, 0.5];
+        assert_eq!(centres(3), vec![0.5, 1.5, 2.5]);
+        let labels: Vec<String> = centres(3).iter().map(|&x| tick_label(&v, x)).collect();
+        assert_eq!(labels, ["0", "0.05", "0.5"]);
+        assert_eq!(tick_label(&v, 1.0), "");
+        assert_eq!(tick_label(&v, 3.5), "");
+    }
+
+    #[test]
+    fn brighter_is_better_in_both_directions() {
+        let (lo_hi, _) = cell_color(HeatMetric::TurnaroundRatio, 1.0, 1.0, 2.0);
+        let (hi_hi, dark_text) = cell_color(HeatMetric::TurnaroundRatio, 2.0, 1.0, 2.0);
+        let luma = |c: RGBColor| 0.3 * c.0 as f64 + 0.59 * c.1 as f64 + 0.11 * c.2 as f64;
+        assert!(luma(hi_hi) > luma(lo_hi) + 100.0);
+        assert!(dark_text, "black text on the bright end");
+        let (low_failed, _) = cell_color(HeatMetric::FailedFraction, 0.0, 0.0, 0.2);
+        let (high_failed, _) = cell_color(HeatMetric::FailedFraction, 0.2, 0.0, 0.2);
+        assert!(luma(low_failed) > luma(high_failed) + 100.0);
+    }
 }

@@ -3,13 +3,68 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::str::FromStr;
 
 use anyhow::Context;
 use datasets::workload::Workload;
 use forecaster::config::ModelKind;
 use shaper::Policy;
 use sim::{ForecasterSource, SimConfig, WorkloadSource};
+
+/// `--policy` values (the spellings of [`Policy`]).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicyArg {
+    /// Allocation = request, no evictions (the reference run).
+    Baseline,
+    /// Resize to forecast + buffer, no planning; overload is left to the OOM killer.
+    Optimistic,
+    /// Plan allocations in scheduler order and evict deliberately (thesis Algorithm 3).
+    Pessimistic,
+}
+
+impl From<PolicyArg> for Policy {
+    fn from(p: PolicyArg) -> Self {
+        match p {
+            PolicyArg::Baseline => Policy::Baseline,
+            PolicyArg::Optimistic => Policy::Optimistic,
+            PolicyArg::Pessimistic => Policy::Pessimistic,
+        }
+    }
+}
+
+/// `--forecaster` values: a model kind of the forecaster crate, or the oracle.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForecasterArg {
+    /// Perfect foresight of the usage (simulator only).
+    Oracle,
+    /// Gaussian process with the history kernel.
+    Gp,
+    /// Auto-ARIMA.
+    Arima,
+    /// Last value.
+    Last,
+    /// Moving-window peak.
+    Peak,
+    /// The Kubernetes VPA recommender (faithful port: decaying histograms,
+    /// P90 + 15%, memory peaks per 24 h).
+    Vpa,
+    /// The older simplified VPA-style decaying percentile.
+    VpaSimple,
+}
+
+impl ForecasterArg {
+    /// The model kind, `None` for the oracle.
+    pub fn model_kind(self) -> Option<ModelKind> {
+        match self {
+            ForecasterArg::Oracle => None,
+            ForecasterArg::Gp => Some(ModelKind::Gp),
+            ForecasterArg::Arima => Some(ModelKind::Arima),
+            ForecasterArg::Last => Some(ModelKind::Last),
+            ForecasterArg::Peak => Some(ModelKind::Peak),
+            ForecasterArg::Vpa => Some(ModelKind::Vpa),
+            ForecasterArg::VpaSimple => Some(ModelKind::VpaSimple),
+        }
+    }
+}
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct SimArgs {
@@ -19,12 +74,13 @@ pub struct SimArgs {
     /// SimConfig TOML file (command-line flags override it).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// baseline | optimistic | pessimistic (default pessimistic).
-    #[arg(long)]
-    pub policy: Option<String>,
-    /// oracle | gp | arima | last | peak | vpa (default gp).
-    #[arg(long)]
-    pub forecaster: Option<String>,
+    /// Shaping policy (default: the config file's, else pessimistic).
+    #[arg(long, value_enum)]
+    pub policy: Option<PolicyArg>,
+    /// Forecaster (default: the config file's, else gp); `oracle` sees the
+    /// future usage (an upper bound for any model).
+    #[arg(long, value_enum)]
+    pub forecaster: Option<ForecasterArg>,
     /// Keep only the first N applications (by arrival).
     #[arg(long)]
     pub max_apps: Option<usize>,
@@ -61,16 +117,16 @@ impl SimArgs {
                 cfg.forecaster = rec.header.forecaster;
             }
         }
-        if let Some(p) = &self.policy {
-            cfg.shaper.policy = Policy::from_str(p).map_err(anyhow::Error::msg)?;
+        if let Some(p) = self.policy {
+            cfg.shaper.policy = p.into();
         }
-        if let Some(f) = &self.forecaster {
-            if f == "oracle" {
-                cfg.forecaster_source = ForecasterSource::Oracle;
-            } else {
-                cfg.forecaster_source = ForecasterSource::Model;
-                cfg.forecaster.kind = ModelKind::from_str(f)
-                    .map_err(|e| anyhow::anyhow!("--forecaster: {e} (or oracle)"))?;
+        if let Some(f) = self.forecaster {
+            match f.model_kind() {
+                None => cfg.forecaster_source = ForecasterSource::Oracle,
+                Some(kind) => {
+                    cfg.forecaster_source = ForecasterSource::Model;
+                    cfg.forecaster.kind = kind;
+                }
             }
         }
         Ok(cfg)

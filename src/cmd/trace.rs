@@ -18,7 +18,8 @@ pub struct Args {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum TraceCommand {
-    /// Summarise trace files (Google 2011/2019, Alibaba 2018, Bitbrains, series files).
+    /// Summarise trace files (Google 2011/2019, Alibaba 2018, Bitbrains, series
+    /// files, tailor's data files); says what any other file is.
     Inspect(InspectArgs),
 }
 
@@ -29,7 +30,9 @@ pub struct InspectArgs {
     pub files: Vec<PathBuf>,
     /// Table of every file (default: detected from the name and first line):
     /// task_events, job_events, machine_events, task_usage, instance_usage,
-    /// container_usage, container_meta, machine_meta, bitbrains, series.
+    /// container_usage, container_meta, machine_meta, bitbrains, series,
+    /// usage_pool, distributions. Files that are no trace (Markdown, other
+    /// JSON, configuration, binary, empty) are named as such, not failed.
     #[arg(long)]
     pub table: Option<String>,
     /// Skip and count malformed rows instead of stopping at the first one.
@@ -52,7 +55,8 @@ fn run_inspect(a: InspectArgs) -> anyhow::Result<()> {
         Some(t) => Some(TableKind::parse(t).with_context(|| {
             format!(
                 "unknown --table {t:?} (expected task_events, job_events, machine_events, task_usage, \
-                 instance_usage, container_usage, container_meta, machine_meta, bitbrains or series)"
+                 instance_usage, container_usage, container_meta, machine_meta, bitbrains, series, \
+                 usage_pool or distributions)"
             )
         })?),
     };

@@ -1,6 +1,7 @@
 //! `tailor tune`: K1 x K2 sweep on a workload (thesis Fig. 4.4), in parallel
 //! on all cores; heatmaps, CSV, and the best (K1, K2) under a failure budget
-//! as a `[shaper]` TOML snippet.
+//! as a `[shaper]` TOML snippet, and `report.md` with the metric definitions.
+//! A pick on the edge of the grid is warned about (stderr and report).
 
 use std::path::PathBuf;
 
@@ -21,7 +22,7 @@ pub struct Args {
     /// Failure budget: the best cell has at most this share of failed applications.
     #[arg(long, default_value_t = 0.01)]
     pub max_failed_fraction: f64,
-    /// Output directory (grid.csv, grid.json, heatmaps, best.toml).
+    /// Output directory (grid.csv, grid.json, heatmaps, report.md, best.toml).
     #[arg(long, default_value = "tune-out")]
     pub out: PathBuf,
     /// Print the grid as JSON on stdout.
@@ -39,8 +40,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let cfg = args.sim.base_config()?;
     cfg.validate()?;
     let wl = args.sim.workload()?;
-    let k1 = args.k1.clone().unwrap_or_else(|| DEFAULT_K1.to_vec());
-    let k2 = args.k2.clone().unwrap_or_else(|| DEFAULT_K2.to_vec());
+    // Ascending, without duplicates: heatmap axes and edge warnings read
+    // the lists in order.
+    let sorted = |v: Vec<f64>| {
+        let mut v = v;
+        v.sort_by(f64::total_cmp);
+        v.dedup();
+        v
+    };
+    let k1 = sorted(args.k1.clone().unwrap_or_else(|| DEFAULT_K1.to_vec()));
+    let k2 = sorted(args.k2.clone().unwrap_or_else(|| DEFAULT_K2.to_vec()));
     let pb = args.sim.progress_bar("tune");
     let cb = |done: usize, total: usize| {
         if let Some(pb) = &pb {
@@ -52,10 +61,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
-    let (best, problems) = write_outputs(&args.out, &grid, &cfg.shaper, args.max_failed_fraction)?;
-    for p in &problems {
+    let out = write_outputs(&args.out, &grid, &cfg.shaper, args.max_failed_fraction)?;
+    for p in &out.problems {
         eprintln!("warning: plot not written: {p}");
     }
+    for w in &out.warnings {
+        eprintln!("warning: {w}");
+    }
+    let best = out.best;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&grid)?);
         return Ok(());
@@ -104,6 +117,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             100.0 * args.max_failed_fraction
         ),
     }
-    println!("grid, heatmaps: {}", args.out.display());
+    println!(
+        "report: {} (grid, heatmaps: {})",
+        args.out.join("report.md").display(),
+        args.out.display()
+    );
     Ok(())
 }
