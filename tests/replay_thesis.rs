@@ -147,7 +147,11 @@ fn check_oracle(wl: &Workload, k1: f64) {
         refused.summary.oom_kills,
         refused.metrics.refused_growths
     );
-    assert!(refused.summary.failed_app_fraction > 0.0, "{:?}", refused.summary);
+    assert!(
+        refused.summary.failed_app_fraction > 0.0,
+        "{:?}",
+        refused.summary
+    );
     assert!(refused.metrics.refused_growths > 0);
     // Every run completes every admissible application.
     for s in [&base, &pes, &opt, &refused.summary] {

@@ -30,7 +30,7 @@
 
 use crate::google2011::reader::{JobEvent, TableReader, TaskEvent, TaskEventType};
 use crate::google2011::{
-    check_positive_resources, ClassRule, Google2011Sources, MAX_BYTES, MAX_CORES,
+    check_component_filters, check_positive_resources, ClassRule, Google2011Sources,
 };
 use crate::pool::{mix64, UsagePool};
 use crate::workload::{AppSpec, Class, ComponentSpec, HostSpec, Resources, Workload};
@@ -314,20 +314,7 @@ impl SyntheticConfig {
             1,
             1_000,
         );
-        e.range("min_work_s", self.min_work_s, 0.0, 1e9);
-        e.range(
-            "min_request.cpu_cores",
-            self.min_request.cpu_cores,
-            0.0,
-            MAX_CORES,
-        );
-        e.range(
-            "min_request.mem_bytes",
-            self.min_request.mem_bytes,
-            0.0,
-            MAX_BYTES,
-        );
-        e.nested("class_rule", self.class_rule.validate());
+        check_component_filters(&mut e, self.min_work_s, self.min_request, &self.class_rule);
         e.into_result()
     }
 }

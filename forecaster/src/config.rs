@@ -258,7 +258,7 @@ mod tests {
         assert!(
             e.contains("gp.history")
                 && e.contains("peak.window")
-                && e.contains("vpa.margin")
+                && e.contains("vpa_simple.margin")
                 && e.contains("vpa.safety_margin_fraction"),
             "{e}"
         );

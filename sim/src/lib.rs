@@ -96,7 +96,9 @@ pub mod source;
 pub mod tune;
 
 pub use config::{ForecasterSource, SimConfig};
-pub use engine::{Engine, EngineConfig, ForecasterFactory, Forecasting, OptimisticGrowth, Progress};
+pub use engine::{
+    Engine, EngineConfig, ForecasterFactory, Forecasting, OptimisticGrowth, Progress,
+};
 pub use metrics::{AppOutcome, RunMetrics, Summary, TimePoint, WeightedHist};
 pub use placement::Placement;
 pub use runner::{baseline_of, replay, simulate, RunResult};

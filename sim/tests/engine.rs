@@ -51,6 +51,9 @@ fn cfg(policy: Policy, source: ForecasterSource) -> SimConfig {
     c.shaper.policy = policy;
     c.forecaster_source = source;
     c.parallel_forecasts = false;
+    // These workloads count memory in small units: no byte floors.
+    c.shaper.min_mem_bytes = 0.0;
+    c.shaper.min_cpu_cores = 0.0;
     c
 }
 

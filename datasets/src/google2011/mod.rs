@@ -200,20 +200,7 @@ impl Google2011Config {
             self.host_capacity_scale > 0.0 && self.host_capacity_scale <= 1e6,
             || format!("must be in (0, 1e6], got {}", self.host_capacity_scale),
         );
-        e.range("min_work_s", self.min_work_s, 0.0, 1e9);
-        e.range(
-            "min_request.cpu_cores",
-            self.min_request.cpu_cores,
-            0.0,
-            MAX_CORES,
-        );
-        e.range(
-            "min_request.mem_bytes",
-            self.min_request.mem_bytes,
-            0.0,
-            MAX_BYTES,
-        );
-        e.nested("class_rule", self.class_rule.validate());
+        check_component_filters(&mut e, self.min_work_s, self.min_request, &self.class_rule);
         e.check("max_hosts", self.max_hosts != Some(0), || {
             "must be at least 1".to_string()
         });
@@ -241,6 +228,31 @@ pub(crate) fn check_positive_resources(e: &mut ConfigErrors, key: &str, r: Resou
         r.mem_bytes > 0.0 && r.mem_bytes <= MAX_BYTES,
         || format!("must be in (0, {MAX_BYTES}], got {}", r.mem_bytes),
     );
+}
+
+/// The component filters both workload builders share: `min_work_s` in
+/// [0, 1e9], `min_request` cores [0, 1e6] and bytes [0, 2^60], and the
+/// class rule.
+pub(crate) fn check_component_filters(
+    e: &mut ConfigErrors,
+    min_work_s: f64,
+    min_request: Resources,
+    class_rule: &ClassRule,
+) {
+    e.range("min_work_s", min_work_s, 0.0, 1e9);
+    e.range(
+        "min_request.cpu_cores",
+        min_request.cpu_cores,
+        0.0,
+        MAX_CORES,
+    );
+    e.range(
+        "min_request.mem_bytes",
+        min_request.mem_bytes,
+        0.0,
+        MAX_BYTES,
+    );
+    e.nested("class_rule", class_rule.validate());
 }
 
 impl ClassRule {
