@@ -66,7 +66,8 @@ fn issue_13_table_values_get_clear_errors() {
         "interval_s",
         "must be in [0.1, 86400]",
     );
-    // agent interval_s = 1e308, horizon_samples = 1e11
+    // agent interval_s = 1e308, horizon_samples = 1e11 (the kernel's
+    // [shaper] table holds the horizon)
     let a1 = write(d, "a1.toml", "interval_s = 1e308\n");
     refused(
         &["config", "check", &a1],
@@ -78,7 +79,7 @@ fn issue_13_table_values_get_clear_errors() {
         "interval_s",
         "must be in [0.1, 86400]",
     );
-    let a2 = write(d, "a2.toml", "horizon_samples = 100000000000\n");
+    let a2 = write(d, "a2.toml", "[shaper]\nhorizon_samples = 100000000000\n");
     refused(
         &["config", "check", &a2],
         "horizon_samples",
@@ -95,7 +96,11 @@ fn issue_13_table_values_get_clear_errors() {
         "must be in",
     );
     // replay horizon_samples = i64::MAX, interval_s = 1e-9
-    let s1 = write(d, "s1.toml", "horizon_samples = 9223372036854775807\n");
+    let s1 = write(
+        d,
+        "s1.toml",
+        "[shaper]\nhorizon_samples = 9223372036854775807\n",
+    );
     refused(
         &["config", "check", "--kind", "sim", &s1],
         "horizon_samples",

@@ -17,7 +17,7 @@ use datasets::recording::RecordReader;
 use datasets::workload::{AppSpec, ComponentSpec, HostSpec, Shape, UsageSeries, Workload};
 use shaper::node::{NodeAction, NodeActionKind, NodeKernel};
 use shaper::record::{Record, RecordingHeader, RoundRecord};
-use shaper::{Decider, Resources, ShaperConfig};
+use shaper::{Decider, Forecasts, Resources, ShaperConfig};
 
 use crate::SimError;
 
@@ -144,6 +144,33 @@ fn close(a: f64, b: f64) -> bool {
     a == b || (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
 }
 
+/// Forecasts agree: the same presence, means and stds within 1e-9
+/// relative, calibration tables within 1e-6 relative (they are f32). The
+/// agent and a replay run the same code on the same samples, but in
+/// different processes and threads the last bits of a sum can differ.
+fn same_forecast(a: &Option<Forecasts>, b: &Option<Forecasts>) -> bool {
+    let table = |x: &[f32], y: &[f32]| {
+        x.iter().zip(y).all(|(&p, &q)| {
+            let (p, q) = (f64::from(p), f64::from(q));
+            p == q || (p - q).abs() <= 1e-6 * p.abs().max(q.abs())
+        })
+    };
+    let pred = |x: &shaper::Predictive, y: &shaper::Predictive| {
+        close(x.mean, y.mean)
+            && close(x.std, y.std)
+            && match (&x.calibration, &y.calibration) {
+                (None, None) => true,
+                (Some(c), Some(d)) => table(&c.upper, &d.upper) && table(&c.lower, &d.lower),
+                _ => false,
+            }
+    };
+    match (a, b) {
+        (None, None) => true,
+        (Some(x), Some(y)) => pred(&x.cpu, &y.cpu) && pred(&x.mem, &y.mem),
+        _ => false,
+    }
+}
+
 fn same(a: &NodeAction, b: &NodeAction) -> bool {
     match (&a.kind, &b.kind) {
         (
@@ -179,7 +206,7 @@ pub fn check_parity(rec: &Recording, shaper: Option<&ShaperConfig>) -> Result<Pa
         // forecasts: the kernel's models
         for (c, recorded) in view.containers.iter().zip(&r.forecasts) {
             p.forecasts += 1;
-            if c.forecast != *recorded {
+            if !same_forecast(&c.forecast, recorded) {
                 p.mismatches.push(Mismatch {
                     round: r.round,
                     container: c.name.clone(),
