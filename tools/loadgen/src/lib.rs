@@ -19,6 +19,20 @@
 //! The run is bounded (duration, agent count) and only targets loopback
 //! addresses. At the end it reads the shaper's `/metrics` for the round
 //! latency quantiles and the process's CPU time and memory.
+//!
+//! A tool, not part of the production daemons: it depends on both the
+//! agent's cluster client and `shaperd` (for the credentials file).
+//!
+//! # Example
+//!
+//! ```
+//! // Only loopback shapers are load-tested.
+//! let mut cfg = loadgen::LoadgenConfig::default();
+//! assert!(cfg.validate().is_ok());
+//! cfg.url = "http://shaper.example:9848".into();
+//! assert!(cfg.validate().is_err());
+//! assert!(loadgen::is_loopback_url("http://localhost:9848"));
+//! ```
 
 use agent::cluster::client::ClusterClient;
 use agent::cluster::config::ClusterClientConfig;
