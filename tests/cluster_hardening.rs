@@ -307,7 +307,7 @@ fn a_million_component_flood_is_capped_without_exhausting_memory() {
     let mut tokens = Vec::new();
     // One CLI call per agent would be slow in debug builds: write the
     // credentials through the library, as the CLI does.
-    let mut file = agent::cluster::credentials::CredentialsFile::default();
+    let mut file = shaperd::credentials::CredentialsFile::default();
     for i in 0..100 {
         tokens.push(
             file.add(&format!("flood-{i:03}"), "flood", 0.0)

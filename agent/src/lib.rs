@@ -1,5 +1,6 @@
 //! tailor's per-node daemon (sampling, forecasting, actuation through Docker)
-//! and, in `cluster`, the central shaper server and its client.
+//! and, in `cluster`, its client of the central shaper (the server itself is
+//! the `shaperd` crate; the wire types are the `protocol` crate).
 //!
 //! * [`runtime`]: the [`ContainerRuntime`] trait over our own types;
 //!   [`docker::DockerRuntime`] implements it with bollard; `fake::FakeRuntime`
@@ -12,8 +13,9 @@
 //!   client in cluster mode).
 //! * [`agent`]: the loop ([`Agent`]), actuation, evictions and restarts.
 //! * [`http`], [`metrics`], [`notify`]: operations (HTTP endpoint,
-//!   Prometheus text, systemd notifications); [`prom`]: the Prometheus text
-//!   writer shared with the central shaper.
+//!   Prometheus text, systemd notifications); [`prom`], [`serve`] and
+//!   [`toml_check`] are re-exported from the `service` crate shared with the
+//!   central shaper.
 //!
 //! # Example
 //!
@@ -38,12 +40,11 @@ pub mod http;
 pub mod labels;
 pub mod metrics;
 pub mod notify;
-pub mod prom;
 pub mod runtime;
-pub mod serve;
 pub mod state;
-pub mod toml_check;
 pub mod view;
+
+pub use service::{prom, serve, toml_check};
 
 pub use agent::{Agent, RoundReport, Shared};
 pub use config::AgentConfig;

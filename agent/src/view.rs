@@ -2,7 +2,7 @@
 //! and the outcome of each action.
 //!
 //! Standalone mode uses [`LocalShaper`] (the kernel's `plan_node` on this
-//! node alone). Cluster mode plugs in a remote source (agent/src/cluster/)
+//! node alone). Cluster mode plugs in a remote source (agent/src/cluster/, talking to the `shaperd` crate)
 //! that reports the [`NodeView`] to a central shaper and returns its
 //! actions. The view and action types are the kernel's
 //! (`shaper::node`), so that a recorded run replays through the same code.

@@ -234,7 +234,7 @@ proptest! {
     #[test]
     fn shaper_toml_never_panics_and_accepted_configs_are_bounded(t in table(1)) {
         let text = toml::to_string(&t).unwrap_or_default();
-        if let Ok(cfg) = agent::cluster::config::check_toml(&text) {
+        if let Ok(cfg) = shaperd::config::check_toml(&text) {
             prop_assert!(cfg.validate().is_ok());
             prop_assert!((0.1..=86_400.0).contains(&cfg.interval_s));
             prop_assert!(cfg.stale_after_intervals >= 1 && cfg.stale_after_intervals <= 1_000_000);
@@ -271,7 +271,7 @@ fn issue_13_table_gets_clear_errors() {
         let e = check_toml(text).expect_err(text);
         assert_eq!(e.keys(), vec![key], "{text}");
     }
-    let e = agent::cluster::config::check_toml("token_file = \"/t\"\ninterval_s = 1e-10\n")
+    let e = shaperd::config::check_toml("token_file = \"/t\"\ninterval_s = 1e-10\n")
         .expect_err("shaper interval_s = 1e-10");
     assert_eq!(e.keys(), vec!["interval_s"]);
 }

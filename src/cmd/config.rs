@@ -13,10 +13,10 @@
 //! which prints only the effective configuration (valid TOML) on stdout and
 //! everything else on stderr.
 
-use agent::cluster::ShaperServerConfig;
 use agent::config::{read_config_text, AgentConfig};
 use agent::toml_check::{check_value, leaf, parse_text, probe, Schema};
 use agent::ConfigErrors;
+use shaperd::ShaperServerConfig;
 use sim::SimConfig;
 use std::path::{Path, PathBuf};
 
@@ -161,7 +161,7 @@ fn check(files: &[PathBuf], kind: Kind, print: bool) -> anyhow::Result<()> {
 }
 
 fn check_shaper(text: &str) -> Result<ShaperServerConfig, ConfigErrors> {
-    agent::cluster::config::check_toml(text)
+    shaperd::config::check_toml(text)
 }
 
 static SIM_SHAPER: Schema = leaf(probe::<shaper::ShaperConfig>);

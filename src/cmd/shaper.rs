@@ -14,10 +14,10 @@
 //! The `credentials` commands edit the file named by `credentials_file` in
 //! the shaper's configuration (or `--file`).
 
-use agent::cluster::credentials::CredentialsFile;
-use agent::cluster::loadgen::{self, LoadgenConfig};
-use agent::cluster::{ShaperServer, ShaperServerConfig};
 use anyhow::Context;
+use loadgen::LoadgenConfig;
+use shaperd::credentials::CredentialsFile;
+use shaperd::{ShaperServer, ShaperServerConfig};
 use std::io::Read;
 use std::path::PathBuf;
 

@@ -1,13 +1,14 @@
 //! Server + simulated agents in-process over loopback HTTP(S).
 
 use super::auth::write_token_file;
-use super::client::{ClusterSession, LocalActionKind, RoundSource};
-use super::config::{ClusterClientConfig, ShaperServerConfig};
+use super::config::ShaperServerConfig;
 use super::credentials::CredentialsFile;
-use super::failsafe::{FailSafe, FailSafeConfig, LinkState};
 use super::protocol::{ComponentReport, ErrorBody, ReportRequest};
 use super::server::ShaperServer;
-use super::ClusterClient;
+use agent::cluster::client::{ClusterSession, LocalActionKind, RoundSource};
+use agent::cluster::config::ClusterClientConfig;
+use agent::cluster::failsafe::{FailSafe, FailSafeConfig, LinkState};
+use agent::cluster::ClusterClient;
 use proptest::prelude::*;
 use shaper::{Class, Forecasts, Predictive, Resources, ShaperConfig};
 use std::path::{Path, PathBuf};

@@ -16,7 +16,7 @@
 //! request_timeout_s = 30.0              # a request (body included) must be handled within this
 //! ```
 
-use super::protocol::{ComponentReport, ReportRequest};
+use crate::protocol::{ComponentReport, ReportRequest};
 use crate::serve::ServeLimits;
 use serde::{Deserialize, Serialize};
 use shaper::ConfigErrors;

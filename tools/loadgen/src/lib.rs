@@ -19,16 +19,29 @@
 //! The run is bounded (duration, agent count) and only targets loopback
 //! addresses. At the end it reads the shaper's `/metrics` for the round
 //! latency quantiles and the process's CPU time and memory.
+//!
+//! A tool, not part of the production daemons: it depends on both the
+//! agent's cluster client and `shaperd` (for the credentials file).
+//!
+//! # Example
+//!
+//! ```
+//! // Only loopback shapers are load-tested.
+//! let mut cfg = loadgen::LoadgenConfig::default();
+//! assert!(cfg.validate().is_ok());
+//! cfg.url = "http://shaper.example:9848".into();
+//! assert!(cfg.validate().is_err());
+//! assert!(loadgen::is_loopback_url("http://localhost:9848"));
+//! ```
 
-use super::auth::{read_token_file, Token};
-use super::client::ClusterClient;
-use super::config::ClusterClientConfig;
-use super::credentials::CredentialsFile;
-use super::metrics::sample;
-use super::protocol::{Ack, AckOutcome, ActionKind, ComponentReport};
-use super::ClusterError;
+use agent::cluster::client::ClusterClient;
+use agent::cluster::config::ClusterClientConfig;
+use protocol::auth::{read_token_file, Token};
+use protocol::{Ack, AckOutcome, ActionKind, ClusterError, ComponentReport};
 use serde::{Deserialize, Serialize};
+use service::prom::sample;
 use shaper::{Class, ConfigErrors, Forecasts, Predictive, Resources};
+use shaperd::credentials::CredentialsFile;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -585,7 +598,7 @@ mod tests {
         let mut a = a0;
         let comps = a.step(10_000.0);
         assert_eq!(comps.len(), 20);
-        let report = super::super::protocol::ReportRequest {
+        let report = protocol::ReportRequest {
             agent_id: "x".into(),
             boot_id: 1,
             seq: 1,

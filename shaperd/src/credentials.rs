@@ -24,8 +24,8 @@
 //! second), so `revoke` takes effect without a restart. A file that does not
 //! parse keeps the previous credentials in force and is logged as an error.
 
-use super::protocol::MAX_NAME_LEN;
-use super::ClusterError;
+use crate::protocol::MAX_NAME_LEN;
+use crate::ClusterError;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -108,17 +108,7 @@ fn is_lower_hex(s: &str, len: usize) -> bool {
     s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-/// Constant-time equality of two equal-length byte strings.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut diff = 0u8;
-    for (x, y) in a.iter().zip(b.iter()) {
-        diff |= x ^ y;
-    }
-    std::hint::black_box(diff) == 0
-}
+pub use protocol::auth::constant_time_eq;
 
 /// Why a tenant name is invalid, if it is.
 pub fn check_tenant(t: &str) -> Result<(), String> {

@@ -2,7 +2,7 @@
 //!
 //! Every request carries `Authorization: Bearer <token>` (the scheme is
 //! case-insensitive). Reports and acks need the agent's own credential
-//! (`tailor1.<key id>.<secret>`, see [`super::credentials`]), bound to one
+//! (`tailor1.<key id>.<secret>`, see `shaperd::credentials`), bound to one
 //! agent id and one tenant; `/v1/status` and `/metrics` need the operator
 //! token (`token_file`).
 //!
@@ -39,9 +39,25 @@
 //! container that is already gone counts as applied, so a re-delivered
 //! action is harmless. Actions go only to the agent whose report holds the
 //! container.
+//!
+//! Also here, because both sides need them: [`auth`] (bearer tokens read
+//! from files whose permissions are checked) and [`ClusterError`].
+//!
+//! # Example
+//!
+//! ```
+//! // Ids are a fixed hash of names: the same on every agent and server run.
+//! let a = protocol::component_id("node-1", "c0ffee");
+//! assert_eq!(a, protocol::component_id("node-1", "c0ffee"));
+//! assert_ne!(a, protocol::component_id("node-2", "c0ffee"));
+//! assert_eq!(protocol::app_key("team-a", "web"), "team-a/web");
+//! ```
+
+pub mod auth;
 
 use serde::{Deserialize, Serialize};
 use shaper::{AppId, Class, ComponentId, Forecasts, HostId, Predictive, Resources};
+use std::path::PathBuf;
 
 /// The protocol version served under `/v1/`.
 pub const API_VERSION: u32 = 1;
@@ -430,6 +446,50 @@ impl AckRequest {
             Err(errors)
         }
     }
+}
+
+/// Everything that can go wrong in cluster mode (agent client and shaper
+/// server alike).
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "token file {path} is readable by group or others (mode {mode:o}); run `chmod 600 {path}`"
+    )]
+    TokenFilePermissions { path: PathBuf, mode: u32 },
+    #[error("token file {path}: {message}")]
+    TokenInvalid { path: PathBuf, message: String },
+    #[error("invalid configuration: {0}")]
+    Config(#[from] shaper::ConfigErrors),
+    #[error("cannot parse {path}: {message}")]
+    ConfigParse { path: PathBuf, message: String },
+    #[error("TLS setup failed: {0}")]
+    Tls(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("server failed: {0}")]
+    Serve(String),
+    #[error("shaper unreachable: {0}")]
+    Unreachable(String),
+    #[error("shaper rejected the request with HTTP {status}: {message}")]
+    Rejected { status: u16, message: String },
+    #[error("cannot decode the shaper's answer: {0}")]
+    Decode(String),
+    #[error("HTTP client setup failed: {0}")]
+    Client(String),
+    #[error("credentials: {0}")]
+    Credentials(String),
+    #[error("credentials file {path}: {message}")]
+    CredentialsFile { path: PathBuf, message: String },
 }
 
 #[cfg(test)]

@@ -150,7 +150,7 @@ pub struct Gauges {
     pub acks_unknown: u64,
     /// Estimated bytes of the stored reports.
     pub state_mem_bytes: u64,
-    pub refusals: super::state::RefusalCounters,
+    pub refusals: crate::state::RefusalCounters,
     pub conns: crate::serve::ConnCounts,
     /// Agent credentials in force.
     pub credentials: u64,
@@ -275,7 +275,7 @@ fn render_hardening(t: &mut PromText, m: &Metrics, g: &Gauges) {
     )
     .sample(name, "reason=\"forbidden\"", g.refusals.forbidden)
     .sample(name, "reason=\"replayed\"", g.refusals.replayed);
-    for (cap, n) in super::limits::Cap::ALL.iter().zip(g.refusals.limit) {
+    for (cap, n) in crate::limits::Cap::ALL.iter().zip(g.refusals.limit) {
         t.sample(name, &format!("reason=\"{}\"", cap.as_str()), n);
     }
     let name = "tailor_shaper_components_rejected_total";

@@ -3,7 +3,7 @@
 //!
 //! Routes: `POST /v1/report` and `POST /v1/ack` need the agent's own
 //! credential (`Authorization: Bearer tailor1.<key id>.<secret>`, see
-//! [`super::credentials`]); `GET /v1/status` and `GET /metrics` need the
+//! [`crate::credentials`]); `GET /v1/status` and `GET /metrics` need the
 //! operator token (`token_file`); `GET /healthz` needs nothing. Errors are
 //! JSON [`ErrorBody`]s: 401 without a valid credential (checked before the
 //! body is read), 403 when the body names another agent than the
@@ -22,15 +22,15 @@
 //! answers 503 once that task is gone or has not ticked for 3 intervals
 //! + 30 s. Another task re-reads the credentials file when it changes.
 
-use super::auth::{bearer_token, check_private_key_file, read_token_file, Token};
-use super::config::ShaperServerConfig;
-use super::credentials::{Credentials, CredentialsFile, FileStamp, Identity};
-use super::limits::Refusal;
-use super::metrics::{self, Gauges, Metrics, ProcessStats};
-use super::protocol::{AckRequest, ErrorBody, ReportRequest};
-use super::state::{RoundOutcome, ShaperState, SkipReason, StateConfig};
-use super::ClusterError;
+use crate::auth::{bearer_token, check_private_key_file, read_token_file, Token};
+use crate::config::ShaperServerConfig;
+use crate::credentials::{Credentials, CredentialsFile, FileStamp, Identity};
+use crate::limits::Refusal;
+use crate::metrics::{self, Gauges, Metrics, ProcessStats};
+use crate::protocol::{AckRequest, ErrorBody, ReportRequest};
 use crate::serve::{ConnStats, LimitAcceptor, ServeLimits};
+use crate::state::{RoundOutcome, ShaperState, SkipReason, StateConfig};
+use crate::ClusterError;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Extension, Request, State};

@@ -1,7 +1,7 @@
 //! Bearer tokens: read from a file that only its owner may read, compared in
 //! constant time.
 
-use super::ClusterError;
+use crate::ClusterError;
 use std::path::Path;
 
 /// Shortest accepted token (bytes): anything shorter is guessable.
@@ -67,7 +67,17 @@ pub fn bearer_token(header: &str) -> Option<&str> {
 }
 
 // Length is not secret (tokens are long random strings); contents are.
-use super::credentials::constant_time_eq;
+/// Constant-time equality of two equal-length byte strings.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut diff = 0u8;
+    for (x, y) in a.iter().zip(b.iter()) {
+        diff |= x ^ y;
+    }
+    std::hint::black_box(diff) == 0
+}
 
 /// Refuses a TLS private key file that group or others may read (or write):
 /// the key must be as private as a token.

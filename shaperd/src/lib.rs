@@ -1,0 +1,46 @@
+//! tailor's central shaper server: agents report their containers to it and
+//! it plans for many nodes at once (`tailor shaper`). The wire types are the
+//! `protocol` crate; the agent side (client, fail-safe) is `agent::cluster`.
+//!
+//! * [`config`][]: [`ShaperServerConfig`] (`tailor shaper --config shaper.toml`).
+//! * [`auth`] (from `protocol`): bearer tokens read from files whose
+//!   permissions are checked.
+//! * [`credentials`]: per-agent tokens bound to an agent id and a tenant,
+//!   stored as SHA-256 hashes in the shaper's credentials file.
+//! * [`limits`]: the shaper's caps (agents, components per tenant, total
+//!   components and memory) and replay protection of reports.
+//! * [`state`]: the server's bookkeeping: agents, staleness, rounds, actions
+//!   and their acknowledgements (pure, clock passed in).
+//! * [`server`]: the axum server (TLS through rustls when configured).
+//! * [`metrics`]: Prometheus text for the shaper's `/metrics`.
+//!
+//! # Example
+//!
+//! ```
+//! // A per-agent credential: the token is shown once, only its hash is kept.
+//! let mut file = shaperd::credentials::CredentialsFile::default();
+//! let token = file.add("node-1", "team-a", 0.0).expect("valid names");
+//! let creds = file.index();
+//! let who = creds.verify(&token).expect("known token");
+//! assert_eq!(&*who.agent_id, "node-1");
+//! assert_eq!(&*who.tenant, "team-a");
+//! assert!(creds.verify("tailor1.not.a-token").is_none());
+//! ```
+
+pub mod config;
+pub mod credentials;
+pub mod limits;
+pub mod metrics;
+pub mod server;
+pub mod state;
+
+pub use ::protocol;
+pub use ::protocol::{auth, ClusterError};
+pub use service::{prom, serve, toml_check};
+
+pub use config::ShaperServerConfig;
+pub use server::{ShaperServer, Shared};
+pub use state::ShaperState;
+
+#[cfg(test)]
+mod tests;
