@@ -21,11 +21,8 @@
 //!
 //! ```
 //! // Every key of agent.toml has a default; [shaper] is the kernel's table.
-//! let cfg = agent::config::check_toml(
-//!     "actuation = \"recommend\"\n[shaper]\nk1 = 0.1\n",
-//!     None,
-//! )
-//! .expect("valid config");
+//! let cfg = agent::config::check_toml("actuation = \"recommend\"\n[shaper]\nk1 = 0.1\n")
+//!     .expect("valid config");
 //! assert_eq!(cfg.actuation, agent::config::Actuation::Recommend);
 //! assert_eq!(cfg.shaper.k1, 0.1);
 //! ```
