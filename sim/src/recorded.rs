@@ -146,8 +146,9 @@ fn close(a: f64, b: f64) -> bool {
 
 /// Forecasts agree: the same presence, means and stds within 1e-9
 /// relative, calibration tables within 1e-6 relative (they are f32). The
-/// agent and a replay run the same code on the same samples, but in
-/// different processes and threads the last bits of a sum can differ.
+/// recorded samples read back exactly (serde_json's `float_roundtrip`:
+/// without it, parsing could be one ulp off and a model's fit could drift
+/// from the agent's), so this only forgives printing noise.
 fn same_forecast(a: &Option<Forecasts>, b: &Option<Forecasts>) -> bool {
     let table = |x: &[f32], y: &[f32]| {
         x.iter().zip(y).all(|(&p, &q)| {
