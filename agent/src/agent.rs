@@ -347,13 +347,11 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             limit_bytes: limit,
             at_s: now_s,
         };
-        let floor = match self.kernel.as_mut() {
-            Some(k) => {
-                k.apply(&event);
-                shaper::OomFloor::after_kill(limit, now_s, k.config()).mem_bytes
-            }
-            None => limit,
-        };
+        // the kernel records the floor; the same event goes to the recording
+        let floor = self
+            .kernel
+            .as_mut()
+            .map_or(limit, |k| k.oom_kill(id, limit, now_s).mem_bytes);
         self.round_events.push(event);
         *self
             .state
