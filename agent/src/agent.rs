@@ -539,6 +539,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     t.sample = Some(Sample {
                         cpu_cores: cpu,
                         mem_bytes: mem,
+                        mem_peak_bytes: None,
                     });
                 }
                 Err(RuntimeError::NotFound(_)) => t.needs_inspect = true,

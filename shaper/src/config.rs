@@ -172,6 +172,12 @@ pub struct ShaperConfig {
     pub oom_bump_bytes: f64,
     pub oom_bump_factor: f64,
     pub oom_memory_s: f64,
+    /// Risk-targeted memory sizing: the probability that a component's
+    /// memory peak crosses its allocation before the next round. When set,
+    /// memory is sized from the calibrated predictive distribution instead
+    /// of `k1`/`k2`; absent = the thesis's K1/K2 buffer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_risk: Option<f64>,
 }
 
 impl Default for ShaperConfig {
@@ -194,12 +200,15 @@ impl Default for ShaperConfig {
             oom_bump_bytes: 100.0 * 1048576.0,
             oom_bump_factor: 1.2,
             oom_memory_s: 3600.0,
+            memory_risk: None,
         }
     }
 }
 
 pub use tailor_core::{ConfigError, ConfigErrors};
 
+/// Smallest `memory_risk` (per component and round).
+pub const MIN_MEMORY_RISK: f64 = 1e-9;
 /// Largest `k1` (buffer as a fraction of the request).
 pub const MAX_K1: f64 = 10.0;
 /// Largest `k2` (band level in sigmas).
@@ -227,6 +236,7 @@ impl ShaperConfig {
     /// | `min_relative_change` | [0, 1) |
     /// | `min_cpu_cores` | [0, 1e6] |
     /// | `min_mem_bytes` | [0, 2^50] (1 PiB) |
+    /// | `memory_risk` | [1e-9, 0.5] |
     pub fn validate(&self) -> Result<(), ConfigErrors> {
         let mut e = ConfigErrors::new();
         e.range("k1", self.k1, 0.0, MAX_K1);
@@ -264,6 +274,7 @@ impl ShaperConfig {
         e.range("oom_bump_bytes", self.oom_bump_bytes, 0.0, 1e15);
         e.range("oom_bump_factor", self.oom_bump_factor, 1.0, 100.0);
         e.range("oom_memory_s", self.oom_memory_s, 0.0, 1e9);
+        e.range_opt("memory_risk", self.memory_risk, MIN_MEMORY_RISK, 0.5);
         e.into_result()
     }
 }

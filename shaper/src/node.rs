@@ -29,7 +29,11 @@
 //!         request: Resources::new(2.0, 2.0 * gib),
 //!         allocation: Resources::new(2.0, 2.0 * gib),
 //!         usage: Resources::new(0.2, 0.25 * gib),
-//!         sample: Some(Sample { cpu_cores: Some(0.2), mem_bytes: 0.25 * gib }),
+//!         sample: Some(Sample {
+//!             cpu_cores: Some(0.2),
+//!             mem_bytes: 0.25 * gib,
+//!             mem_peak_bytes: None,
+//!         }),
 //!         app_failures: 0,
 //!         oom_kills: 0,
 //!     };
@@ -68,7 +72,12 @@ pub struct Sample {
     /// Cores used over the last interval; `None` for the first sample of a
     /// cumulative counter (no rate yet).
     pub cpu_cores: Option<f64>,
+    /// Memory in use when sampled.
     pub mem_bytes: f64,
+    /// Highest memory use since the previous sample (cgroup v2
+    /// `memory.peak`, or the max of sub-interval reads), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_peak_bytes: Option<f64>,
 }
 
 /// One running container as the caller saw it this round, before any
