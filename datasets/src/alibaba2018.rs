@@ -28,19 +28,7 @@ pub struct ContainerUsage {
 impl Table for ContainerUsage {
     const NAME: &'static str = "container_usage";
     const HEADER: Option<bool> = Some(false);
-    const COLUMNS: &'static [&'static str] = &[
-        "container_id",
-        "machine_id",
-        "time_stamp",
-        "cpu_util_percent",
-        "mem_util_percent",
-        "cpi",
-        "mem_gps",
-        "mpki",
-        "net_in",
-        "net_out",
-        "disk_io_percent",
-    ];
+    const COLUMNS: &'static [&'static str] = &crate::series::ALIBABA_CONTAINER_USAGE_COLUMNS;
     fn parse(r: &csv::ByteRecord) -> Result<Self, String> {
         Ok(ContainerUsage {
             container_id: opt_string(r, 0),

@@ -3,7 +3,7 @@
 //! as statsforecast's `auto_arima_f` with `period = 1`.
 
 use super::config::{ArimaConfig, InformationCriterion, Optimizer};
-use super::fit::{fit_arima, near_unit_root, ArimaFit, Spec, Warm};
+use super::fit::{fit_arima, near_unit_root, refit_from, ArimaFit, Spec, Warm};
 use super::kalman::SsModel;
 use super::kpss::ndiffs;
 use super::ArimaError;
@@ -130,26 +130,7 @@ pub fn auto_arima(y: &[f64], cfg: &ArimaConfig) -> Result<ArimaFit, ArimaError> 
 /// Refits `fit` warm-started with tight tolerances; keeps the original
 /// when that fails or is no more likely.
 fn polish(y: &[f64], fit: ArimaFit) -> ArimaFit {
-    let spec = Spec {
-        p: fit.p,
-        d: fit.d,
-        q: fit.q,
-        constant: fit.constant,
-    };
-    let warm = Warm {
-        ar: &fit.ar,
-        ma: &fit.ma,
-        beta: fit.beta,
-    };
-    match fit_arima(
-        y,
-        spec,
-        Some(warm),
-        None,
-        COLD_MAX_ITER,
-        Optimizer::Fast,
-        true,
-    ) {
+    match refit_from(y, &fit, COLD_MAX_ITER, true) {
         Ok(f) if f.loglik >= fit.loglik && !near_unit_root(&f) => f,
         _ => fit,
     }

@@ -290,6 +290,28 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
     (m, var.sqrt())
 }
 
+/// Refits `old`'s order on `x`, warm-started from its coefficients, with
+/// the fast optimiser (`tight`: tight tolerances).
+pub(crate) fn refit_from(
+    x: &[f64],
+    old: &ArimaFit,
+    max_iter: usize,
+    tight: bool,
+) -> Result<ArimaFit, ArimaError> {
+    let spec = Spec {
+        p: old.p,
+        d: old.d,
+        q: old.q,
+        constant: old.constant,
+    };
+    let warm = Warm {
+        ar: &old.ar,
+        ma: &old.ma,
+        beta: old.beta,
+    };
+    fit_arima(x, spec, Some(warm), None, max_iter, Optimizer::Fast, tight)
+}
+
 /// Fits one model. `warm` skips the CSS stage and starts ML from the given
 /// coefficients (falling back to a cold fit when they are not stationary).
 /// `fixed_beta` fixes the constant instead of estimating it.

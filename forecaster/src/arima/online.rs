@@ -9,8 +9,8 @@
 use std::collections::VecDeque;
 
 use super::auto::{search, search_local};
-use super::config::{ArimaConfig, InformationCriterion, Optimizer};
-use super::fit::{fit_arima, near_unit_root, refilter, ArimaFit, Spec, Warm};
+use super::config::{ArimaConfig, InformationCriterion};
+use super::fit::{near_unit_root, refilter, refit_from, ArimaFit};
 use super::kpss::ndiffs;
 use crate::{ForecastError, Forecaster, Predictive};
 
@@ -165,26 +165,7 @@ impl AutoArima {
         if old.constant_series.is_some() {
             return None;
         }
-        let spec = Spec {
-            p: old.p,
-            d: old.d,
-            q: old.q,
-            constant: old.constant,
-        };
-        let warm = Warm {
-            ar: &old.ar,
-            ma: &old.ma,
-            beta: old.beta,
-        };
-        match fit_arima(
-            y,
-            spec,
-            Some(warm),
-            None,
-            self.cfg.warm_max_iter,
-            Optimizer::Fast,
-            false,
-        ) {
+        match refit_from(y, old, self.cfg.warm_max_iter, false) {
             Ok(f) if !near_unit_root(&f) && self.criterion(&f).is_finite() => Some(f),
             Ok(_) => {
                 tracing::debug!("warm refit near a unit root");

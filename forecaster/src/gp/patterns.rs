@@ -1,0 +1,125 @@
+//! Training patterns `[t, y_{t-h}, ..., y_{t-1}] -> y_t` built from a
+//! window of raw values, scaled as [`Standardise`] says.
+
+use super::config::{PriorMean, Standardise};
+
+/// Scaled training data built from a window of raw values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Patterns {
+    /// Input dimension `h + 1`.
+    pub dim: usize,
+    /// Row-major training inputs (`n` rows of `dim`).
+    pub x: Vec<f64>,
+    /// Standardised targets.
+    pub y: Vec<f64>,
+    /// Test input: the pattern that predicts the value after the window.
+    pub x_test: Vec<f64>,
+    /// Mean used to scale the history values of the inputs.
+    pub x_mean: f64,
+    /// Scale used to scale the history values of the inputs.
+    pub x_scale: f64,
+    /// Mean of the (raw or residual) targets used for standardising.
+    pub y_mean: f64,
+    /// Population std of those targets (0 -> 1).
+    pub y_scale: f64,
+    /// Prior mean the targets are taken relative to.
+    pub prior_mean: PriorMean,
+}
+
+fn mean_scale(v: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
+    let n = v.clone().count().max(1) as f64;
+    let mean = v.clone().sum::<f64>() / n;
+    let sd = (v.map(|x| (x - mean) * (x - mean)).sum::<f64>() / n).sqrt();
+    // scikit-learn's `_handle_zeros_in_scale` (plus a relative guard)
+    let scale = if sd.is_finite() && sd >= 10.0 * f64::EPSILON && sd > 1e-12 * mean.abs() {
+        sd
+    } else {
+        1.0
+    };
+    (mean, scale)
+}
+
+/// Builds the history-kernel patterns of `window` (raw values, oldest
+/// first) with [`Standardise::Targets`] (scikit-learn's `normalize_y`, as
+/// the reference fixtures): see [`build_patterns_with`].
+pub fn build_patterns(
+    window: &[f64],
+    h: usize,
+    time_scale_steps: f64,
+    prior_mean: PriorMean,
+) -> Option<Patterns> {
+    build_patterns_with(
+        window,
+        h,
+        time_scale_steps,
+        prior_mean,
+        Standardise::Targets,
+    )
+}
+
+/// Builds the history-kernel patterns of `window` (raw values, oldest
+/// first). Training targets are `window[j]` for `j` in `h..len` (minus
+/// `window[j-1]` with [`PriorMean::Last`]); inputs are `[(j - len) /
+/// time_scale, (window[j-h..j] - m) / s]` and the test input is `[0,
+/// (window[len-h..] - m) / s]`. With [`Standardise::Targets`], `m`, `s` are
+/// the mean and population std of `window[h..]` and the targets are
+/// standardised by their own mean and std; with [`Standardise::Buffer`],
+/// `m`, `s` are those of the whole window and (prior mean `window`) the
+/// targets use the same `m`, `s`. `None` when the window has fewer than
+/// `h + 1` values or any is not finite.
+pub fn build_patterns_with(
+    window: &[f64],
+    h: usize,
+    time_scale_steps: f64,
+    prior_mean: PriorMean,
+    standardise: Standardise,
+) -> Option<Patterns> {
+    let len = window.len();
+    if h == 0 || len < h + 1 || window.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let buffer = standardise == Standardise::Buffer;
+    let (x_mean, x_scale) = if buffer {
+        mean_scale(window.iter().copied())
+    } else {
+        mean_scale(window[h..].iter().copied())
+    };
+    let raw_targets: Vec<f64> = (h..len)
+        .map(|j| match prior_mean {
+            PriorMean::Last => window[j] - window[j - 1],
+            PriorMean::Window => window[j],
+        })
+        .collect();
+    let (y_mean, y_scale) = if buffer && prior_mean == PriorMean::Window {
+        (x_mean, x_scale)
+    } else {
+        mean_scale(raw_targets.iter().copied())
+    };
+    let n = raw_targets.len();
+    let dim = h + 1;
+    let ts = if time_scale_steps > 0.0 {
+        time_scale_steps
+    } else {
+        1.0
+    };
+    let mut x = Vec::with_capacity(n * dim);
+    for j in h..len {
+        x.push((j as f64 - len as f64) / ts);
+        x.extend(window[j - h..j].iter().map(|v| (v - x_mean) / x_scale));
+    }
+    let y = raw_targets.iter().map(|v| (v - y_mean) / y_scale).collect();
+    let mut x_test = Vec::with_capacity(dim);
+    x_test.push(0.0);
+    x_test.extend(window[len - h..].iter().map(|v| (v - x_mean) / x_scale));
+    Some(Patterns {
+        dim,
+        x,
+        y,
+        x_test,
+        x_mean,
+        x_scale,
+        y_mean,
+        y_scale,
+        prior_mean,
+    })
+}
