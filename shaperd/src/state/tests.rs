@@ -1,5 +1,5 @@
 use super::*;
-use crate::protocol::ComponentReport;
+use crate::protocol::{ActionKind, ComponentReport};
 use shaper::{Class, Forecasts, Predictive};
 use std::sync::atomic::{AtomicU64, Ordering};
 
