@@ -20,15 +20,15 @@ use crate::credentials::Identity;
 use crate::limits::{report_mem_bytes, Cap, Footprint, Refusal, ReplayGuard, ServerLimits, Usage};
 use crate::protocol::{
     self, Ack, AckOutcome, AckRequest, AckResponse, ActionId, ReportRequest, ReportResponse,
-    WireAction, API_VERSION,
+    API_VERSION,
 };
 use serde::{Deserialize, Serialize};
-use shaper::{ClusterView, ComponentId, Plan, Resources, ShaperConfig};
+use shaper::{AppId, ClusterView, ComponentId, Plan, Resources, ShaperConfig};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 mod round;
-use round::split_over_capacity;
+use round::{parse_action_id, split_over_capacity, LazyAction, Pending};
 
 /// Rounds for which action records are kept (to match late acks).
 pub const RETAIN_ROUNDS: u64 = 4;
@@ -62,12 +62,14 @@ pub enum ActionStatus {
     Superseded,
 }
 
+/// One issued action (its round and number are its place in
+/// [`ShaperState`]'s action table).
 #[derive(Clone, Debug)]
 struct ActionRecord {
     agent: Arc<str>,
-    round: u64,
-    app: String,
-    whole_app: bool,
+    /// The application key, for whole-application evictions only (they
+    /// count as failures of the application when applied).
+    evicted_app: Option<String>,
     status: ActionStatus,
 }
 
@@ -79,16 +81,27 @@ struct AgentRecord {
     first_seen_s: f64,
     last_seen_s: f64,
     reports: u64,
-    pending: Vec<WireAction>,
-    pending_round: u64,
+    /// Component and application ids of `report`'s components, hashed
+    /// when the report arrived (off the round path).
+    ids: Arc<[(ComponentId, AppId)]>,
+    pending: Pending,
 }
 
-/// Where a component of the view came from.
-#[derive(Clone, Debug)]
+/// Where a component of the view came from: its agent's index in the
+/// round's agent list and its index in that agent's report.
+#[derive(Clone, Copy, Debug)]
 struct Origin {
-    agent: Arc<str>,
-    container_id: String,
-    app: String,
+    agent: u32,
+    comp: u32,
+}
+
+/// One agent in a round: its latest report, the ids hashed from it, and
+/// whether it is stale.
+#[derive(Clone, Debug)]
+struct SnapAgent {
+    name: Arc<str>,
+    report: Arc<ReportRequest>,
+    ids: Arc<[(ComponentId, AppId)]>,
     stale: bool,
 }
 
@@ -98,9 +111,9 @@ struct Origin {
 pub struct RoundInput {
     pub round: u64,
     pub now_s: f64,
-    epoch: String,
     pub view: ClusterView,
     origins: HashMap<ComponentId, Origin>,
+    agents: Vec<SnapAgent>,
     live_agents: Vec<Arc<str>>,
     pub stale_agents: Vec<String>,
     /// Components left out of the view because their id collided (should
@@ -113,8 +126,7 @@ pub struct RoundInput {
 pub struct RoundSnapshot {
     pub round: u64,
     pub now_s: f64,
-    epoch: String,
-    agents: Vec<(Arc<str>, Arc<ReportRequest>, bool)>,
+    agents: Vec<SnapAgent>,
     app_failures: BTreeMap<String, u32>,
 }
 
@@ -122,8 +134,9 @@ pub struct RoundSnapshot {
 #[derive(Debug)]
 pub struct PreparedRound {
     round: u64,
-    per_agent: HashMap<Arc<str>, Vec<WireAction>>,
-    records: Vec<(ActionId, ActionRecord)>,
+    plan: Arc<Plan>,
+    per_agent: HashMap<Arc<str>, Vec<LazyAction>>,
+    records: Vec<ActionRecord>,
     in_round: HashSet<Arc<str>>,
     outcome: RoundOutcome,
 }
@@ -229,7 +242,8 @@ pub struct ShaperState {
     started_s: f64,
     round: u64,
     agents: BTreeMap<Arc<str>, AgentRecord>,
-    actions: HashMap<ActionId, ActionRecord>,
+    /// Issued actions by round, each round's indexed by action number.
+    actions: BTreeMap<u64, Vec<ActionRecord>>,
     app_failures: BTreeMap<String, u32>,
     counted_app_evictions: HashSet<(u64, String)>,
     acks: AckCounters,
@@ -254,7 +268,7 @@ impl ShaperState {
             started_s: now_s,
             round: 0,
             agents: BTreeMap::new(),
-            actions: HashMap::new(),
+            actions: BTreeMap::new(),
             app_failures: BTreeMap::new(),
             counted_app_evictions: HashSet::new(),
             acks: AckCounters::default(),
@@ -376,6 +390,16 @@ impl ShaperState {
         for c in &mut req.components {
             c.app = protocol::app_key(&who.tenant, &c.app);
         }
+        let ids: Arc<[(ComponentId, AppId)]> = req
+            .components
+            .iter()
+            .map(|c| {
+                (
+                    protocol::component_id(&req.agent_id, &c.container_id),
+                    protocol::app_id(&c.app),
+                )
+            })
+            .collect();
         let new = Footprint {
             components: req.components.len() as u64,
             mem_bytes: report_mem_bytes(&req),
@@ -424,18 +448,19 @@ impl ShaperState {
             first_seen_s: now_s,
             last_seen_s: now_s,
             reports: 0,
-            pending: Vec::new(),
-            pending_round: 0,
+            ids: ids.clone(),
+            pending: Pending::default(),
         });
         rec.report = req;
+        rec.ids = ids;
         rec.footprint = new;
         rec.last_seen_s = now_s;
         rec.reports += 1;
         Ok(ReportResponse {
             api_version: API_VERSION,
-            round: rec.pending_round,
+            round: rec.pending.round,
             interval_s: self.cfg.interval_s,
-            actions: rec.pending.clone(),
+            actions: rec.pending.render(&self.epoch),
             rejected,
         })
     }
@@ -474,27 +499,31 @@ impl ShaperState {
 
     fn apply_acks(&mut self, agent: &Arc<str>, acks: &[Ack]) -> AckResponse {
         let mut out = AckResponse::default();
-        let mut done: HashSet<&ActionId> = HashSet::new();
+        let mut done: HashSet<(u64, u32)> = HashSet::new();
         for ack in acks {
-            let rec = match self.actions.get_mut(&ack.action_id) {
+            let place = parse_action_id(&self.epoch, &ack.action_id);
+            let rec = match place.and_then(|(round, n)| {
+                self.actions
+                    .get_mut(&round)
+                    .and_then(|v| v.get_mut(n as usize))
+            }) {
                 Some(r) if *r.agent == **agent => r,
                 _ => {
                     out.unknown += 1;
                     continue;
                 }
             };
+            let Some((round, n)) = place else { continue };
             out.accepted += 1;
-            done.insert(&ack.action_id);
+            done.insert((round, n));
             match &ack.outcome {
                 AckOutcome::Applied => {
                     rec.status = ActionStatus::Applied;
                     self.acks.applied += 1;
-                    if rec.whole_app
-                        && self
-                            .counted_app_evictions
-                            .insert((rec.round, rec.app.clone()))
-                    {
-                        *self.app_failures.entry(rec.app.clone()).or_insert(0) += 1;
+                    if let Some(app) = &rec.evicted_app {
+                        if self.counted_app_evictions.insert((round, app.clone())) {
+                            *self.app_failures.entry(app.clone()).or_insert(0) += 1;
+                        }
                     }
                 }
                 AckOutcome::Failed { error } => {
@@ -508,7 +537,8 @@ impl ShaperState {
         self.acks.unknown += out.unknown;
         if !done.is_empty() {
             if let Some(a) = self.agents.get_mut(agent) {
-                a.pending.retain(|w| !done.contains(&w.id));
+                let round = a.pending.round;
+                a.pending.actions.retain(|l| !done.contains(&(round, l.n)));
             }
         }
         out
@@ -540,16 +570,14 @@ impl ShaperState {
         Ok(RoundSnapshot {
             round: self.round,
             now_s,
-            epoch: self.epoch.clone(),
             agents: self
                 .agents
                 .iter()
-                .map(|(k, a)| {
-                    (
-                        k.clone(),
-                        a.report.clone(),
-                        self.is_stale_at(a.last_seen_s, now_s),
-                    )
+                .map(|(k, a)| SnapAgent {
+                    name: k.clone(),
+                    report: a.report.clone(),
+                    ids: a.ids.clone(),
+                    stale: self.is_stale_at(a.last_seen_s, now_s),
                 })
                 .collect(),
             app_failures: self.app_failures.clone(),
@@ -565,7 +593,7 @@ impl ShaperState {
     /// round's unacknowledged ones) and returns what was handed out
     /// (`prepare` + `commit`).
     pub fn install(&mut self, input: &RoundInput, plan: &Plan) -> RoundOutcome {
-        let prepared = input.prepare(plan);
+        let prepared = input.prepare(plan.clone());
         self.commit(prepared)
     }
 
@@ -574,6 +602,7 @@ impl ShaperState {
     pub fn commit(&mut self, prepared: PreparedRound) -> RoundOutcome {
         let PreparedRound {
             round,
+            plan,
             mut per_agent,
             records,
             in_round,
@@ -584,28 +613,28 @@ impl ShaperState {
             // task, but be safe): keep its actions, drop these.
             tracing::warn!(round, latest = self.round, "stale round dropped");
         }
-        self.actions.reserve(records.len());
-        for (id, rec) in records {
-            self.actions.insert(id, rec);
-        }
+        self.actions.insert(round, records);
         for (name, rec) in self.agents.iter_mut() {
             if !in_round.contains(name) {
                 continue;
             }
-            for old in rec.pending.drain(..) {
-                if let Some(r) = self.actions.get_mut(&old.id) {
-                    if r.status == ActionStatus::Pending {
-                        r.status = ActionStatus::Superseded;
+            if let Some(old) = self.actions.get_mut(&rec.pending.round) {
+                for l in &rec.pending.actions {
+                    if let Some(r) = old.get_mut(l.n as usize) {
+                        if r.status == ActionStatus::Pending {
+                            r.status = ActionStatus::Superseded;
+                        }
                     }
                 }
             }
-            rec.pending = per_agent.remove(name).unwrap_or_default();
-            rec.pending_round = round;
+            rec.pending = Pending {
+                round,
+                plan: Some(plan.clone()),
+                actions: per_agent.remove(name).unwrap_or_default(),
+            };
         }
         let keep_from = round.saturating_sub(RETAIN_ROUNDS);
-        if self.actions.values().any(|r| r.round < keep_from) {
-            self.actions.retain(|_, r| r.round >= keep_from);
-        }
+        self.actions = self.actions.split_off(&keep_from);
         self.counted_app_evictions.retain(|(r, _)| *r >= keep_from);
         outcome
     }
@@ -619,7 +648,11 @@ impl ShaperState {
 
     /// The status of one action, while it is remembered.
     pub fn action_status(&self, id: &ActionId) -> Option<ActionStatus> {
-        self.actions.get(id).map(|r| r.status.clone())
+        let (round, n) = parse_action_id(&self.epoch, id)?;
+        self.actions
+            .get(&round)?
+            .get(n as usize)
+            .map(|r| r.status.clone())
     }
 
     /// This server instance's id (prefix of its action ids).
@@ -646,7 +679,7 @@ impl ShaperState {
                     reports: a.reports,
                     components: a.report.components.len() as u64,
                     capacity: a.report.capacity,
-                    pending_actions: a.pending.len() as u64,
+                    pending_actions: a.pending.actions.len() as u64,
                 })
                 .collect(),
             actions_pending: 0,
@@ -655,7 +688,7 @@ impl ShaperState {
             actions_superseded: 0,
             app_failures: self.app_failures.clone(),
         };
-        for r in self.actions.values() {
+        for r in self.actions.values().flatten() {
             match r.status {
                 ActionStatus::Pending => s.actions_pending += 1,
                 ActionStatus::Applied => s.actions_applied += 1,
