@@ -29,15 +29,18 @@ if [[ -z "${TAILOR_BIN:-}" ]]; then
 fi
 [[ -x "$TAILOR_BIN" ]] || { echo "bench-10k: no executable $TAILOR_BIN" >&2; exit 1; }
 
-pin() { # pin CPUS CMD...: run CMD under taskset when CPUS is set
-  local cpus=$1; shift
-  if [[ -n "$cpus" ]]; then taskset -c "$cpus" "$@"; else "$@"; fi
-}
+# taskset prefixes (empty when no CPU list is given); taskset execs the
+# program, so $! below is the shaper's own pid.
+shaper_pin=(); [[ -n "${SHAPER_CPUS:-}" ]] && shaper_pin=(taskset -c "$SHAPER_CPUS")
+loadgen_pin=(); [[ -n "${LOADGEN_CPUS:-}" ]] && loadgen_pin=(taskset -c "$LOADGEN_CPUS")
 
 dir=$(mktemp -d)
 shaper_pid=""
 cleanup() {
-  [[ -n "$shaper_pid" ]] && kill "$shaper_pid" 2>/dev/null && wait "$shaper_pid" 2>/dev/null
+  if [[ -n "$shaper_pid" ]]; then
+    kill "$shaper_pid" 2>/dev/null || true
+    wait "$shaper_pid" 2>/dev/null || true
+  fi
   rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -57,7 +60,7 @@ sed -e "s#^listen = .*#listen = \"127.0.0.1:$PORT\"#" \
     packaging/shaper.toml > "$dir/shaper.toml"
 
 echo "bench-10k: $AGENTS agents x $CONTAINERS containers every $INTERVAL_S s for $DURATION_S s; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-RUST_LOG=${RUST_LOG:-warn} pin "${SHAPER_CPUS:-}" "$TAILOR_BIN" shaper --config "$dir/shaper.toml" 2> "$dir/shaper.log" &
+RUST_LOG=${RUST_LOG:-warn} "${shaper_pin[@]}" "$TAILOR_BIN" shaper --config "$dir/shaper.toml" 2> "$dir/shaper.log" &
 shaper_pid=$!
 for _ in $(seq 100); do
   curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break
@@ -65,9 +68,9 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 
-pin "${LOADGEN_CPUS:-}" "$TAILOR_BIN" shaper loadgen --url "http://127.0.0.1:$PORT" \
+"${loadgen_pin[@]}" "$TAILOR_BIN" shaper loadgen --url "http://127.0.0.1:$PORT" \
   --token-file "$dir/token" --credentials-file "$dir/credentials.toml" \
   --agents "$AGENTS" --containers "$CONTAINERS" --interval-s "$INTERVAL_S" \
   --duration-s "$DURATION_S" --hosts-per-app "$HOSTS_PER_APP"
-echo "shaper peak RSS (VmHWM): $(grep VmHWM /proc/$shaper_pid/status | awk '{print $2, $3}')"
+echo "shaper peak RSS (VmHWM): $(awk '/VmHWM/ {print $2, $3}' "/proc/$shaper_pid/status")"
 echo "machine load after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
