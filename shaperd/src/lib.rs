@@ -14,6 +14,23 @@
 //! * [`server`]: the axum server (TLS through rustls when configured).
 //! * [`metrics`]: Prometheus text for the shaper's `/metrics`.
 //!
+//! # Scale
+//!
+//! A round builds the view from the agents' latest reports (component and
+//! application ids are hashed when a report arrives, not in the round),
+//! runs `decide()` with a reused [`shaper::Decider`], and keeps the plan's
+//! actions lazily: each agent's wire actions (ids, summary lines) are
+//! rendered when it collects them. `cargo bench -p shaperd --bench round`
+//! times the phases at 1M components; `scripts/bench-10k.sh` runs the load
+//! generator (10,000 agents x 100 containers) against the release binary.
+//!
+//! # Not yet: high availability
+//!
+//! The shaper is one process. Leader election and shared state in etcd
+//! (issue 13, part 3) are not implemented: a restart still loses
+//! application failure counts and action ids (acks of the old instance's
+//! actions count as unknown), and agents know one shaper URL.
+//!
 //! # Example
 //!
 //! ```

@@ -191,7 +191,7 @@ impl Shared {
         let prepared = tokio::task::spawn_blocking(move || {
             let input = snap.build();
             let plan = lock(&decider).decide(&input.view, now_s, &cfg);
-            input.prepare(&plan)
+            input.prepare(plan)
         })
         .await;
         let prepared = match prepared {

@@ -19,16 +19,16 @@ use crate::config::ShaperServerConfig;
 use crate::credentials::Identity;
 use crate::limits::{report_mem_bytes, Cap, Footprint, Refusal, ReplayGuard, ServerLimits, Usage};
 use crate::protocol::{
-    self, Ack, AckOutcome, AckRequest, AckResponse, ActionId, ActionKind, RejectedComponent,
-    ReportRequest, ReportResponse, WireAction, API_VERSION,
+    self, Ack, AckOutcome, AckRequest, AckResponse, ActionId, ReportRequest, ReportResponse,
+    API_VERSION,
 };
 use serde::{Deserialize, Serialize};
-use shaper::{
-    AppFacts, AppId, ClusterView, Component, ComponentAction, ComponentId, HostId, Plan, Resources,
-    ShaperConfig, ViewBuilder,
-};
+use shaper::{AppId, ClusterView, ComponentId, Plan, Resources, ShaperConfig};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
+
+mod round;
+use round::{parse_action_id, split_over_capacity, LazyAction, Pending};
 
 /// Rounds for which action records are kept (to match late acks).
 pub const RETAIN_ROUNDS: u64 = 4;
@@ -62,12 +62,14 @@ pub enum ActionStatus {
     Superseded,
 }
 
+/// One issued action (its round and number are its place in
+/// [`ShaperState`]'s action table).
 #[derive(Clone, Debug)]
 struct ActionRecord {
     agent: Arc<str>,
-    round: u64,
-    app: String,
-    whole_app: bool,
+    /// The application key, for whole-application evictions only (they
+    /// count as failures of the application when applied).
+    evicted_app: Option<String>,
     status: ActionStatus,
 }
 
@@ -79,16 +81,27 @@ struct AgentRecord {
     first_seen_s: f64,
     last_seen_s: f64,
     reports: u64,
-    pending: Vec<WireAction>,
-    pending_round: u64,
+    /// Component and application ids of `report`'s components, hashed
+    /// when the report arrived (off the round path).
+    ids: Arc<[(ComponentId, AppId)]>,
+    pending: Pending,
 }
 
-/// Where a component of the view came from.
-#[derive(Clone, Debug)]
+/// Where a component of the view came from: its agent's index in the
+/// round's agent list and its index in that agent's report.
+#[derive(Clone, Copy, Debug)]
 struct Origin {
-    agent: Arc<str>,
-    container_id: String,
-    app: String,
+    agent: u32,
+    comp: u32,
+}
+
+/// One agent in a round: its latest report, the ids hashed from it, and
+/// whether it is stale.
+#[derive(Clone, Debug)]
+struct SnapAgent {
+    name: Arc<str>,
+    report: Arc<ReportRequest>,
+    ids: Arc<[(ComponentId, AppId)]>,
     stale: bool,
 }
 
@@ -98,9 +111,9 @@ struct Origin {
 pub struct RoundInput {
     pub round: u64,
     pub now_s: f64,
-    epoch: String,
     pub view: ClusterView,
     origins: HashMap<ComponentId, Origin>,
+    agents: Vec<SnapAgent>,
     live_agents: Vec<Arc<str>>,
     pub stale_agents: Vec<String>,
     /// Components left out of the view because their id collided (should
@@ -113,8 +126,7 @@ pub struct RoundInput {
 pub struct RoundSnapshot {
     pub round: u64,
     pub now_s: f64,
-    epoch: String,
-    agents: Vec<(Arc<str>, Arc<ReportRequest>, bool)>,
+    agents: Vec<SnapAgent>,
     app_failures: BTreeMap<String, u32>,
 }
 
@@ -122,8 +134,9 @@ pub struct RoundSnapshot {
 #[derive(Debug)]
 pub struct PreparedRound {
     round: u64,
-    per_agent: HashMap<Arc<str>, Vec<WireAction>>,
-    records: Vec<(ActionId, ActionRecord)>,
+    plan: Arc<Plan>,
+    per_agent: HashMap<Arc<str>, Vec<LazyAction>>,
+    records: Vec<ActionRecord>,
     in_round: HashSet<Arc<str>>,
     outcome: RoundOutcome,
 }
@@ -229,7 +242,8 @@ pub struct ShaperState {
     started_s: f64,
     round: u64,
     agents: BTreeMap<Arc<str>, AgentRecord>,
-    actions: HashMap<ActionId, ActionRecord>,
+    /// Issued actions by round, each round's indexed by action number.
+    actions: BTreeMap<u64, Vec<ActionRecord>>,
     app_failures: BTreeMap<String, u32>,
     counted_app_evictions: HashSet<(u64, String)>,
     acks: AckCounters,
@@ -254,7 +268,7 @@ impl ShaperState {
             started_s: now_s,
             round: 0,
             agents: BTreeMap::new(),
-            actions: HashMap::new(),
+            actions: BTreeMap::new(),
             app_failures: BTreeMap::new(),
             counted_app_evictions: HashSet::new(),
             acks: AckCounters::default(),
@@ -376,6 +390,16 @@ impl ShaperState {
         for c in &mut req.components {
             c.app = protocol::app_key(&who.tenant, &c.app);
         }
+        let ids: Arc<[(ComponentId, AppId)]> = req
+            .components
+            .iter()
+            .map(|c| {
+                (
+                    protocol::component_id(&req.agent_id, &c.container_id),
+                    protocol::app_id(&c.app),
+                )
+            })
+            .collect();
         let new = Footprint {
             components: req.components.len() as u64,
             mem_bytes: report_mem_bytes(&req),
@@ -424,18 +448,19 @@ impl ShaperState {
             first_seen_s: now_s,
             last_seen_s: now_s,
             reports: 0,
-            pending: Vec::new(),
-            pending_round: 0,
+            ids: ids.clone(),
+            pending: Pending::default(),
         });
         rec.report = req;
+        rec.ids = ids;
         rec.footprint = new;
         rec.last_seen_s = now_s;
         rec.reports += 1;
         Ok(ReportResponse {
             api_version: API_VERSION,
-            round: rec.pending_round,
+            round: rec.pending.round,
             interval_s: self.cfg.interval_s,
-            actions: rec.pending.clone(),
+            actions: rec.pending.render(&self.epoch),
             rejected,
         })
     }
@@ -474,27 +499,31 @@ impl ShaperState {
 
     fn apply_acks(&mut self, agent: &Arc<str>, acks: &[Ack]) -> AckResponse {
         let mut out = AckResponse::default();
-        let mut done: HashSet<&ActionId> = HashSet::new();
+        let mut done: HashSet<(u64, u32)> = HashSet::new();
         for ack in acks {
-            let rec = match self.actions.get_mut(&ack.action_id) {
+            let place = parse_action_id(&self.epoch, &ack.action_id);
+            let rec = match place.and_then(|(round, n)| {
+                self.actions
+                    .get_mut(&round)
+                    .and_then(|v| v.get_mut(n as usize))
+            }) {
                 Some(r) if *r.agent == **agent => r,
                 _ => {
                     out.unknown += 1;
                     continue;
                 }
             };
+            let Some((round, n)) = place else { continue };
             out.accepted += 1;
-            done.insert(&ack.action_id);
+            done.insert((round, n));
             match &ack.outcome {
                 AckOutcome::Applied => {
                     rec.status = ActionStatus::Applied;
                     self.acks.applied += 1;
-                    if rec.whole_app
-                        && self
-                            .counted_app_evictions
-                            .insert((rec.round, rec.app.clone()))
-                    {
-                        *self.app_failures.entry(rec.app.clone()).or_insert(0) += 1;
+                    if let Some(app) = &rec.evicted_app {
+                        if self.counted_app_evictions.insert((round, app.clone())) {
+                            *self.app_failures.entry(app.clone()).or_insert(0) += 1;
+                        }
                     }
                 }
                 AckOutcome::Failed { error } => {
@@ -508,7 +537,8 @@ impl ShaperState {
         self.acks.unknown += out.unknown;
         if !done.is_empty() {
             if let Some(a) = self.agents.get_mut(agent) {
-                a.pending.retain(|w| !done.contains(&w.id));
+                let round = a.pending.round;
+                a.pending.actions.retain(|l| !done.contains(&(round, l.n)));
             }
         }
         out
@@ -540,16 +570,14 @@ impl ShaperState {
         Ok(RoundSnapshot {
             round: self.round,
             now_s,
-            epoch: self.epoch.clone(),
             agents: self
                 .agents
                 .iter()
-                .map(|(k, a)| {
-                    (
-                        k.clone(),
-                        a.report.clone(),
-                        self.is_stale_at(a.last_seen_s, now_s),
-                    )
+                .map(|(k, a)| SnapAgent {
+                    name: k.clone(),
+                    report: a.report.clone(),
+                    ids: a.ids.clone(),
+                    stale: self.is_stale_at(a.last_seen_s, now_s),
                 })
                 .collect(),
             app_failures: self.app_failures.clone(),
@@ -565,7 +593,7 @@ impl ShaperState {
     /// round's unacknowledged ones) and returns what was handed out
     /// (`prepare` + `commit`).
     pub fn install(&mut self, input: &RoundInput, plan: &Plan) -> RoundOutcome {
-        let prepared = input.prepare(plan);
+        let prepared = input.prepare(plan.clone());
         self.commit(prepared)
     }
 
@@ -574,6 +602,7 @@ impl ShaperState {
     pub fn commit(&mut self, prepared: PreparedRound) -> RoundOutcome {
         let PreparedRound {
             round,
+            plan,
             mut per_agent,
             records,
             in_round,
@@ -584,28 +613,28 @@ impl ShaperState {
             // task, but be safe): keep its actions, drop these.
             tracing::warn!(round, latest = self.round, "stale round dropped");
         }
-        self.actions.reserve(records.len());
-        for (id, rec) in records {
-            self.actions.insert(id, rec);
-        }
+        self.actions.insert(round, records);
         for (name, rec) in self.agents.iter_mut() {
             if !in_round.contains(name) {
                 continue;
             }
-            for old in rec.pending.drain(..) {
-                if let Some(r) = self.actions.get_mut(&old.id) {
-                    if r.status == ActionStatus::Pending {
-                        r.status = ActionStatus::Superseded;
+            if let Some(old) = self.actions.get_mut(&rec.pending.round) {
+                for l in &rec.pending.actions {
+                    if let Some(r) = old.get_mut(l.n as usize) {
+                        if r.status == ActionStatus::Pending {
+                            r.status = ActionStatus::Superseded;
+                        }
                     }
                 }
             }
-            rec.pending = per_agent.remove(name).unwrap_or_default();
-            rec.pending_round = round;
+            rec.pending = Pending {
+                round,
+                plan: Some(plan.clone()),
+                actions: per_agent.remove(name).unwrap_or_default(),
+            };
         }
         let keep_from = round.saturating_sub(RETAIN_ROUNDS);
-        if self.actions.values().any(|r| r.round < keep_from) {
-            self.actions.retain(|_, r| r.round >= keep_from);
-        }
+        self.actions = self.actions.split_off(&keep_from);
         self.counted_app_evictions.retain(|(r, _)| *r >= keep_from);
         outcome
     }
@@ -619,7 +648,11 @@ impl ShaperState {
 
     /// The status of one action, while it is remembered.
     pub fn action_status(&self, id: &ActionId) -> Option<ActionStatus> {
-        self.actions.get(id).map(|r| r.status.clone())
+        let (round, n) = parse_action_id(&self.epoch, id)?;
+        self.actions
+            .get(&round)?
+            .get(n as usize)
+            .map(|r| r.status.clone())
     }
 
     /// This server instance's id (prefix of its action ids).
@@ -646,7 +679,7 @@ impl ShaperState {
                     reports: a.reports,
                     components: a.report.components.len() as u64,
                     capacity: a.report.capacity,
-                    pending_actions: a.pending.len() as u64,
+                    pending_actions: a.pending.actions.len() as u64,
                 })
                 .collect(),
             actions_pending: 0,
@@ -655,7 +688,7 @@ impl ShaperState {
             actions_superseded: 0,
             app_failures: self.app_failures.clone(),
         };
-        for r in self.actions.values() {
+        for r in self.actions.values().flatten() {
             match r.status {
                 ActionStatus::Pending => s.actions_pending += 1,
                 ActionStatus::Applied => s.actions_applied += 1,
@@ -664,253 +697,6 @@ impl ShaperState {
             }
         }
         s
-    }
-}
-
-/// Splits components into those that fit their host and those whose
-/// request exceeds the host's capacity (left out of the view: no placement
-/// can satisfy them, and planning with them would only evict others).
-fn split_over_capacity(
-    components: Vec<protocol::ComponentReport>,
-    req: &ReportRequest,
-) -> (Vec<protocol::ComponentReport>, Vec<RejectedComponent>) {
-    let cap = req.capacity;
-    let mut rejected = Vec::new();
-    let kept = components
-        .into_iter()
-        .filter(|c| {
-            let over_cpu = c.request.cpu_cores > cap.cpu_cores;
-            let over_mem = c.request.mem_bytes > cap.mem_bytes;
-            if over_cpu || over_mem {
-                rejected.push(RejectedComponent {
-                    container_id: c.container_id.clone(),
-                    reason: format!(
-                        "request ({:.3} cores, {:.0} bytes) exceeds the host's capacity ({:.3} cores, {:.0} bytes)",
-                        c.request.cpu_cores, c.request.mem_bytes, cap.cpu_cores, cap.mem_bytes
-                    ),
-                });
-            }
-            !(over_cpu || over_mem)
-        })
-        .collect();
-    (kept, rejected)
-}
-
-impl RoundSnapshot {
-    /// Builds the cluster view (no lock needed). Stale agents' components
-    /// are frozen at their last allocation (see the module docs).
-    pub fn build(&self) -> RoundInput {
-        let mut apps: ViewBuilder<&str> = ViewBuilder::new(self.now_s);
-        let mut origins: HashMap<ComponentId, Origin> =
-            HashMap::with_capacity(self.agents.iter().map(|a| a.1.components.len()).sum());
-        let mut host_ids: HashSet<HostId> = HashSet::with_capacity(self.agents.len());
-        let mut app_ids: HashMap<AppId, &str> = HashMap::new();
-        let mut live_agents = Vec::new();
-        let mut stale_agents = Vec::new();
-        let mut collisions = 0u64;
-        for (name, report, stale) in &self.agents {
-            let host = protocol::host_id(name);
-            if !host_ids.insert(host) {
-                tracing::error!(agent = %name, "host id collision: agent left out of this round");
-                collisions += report.components.len() as u64;
-                continue;
-            }
-            let stale = *stale;
-            if stale {
-                stale_agents.push(name.to_string());
-            } else {
-                live_agents.push(name.clone());
-            }
-            apps.host(host, report.capacity);
-            for c in &report.components {
-                let id = protocol::component_id(name, &c.container_id);
-                if origins.contains_key(&id) {
-                    tracing::error!(agent = %name, container = %c.container_id, "component id collision: left out");
-                    collisions += 1;
-                    continue;
-                }
-                let aid = protocol::app_id(&c.app);
-                match app_ids.get(&aid) {
-                    Some(label) if *label != c.app.as_str() => {
-                        tracing::error!(app = %c.app, "application id collision: component left out");
-                        collisions += 1;
-                        continue;
-                    }
-                    Some(_) => {}
-                    None => {
-                        app_ids.insert(aid, c.app.as_str());
-                    }
-                }
-                let facts = AppFacts {
-                    id: aid,
-                    submitted_s: c.app_submitted_s,
-                    priority: c.priority,
-                    failures: c
-                        .failures
-                        .max(self.app_failures.get(&c.app).copied().unwrap_or(0)),
-                    expected_remaining_s: c.expected_remaining_s,
-                };
-                let work_done_s = c.work_done_s.unwrap_or(f64::NAN);
-                let comp = if stale {
-                    // Last known allocation, frozen: no forecast, request =
-                    // allocation, usage capped by it.
-                    Component {
-                        id,
-                        class: c.class,
-                        host,
-                        request: c.allocation,
-                        started_s: c.started_s,
-                        allocation: c.allocation,
-                        usage: Resources::new(
-                            c.usage.cpu_cores.min(c.allocation.cpu_cores),
-                            c.usage.mem_bytes.min(c.allocation.mem_bytes),
-                        ),
-                        forecast: None,
-                        protected: c.protected,
-                        work_done_s,
-                    }
-                } else {
-                    Component {
-                        id,
-                        class: c.class,
-                        host,
-                        request: c.request,
-                        started_s: c.started_s,
-                        allocation: c.allocation,
-                        usage: c.usage,
-                        forecast: c.forecast,
-                        protected: c.protected,
-                        work_done_s,
-                    }
-                };
-                apps.component(c.app.as_str(), facts, comp, None);
-                origins.insert(
-                    id,
-                    Origin {
-                        agent: name.clone(),
-                        container_id: c.container_id.clone(),
-                        app: c.app.clone(),
-                        stale,
-                    },
-                );
-            }
-        }
-        let view = apps.build();
-        RoundInput {
-            round: self.round,
-            now_s: self.now_s,
-            epoch: self.epoch.clone(),
-            view,
-            origins,
-            live_agents,
-            stale_agents,
-            collisions,
-        }
-    }
-}
-
-impl RoundInput {
-    /// Turns `plan` into per-agent wire actions with fresh ids (no lock
-    /// needed); [`ShaperState::commit`] installs them.
-    pub fn prepare(&self, plan: &Plan) -> PreparedRound {
-        let mut out = RoundOutcome {
-            round: self.round,
-            agents_live: self.live_agents.len() as u64,
-            agents_stale: self.stale_agents.len() as u64,
-            components: self.origins.len() as u64,
-            ..RoundOutcome::default()
-        };
-        let mut per_agent: HashMap<Arc<str>, Vec<WireAction>> = HashMap::new();
-        let mut n = 0u64;
-        let mut records: Vec<(ActionId, ActionRecord)> = Vec::new();
-        let mut push = |origin: &Origin,
-                        kind: ActionKind,
-                        explanation: &shaper::Explanation,
-                        out: &mut RoundOutcome| {
-            if origin.stale {
-                out.dropped_for_stale += 1;
-                return;
-            }
-            match &kind {
-                ActionKind::Resize { .. } => out.resize += 1,
-                ActionKind::Evict {
-                    whole_app: false, ..
-                } => out.evict_component += 1,
-                ActionKind::Evict {
-                    whole_app: true, ..
-                } => out.evict_application += 1,
-            }
-            let id = ActionId(format!("{}-{}-{}", self.epoch, self.round, n));
-            n += 1;
-            let summary = match &kind {
-                ActionKind::Resize { container_id, from, to } => format!(
-                    "resize {container_id} (app {}): cpu {:.3} -> {:.3} cores, mem {:.0} -> {:.0} bytes: {explanation}",
-                    origin.app, from.cpu_cores, to.cpu_cores, from.mem_bytes, to.mem_bytes
-                ),
-                ActionKind::Evict { container_id, whole_app: true } => {
-                    format!("evict {container_id}: its whole application {} is preempted: {explanation}", origin.app)
-                }
-                ActionKind::Evict { container_id, whole_app: false } => {
-                    format!("evict {container_id} (elastic component of app {}): {explanation}", origin.app)
-                }
-            };
-            records.push((
-                id.clone(),
-                ActionRecord {
-                    agent: origin.agent.clone(),
-                    round: self.round,
-                    app: origin.app.clone(),
-                    whole_app: matches!(
-                        kind,
-                        ActionKind::Evict {
-                            whole_app: true,
-                            ..
-                        }
-                    ),
-                    status: ActionStatus::Pending,
-                },
-            ));
-            per_agent
-                .entry(origin.agent.clone())
-                .or_default()
-                .push(WireAction {
-                    id,
-                    app: origin.app.clone(),
-                    action: kind,
-                    explanation: explanation.clone(),
-                    summary,
-                });
-        };
-        for action in plan.component_actions() {
-            let Some(o) = self.origins.get(&action.component()) else {
-                continue;
-            };
-            let kind = match action {
-                ComponentAction::Resize { from, to, .. } => ActionKind::Resize {
-                    container_id: o.container_id.clone(),
-                    from,
-                    to,
-                },
-                ComponentAction::Evict { whole_app, .. } => ActionKind::Evict {
-                    container_id: o.container_id.clone(),
-                    whole_app,
-                },
-            };
-            push(o, kind, action.explanation(), &mut out);
-        }
-        let mut in_round: HashSet<Arc<str>> = self.live_agents.iter().cloned().collect();
-        in_round.extend(
-            self.stale_agents
-                .iter()
-                .map(|s| Arc::<str>::from(s.as_str())),
-        );
-        PreparedRound {
-            round: self.round,
-            per_agent,
-            records,
-            in_round,
-            outcome: out,
-        }
     }
 }
 

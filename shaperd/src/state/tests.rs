@@ -1,6 +1,7 @@
 use super::*;
-use crate::protocol::ComponentReport;
-use shaper::{Class, Forecasts, Predictive};
+use crate::protocol::{ActionKind, ComponentReport};
+use proptest::prelude::*;
+use shaper::{Class, ComponentAction, Forecasts, Predictive};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const GB: f64 = 1e9;
@@ -548,4 +549,93 @@ fn caps_refuse_reports_with_nothing_changed() {
     s.report_as(&who("d", "other"), d, 1.0)
         .expect("other tenant");
     assert_eq!(s.usage().per_tenant.get("other"), Some(&3));
+}
+
+/// One simulated agent for the property below: capacity, stale or not, and
+/// (app, class, request, usage) of its containers, memory in GB.
+type ArbAgent = (f64, bool, Vec<(u8, bool, f64, f64)>);
+
+fn arb_cluster() -> impl Strategy<Value = Vec<ArbAgent>> {
+    prop::collection::vec(
+        (
+            2.0f64..12.0,
+            prop::bool::weighted(0.25),
+            prop::collection::vec((0u8..3, any::<bool>(), 0.5f64..4.0, 0.1f64..5.0), 0..6),
+        ),
+        1..5,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The lazily kept actions an agent collects are exactly the plan's
+    /// component actions for its containers, in plan order, with unique
+    /// ids that resolve to pending actions; stale agents get none, and the
+    /// round's counts match.
+    #[test]
+    fn delivered_actions_are_the_plans(cluster in arb_cluster()) {
+        let mut s = state(0.0);
+        let now_s = 40.0;
+        // Reference: component id -> (agent, container, app key, stale).
+        let mut origin = std::collections::HashMap::new();
+        for (i, (cap_gb, stale, comps)) in cluster.iter().enumerate() {
+            let agent = format!("n{i}");
+            let mut cs = Vec::new();
+            for (j, (app, core, req, usage)) in comps.iter().enumerate() {
+                let class = if *core { Class::Core } else { Class::Elastic };
+                let req = req.min(*cap_gb);
+                let cid = format!("c{i}-{j}");
+                cs.push(comp(&cid, &format!("app{app}"), class, req * GB, usage * GB, 0.0));
+                origin.insert(
+                    protocol::component_id(&agent, &cid),
+                    (agent.clone(), cid, format!("t/app{app}"), *stale),
+                );
+            }
+            let at = if *stale { 1.0 } else { now_s - 1.0 };
+            s.report(report(&agent, cap_gb * GB, cs), at).expect("report accepted");
+        }
+        let input = s.snapshot(now_s).expect("round");
+        let plan = shaper::decide(&input.view, now_s, s.shaper_config());
+        let mut expected: BTreeMap<String, Vec<(String, ActionKind, String)>> = BTreeMap::new();
+        let mut dropped = 0u64;
+        for a in plan.component_actions() {
+            let (agent, cid, app, stale) = origin.get(&a.component()).expect("known component").clone();
+            if stale {
+                dropped += 1;
+                continue;
+            }
+            let kind = match a {
+                ComponentAction::Resize { from, to, .. } => {
+                    ActionKind::Resize { container_id: cid, from, to }
+                }
+                ComponentAction::Evict { whole_app, .. } => {
+                    ActionKind::Evict { container_id: cid, whole_app }
+                }
+            };
+            expected.entry(agent).or_default().push((kind.container_id().to_string(), kind, app));
+        }
+        let out = s.install(&input, &plan);
+        prop_assert_eq!(out.dropped_for_stale, dropped);
+        let total: usize = expected.values().map(Vec::len).sum();
+        prop_assert_eq!(out.resize + out.evict_component + out.evict_application, total as u64);
+        let mut ids = std::collections::HashSet::new();
+        for (i, (cap_gb, stale, _)) in cluster.iter().enumerate() {
+            let agent = format!("n{i}");
+            // The agent's next report collects its actions.
+            let resp = s.report(report(&agent, cap_gb * GB, vec![]), now_s + 0.5).expect("report");
+            let got: Vec<(String, ActionKind, String)> = resp
+                .actions
+                .iter()
+                .map(|w| (w.action.container_id().to_string(), w.action.clone(), w.app.clone()))
+                .collect();
+            let want = expected.get(&agent).cloned().unwrap_or_default();
+            prop_assert!(!stale || got.is_empty());
+            prop_assert_eq!(got, want);
+            for w in &resp.actions {
+                prop_assert!(ids.insert(w.id.clone()), "duplicate id {:?}", w.id);
+                prop_assert_eq!(s.action_status(&w.id), Some(ActionStatus::Pending));
+            }
+        }
+    }
 }

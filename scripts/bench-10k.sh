@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The central shaper at 10,000 nodes: starts `tailor shaper` (release build,
+# packaging/shaper.toml's settings on a loopback port) and plays AGENTS
+# simulated agents x CONTAINERS containers reporting every INTERVAL_S
+# seconds against it with the load generator, then prints the shaper's
+# round latency (p50/p99/max, from its /metrics), CPU (cores, averaged over
+# the run) and RSS (current and peak), and the client's report round trip.
+#
+#   scripts/bench-10k.sh                                # 10,000 x 100, 10 s, 120 s
+#   AGENTS=1000 DURATION_S=90 scripts/bench-10k.sh      # the 100k-component point
+#   TAILOR_BIN=target/debug/tailor scripts/bench-10k.sh # skip the release build
+#
+# The load generator runs on the same machine and competes with the shaper
+# for CPU: pin them apart with SHAPER_CPUS / LOADGEN_CPUS (taskset lists)
+# when there are cores to spare, and state the machine's load with the figures.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+AGENTS=${AGENTS:-10000}
+CONTAINERS=${CONTAINERS:-100}
+INTERVAL_S=${INTERVAL_S:-10}
+DURATION_S=${DURATION_S:-120}
+HOSTS_PER_APP=${HOSTS_PER_APP:-10}
+PORT=${PORT:-19848}
+
+if [[ -z "${TAILOR_BIN:-}" ]]; then
+  cargo build --release --bin tailor
+  TAILOR_BIN=target/release/tailor
+fi
+[[ -x "$TAILOR_BIN" ]] || { echo "bench-10k: no executable $TAILOR_BIN" >&2; exit 1; }
+
+# taskset prefixes (empty when no CPU list is given); taskset execs the
+# program, so $! below is the shaper's own pid.
+shaper_pin=(); [[ -n "${SHAPER_CPUS:-}" ]] && shaper_pin=(taskset -c "$SHAPER_CPUS")
+loadgen_pin=(); [[ -n "${LOADGEN_CPUS:-}" ]] && loadgen_pin=(taskset -c "$LOADGEN_CPUS")
+
+dir=$(mktemp -d)
+shaper_pid=""
+cleanup() {
+  if [[ -n "$shaper_pid" ]]; then
+    kill "$shaper_pid" 2>/dev/null || true
+    wait "$shaper_pid" 2>/dev/null || true
+  fi
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+"$TAILOR_BIN" shaper gen-token "$dir/token" >/dev/null
+: > "$dir/credentials.toml"
+chmod 600 "$dir/credentials.toml"
+components=$((AGENTS * CONTAINERS))
+sed -e "s#^listen = .*#listen = \"127.0.0.1:$PORT\"#" \
+    -e "s#^token_file = .*#token_file = \"$dir/token\"#" \
+    -e "s#^credentials_file = .*#credentials_file = \"$dir/credentials.toml\"#" \
+    -e "s#^interval_s = .*#interval_s = $INTERVAL_S#" \
+    -e "s#^max_agents = .*#max_agents = $((AGENTS > 10000 ? AGENTS : 10000))#" \
+    -e "s#^max_components_per_tenant = .*#max_components_per_tenant = $((components > 1000000 ? components : 1000000))#" \
+    -e "s#^max_components_total = .*#max_components_total = $((components > 1000000 ? components : 1000000))#" \
+    -e "s#^max_state_mem_bytes = .*#max_state_mem_bytes = 8589934592#" \
+    packaging/shaper.toml > "$dir/shaper.toml"
+
+echo "bench-10k: $AGENTS agents x $CONTAINERS containers every $INTERVAL_S s for $DURATION_S s; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+RUST_LOG=${RUST_LOG:-warn} "${shaper_pin[@]}" "$TAILOR_BIN" shaper --config "$dir/shaper.toml" 2> "$dir/shaper.log" &
+shaper_pid=$!
+for _ in $(seq 100); do
+  curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break
+  kill -0 "$shaper_pid" 2>/dev/null || { cat "$dir/shaper.log" >&2; exit 1; }
+  sleep 0.1
+done
+
+"${loadgen_pin[@]}" "$TAILOR_BIN" shaper loadgen --url "http://127.0.0.1:$PORT" \
+  --token-file "$dir/token" --credentials-file "$dir/credentials.toml" \
+  --agents "$AGENTS" --containers "$CONTAINERS" --interval-s "$INTERVAL_S" \
+  --duration-s "$DURATION_S" --hosts-per-app "$HOSTS_PER_APP"
+echo "shaper peak RSS (VmHWM): $(awk '/VmHWM/ {print $2, $3}' "/proc/$shaper_pid/status")"
+echo "machine load after the run: $(cut -d' ' -f1-3 /proc/loadavg)"

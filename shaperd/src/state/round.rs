@@ -1,0 +1,345 @@
+//! Building a round's cluster view from the agents' reports and turning the
+//! plan back into per-agent actions (both run outside the server's lock).
+//!
+//! Actions are kept lazily: a round stores, per agent, the plan (shared)
+//! and for each action its number, its place in the plan and the report it
+//! was planned from. The wire form (id, container, summary line) is
+//! rendered when the agent collects it with its next report, so a round at
+//! 1M components does not format 1M strings that agents may never fetch.
+
+use super::{
+    ActionRecord, ActionStatus, Origin, PreparedRound, RoundInput, RoundOutcome, RoundSnapshot,
+};
+use crate::protocol::{self, ActionId, ActionKind, RejectedComponent, ReportRequest, WireAction};
+use shaper::{
+    Action, AppFacts, AppId, Component, ComponentId, HostId, Plan, Resources, ViewBuilder,
+};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// An agent's actions from its latest round, rendered on delivery.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Pending {
+    pub(super) round: u64,
+    pub(super) plan: Option<Arc<Plan>>,
+    pub(super) actions: Vec<LazyAction>,
+}
+
+/// One component action of a plan, not yet rendered.
+#[derive(Clone, Debug)]
+pub(super) struct LazyAction {
+    /// Its number in the round (the last part of its id).
+    pub(super) n: u32,
+    /// Its index in the plan's actions.
+    action: u32,
+    /// The report the plan was made from, and the component's index in it.
+    report: Arc<ReportRequest>,
+    comp: u32,
+}
+
+/// `<epoch>-<round>-<n>`: the action id of action `n` of `round`.
+fn action_id(epoch: &str, round: u64, n: u32) -> ActionId {
+    ActionId(format!("{epoch}-{round}-{n}"))
+}
+
+/// The (round, number) of an action id issued by the instance `epoch`
+/// (`None` for any other id).
+pub(super) fn parse_action_id(epoch: &str, id: &ActionId) -> Option<(u64, u32)> {
+    let rest = id.0.strip_prefix(epoch)?.strip_prefix('-')?;
+    let (round, n) = rest.split_once('-')?;
+    Some((round.parse().ok()?, n.parse().ok()?))
+}
+
+impl Pending {
+    /// The wire form of the pending actions, in plan order.
+    pub(super) fn render(&self, epoch: &str) -> Vec<WireAction> {
+        let Some(plan) = &self.plan else {
+            return Vec::new();
+        };
+        self.actions
+            .iter()
+            .filter_map(|l| l.render(epoch, self.round, plan))
+            .collect()
+    }
+}
+
+impl LazyAction {
+    fn render(&self, epoch: &str, round: u64, plan: &Plan) -> Option<WireAction> {
+        let c = self.report.components.get(self.comp as usize)?;
+        let container_id = c.container_id.clone();
+        let (action, explanation) = match plan.actions.get(self.action as usize)? {
+            Action::Resize {
+                from,
+                to,
+                explanation,
+                ..
+            } => (
+                ActionKind::Resize {
+                    container_id,
+                    from: *from,
+                    to: *to,
+                },
+                explanation,
+            ),
+            Action::EvictComponent { explanation, .. } => (
+                ActionKind::Evict {
+                    container_id,
+                    whole_app: false,
+                },
+                explanation,
+            ),
+            Action::EvictApplication { explanation, .. } => (
+                ActionKind::Evict {
+                    container_id,
+                    whole_app: true,
+                },
+                explanation,
+            ),
+        };
+        let summary = match &action {
+            ActionKind::Resize { container_id, from, to } => format!(
+                "resize {container_id} (app {}): cpu {:.3} -> {:.3} cores, mem {:.0} -> {:.0} bytes: {explanation}",
+                c.app, from.cpu_cores, to.cpu_cores, from.mem_bytes, to.mem_bytes
+            ),
+            ActionKind::Evict { container_id, whole_app: true } => {
+                format!("evict {container_id}: its whole application {} is preempted: {explanation}", c.app)
+            }
+            ActionKind::Evict { container_id, whole_app: false } => {
+                format!("evict {container_id} (elastic component of app {}): {explanation}", c.app)
+            }
+        };
+        Some(WireAction {
+            id: action_id(epoch, round, self.n),
+            app: c.app.clone(),
+            action,
+            explanation: explanation.clone(),
+            summary,
+        })
+    }
+}
+
+/// Splits components into those that fit their host and those whose
+/// request exceeds the host's capacity (left out of the view: no placement
+/// can satisfy them, and planning with them would only evict others).
+pub(super) fn split_over_capacity(
+    components: Vec<protocol::ComponentReport>,
+    req: &ReportRequest,
+) -> (Vec<protocol::ComponentReport>, Vec<RejectedComponent>) {
+    let cap = req.capacity;
+    let mut rejected = Vec::new();
+    let kept = components
+        .into_iter()
+        .filter(|c| {
+            let over_cpu = c.request.cpu_cores > cap.cpu_cores;
+            let over_mem = c.request.mem_bytes > cap.mem_bytes;
+            if over_cpu || over_mem {
+                rejected.push(RejectedComponent {
+                    container_id: c.container_id.clone(),
+                    reason: format!(
+                        "request ({:.3} cores, {:.0} bytes) exceeds the host's capacity ({:.3} cores, {:.0} bytes)",
+                        c.request.cpu_cores, c.request.mem_bytes, cap.cpu_cores, cap.mem_bytes
+                    ),
+                });
+            }
+            !(over_cpu || over_mem)
+        })
+        .collect();
+    (kept, rejected)
+}
+
+impl RoundSnapshot {
+    /// Builds the cluster view (no lock needed). Stale agents' components
+    /// are frozen at their last allocation (see the module docs).
+    pub fn build(&self) -> RoundInput {
+        let mut apps: ViewBuilder<&str> = ViewBuilder::new(self.now_s);
+        let mut origins: HashMap<ComponentId, Origin> =
+            HashMap::with_capacity(self.agents.iter().map(|a| a.report.components.len()).sum());
+        let mut host_ids: HashSet<HostId> = HashSet::with_capacity(self.agents.len());
+        let mut app_ids: HashMap<AppId, &str> = HashMap::new();
+        let mut live_agents = Vec::new();
+        let mut stale_agents = Vec::new();
+        let mut collisions = 0u64;
+        for (ai, agent) in self.agents.iter().enumerate() {
+            let name = &agent.name;
+            let report = &agent.report;
+            let host = protocol::host_id(name);
+            if !host_ids.insert(host) {
+                tracing::error!(agent = %name, "host id collision: agent left out of this round");
+                collisions += report.components.len() as u64;
+                continue;
+            }
+            let stale = agent.stale;
+            if stale {
+                stale_agents.push(name.to_string());
+            } else {
+                live_agents.push(name.clone());
+            }
+            apps.host(host, report.capacity);
+            for (ci, (c, &(id, aid))) in report.components.iter().zip(agent.ids.iter()).enumerate()
+            {
+                if origins.contains_key(&id) {
+                    tracing::error!(agent = %name, container = %c.container_id, "component id collision: left out");
+                    collisions += 1;
+                    continue;
+                }
+                match app_ids.get(&aid) {
+                    Some(label) if *label != c.app.as_str() => {
+                        tracing::error!(app = %c.app, "application id collision: component left out");
+                        collisions += 1;
+                        continue;
+                    }
+                    Some(_) => {}
+                    None => {
+                        app_ids.insert(aid, c.app.as_str());
+                    }
+                }
+                let facts = AppFacts {
+                    id: aid,
+                    submitted_s: c.app_submitted_s,
+                    priority: c.priority,
+                    failures: c
+                        .failures
+                        .max(self.app_failures.get(&c.app).copied().unwrap_or(0)),
+                    expected_remaining_s: c.expected_remaining_s,
+                };
+                let work_done_s = c.work_done_s.unwrap_or(f64::NAN);
+                let comp = if stale {
+                    // Last known allocation, frozen: no forecast, request =
+                    // allocation, usage capped by it.
+                    Component {
+                        id,
+                        class: c.class,
+                        host,
+                        request: c.allocation,
+                        started_s: c.started_s,
+                        allocation: c.allocation,
+                        usage: Resources::new(
+                            c.usage.cpu_cores.min(c.allocation.cpu_cores),
+                            c.usage.mem_bytes.min(c.allocation.mem_bytes),
+                        ),
+                        forecast: None,
+                        protected: c.protected,
+                        work_done_s,
+                    }
+                } else {
+                    Component {
+                        id,
+                        class: c.class,
+                        host,
+                        request: c.request,
+                        started_s: c.started_s,
+                        allocation: c.allocation,
+                        usage: c.usage,
+                        forecast: c.forecast,
+                        protected: c.protected,
+                        work_done_s,
+                    }
+                };
+                apps.component(c.app.as_str(), facts, comp, None);
+                // Indexes fit: agents and components per report are capped
+                // far below u32::MAX by the server limits.
+                origins.insert(
+                    id,
+                    Origin {
+                        agent: ai as u32,
+                        comp: ci as u32,
+                    },
+                );
+            }
+        }
+        let view = apps.build();
+        RoundInput {
+            round: self.round,
+            now_s: self.now_s,
+            view,
+            origins,
+            agents: self.agents.clone(),
+            live_agents,
+            stale_agents,
+            collisions,
+        }
+    }
+}
+
+impl RoundInput {
+    /// Turns `plan` into per-agent actions with fresh numbers (no lock
+    /// needed); [`super::ShaperState::commit`] installs them. Actions for
+    /// stale agents are dropped (counted).
+    pub fn prepare(&self, plan: Plan) -> PreparedRound {
+        let mut out = RoundOutcome {
+            round: self.round,
+            agents_live: self.live_agents.len() as u64,
+            agents_stale: self.stale_agents.len() as u64,
+            components: self.origins.len() as u64,
+            ..RoundOutcome::default()
+        };
+        let mut per_agent: Vec<Vec<LazyAction>> = vec![Vec::new(); self.agents.len()];
+        let mut records: Vec<ActionRecord> = Vec::new();
+        for (ai, action) in plan.actions.iter().enumerate() {
+            let (components, whole_app): (&[ComponentId], Option<bool>) = match action {
+                Action::Resize { component, .. } => (std::slice::from_ref(component), None),
+                Action::EvictComponent { component, .. } => {
+                    (std::slice::from_ref(component), Some(false))
+                }
+                Action::EvictApplication { components, .. } => (components, Some(true)),
+            };
+            for id in components {
+                let Some(o) = self.origins.get(id) else {
+                    continue;
+                };
+                let Some(agent) = self.agents.get(o.agent as usize) else {
+                    continue;
+                };
+                if agent.stale {
+                    out.dropped_for_stale += 1;
+                    continue;
+                }
+                match whole_app {
+                    None => out.resize += 1,
+                    Some(false) => out.evict_component += 1,
+                    Some(true) => out.evict_application += 1,
+                }
+                let evicted_app = match whole_app {
+                    Some(true) => agent
+                        .report
+                        .components
+                        .get(o.comp as usize)
+                        .map(|c| c.app.clone()),
+                    _ => None,
+                };
+                let n = records.len() as u32;
+                records.push(ActionRecord {
+                    agent: agent.name.clone(),
+                    evicted_app,
+                    status: ActionStatus::Pending,
+                });
+                per_agent[o.agent as usize].push(LazyAction {
+                    n,
+                    action: ai as u32,
+                    report: agent.report.clone(),
+                    comp: o.comp,
+                });
+            }
+        }
+        let per_agent: HashMap<Arc<str>, Vec<LazyAction>> = per_agent
+            .into_iter()
+            .enumerate()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(i, v)| (self.agents[i].name.clone(), v))
+            .collect();
+        let mut in_round: HashSet<Arc<str>> = self.live_agents.iter().cloned().collect();
+        in_round.extend(
+            self.stale_agents
+                .iter()
+                .map(|s| Arc::<str>::from(s.as_str())),
+        );
+        PreparedRound {
+            round: self.round,
+            plan: Arc::new(plan),
+            per_agent,
+            records,
+            in_round,
+            outcome: out,
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! Identity and hardening: impersonation, replay, revocation, healthz,
+//! slow-header connections.
+
+use super::*;
+
+async fn status_of(server: &ShaperServer, agent: &str) -> Option<crate::state::AgentStatus> {
+    server
+        .shared()
+        .with_state(|s| s.status(1000.0))
+        .agents
+        .into_iter()
+        .find(|a| a.agent_id == agent)
+}
+
+/// A report or ack under another agent's id gets 403; the victim's
+/// capacity and pending actions are unchanged and still delivered to it.
+#[tokio::test]
+async fn impersonation_is_forbidden_over_http() {
+    let fx = fixture();
+    let clock = Arc::new(ManualClock::new(1000.0));
+    let server = ShaperServer::start_with(server_config(&fx), clock, false)
+        .await
+        .expect("start");
+    let url = server.url();
+    let mut a = ClusterSession::new(&client_config(&url, &fx.agent_token_file("a"), "a"), 1000.0)
+        .expect("a");
+    let cap = Resources::new(8.0, 16.0 * GB);
+    let comps = vec![comp("c1", "web", Class::Core, 8.0 * GB, 1.0 * GB, 0.0)];
+    a.round(cap, &comps, 1000.0).await;
+    server.shared().run_round().await.expect("round");
+    let before = status_of(&server, "a").await.expect("a");
+    assert_eq!(before.pending_actions, 1);
+
+    let b = fx.agent_token("b");
+    let fake = serde_json::json!({
+        "agent_id": "a", "boot_id": u64::MAX, "seq": 1,
+        "capacity": {"cpu_cores": 0.1, "mem_bytes": 1.0},
+        "components": [], "acks": []
+    });
+    let (status, bytes) = post_raw(
+        &url,
+        "/v1/report",
+        Some(&b),
+        serde_json::to_vec(&fake).expect("json"),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let e: ErrorBody = serde_json::from_slice(&bytes).expect("error body");
+    assert_eq!(e.error, "forbidden");
+    let ack = serde_json::json!({"agent_id": "a", "acks": []});
+    let (status, _) = post_raw(
+        &url,
+        "/v1/ack",
+        Some(&b),
+        serde_json::to_vec(&ack).expect("json"),
+    )
+    .await;
+    assert_eq!(status, 403);
+    assert_eq!(
+        status_of(&server, "a").await,
+        Some(before),
+        "nothing changed"
+    );
+    assert!(status_of(&server, "b").await.is_none());
+    let d = a.round(cap, &comps, 1001.0).await;
+    assert_eq!(d.actions.len(), 1, "the victim still gets its action");
+    let text = server.shared().render_metrics();
+    assert_eq!(
+        crate::metrics::sample(
+            &text,
+            "tailor_shaper_reports_refused_total{reason=\"forbidden\"}"
+        ),
+        Some(2.0)
+    );
+    server.shutdown().await;
+}
+
+/// A replayed (or older) report is refused with 409 and changes nothing.
+#[tokio::test]
+async fn replayed_report_is_refused_over_http() {
+    let fx = fixture();
+    let server = ShaperServer::start_with(
+        server_config(&fx),
+        Arc::new(ManualClock::new(1000.0)),
+        false,
+    )
+    .await
+    .expect("start");
+    let url = server.url();
+    let n1 = fx.agent_token("n1");
+    let (status, _) = post_raw(&url, "/v1/report", Some(&n1), report_json("n1", 7, 101)).await;
+    assert_eq!(status, 200);
+    for (boot, seq) in [(7, 101), (7, 5), (6, 500)] {
+        let (status, bytes) =
+            post_raw(&url, "/v1/report", Some(&n1), report_json("n1", boot, seq)).await;
+        assert_eq!(status, 409, "boot {boot} seq {seq}");
+        let e: ErrorBody = serde_json::from_slice(&bytes).expect("error body");
+        assert_eq!(e.error, "replayed");
+    }
+    assert_eq!(status_of(&server, "n1").await.expect("n1").reports, 1);
+    let (status, _) = post_raw(&url, "/v1/report", Some(&n1), report_json("n1", 7, 102)).await;
+    assert_eq!(status, 200);
+    server.shutdown().await;
+}
+
+/// Revoking a credential in the file takes effect in the running server.
+#[tokio::test]
+async fn revoked_credentials_are_refused_without_a_restart() {
+    let fx = fixture();
+    let server = ShaperServer::start_with(
+        server_config(&fx),
+        Arc::new(ManualClock::new(1000.0)),
+        false,
+    )
+    .await
+    .expect("start");
+    let url = server.url();
+    let n1 = fx.agent_token("n1");
+    let (status, _) = post_raw(&url, "/v1/report", Some(&n1), report_json("n1", 1, 1)).await;
+    assert_eq!(status, 200);
+    let mut f = CredentialsFile::load(&fx.creds_file, false).expect("load");
+    assert_eq!(f.revoke(Some("n1"), None), 1);
+    f.save(&fx.creds_file).expect("save");
+    let mut seq = 2;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (status, _) = post_raw(&url, "/v1/report", Some(&n1), report_json("n1", 1, seq)).await;
+        seq += 1;
+        if status == 401 {
+            break;
+        }
+        assert_eq!(status, 200);
+        assert!(
+            std::time::Instant::now() < deadline,
+            "revocation not picked up"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    // Others are unaffected.
+    let a = fx.agent_token("a");
+    let (status, _) = post_raw(&url, "/v1/report", Some(&a), report_json("a", 1, 1)).await;
+    assert_eq!(status, 200);
+    server.shutdown().await;
+}
+
+/// `/healthz` turns 503 once the round loop is gone.
+#[tokio::test]
+async fn healthz_is_unhealthy_when_the_round_loop_dies() {
+    let fx = fixture();
+    let server =
+        ShaperServer::start_with(server_config(&fx), Arc::new(ManualClock::new(1000.0)), true)
+            .await
+            .expect("start");
+    let url = server.url();
+    let code = || async {
+        reqwest::get(format!("{url}/healthz"))
+            .await
+            .expect("healthz")
+            .status()
+            .as_u16()
+    };
+    assert_eq!(code().await, 200);
+    server.abort_round_loop();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert_eq!(code().await, 503);
+    let text = server.shared().render_metrics();
+    assert_eq!(
+        crate::metrics::sample(&text, "tailor_shaper_round_loop_up"),
+        Some(0.0)
+    );
+    server.shutdown().await;
+}
+
+/// 300 connections that never finish their headers do not delay a real
+/// client's reports, and the server closes them after its timeouts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_header_connections_do_not_delay_reports() {
+    use tokio::io::AsyncWriteExt;
+    let fx = fixture();
+    let mut cfg = server_config(&fx);
+    cfg.limits.header_read_timeout_s = 1.0;
+    cfg.limits.idle_timeout_s = 2.0;
+    let server = ShaperServer::start_with(cfg, Arc::new(ManualClock::new(1000.0)), false)
+        .await
+        .expect("start");
+    let url = server.url();
+    let addr = server.addr();
+    let mut slow = Vec::new();
+    for i in 0..300 {
+        let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        if i % 2 == 0 {
+            s.write_all(b"POST /v1/report HTTP/1.1\r\nHost: x\r\n")
+                .await
+                .expect("write");
+        }
+        slow.push(s);
+    }
+    let mut ccfg = client_config(&url, &fx.agent_token_file("a"), "a");
+    ccfg.timeout_s = 2.0;
+    let mut client = ClusterClient::new(&ccfg).expect("client");
+    for _ in 0..5 {
+        let t0 = std::time::Instant::now();
+        client
+            .report(Resources::new(1.0, GB), &[], &[])
+            .await
+            .expect("report despite 300 slow connections");
+        // Within the client's 2 s timeout: answered, not queued behind them.
+        assert!(t0.elapsed() < std::time::Duration::from_secs(2));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while server.connections().open > 5 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "slow connections not closed: {:?}",
+            server.connections()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(
+        server.connections().idle_closed >= 100,
+        "{:?}",
+        server.connections()
+    );
+    drop(slow);
+    server.shutdown().await;
+}
