@@ -501,7 +501,7 @@ pub fn run_frontier(
                     Family::Oracle if capture(base_mem, oracle_mem, m.mean).is_finite() => 1.0,
                     _ => capture(base_mem, oracle_mem, m.mean),
                 },
-                ci95: (nw > 1).then(|| PointCi {
+                ci95: (nw > 1).then_some(PointCi {
                     failed_app_fraction: failed.ci95,
                     oom_component_day_fraction: days.ci95,
                     mem_alloc_gib_h: m.ci95,

@@ -90,8 +90,11 @@ pub fn t975(dof: usize) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+/// Reads one figure of a [`Summary`].
+pub type Figure = fn(&Summary) -> f64;
+
 /// The figures of [`Summary`] that `--seeds` reports, with their names.
-pub const SUMMARY_FIELDS: [(&str, fn(&Summary) -> f64); 12] = [
+pub const SUMMARY_FIELDS: [(&str, Figure); 12] = [
     ("failed_app_fraction", |s| s.failed_app_fraction),
     ("oom_component_day_fraction", |s| {
         s.oom_component_day_fraction

@@ -212,7 +212,6 @@ fn run_seeds(args: &Args, cfg: &SimConfig, seeds: &[u64]) -> anyhow::Result<()> 
                 );
             }
         }
-        let mut col = 0;
         let all = baseline
             .iter()
             .chain(
@@ -220,7 +219,7 @@ fn run_seeds(args: &Args, cfg: &SimConfig, seeds: &[u64]) -> anyhow::Result<()> 
                     .filter(|r| r.summary.policy != "baseline" || baseline.is_none()),
             )
             .map(|r| &r.summary);
-        for s in all {
+        for (col, s) in all.enumerate() {
             if columns.len() <= col {
                 let label = if s.policy == "baseline" {
                     "baseline".to_string()
@@ -230,7 +229,6 @@ fn run_seeds(args: &Args, cfg: &SimConfig, seeds: &[u64]) -> anyhow::Result<()> 
                 columns.push((label, Vec::new()));
             }
             columns[col].1.push(s.clone());
-            col += 1;
         }
     }
     let stats: Vec<SeedColumn> = columns
@@ -287,7 +285,8 @@ fn run_seeds(args: &Args, cfg: &SimConfig, seeds: &[u64]) -> anyhow::Result<()> 
             "-".to_string()
         }
     };
-    let rows: [(&str, &str, &dyn Fn(f64) -> String); 10] = [
+    type Fmt<'a> = &'a dyn Fn(f64) -> String;
+    let rows: [(&str, &str, Fmt); 10] = [
         ("failed apps", "failed_app_fraction", &pct),
         ("OOM component-days", "oom_component_day_fraction", &pct),
         ("reserved memory (GiB-h)", "mem_alloc_gib_h", &num1),
