@@ -62,6 +62,13 @@ impl Engine<'_> {
             }
         }
         self.m.end_s = self.now;
+        self.integrate_alloc();
+        for c in 0..self.comps.len() {
+            if self.comps[c].state == CState::Running {
+                let started = self.comps[c].started_s;
+                self.m.component_days += self.comp_days[c].ran(started, self.now);
+            }
+        }
         if self.util_weight > 0.0 {
             let w = self.util_weight;
             self.m.mean_used_cpu_frac /= w;

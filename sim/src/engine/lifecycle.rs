@@ -5,12 +5,23 @@ use super::*;
 impl Engine<'_> {
     // ----- host bookkeeping -----
 
+    /// Adds the cluster's memory allocation since the last call to
+    /// `m.mem_alloc_byte_s` (exact: every allocation change goes through
+    /// `reserve`, which calls this first).
+    pub(super) fn integrate_alloc(&mut self) {
+        let dt = (self.now - self.alloc_mem_t).max(0.0);
+        self.m.mem_alloc_byte_s += self.alloc_mem_total.max(0.0) * dt;
+        self.alloc_mem_t = self.now;
+    }
+
     pub(super) fn host_free(&self, h: usize) -> Resources {
         self.hosts[h].cap.sub(&self.hosts[h].alloc)
     }
 
     /// Adds `delta` to host `h`'s allocation sum (negative frees).
     pub(super) fn reserve(&mut self, h: usize, delta: Resources) {
+        self.integrate_alloc();
+        self.alloc_mem_total += delta.mem_bytes;
         let before = self.host_free(h);
         self.hosts[h].alloc = self.hosts[h].alloc.add(&delta);
         let after = self.host_free(h);
@@ -114,7 +125,11 @@ impl Engine<'_> {
         }
         let alloc = self.comps[c].alloc;
         self.reserve(h, Resources::ZERO.sub(&alloc));
+        let started = self.comps[c].started_s;
+        self.m.component_days += self.comp_days[c].ran(started, self.now);
         if self.hosts[h].comps.is_empty() {
+            // rounding residue of the host's sum
+            self.alloc_mem_total -= self.hosts[h].alloc.mem_bytes;
             let before = self.host_free(h);
             self.hosts[h].alloc = Resources::ZERO;
             let after = self.host_free(h);
@@ -217,6 +232,9 @@ impl Engine<'_> {
     /// application; an elastic one loses its work and waits for room again.
     pub(super) fn oom_kill(&mut self, c: usize) {
         self.m.oom_kills += 1;
+        if self.comp_days[c].oom(self.now) {
+            self.m.oom_component_days += 1;
+        }
         self.comps[c].oom_floor = Some(OomFloor::after_kill(
             self.comps[c].alloc.mem_bytes,
             self.now,

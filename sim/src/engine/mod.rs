@@ -21,7 +21,7 @@ use shaper::{
 
 use shaper::models::normalise;
 
-use crate::metrics::{AppOutcome, RunMetrics, TimePoint};
+use crate::metrics::{AppOutcome, ComponentDays, RunMetrics, TimePoint};
 use crate::placement::{fits, FreeTree, Placement, UnfitCache};
 use crate::SimError;
 
@@ -289,6 +289,12 @@ pub struct Engine<'w> {
     plan: Plan,
     m: RunMetrics,
     util_weight: f64,
+    /// Sum of every host's memory allocation, and when it was last
+    /// integrated into `m.mem_alloc_byte_s`.
+    alloc_mem_total: f64,
+    alloc_mem_t: f64,
+    /// Per component: the 24 h windows counted so far.
+    comp_days: Vec<ComponentDays>,
 }
 
 impl<'w> Engine<'w> {
@@ -406,10 +412,17 @@ impl<'w> Engine<'w> {
                 mean_used_mem_frac: 0.0,
                 mean_alloc_cpu_frac: 0.0,
                 mean_alloc_mem_frac: 0.0,
+                mem_alloc_byte_s: 0.0,
+                component_days: 0,
+                oom_component_days: 0,
             },
             util_weight: 0.0,
+            alloc_mem_total: 0.0,
+            alloc_mem_t: 0.0,
+            comp_days: Vec::new(),
         };
         e.load();
+        e.comp_days = vec![ComponentDays::default(); e.comps.len()];
         Ok(e)
     }
 
