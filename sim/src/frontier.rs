@@ -1015,6 +1015,57 @@ mod tests {
     }
 
     #[test]
+    fn reserved_memory_and_component_days_are_exact() {
+        use datasets::workload::*;
+        let gib = 1024.0 * 1024.0 * 1024.0;
+        let usage = UsageSeries::new(300.0, Shape::constant(0.5), Shape::constant(gib));
+        let comp = |work_s: f64| {
+            ComponentSpec::new(
+                Class::Core,
+                Resources::new(1.0, 2.0 * gib),
+                work_s,
+                usage.clone(),
+            )
+        };
+        let wl = Workload {
+            name: "two apps".into(),
+            hosts: vec![HostSpec {
+                capacity: Resources::new(4.0, 8.0 * gib),
+            }],
+            apps: vec![
+                AppSpec {
+                    id: 1,
+                    arrival_s: 0.0,
+                    priority: 0,
+                    components: vec![comp(3600.0)],
+                },
+                AppSpec {
+                    id: 2,
+                    arrival_s: 86_000.0,
+                    priority: 0,
+                    components: vec![comp(1800.0)],
+                },
+            ],
+        };
+        let cfg: SimConfig = toml::from_str("[shaper]\npolicy = \"baseline\"").expect("config");
+        let s = simulate(&wl, &cfg, None).expect("run").summary;
+        // 2 GiB for 1 h + 2 GiB for 0.5 h
+        assert!(
+            (s.mem_alloc_gib_h - 3.0).abs() < 1e-9,
+            "{}",
+            s.mem_alloc_gib_h
+        );
+        // the second app spans the first day boundary: 1 + 2 component-days
+        let m = simulate(&wl, &cfg, None).expect("run").metrics;
+        assert_eq!(m.component_days, 3);
+        assert_eq!(m.oom_component_days, 0);
+        assert_eq!(s.oom_component_day_fraction, 0.0);
+        assert!(
+            (s.cluster_mem_slack - (s.mean_alloc_mem_frac - s.mean_used_mem_frac)).abs() < 1e-12
+        );
+    }
+
+    #[test]
     fn capture_is_zero_at_baseline_one_at_oracle() {
         assert_eq!(capture(100.0, 50.0, 100.0), 0.0);
         assert_eq!(capture(100.0, 50.0, 50.0), 1.0);
