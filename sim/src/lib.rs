@@ -87,11 +87,13 @@
 pub mod config;
 pub mod engine;
 pub mod fonts;
+pub mod frontier;
 pub mod metrics;
 pub mod placement;
 pub mod recorded;
 pub mod report;
 pub mod runner;
+pub mod seeds;
 pub mod source;
 pub mod tune;
 

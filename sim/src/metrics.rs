@@ -190,7 +190,73 @@ pub struct RunMetrics {
     pub mean_used_mem_frac: f64,
     pub mean_alloc_cpu_frac: f64,
     pub mean_alloc_mem_frac: f64,
+    /// Reserved memory integrated over the run: the sum of every running
+    /// component's allocation, integrated exactly over simulated time
+    /// (byte-seconds; [`Summary::mem_alloc_gib_h`] in GiB-hours).
+    #[serde(default)]
+    pub mem_alloc_byte_s: f64,
+    /// Component-days: per component (a workload component, across its
+    /// restarts), the 24 h windows of simulated time `[k * 86400, (k + 1) *
+    /// 86400)` in which it was running at some moment.
+    #[serde(default)]
+    pub component_days: u64,
+    /// Of which with at least one OOM kill of that component.
+    #[serde(default)]
+    pub oom_component_days: u64,
 }
+
+/// Length of the windows of `component_days`, seconds.
+pub const COMPONENT_DAY_S: f64 = 86_400.0;
+
+/// Per-component bookkeeping of [`RunMetrics::component_days`] and
+/// [`RunMetrics::oom_component_days`]: incarnations of one component run
+/// one after the other, so the windows seen only move forward and each is
+/// counted once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ComponentDays {
+    /// Next window not counted yet as running.
+    next_running: u64,
+    /// Next window not counted yet as OOM-hit.
+    next_oom: u64,
+}
+
+/// Index of the 24 h window holding time `t_s` (negative and non-finite
+/// times map to window 0).
+fn day_of(t_s: f64) -> u64 {
+    if t_s.is_finite() && t_s > 0.0 {
+        (t_s / COMPONENT_DAY_S) as u64
+    } else {
+        0
+    }
+}
+
+impl ComponentDays {
+    /// The component ran over `[from_s, to_s]`: returns how many windows
+    /// this adds (those not counted before).
+    pub fn ran(&mut self, from_s: f64, to_s: f64) -> u64 {
+        let first = day_of(from_s).max(self.next_running);
+        let last = day_of(to_s.max(from_s));
+        if last < first {
+            return 0;
+        }
+        self.next_running = last + 1;
+        last - first + 1
+    }
+
+    /// The component was OOM-killed at `t_s`: true when its window was not
+    /// OOM-hit before.
+    pub fn oom(&mut self, t_s: f64) -> bool {
+        let d = day_of(t_s);
+        if d < self.next_oom {
+            return false;
+        }
+        self.next_oom = d + 1;
+        true
+    }
+}
+
+/// Bytes in a GiB.
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
 /// The run summary (serialised as JSON by `tailor replay --json`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -248,6 +314,23 @@ pub struct Summary {
     pub forecast_updates_per_s: f64,
     pub forecast_wall_s: f64,
     pub decide_wall_s: f64,
+    /// Reserved memory, GiB-hours: every running component's allocation
+    /// integrated over simulated time (the frontier's cost measure).
+    #[serde(default)]
+    pub mem_alloc_gib_h: f64,
+    /// Share of component-days with at least one OOM kill (Autopilot's
+    /// measure; see [`RunMetrics::component_days`]); 0 when none ran.
+    #[serde(default)]
+    pub oom_component_day_fraction: f64,
+    /// Cluster-level memory slack (the thesis's definition): allocated
+    /// minus used memory as a share of the cluster's capacity, sampled at
+    /// every shaping round and time-averaged
+    /// (`mean_alloc_mem_frac - mean_used_mem_frac`).
+    #[serde(default)]
+    pub cluster_mem_slack: f64,
+    /// Cluster-level CPU slack, likewise.
+    #[serde(default)]
+    pub cluster_cpu_slack: f64,
 }
 
 impl Summary {
@@ -324,6 +407,14 @@ impl Summary {
             forecast_updates_per_s: m.forecast_updates as f64 / wall,
             forecast_wall_s: m.forecast_wall_s,
             decide_wall_s: m.decide_wall_s,
+            mem_alloc_gib_h: m.mem_alloc_byte_s / GIB / 3600.0,
+            oom_component_day_fraction: if m.component_days > 0 {
+                m.oom_component_days as f64 / m.component_days as f64
+            } else {
+                0.0
+            },
+            cluster_mem_slack: m.mean_alloc_mem_frac - m.mean_used_mem_frac,
+            cluster_cpu_slack: m.mean_alloc_cpu_frac - m.mean_used_cpu_frac,
         }
     }
 
@@ -351,6 +442,67 @@ mod tests {
         h.add(f64::NAN, 1.0);
         h.add(0.5, 0.0);
         assert_eq!(h.total_weight(), 4.0);
+    }
+
+    #[test]
+    fn component_days_count_each_window_once() {
+        let day = COMPONENT_DAY_S;
+        let mut c = ComponentDays::default();
+        assert_eq!(c.ran(10.0, 20.0), 1);
+        // a restart in the same window adds nothing
+        assert_eq!(c.ran(30.0, 40.0), 0);
+        // spans windows 0..=2, window 0 already counted
+        assert_eq!(c.ran(50.0, 2.5 * day), 2);
+        assert_eq!(c.ran(3.0 * day, 3.0 * day), 1);
+        assert!(c.oom(0.5 * day));
+        assert!(!c.oom(0.7 * day));
+        assert!(c.oom(2.1 * day));
+        assert!(!c.oom(1.5 * day), "windows only move forward");
+        assert_eq!(ComponentDays::default().ran(f64::NAN, 5.0), 1);
+    }
+
+    #[test]
+    fn summary_derives_the_new_measures() {
+        let mut m = RunMetrics {
+            apps: Vec::new(),
+            cpu_slack: WeightedHist::default(),
+            mem_slack: WeightedHist::default(),
+            timeline: Vec::new(),
+            oom_kills: 0,
+            host_oom_kills: 0,
+            evictions: 0,
+            app_evictions: 0,
+            component_evictions: 0,
+            work_lost_s: 0.0,
+            components_dropped: 0,
+            resizes: 0,
+            refused_growths: 0,
+            events: 0,
+            rounds: 0,
+            forecast_updates: 0,
+            forecasts_shown: 0,
+            forecasts_warm: 0,
+            oom_kills_warm: 0,
+            forecast_wall_s: 0.0,
+            decide_wall_s: 0.0,
+            wall_s: 0.0,
+            end_s: 0.0,
+            mean_used_cpu_frac: 0.25,
+            mean_used_mem_frac: 0.5,
+            mean_alloc_cpu_frac: 0.75,
+            mean_alloc_mem_frac: 0.625,
+            mem_alloc_byte_s: 2.0 * GIB * 7200.0,
+            component_days: 8,
+            oom_component_days: 2,
+        };
+        let s = Summary::from_metrics(&m, "w", 1, "pessimistic", "gp", 0.0, 0.0);
+        assert!((s.mem_alloc_gib_h - 4.0).abs() < 1e-12);
+        assert_eq!(s.oom_component_day_fraction, 0.25);
+        assert_eq!(s.cluster_mem_slack, 0.125);
+        assert_eq!(s.cluster_cpu_slack, 0.5);
+        m.component_days = 0;
+        let s = Summary::from_metrics(&m, "w", 1, "pessimistic", "gp", 0.0, 0.0);
+        assert_eq!(s.oom_component_day_fraction, 0.0);
     }
 
     #[test]

@@ -102,6 +102,60 @@ impl std::str::FromStr for WorkloadSource {
 }
 
 impl WorkloadSource {
+    /// Whether building the workload draws random numbers (from a seed):
+    /// the bundled slice, Google 2011 and synthetic workloads do; Google
+    /// 2019 and recorded ones do not.
+    pub fn is_seeded(&self) -> bool {
+        matches!(
+            self,
+            WorkloadSource::Bundled
+                | WorkloadSource::Google2011 { .. }
+                | WorkloadSource::Synthetic { .. }
+        )
+    }
+
+    /// The seed [`load`](Self::load) uses: `SEED` of `synthetic:SEED`,
+    /// else `config_seed` (the simulator config's `seed`).
+    pub fn base_seed(&self, config_seed: u64) -> u64 {
+        match self {
+            WorkloadSource::Synthetic { seed, .. } => *seed,
+            _ => config_seed,
+        }
+    }
+
+    /// Builds the workload with every random choice drawn from `seed`
+    /// (see [`crate::seeds`]); identical to [`load`](Self::load) for
+    /// workloads that are not [`is_seeded`](Self::is_seeded).
+    pub fn load_seeded(&self, seed: u64) -> Result<Workload, SimError> {
+        match self {
+            WorkloadSource::Bundled => {
+                let cfg = datasets::google2011::Google2011Config {
+                    seed,
+                    ..datasets::bundled::bundled_config()
+                };
+                let (mut wl, _) = datasets::bundled::bundled_workload_with(&cfg)?;
+                if seed != 0 {
+                    wl.name = format!("{}:seed={seed}", wl.name);
+                }
+                Ok(wl)
+            }
+            WorkloadSource::Google2011 { dir, max_apps } => {
+                let cfg = datasets::google2011::Google2011Config {
+                    max_apps: *max_apps,
+                    seed,
+                    ..Default::default()
+                };
+                let mut wl = datasets::google2011::build_workload(dir, &cfg)?;
+                if seed != 0 {
+                    wl.name = format!("{}:seed={seed}", wl.name);
+                }
+                Ok(wl)
+            }
+            WorkloadSource::Synthetic { apps, .. } => synthetic(seed, *apps),
+            WorkloadSource::Google2019 { .. } | WorkloadSource::Recorded { .. } => self.load(),
+        }
+    }
+
     /// Builds the workload.
     pub fn load(&self) -> Result<Workload, SimError> {
         match self {

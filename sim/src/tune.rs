@@ -19,6 +19,7 @@ use shaper::ShaperConfig;
 use crate::config::SimConfig;
 use crate::metrics::Summary;
 use crate::runner::{baseline_of, simulate};
+use crate::seeds::{mean_summary, SummaryStats};
 use crate::SimError;
 
 /// The thesis's K1 values (fractions of the request).
@@ -32,6 +33,10 @@ pub struct Cell {
     pub k1: f64,
     pub k2: f64,
     pub summary: Summary,
+    /// With several seeds: `summary` holds the means, this the means and
+    /// 95% intervals of every figure (see [`crate::seeds`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seeds: Option<SummaryStats>,
 }
 
 /// A finished sweep.
@@ -43,6 +48,9 @@ pub struct Grid {
     pub baseline: Summary,
     /// Row-major: `cells[i2 * k1.len() + i1]`.
     pub cells: Vec<Cell>,
+    /// The seeds of a multi-seed sweep (empty for one run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seeds: Vec<u64>,
 }
 
 impl Grid {
@@ -122,6 +130,7 @@ pub fn run_grid(
                 k1: k1[i1],
                 k2: k2[i2],
                 summary,
+                seeds: None,
             })
         })
         .collect();
@@ -131,6 +140,65 @@ pub fn run_grid(
         k2: k2.to_vec(),
         baseline,
         cells: cells?,
+        seeds: Vec::new(),
+    })
+}
+
+/// [`run_grid`] once per seed (`workloads[i]` built with `seeds[i]`):
+/// every cell's summary holds the means over seeds (the pick uses them),
+/// and its `seeds` the 95% intervals. One workload: [`run_grid`] as is.
+/// `progress` counts the cells of all seeds.
+pub fn run_grid_seeds(
+    workloads: &[Workload],
+    seeds: &[u64],
+    base: &SimConfig,
+    k1: &[f64],
+    k2: &[f64],
+    progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+) -> Result<Grid, SimError> {
+    if workloads.is_empty() || workloads.len() != seeds.len() {
+        return Err(SimError::Workload(format!(
+            "tune: {} workloads for {} seeds",
+            workloads.len(),
+            seeds.len()
+        )));
+    }
+    if workloads.len() == 1 {
+        return run_grid(&workloads[0], base, k1, k2, progress);
+    }
+    let per = k1.len() * k2.len();
+    let total = per * workloads.len();
+    let mut grids = Vec::with_capacity(workloads.len());
+    for (i, wl) in workloads.iter().enumerate() {
+        let offset = i * per;
+        let cb = |done: usize, _: usize| {
+            if let Some(p) = progress {
+                p(offset + done, total);
+            }
+        };
+        grids.push(run_grid(wl, base, k1, k2, Some(&cb))?);
+    }
+    let mean = |xs: Vec<&Summary>| {
+        mean_summary(&xs).ok_or_else(|| SimError::Workload("tune: no run".to_string()))
+    };
+    let baseline = mean(grids.iter().map(|g| &g.baseline).collect())?;
+    let mut cells = Vec::with_capacity(per);
+    for c in 0..per {
+        let runs: Vec<&Summary> = grids.iter().map(|g| &g.cells[c].summary).collect();
+        cells.push(Cell {
+            k1: grids[0].cells[c].k1,
+            k2: grids[0].cells[c].k2,
+            seeds: Some(SummaryStats::of(seeds, &runs)),
+            summary: mean(runs)?,
+        });
+    }
+    Ok(Grid {
+        workload: grids[0].workload.clone(),
+        k1: k1.to_vec(),
+        k2: k2.to_vec(),
+        baseline,
+        cells,
+        seeds: seeds.to_vec(),
     })
 }
 

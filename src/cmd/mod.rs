@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod config;
 pub mod forecast;
+pub mod frontier;
 pub mod replay;
 pub mod shaper;
 pub mod sim_args;

@@ -95,38 +95,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return check_parity(&args);
     }
     let cfg = config_from(&args)?;
-    let wl = args.sim.workload()?;
-    let with_baseline = !args.no_baseline;
-    let mut configs = vec![cfg.clone()];
-    if args.compare {
-        configs.clear();
-        for p in [Policy::Optimistic, Policy::Pessimistic] {
-            let mut c = cfg.clone();
-            c.shaper.policy = p;
-            configs.push(c);
-        }
+    let seeds = args.sim.seed_list(&cfg)?;
+    if seeds.len() > 1 {
+        return run_seeds(&args, &cfg, &seeds);
     }
-    let mut runs: Vec<sim::RunResult> = Vec::new();
-    let mut baseline: Option<sim::RunResult> = None;
-    let needs_baseline = with_baseline || args.compare;
-    if needs_baseline && configs.iter().any(|c| c.shaper.policy != Policy::Baseline) {
-        let b = run_one(&wl, &sim::baseline_of(&cfg), &args.sim)?;
-        baseline = Some(b);
-    }
-    for c in &configs {
-        let mut r = if c.shaper.policy == Policy::Baseline {
-            match &baseline {
-                Some(b) => b.clone(),
-                None => run_one(&wl, c, &args.sim)?,
-            }
-        } else {
-            run_one(&wl, c, &args.sim)?
-        };
-        if let Some(b) = &baseline {
-            r.summary.set_baseline(b.summary.turnaround_mean_s);
-        }
-        runs.push(r);
-    }
+    let wl = args
+        .sim
+        .seeded_workloads(&seeds)?
+        .pop()
+        .ok_or_else(|| anyhow::anyhow!("no workload loaded"))?;
+    let (baseline, runs) = run_workload(&args, &cfg, &wl)?;
     if let Some(dir) = &args.out {
         let mut all: Vec<&sim::RunResult> = Vec::new();
         if let Some(b) = &baseline {
@@ -156,6 +134,176 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             baseline.as_ref().map(|b| &b.summary),
             &runs.iter().map(|r| &r.summary).collect::<Vec<_>>(),
         );
+    }
+    Ok(())
+}
+
+/// The baseline (unless `--no-baseline`) and the configured run(s) of
+/// `--compare` on one workload.
+fn run_workload(
+    args: &Args,
+    cfg: &SimConfig,
+    wl: &datasets::workload::Workload,
+) -> anyhow::Result<(Option<sim::RunResult>, Vec<sim::RunResult>)> {
+    let with_baseline = !args.no_baseline;
+    let mut configs = vec![cfg.clone()];
+    if args.compare {
+        configs.clear();
+        for p in [Policy::Optimistic, Policy::Pessimistic] {
+            let mut c = cfg.clone();
+            c.shaper.policy = p;
+            configs.push(c);
+        }
+    }
+    let mut runs: Vec<sim::RunResult> = Vec::new();
+    let mut baseline: Option<sim::RunResult> = None;
+    let needs_baseline = with_baseline || args.compare;
+    if needs_baseline && configs.iter().any(|c| c.shaper.policy != Policy::Baseline) {
+        let b = run_one(wl, &sim::baseline_of(cfg), &args.sim)?;
+        baseline = Some(b);
+    }
+    for c in &configs {
+        let mut r = if c.shaper.policy == Policy::Baseline {
+            match &baseline {
+                Some(b) => b.clone(),
+                None => run_one(wl, c, &args.sim)?,
+            }
+        } else {
+            run_one(wl, c, &args.sim)?
+        };
+        if let Some(b) = &baseline {
+            r.summary.set_baseline(b.summary.turnaround_mean_s);
+        }
+        runs.push(r);
+    }
+    Ok((baseline, runs))
+}
+
+/// One column of a `--seeds` run: a label and its statistics over seeds.
+#[derive(serde::Serialize)]
+struct SeedColumn {
+    label: String,
+    #[serde(flatten)]
+    stats: sim::seeds::SummaryStats,
+}
+
+/// `--seeds N > 1`: every run once per seed, then means with 95%
+/// intervals per column (baseline and each configured run).
+fn run_seeds(args: &Args, cfg: &SimConfig, seeds: &[u64]) -> anyhow::Result<()> {
+    let workloads = args.sim.seeded_workloads(seeds)?;
+    let mut columns: Vec<(String, Vec<Summary>)> = Vec::new();
+    for (i, wl) in workloads.iter().enumerate() {
+        let (baseline, runs) = run_workload(args, cfg, wl)?;
+        if i == 0 {
+            if let Some(dir) = &args.out {
+                let mut all: Vec<&sim::RunResult> = Vec::new();
+                if let Some(b) = &baseline {
+                    all.push(b);
+                }
+                all.extend(
+                    runs.iter()
+                        .filter(|r| r.summary.policy != "baseline" || baseline.is_none()),
+                );
+                sim::report::write_report(dir, &wl.name, &all)?;
+                eprintln!(
+                    "report of the first seed ({}) written to {}",
+                    seeds[0],
+                    dir.join("report.md").display()
+                );
+            }
+        }
+        let all = baseline
+            .iter()
+            .chain(
+                runs.iter()
+                    .filter(|r| r.summary.policy != "baseline" || baseline.is_none()),
+            )
+            .map(|r| &r.summary);
+        for (col, s) in all.enumerate() {
+            if columns.len() <= col {
+                let label = if s.policy == "baseline" {
+                    "baseline".to_string()
+                } else {
+                    format!("{}+{}", s.policy, s.forecaster)
+                };
+                columns.push((label, Vec::new()));
+            }
+            columns[col].1.push(s.clone());
+        }
+    }
+    let stats: Vec<SeedColumn> = columns
+        .iter()
+        .map(|(label, runs)| SeedColumn {
+            label: label.clone(),
+            stats: sim::seeds::SummaryStats::of(seeds, &runs.iter().collect::<Vec<_>>()),
+        })
+        .collect();
+    if args.json {
+        #[derive(serde::Serialize)]
+        struct Out<'a> {
+            seeds: &'a [u64],
+            columns: &'a [SeedColumn],
+            runs: Vec<&'a [Summary]>,
+        }
+        let out = Out {
+            seeds,
+            columns: &stats,
+            runs: columns.iter().map(|(_, r)| r.as_slice()).collect(),
+        };
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    println!(
+        "workload {} over {} seeds {:?}: means ± 95% t-interval half-widths",
+        args.sim.workload,
+        seeds.len(),
+        seeds
+    );
+    let mut header = format!("  {:<28}", "");
+    for c in &stats {
+        header.push_str(&format!("{:>28}", c.label));
+    }
+    println!("{header}");
+    let pct = |x: f64| {
+        if x.is_finite() {
+            format!("{:.2}%", 100.0 * x)
+        } else {
+            "-".to_string()
+        }
+    };
+    let num1 = |x: f64| {
+        if x.is_finite() {
+            format!("{x:.1}")
+        } else {
+            "-".to_string()
+        }
+    };
+    let ratio = |x: f64| {
+        if x.is_finite() {
+            format!("{x:.3}x")
+        } else {
+            "-".to_string()
+        }
+    };
+    type Fmt<'a> = &'a dyn Fn(f64) -> String;
+    let rows: [(&str, &str, Fmt); 10] = [
+        ("failed apps", "failed_app_fraction", &pct),
+        ("OOM component-days", "oom_component_day_fraction", &pct),
+        ("reserved memory (GiB-h)", "mem_alloc_gib_h", &num1),
+        ("turnaround ratio", "turnaround_ratio", &ratio),
+        ("memory slack mean", "mem_slack_mean", &pct),
+        ("memory slack median", "mem_slack_median", &pct),
+        ("cluster mem slack", "cluster_mem_slack", &pct),
+        ("cluster cpu slack", "cluster_cpu_slack", &pct),
+        ("evicted apps", "evicted_app_fraction", &pct),
+        ("work lost (s)", "work_lost_s", &num1),
+    ];
+    for (name, key, f) in rows {
+        let mut line = format!("  {name:<28}");
+        for c in &stats {
+            line.push_str(&format!("{:>28}", c.stats.get(key).display(f)));
+        }
+        println!("{line}");
     }
     Ok(())
 }
@@ -276,6 +424,17 @@ fn print_human(wl: &datasets::workload::Workload, baseline: Option<&Summary>, ru
             pct(s.mean_alloc_mem_frac)
         )
     });
+    row("cluster mem/cpu slack", &|s| {
+        format!(
+            "{} / {}",
+            pct(s.cluster_mem_slack),
+            pct(s.cluster_cpu_slack)
+        )
+    });
+    row("reserved memory", &|s| {
+        format!("{:.1} GiB-h", s.mem_alloc_gib_h)
+    });
+    row("OOM component-days", &|s| pct(s.oom_component_day_fraction));
     row("wall time", &|s| format!("{:.2} s", s.wall_s));
     row("events/s", &|s| format!("{:.0}", s.events_per_s));
     row("forecast updates/s", &|s| {

@@ -94,6 +94,12 @@ pub struct SimArgs {
     /// Never show a progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Repeat every random choice N times (1..=100): run i uses seed
+    /// base + i, base = SEED of synthetic:SEED, else the config's `seed`
+    /// (default 0); figures are reported as means with 95% t-intervals.
+    /// Needs a seeded workload (bundled, google2011, synthetic).
+    #[arg(long, default_value_t = 1)]
+    pub seeds: usize,
 }
 
 impl SimArgs {
@@ -132,17 +138,47 @@ impl SimArgs {
         Ok(cfg)
     }
 
-    /// Loads the workload named by `--workload`, then applies `--max-apps`,
+    /// The seeds of `--seeds` (see `sim::seeds`): `base + i` for i in
+    /// 0..N. An error when N is out of range, or N > 1 on a workload with
+    /// no random choice.
+    pub fn seed_list(&self, cfg: &SimConfig) -> anyhow::Result<Vec<u64>> {
+        sim::seeds::check_seeds(self.seeds)?;
+        let source: WorkloadSource = self.workload.parse()?;
+        if self.seeds > 1 && !source.is_seeded() {
+            anyhow::bail!(
+                "--seeds {}: workload {} has no random choice (google2019 and recorded workloads replay the trace as it is); use --seeds 1",
+                self.seeds,
+                self.workload
+            );
+        }
+        Ok(sim::seeds::seed_list(
+            source.base_seed(cfg.seed),
+            self.seeds,
+        ))
+    }
+
+    /// One workload per seed of [`seed_list`](Self::seed_list).
+    pub fn seeded_workloads(&self, seeds: &[u64]) -> anyhow::Result<Vec<Workload>> {
+        seeds
+            .iter()
+            .map(|&s| self.workload_with_seed(Some(s)))
+            .collect()
+    }
+
+    /// Loads the workload named by `--workload` (with `seed`, see
+    /// `WorkloadSource::load_seeded`), then applies `--max-apps`,
     /// `--stretch` and `--capacity-scale` in that order.
-    pub fn workload(&self) -> anyhow::Result<Workload> {
+    fn workload_with_seed(&self, seed: Option<u64>) -> anyhow::Result<Workload> {
         let mut source: WorkloadSource = self.workload.parse()?;
         if let WorkloadSource::Google2011 { max_apps, .. } = &mut source {
             // Built from the trace's first N applications directly.
             *max_apps = self.max_apps;
         }
-        let mut wl = source
-            .load()
-            .with_context(|| format!("loading workload {}", self.workload))?;
+        let loaded = match seed {
+            Some(s) => source.load_seeded(s),
+            None => source.load(),
+        };
+        let mut wl = loaded.with_context(|| format!("loading workload {}", self.workload))?;
         if let Some(n) = self.max_apps {
             sim::source::keep_first_apps(&mut wl, n);
         }

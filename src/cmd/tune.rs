@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use sim::tune::{run_grid, write_outputs, DEFAULT_K1, DEFAULT_K2};
+use sim::tune::{run_grid_seeds, write_outputs, DEFAULT_K1, DEFAULT_K2};
 
 use crate::cmd::sim_args::SimArgs;
 
@@ -39,7 +39,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let cfg = args.sim.base_config()?;
     cfg.validate()?;
-    let wl = args.sim.workload()?;
+    let seeds = args.sim.seed_list(&cfg)?;
+    let workloads = args.sim.seeded_workloads(&seeds)?;
     // Ascending, without duplicates: heatmap axes and edge warnings read
     // the lists in order.
     let sorted = |v: Vec<f64>| {
@@ -57,7 +58,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             pb.set_position(done as u64);
         }
     };
-    let grid = run_grid(&wl, &cfg, &k1, &k2, Some(&cb))?;
+    let grid = run_grid_seeds(&workloads, &seeds, &cfg, &k1, &k2, Some(&cb))?;
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
@@ -87,20 +88,45 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         grid.baseline.turnaround_mean_s,
         100.0 * grid.baseline.mem_slack_mean
     );
+    if grid.seeds.len() > 1 {
+        println!(
+            "means over {} seeds {:?}, ± 95% t-interval half-widths",
+            grid.seeds.len(),
+            grid.seeds
+        );
+    }
     println!(
-        "{:>8} {:>6} {:>10} {:>10} {:>10}",
-        "K1", "K2", "ratio", "mem slack", "failed"
+        "{:>8} {:>6} {:>18} {:>18} {:>18} {:>18}",
+        "K1", "K2", "ratio", "mem slack", "failed", "reserved GiB-h"
     );
     for c in &grid.cells {
         let s = &c.summary;
+        let stat = |key: &str, v: f64, f: &dyn Fn(f64) -> String| match &c.seeds {
+            Some(st) => st.get(key).display(f),
+            None => f(v),
+        };
         println!(
-            "{:>8} {:>6} {:>10} {:>9.1}% {:>9.2}%",
+            "{:>8} {:>6} {:>18} {:>18} {:>18} {:>18}",
             c.k1,
             c.k2,
-            s.turnaround_ratio
-                .map_or("-".to_string(), |r| format!("{r:.2}x")),
-            100.0 * s.mem_slack_mean,
-            100.0 * s.failed_app_fraction
+            stat(
+                "turnaround_ratio",
+                s.turnaround_ratio.unwrap_or(f64::NAN),
+                &|r| if r.is_finite() {
+                    format!("{r:.2}x")
+                } else {
+                    "-".to_string()
+                }
+            ),
+            stat("mem_slack_mean", s.mem_slack_mean, &|v| format!(
+                "{:.1}%",
+                100.0 * v
+            )),
+            stat("failed_app_fraction", s.failed_app_fraction, &|v| format!(
+                "{:.2}%",
+                100.0 * v
+            )),
+            stat("mem_alloc_gib_h", s.mem_alloc_gib_h, &|v| format!("{v:.1}")),
         );
     }
     match best {

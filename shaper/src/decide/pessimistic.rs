@@ -1,0 +1,270 @@
+//! Pessimistic planning (thesis Algorithm 3) and the eviction cap.
+
+use super::*;
+
+/// Cluster-wide elastic keep-order key: (victim-order key, scheduler
+/// position, start time, component id, slot).
+pub(super) type GlobalKey = (u64, u64, u64, u64, u32);
+
+/// Per application: everything the planning needs in one cache line.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct AppInfo {
+    /// Its slots are `start..end`.
+    pub(super) start: u32,
+    pub(super) end: u32,
+    /// First elastic slot in keep order (oldest first), linked by
+    /// `Slot::next`; `NO_NEXT` when none (or not pessimistic).
+    pub(super) elastic_head: u32,
+    /// Has a protected component: its core components are forced.
+    pub(super) pinned: bool,
+}
+
+/// Thesis Algorithm 3 over the slots; returns the victims in decision order.
+pub(super) fn plan_pessimistic(
+    view: &ClusterView,
+    order: &[u32],
+    app_info: &[AppInfo],
+    any_pinned: bool,
+    // Cluster-wide elastic keep order (slot last) for the victim orders
+    // other than the thesis's; `None` for the thesis's per-app order.
+    global: Option<&[GlobalKey]>,
+    slots: &mut [Slot],
+) -> Vec<Victim> {
+    let mut free: Vec<Resources> = view
+        .hosts
+        .iter()
+        .map(|h| Resources::new(sane(h.capacity.cpu_cores), sane(h.capacity.mem_bytes)))
+        .collect();
+    let tol: Vec<Resources> = free
+        .iter()
+        .map(|c| Resources::new(c.cpu_cores * FIT_TOLERANCE, c.mem_bytes * FIT_TOLERANCE))
+        .collect();
+    let range = |ai: u32| {
+        let a = &app_info[ai as usize];
+        a.start as usize..a.end as usize
+    };
+
+    // Forced allocations first: protected components, and the core
+    // components of applications that have a protected component (evicting
+    // such an application would kill its protected component). Taken in
+    // scheduler order so that the float sums do not depend on the view's
+    // order.
+    for &ai in order.iter().filter(|_| any_pinned) {
+        let protected_app = app_info[ai as usize].pinned;
+        for s in &mut slots[range(ai)] {
+            if s.state == State::Pending && (s.protected || (protected_app && s.core)) {
+                let f = &mut free[s.host as usize];
+                *f = f.sub(&s.eff);
+                s.state = State::Forced;
+            }
+        }
+    }
+
+    let mut victims: Vec<Victim> = Vec::new();
+    let mut undo: Vec<(u32, Resources)> = Vec::new();
+    for (pos, &ai) in order.iter().enumerate() {
+        // Touch the data of the applications a few places ahead so that
+        // their cache misses overlap with this one's work (a plain load;
+        // `black_box` keeps it).
+        if let Some(&ahead) = order.get(pos + 8) {
+            std::hint::black_box(app_info[ahead as usize].start);
+        }
+        if let Some(&ahead) = order.get(pos + 4) {
+            let a = app_info[ahead as usize];
+            if a.start < a.end {
+                std::hint::black_box(slots[a.start as usize].host);
+                std::hint::black_box(slots[(a.end - 1) as usize].host);
+            }
+        }
+        let r = range(ai);
+        // Core components: all or nothing across every host.
+        undo.clear();
+        let mut failed: Option<(usize, Binding)> = None;
+        for g in r.clone() {
+            let s = &slots[g];
+            if !s.core || s.state != State::Pending {
+                continue;
+            }
+            let h = s.host as usize;
+            if let Some(res) = fits(&free[h], &s.eff, &tol[h]) {
+                let host = view.hosts[h].id;
+                failed = Some((
+                    g,
+                    Binding {
+                        host,
+                        resource: res,
+                        needed: s.eff.get(res),
+                        free: free[h].get(res),
+                    },
+                ));
+                break;
+            }
+            undo.push((h as u32, free[h]));
+            free[h] = free[h].sub(&s.eff);
+        }
+        if let Some((culprit, binding)) = failed {
+            for &(h, before) in undo.iter().rev() {
+                free[h as usize] = before;
+            }
+            let vi = victims.len() as u32;
+            victims.push(Victim {
+                app: ai,
+                slot: culprit as u32,
+                whole_app: true,
+                deferred: false,
+                binding,
+            });
+            for s in &mut slots[r] {
+                if s.state == State::Pending {
+                    s.state = State::AppEvicted;
+                    s.victim = vi;
+                }
+            }
+            continue;
+        }
+        for s in &mut slots[r] {
+            if s.core && s.state == State::Pending {
+                s.state = State::Kept;
+            }
+        }
+        if global.is_none() {
+            // Elastic components, oldest first (thesis line 25).
+            let mut g = app_info[ai as usize].elastic_head;
+            while g != NO_NEXT {
+                keep_or_evict(ai, g, slots, &mut free, &tol, &mut victims, view);
+                g = slots[g as usize].next;
+            }
+        }
+    }
+
+    if let Some(global) = global {
+        // Every application's core components are placed; now the elastic
+        // components cluster-wide in keep order.
+        for &(_, pos, _, _, g) in global {
+            if slots[g as usize].state == State::Pending {
+                keep_or_evict(
+                    order[pos as usize],
+                    g,
+                    slots,
+                    &mut free,
+                    &tol,
+                    &mut victims,
+                    view,
+                );
+            }
+        }
+    }
+    victims
+}
+
+pub(super) fn keep_or_evict(
+    ai: u32,
+    g: u32,
+    slots: &mut [Slot],
+    free: &mut [Resources],
+    tol: &[Resources],
+    victims: &mut Vec<Victim>,
+    view: &ClusterView,
+) {
+    let s = &mut slots[g as usize];
+    let h = s.host as usize;
+    match fits(&free[h], &s.eff, &tol[h]) {
+        None => {
+            free[h] = free[h].sub(&s.eff);
+            s.state = State::Kept;
+        }
+        Some(r) => {
+            s.state = State::Victim;
+            s.victim = victims.len() as u32;
+            victims.push(Victim {
+                app: ai,
+                slot: g,
+                whole_app: false,
+                deferred: false,
+                binding: Binding {
+                    host: view.hosts[h].id,
+                    resource: r,
+                    needed: s.eff.get(r),
+                    free: free[h].get(r),
+                },
+            });
+        }
+    }
+}
+
+/// `max_evictions_per_round`: when the victims would exceed the cap (counted
+/// in components, every component of an evicted application included), the
+/// latest decisions (least important by the scheduler and victim orders) are
+/// evicted first while the budget lasts; a victim that does not fit in what
+/// remains of the budget is deferred: it keeps its current allocation (shrunk
+/// to its target when that is smaller, never grown). Returns the number of
+/// deferred components.
+pub(super) fn apply_eviction_cap(
+    apps: &[Application],
+    app_info: &[AppInfo],
+    slots: &mut [Slot],
+    victims: &mut [Victim],
+    cfg: &ShaperConfig,
+) -> u64 {
+    let Some(cap) = cfg.max_evictions_per_round else {
+        return 0;
+    };
+    let cost = |v: &Victim| {
+        if v.whole_app {
+            apps[v.app as usize].components.len() as u64
+        } else {
+            1
+        }
+    };
+    let total: u64 = victims.iter().map(cost).sum();
+    if total <= u64::from(cap) {
+        return 0;
+    }
+    let mut budget = u64::from(cap);
+    for v in victims.iter_mut().rev() {
+        let c = cost(v);
+        if c <= budget {
+            budget -= c;
+        } else {
+            v.deferred = true;
+        }
+    }
+    let mut deferred = 0u64;
+    for (vi, v) in victims.iter().enumerate() {
+        if !v.deferred {
+            continue;
+        }
+        deferred += cost(v);
+        let app = &apps[v.app as usize];
+        let first = app_info[v.app as usize].start as usize;
+        for (j, c) in app.components.iter().enumerate() {
+            let s = &mut slots[first + j];
+            let mine =
+                s.victim == vi as u32 && matches!(s.state, State::AppEvicted | State::Victim);
+            if !mine {
+                continue;
+            }
+            let cur = c.allocation;
+            // s.eff is the planned allocation after hysteresis; never grow.
+            let capped = Resources::from_fn(|r| {
+                let x = cur.get(r);
+                if x.is_finite() && x >= 0.0 {
+                    x.min(s.eff.get(r))
+                } else {
+                    s.eff.get(r)
+                }
+            });
+            let (eff, changed, _) = settle(capped, c, cfg);
+            s.eff = eff;
+            s.changed = changed;
+            s.state = State::Deferred;
+        }
+    }
+    tracing::warn!(
+        cap,
+        would_evict = total,
+        deferred,
+        "max_evictions_per_round reached: victims deferred"
+    );
+    deferred
+}

@@ -1,0 +1,157 @@
+//! One component's target allocation, hysteresis and protection.
+
+use super::*;
+
+/// A component's target allocation and how it was computed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Target {
+    /// Planned allocation before hysteresis and protection.
+    pub alloc: Resources,
+    pub basis: Basis,
+    pub cpu: Sizing,
+    pub mem: Sizing,
+}
+
+fn usable(p: &Predictive) -> bool {
+    p.mean.is_finite() && p.std.is_finite()
+}
+
+/// The target allocation of one component under `cfg` at `now_s`:
+/// `mean + k1 * request + (upper(k2) - mean)` per resource, raised to the
+/// floor, cut to the ceiling (`request * max_growth`), raised to current
+/// usage. Components in the grace period, without a usable forecast, or in an
+/// application over the failure limit target their request (same clamps);
+/// under the baseline policy the target is exactly the request.
+pub fn component_target(
+    app: &Application,
+    c: &Component,
+    now_s: f64,
+    cfg: &ShaperConfig,
+) -> Target {
+    let basis = if cfg.policy == Policy::Baseline {
+        Basis::Baseline
+    } else if !matches!(
+        (now_s - c.started_s).partial_cmp(&cfg.grace_period_s),
+        Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)
+    ) {
+        // also catches NaN start times: conservative
+        Basis::GracePeriod
+    } else if app.failures >= cfg.failure_limit {
+        Basis::FailureLimit
+    } else {
+        match &c.forecast {
+            Some(f) if usable(&f.cpu) && usable(&f.mem) => Basis::Forecast,
+            _ => Basis::NoForecast,
+        }
+    };
+    let growth = if cfg.max_growth.is_finite() && cfg.max_growth >= 1.0 {
+        cfg.max_growth
+    } else {
+        1.0
+    };
+    let k1 = sane(cfg.k1);
+    let k2 = sane(cfg.k2);
+    let one = |r: Resource| -> Sizing {
+        let req = sane(c.request.get(r));
+        let usage = sane(c.usage.get(r));
+        if basis == Basis::Baseline {
+            return Sizing {
+                mean: 0.0,
+                sigma: 0.0,
+                k1_term: 0.0,
+                k2_term: 0.0,
+                target: req,
+                bound: Bound::Buffer,
+            };
+        }
+        let (mean, sigma, k1_term, k2_term, raw) = match (&c.forecast, basis) {
+            (Some(f), Basis::Forecast) => {
+                let p = f.get(r);
+                let k1_term = k1 * req;
+                let k2_term = p.band_above(k2);
+                (p.mean, p.std, k1_term, k2_term, p.mean + k1_term + k2_term)
+            }
+            _ => (0.0, 0.0, 0.0, 0.0, req),
+        };
+        let floor = match r {
+            Resource::Cpu => cfg.min_cpu_cores,
+            Resource::Mem => cfg.min_mem_bytes,
+        };
+        let (t, bound) = bound_target(r, raw, floor, req * growth, usage);
+        Sizing {
+            mean,
+            sigma,
+            k1_term,
+            k2_term,
+            target: t,
+            bound,
+        }
+    };
+    let cpu = one(Resource::Cpu);
+    let mem = one(Resource::Mem);
+    Target {
+        alloc: Resources::new(cpu.target, mem.target),
+        basis,
+        cpu,
+        mem,
+    }
+}
+
+pub(super) fn rel_change(to: f64, from: f64) -> f64 {
+    if to == from {
+        0.0
+    } else if from > 0.0 {
+        (to - from).abs() / from
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// Applies protection and hysteresis: returns (allocation in force after
+/// the plan, changed, skipped by hysteresis).
+pub(super) fn settle(
+    planned: Resources,
+    c: &Component,
+    cfg: &ShaperConfig,
+) -> (Resources, bool, bool) {
+    let cur = c.allocation;
+    let cur_ok = cur.is_finite() && cur.cpu_cores >= 0.0 && cur.mem_bytes >= 0.0;
+    if !cur_ok {
+        return (planned, true, false);
+    }
+    let mut p = planned;
+    if c.protected {
+        p = Resources::new(
+            p.cpu_cores.max(cur.cpu_cores),
+            p.mem_bytes.max(cur.mem_bytes),
+        );
+    }
+    if p == cur {
+        return (cur, false, false);
+    }
+    if cfg.policy == Policy::Baseline {
+        return (p, true, false);
+    }
+    let usage = Resources::new(sane(c.usage.cpu_cores), sane(c.usage.mem_bytes));
+    // Growths the hysteresis never holds back: any resource already short
+    // of its usage, and any memory growth at all (memory is not
+    // compressible: a held-back growth towards the forecast peak is an OOM
+    // kill waiting to happen, CPU only slows down).
+    let need_growth = p.mem_bytes > cur.mem_bytes
+        || Resource::ALL
+            .iter()
+            .any(|&r| cur.get(r) < usage.get(r) && p.get(r) > cur.get(r));
+    let m = if cfg.min_relative_change.is_finite() {
+        cfg.min_relative_change
+    } else {
+        0.0
+    };
+    let small = Resource::ALL
+        .iter()
+        .all(|&r| rel_change(p.get(r), cur.get(r)) < m);
+    if small && !need_growth {
+        (cur, false, true)
+    } else {
+        (p, true, false)
+    }
+}

@@ -1,0 +1,308 @@
+//! Component lifecycle: start, finish, detach, OOM kills and app resets.
+
+use super::*;
+
+impl Engine<'_> {
+    // ----- host bookkeeping -----
+
+    /// Adds the cluster's memory allocation since the last call to
+    /// `m.mem_alloc_byte_s` (exact: every allocation change goes through
+    /// `reserve`, which calls this first).
+    pub(super) fn integrate_alloc(&mut self) {
+        let dt = (self.now - self.alloc_mem_t).max(0.0);
+        self.m.mem_alloc_byte_s += self.alloc_mem_total.max(0.0) * dt;
+        self.alloc_mem_t = self.now;
+    }
+
+    pub(super) fn host_free(&self, h: usize) -> Resources {
+        self.hosts[h].cap.sub(&self.hosts[h].alloc)
+    }
+
+    /// Adds `delta` to host `h`'s allocation sum (negative frees).
+    pub(super) fn reserve(&mut self, h: usize, delta: Resources) {
+        self.integrate_alloc();
+        self.alloc_mem_total += delta.mem_bytes;
+        let before = self.host_free(h);
+        self.hosts[h].alloc = self.hosts[h].alloc.add(&delta);
+        let after = self.host_free(h);
+        self.free_pos_cpu += after.cpu_cores.max(0.0) - before.cpu_cores.max(0.0);
+        self.free_pos_mem += after.mem_bytes.max(0.0) - before.mem_bytes.max(0.0);
+        self.tree.set(h, after);
+        if after.cpu_cores > before.cpu_cores || after.mem_bytes > before.mem_bytes {
+            self.unfit.gained(h);
+        }
+    }
+
+    /// Starts component `c` on host `h` with its request as allocation. Its
+    /// forecasters are built at its first shaping round (a component that
+    /// finishes before one never needs them).
+    pub(super) fn start(&mut self, c: usize, h: usize) {
+        let request = self.comps[c].request;
+        self.reserve(h, request);
+        let spec =
+            &self.wl.apps[self.comps[c].app as usize].components[self.comps[c].spec as usize];
+        let now = self.now;
+        let slot = self.hosts[h].comps.len() as u32;
+        self.hosts[h].comps.push(c as u32);
+        let comp = &mut self.comps[c];
+        comp.state = CState::Running;
+        comp.host = h as u32;
+        comp.host_slot = slot;
+        comp.started_s = now;
+        comp.alloc = comp.request;
+        comp.sample = 0;
+        comp.usage = usage_at(spec, &comp.request, 0);
+        comp.remaining_s = comp.work_s;
+        comp.progress_t = now;
+        comp.rate = 0.0;
+        comp.fc = None;
+        comp.forecast = None;
+        comp.warm = false;
+        let usage = comp.usage;
+        let inst = comp.inst;
+        self.hosts[h].usage = self.hosts[h].usage.add(&usage);
+        self.reschedule_finish(c);
+        let u = spec.usage.interval_s;
+        if u.is_finite()
+            && u > 0.0
+            && !(is_constant(&spec.usage.cpu_cores) && is_constant(&spec.usage.mem_bytes))
+        {
+            self.push(
+                now + u,
+                EvKind::Sample {
+                    comp: c as u32,
+                    inst,
+                },
+            );
+        }
+        self.check_host_overload(h);
+    }
+
+    /// Brings `c`'s progress up to now, recomputes its rate and, when it
+    /// changed, its completion event.
+    pub(super) fn reschedule_finish(&mut self, c: usize) {
+        let now = self.now;
+        let comp = &mut self.comps[c];
+        comp.remaining_s = (comp.remaining_s - comp.rate * (now - comp.progress_t)).max(0.0);
+        comp.progress_t = now;
+        let demand = comp.usage.cpu_cores;
+        let rate = if demand <= 0.0 || comp.alloc.cpu_cores >= demand {
+            1.0
+        } else {
+            (comp.alloc.cpu_cores / demand).max(0.0)
+        };
+        if rate == comp.rate && comp.fin_gen > 0 {
+            return;
+        }
+        comp.rate = rate;
+        comp.fin_gen = comp.fin_gen.wrapping_add(1);
+        let gen = comp.fin_gen;
+        if rate > 0.0 {
+            let t = now + comp.remaining_s / rate;
+            self.push(
+                t,
+                EvKind::Finish {
+                    comp: c as u32,
+                    gen,
+                },
+            );
+        }
+    }
+
+    /// Removes running component `c` from its host (frees allocation and usage).
+    pub(super) fn detach(&mut self, c: usize) {
+        let h = self.comps[c].host as usize;
+        let slot = self.comps[c].host_slot as usize;
+        let host = &mut self.hosts[h];
+        host.comps.swap_remove(slot);
+        if let Some(&moved) = host.comps.get(slot) {
+            self.comps[moved as usize].host_slot = slot as u32;
+        }
+        let usage = self.comps[c].usage;
+        self.hosts[h].usage = self.hosts[h].usage.sub(&usage);
+        if self.hosts[h].comps.is_empty() {
+            self.hosts[h].usage = Resources::ZERO;
+        }
+        let alloc = self.comps[c].alloc;
+        self.reserve(h, Resources::ZERO.sub(&alloc));
+        let started = self.comps[c].started_s;
+        self.m.component_days += self.comp_days[c].ran(started, self.now);
+        if self.hosts[h].comps.is_empty() {
+            // rounding residue of the host's sum
+            self.alloc_mem_total -= self.hosts[h].alloc.mem_bytes;
+            let before = self.host_free(h);
+            self.hosts[h].alloc = Resources::ZERO;
+            let after = self.host_free(h);
+            self.free_pos_cpu += after.cpu_cores.max(0.0) - before.cpu_cores.max(0.0);
+            self.free_pos_mem += after.mem_bytes.max(0.0) - before.mem_bytes.max(0.0);
+            self.tree.set(h, after);
+            self.unfit.gained(h);
+        }
+        let comp = &mut self.comps[c];
+        comp.inst = comp.inst.wrapping_add(1);
+        comp.fin_gen = comp.fin_gen.wrapping_add(1);
+        comp.fc = None;
+        comp.forecast = None;
+        comp.alloc = Resources::ZERO;
+        comp.usage = Resources::ZERO;
+        self.dirty = true;
+    }
+
+    /// Work done by running component `c` so far (seconds at full speed).
+    pub(super) fn work_done(&self, c: usize) -> f64 {
+        let comp = &self.comps[c];
+        let rem = (comp.remaining_s - comp.rate * (self.now - comp.progress_t)).max(0.0);
+        (comp.work_s - rem).max(0.0)
+    }
+
+    // ----- events -----
+
+    pub(super) fn on_finish(&mut self, c: usize, gen: u32) {
+        if self.comps[c].state != CState::Running || self.comps[c].fin_gen != gen {
+            return;
+        }
+        self.detach(c);
+        self.comps[c].state = CState::Done;
+        self.comps[c].remaining_s = 0.0;
+        let a = self.comps[c].app as usize;
+        self.apps[a].done += 1;
+        if self.apps[a].done >= self.apps[a].n {
+            let key = self.apps[a].key;
+            self.elastic_wait.remove(&key);
+            self.apps[a].state = AState::Done;
+            self.apps[a].finished_s = Some(self.now);
+            self.remaining_apps -= 1;
+        }
+    }
+
+    pub(super) fn on_sample(&mut self, c: usize, inst: u32) {
+        if self.comps[c].state != CState::Running || self.comps[c].inst != inst {
+            return;
+        }
+        let spec =
+            &self.wl.apps[self.comps[c].app as usize].components[self.comps[c].spec as usize];
+        let u = spec.usage.interval_s;
+        let comp = &mut self.comps[c];
+        comp.sample += 1;
+        let new_usage = usage_at(spec, &comp.request, comp.sample);
+        let old_usage = comp.usage;
+        // Progress at the old rate up to now, then switch usage.
+        comp.remaining_s = (comp.remaining_s - comp.rate * (self.now - comp.progress_t)).max(0.0);
+        comp.progress_t = self.now;
+        comp.usage = new_usage;
+        let next_t = comp.started_s + (comp.sample + 1) as f64 * u;
+        let h = comp.host as usize;
+        let alloc_mem = comp.alloc.mem_bytes;
+        self.hosts[h].usage = self.hosts[h].usage.sub(&old_usage).add(&new_usage);
+        self.push(
+            next_t,
+            EvKind::Sample {
+                comp: c as u32,
+                inst,
+            },
+        );
+        self.reschedule_finish(c);
+        if new_usage.mem_bytes > alloc_mem * (1.0 + 1e-9) {
+            self.oom_kill(c);
+        }
+        if new_usage.mem_bytes > old_usage.mem_bytes {
+            self.check_host_overload(h);
+        }
+    }
+
+    /// The host OOM killer: while the host's memory usage exceeds its
+    /// capacity, kill the component using the most memory (ties: lowest
+    /// component index).
+    pub(super) fn check_host_overload(&mut self, h: usize) {
+        while self.hosts[h].usage.mem_bytes > self.hosts[h].cap.mem_bytes * (1.0 + 1e-9) {
+            let victim = self.hosts[h].comps.iter().copied().max_by(|&a, &b| {
+                self.comps[a as usize]
+                    .usage
+                    .mem_bytes
+                    .total_cmp(&self.comps[b as usize].usage.mem_bytes)
+                    .then(b.cmp(&a))
+            });
+            let Some(v) = victim else { break };
+            self.m.host_oom_kills += 1;
+            self.oom_kill(v as usize);
+        }
+    }
+
+    /// An OOM kill of component `c`: a core component crashes its
+    /// application; an elastic one loses its work and waits for room again.
+    pub(super) fn oom_kill(&mut self, c: usize) {
+        self.m.oom_kills += 1;
+        if self.comp_days[c].oom(self.now) {
+            self.m.oom_component_days += 1;
+        }
+        self.comps[c].oom_floor = Some(OomFloor::after_kill(
+            self.comps[c].alloc.mem_bytes,
+            self.now,
+            &self.shaper,
+        ));
+        if self.comps[c].warm {
+            self.m.oom_kills_warm += 1;
+        }
+        let a = self.comps[c].app as usize;
+        match self.comps[c].class {
+            Class::Core => {
+                self.apps[a].crashes += 1;
+                self.apps[a].failures += 1;
+                self.reset_app(a);
+            }
+            Class::Elastic => {
+                // Counts towards the shaper's failure limit: a component
+                // replays its usage from the start when it restarts, so an
+                // app whose forecasts miss a spike would otherwise lose the
+                // same work forever.
+                self.apps[a].failures += 1;
+                self.lose_elastic(c);
+            }
+        }
+    }
+
+    /// Kills every component of `a`, throws its work away and requeues it at
+    /// its original position (submission time / priority).
+    pub(super) fn reset_app(&mut self, a: usize) {
+        let (first, n) = (self.apps[a].first as usize, self.apps[a].n as usize);
+        let mut done = 0;
+        for c in first..first + n {
+            match self.comps[c].state {
+                CState::Running => {
+                    self.m.work_lost_s += self.work_done(c);
+                    self.detach(c);
+                }
+                CState::Done => self.m.work_lost_s += self.comps[c].work_s,
+                CState::Dropped => {
+                    done += 1;
+                    continue;
+                }
+                CState::Idle | CState::Pending => {}
+            }
+            let comp = &mut self.comps[c];
+            comp.state = CState::Idle;
+            comp.remaining_s = comp.work_s;
+            comp.inst = comp.inst.wrapping_add(1);
+        }
+        let app = &mut self.apps[a];
+        app.pending.clear();
+        app.done = done;
+        let key = app.key;
+        self.elastic_wait.remove(&key);
+        self.enqueue(a);
+    }
+
+    /// Elastic component `c` loses its work and waits for room again.
+    pub(super) fn lose_elastic(&mut self, c: usize) {
+        self.m.work_lost_s += self.work_done(c);
+        self.detach(c);
+        let comp = &mut self.comps[c];
+        comp.state = CState::Pending;
+        comp.remaining_s = comp.work_s;
+        let a = comp.app as usize;
+        self.apps[a].pending.push(c as u32);
+        let key = self.apps[a].key;
+        self.elastic_wait.insert(key);
+        self.dirty = true;
+    }
+}

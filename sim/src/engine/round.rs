@@ -1,0 +1,355 @@
+//! The shaping round: forecasts (models glue), view building, applying the plan, metrics sampling.
+
+use super::*;
+
+impl Engine<'_> {
+    // ----- shaping round -----
+
+    pub(super) fn round(&mut self, forecasting: Forecasting<'_>) -> Result<(), SimError> {
+        self.m.rounds += 1;
+        if forecasting.is_on() {
+            let t = Instant::now();
+            self.update_forecasts(forecasting)?;
+            self.m.forecast_wall_s += t.elapsed().as_secs_f64();
+        }
+        let t = Instant::now();
+        self.build_view();
+        self.decider
+            .decide_into(&self.view, self.now, &self.shaper, &mut self.plan);
+        self.m.decide_wall_s += t.elapsed().as_secs_f64();
+        let plan = std::mem::take(&mut self.plan);
+        self.apply(&plan);
+        self.plan = plan;
+        self.sample_metrics();
+        self.dirty = true;
+        Ok(())
+    }
+
+    pub(super) fn update_forecasts(
+        &mut self,
+        forecasting: Forecasting<'_>,
+    ) -> Result<(), SimError> {
+        let wl = self.wl;
+        let now = self.now;
+        let h = self.horizon;
+        let kernel = &self.shaper;
+        let warm_samples = self.cfg.warm_samples;
+        // (forecaster updates, forecasts shown, of which warm)
+        type Counts = (u64, u64, u64);
+        let update = |c: &mut Comp| -> Result<Counts, SimError> {
+            if c.state != CState::Running {
+                return Ok((0, 0, 0));
+            }
+            let spec = &wl.apps[c.app as usize].components[c.spec as usize];
+            let u = spec.usage.interval_s;
+            // Current sample: the sample events' counter, or (for constant
+            // series, which have no sample events) the elapsed time, with a
+            // tolerance so that float rounding never lags a boundary.
+            let cur = if u.is_finite() && u > 0.0 {
+                c.sample
+                    .max(((now - c.started_s) / u + 1e-6).floor().max(0.0) as u64)
+            } else {
+                0
+            };
+            let req = c.request;
+            let is_oracle = matches!(forecasting, Forecasting::Oracle);
+            if c.fc.is_none() {
+                // Built at the component's first round: the model sees every
+                // sample since the start below, exactly as if it had been
+                // built at start; an oracle starts at the current sample.
+                c.fc = match forecasting {
+                    Forecasting::Off => None,
+                    Forecasting::Oracle => {
+                        Some(Box::new(oracle_fc_from(spec, &req, c.work_s, cur, h)?))
+                    }
+                    Forecasting::Model(f) => Some(Box::new(CompFc {
+                        models: ComponentModels::build(f)?,
+                        fed: 0,
+                        base: 0,
+                    })),
+                };
+            }
+            let Some(fc) = c.fc.as_mut() else {
+                return Ok((0, 0, 0));
+            };
+            if is_oracle && cur + h as u64 + 1 >= fc.base + oracle_len(c.work_s, u, h) {
+                // Past the future the oracle was built with (the component
+                // ran slower than at full speed): rebuild it from here.
+                **fc = oracle_fc_from(spec, &req, c.work_s, cur, h)?;
+            }
+            let mut n = 0u64;
+            while fc.fed <= cur {
+                let v = usage_at(spec, &req, fc.fed);
+                fc.models.observe(Some(v.cpu_cores), v.mem_bytes, req);
+                fc.fed += 1;
+                n += 2;
+            }
+            c.forecast = fc.models.forecast(h, req, kernel);
+            c.warm = c.forecast.is_some() && (is_oracle || fc.models.observed() >= warm_samples);
+            let shown = u64::from(c.forecast.is_some());
+            Ok((n + 2 * shown, shown, u64::from(c.warm)))
+        };
+        let add = |a: Counts, b: Counts| (a.0 + b.0, a.1 + b.1, a.2 + b.2);
+        let (n, shown, warm): Counts = if self.cfg.parallel_forecasts {
+            self.comps
+                .par_iter_mut()
+                .map(update)
+                .try_reduce(|| (0, 0, 0), |a, b| Ok(add(a, b)))?
+        } else {
+            let mut s = (0, 0, 0);
+            for c in self.comps.iter_mut() {
+                s = add(s, update(c)?);
+            }
+            s
+        };
+        self.m.forecasts_shown += shown;
+        self.m.forecasts_warm += warm;
+        self.m.forecast_updates += n;
+        Ok(())
+    }
+
+    pub(super) fn build_view(&mut self) {
+        let now = self.now;
+        let mut b: ViewBuilder<u32> = ViewBuilder::new(now);
+        for h in &self.view.hosts {
+            b.host(h.id, h.capacity);
+        }
+        for (ai, a) in self.apps.iter().enumerate() {
+            if a.state != AState::Running {
+                continue;
+            }
+            let spec = &self.wl.apps[ai];
+            let range = a.first as usize..(a.first + a.n) as usize;
+            // Expected remaining time (SJF): the longest remaining component.
+            let remaining = self.comps[range.clone()]
+                .iter()
+                .map(|comp| match comp.state {
+                    CState::Running => {
+                        (comp.remaining_s - comp.rate * (now - comp.progress_t)).max(0.0)
+                    }
+                    CState::Pending | CState::Idle => comp.work_s,
+                    CState::Done | CState::Dropped => 0.0,
+                })
+                .fold(0.0, f64::max);
+            let facts = AppFacts {
+                id: AppId(ai as u64),
+                submitted_s: Some(self.m.apps[ai].arrival_s),
+                priority: spec.priority,
+                failures: a.failures,
+                expected_remaining_s: Some(remaining),
+            };
+            for c in range {
+                let comp = &self.comps[c];
+                if comp.state != CState::Running {
+                    continue;
+                }
+                let rem = (comp.remaining_s - comp.rate * (now - comp.progress_t)).max(0.0);
+                b.component(
+                    ai as u32,
+                    facts,
+                    Component {
+                        id: ComponentId(c as u64),
+                        class: comp.class,
+                        host: HostId(u64::from(comp.host)),
+                        request: comp.request,
+                        started_s: comp.started_s,
+                        allocation: comp.alloc,
+                        usage: comp.usage,
+                        forecast: comp.forecast,
+                        protected: false,
+                        work_done_s: comp.work_s - rem,
+                    },
+                    comp.oom_floor.as_ref(),
+                );
+            }
+        }
+        self.view = b.build();
+    }
+
+    /// Carries out the plan in the kernel's apply order.
+    pub(super) fn apply(&mut self, plan: &Plan) {
+        let mut resized: Vec<usize> = Vec::new();
+        for act in plan.component_actions() {
+            match act {
+                ComponentAction::Evict {
+                    app,
+                    whole_app: true,
+                    ..
+                } => {
+                    // One action per component: the first resets the app.
+                    let a = app.0 as usize;
+                    if a < self.apps.len() && self.apps[a].state == AState::Running {
+                        self.m.evictions += 1;
+                        self.m.app_evictions += 1;
+                        self.apps[a].evictions += 1;
+                        self.apps[a].failures += 1;
+                        self.reset_app(a);
+                    }
+                }
+                ComponentAction::Evict {
+                    component,
+                    whole_app: false,
+                    ..
+                } => {
+                    let c = component.0 as usize;
+                    if c < self.comps.len() && self.comps[c].state == CState::Running {
+                        self.m.evictions += 1;
+                        self.m.component_evictions += 1;
+                        if self.comps[c].class == Class::Core {
+                            // The shaper never evicts a lone core component;
+                            // if it did, the application could not go on.
+                            let a = self.comps[c].app as usize;
+                            self.apps[a].evictions += 1;
+                            self.apps[a].failures += 1;
+                            self.reset_app(a);
+                        } else {
+                            let a = self.comps[c].app as usize;
+                            self.apps[a].failures += 1;
+                            self.lose_elastic(c);
+                        }
+                    }
+                }
+                ComponentAction::Resize { component, to, .. } => {
+                    let c = component.0 as usize;
+                    if c >= self.comps.len() || self.comps[c].state != CState::Running {
+                        continue;
+                    }
+                    let to = sane_res(to);
+                    let from = self.comps[c].alloc;
+                    if to == from {
+                        continue;
+                    }
+                    let h = self.comps[c].host as usize;
+                    let delta = to.sub(&from);
+                    if self.shaper.policy == Policy::Optimistic
+                        && self.cfg.optimistic_growth == OptimisticGrowth::Refuse
+                        && !to.fits_in(&from)
+                    {
+                        let free = self.host_free(h);
+                        let tol = 1e-9;
+                        if delta.cpu_cores > free.cpu_cores + tol * self.hosts[h].cap.cpu_cores
+                            || delta.mem_bytes > free.mem_bytes + tol * self.hosts[h].cap.mem_bytes
+                        {
+                            self.m.refused_growths += 1;
+                            continue;
+                        }
+                    }
+                    self.reserve(h, delta);
+                    self.comps[c].alloc = to;
+                    self.m.resizes += 1;
+                    if to.cpu_cores < from.cpu_cores || to.mem_bytes < from.mem_bytes {
+                        self.dirty = true;
+                    }
+                    self.reschedule_finish(c);
+                    resized.push(c);
+                }
+            }
+        }
+        for c in resized {
+            let comp = &self.comps[c];
+            if comp.state == CState::Running
+                && comp.usage.mem_bytes > comp.alloc.mem_bytes * (1.0 + 1e-9)
+            {
+                self.oom_kill(c);
+            }
+        }
+    }
+
+    pub(super) fn sample_metrics(&mut self) {
+        let now = self.now;
+        let w_round = (now - self.last_round_s).max(0.0);
+        self.last_round_s = now;
+        let mut n_running = 0usize;
+        for comp in &self.comps {
+            if comp.state != CState::Running {
+                continue;
+            }
+            n_running += 1;
+            let w = (now - comp.started_s).min(w_round).max(0.0);
+            if w <= 0.0 {
+                continue;
+            }
+            if comp.alloc.cpu_cores > 0.0 {
+                self.m.cpu_slack.add(
+                    (comp.alloc.cpu_cores - comp.usage.cpu_cores) / comp.alloc.cpu_cores,
+                    w,
+                );
+            }
+            if comp.alloc.mem_bytes > 0.0 {
+                self.m.mem_slack.add(
+                    (comp.alloc.mem_bytes - comp.usage.mem_bytes) / comp.alloc.mem_bytes,
+                    w,
+                );
+            }
+        }
+        let (mut cap, mut used, mut alloc) = (Resources::ZERO, Resources::ZERO, Resources::ZERO);
+        for h in &self.hosts {
+            cap = cap.add(&h.cap);
+            used = used.add(&h.usage);
+            alloc = alloc.add(&h.alloc);
+        }
+        let frac = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+        let p = TimePoint {
+            t_s: now,
+            queued_apps: self.queue.len(),
+            running_apps: self
+                .apps
+                .iter()
+                .filter(|a| a.state == AState::Running)
+                .count(),
+            running_components: n_running,
+            used_cpu_frac: frac(used.cpu_cores, cap.cpu_cores),
+            used_mem_frac: frac(used.mem_bytes, cap.mem_bytes),
+            alloc_cpu_frac: frac(alloc.cpu_cores, cap.cpu_cores),
+            alloc_mem_frac: frac(alloc.mem_bytes, cap.mem_bytes),
+        };
+        if w_round > 0.0 {
+            self.util_weight += w_round;
+            self.m.mean_used_cpu_frac += p.used_cpu_frac * w_round;
+            self.m.mean_used_mem_frac += p.used_mem_frac * w_round;
+            self.m.mean_alloc_cpu_frac += p.alloc_cpu_frac * w_round;
+            self.m.mean_alloc_mem_frac += p.alloc_mem_frac * w_round;
+        }
+        self.m.timeline.push(p);
+    }
+}
+
+/// Samples of future an oracle is built with: the component's run at full
+/// speed plus the horizon, with room for a 2x slowdown.
+pub(super) fn oracle_len(work_s: f64, u: f64, h: usize) -> u64 {
+    let full = if u.is_finite() && u > 0.0 {
+        (work_s / u).ceil()
+    } else {
+        1.0
+    };
+    (2.0 * full.clamp(1.0, 1e7)) as u64 + h as u64 + 2
+}
+
+/// An oracle pair whose future starts at sample `from` (the samples before
+/// it count as already observed).
+pub(super) fn oracle_fc_from(
+    spec: &ComponentSpec,
+    req: &Resources,
+    work_s: f64,
+    from: u64,
+    h: usize,
+) -> Result<CompFc, SimError> {
+    let len = oracle_len(work_s, spec.usage.interval_s, h);
+    let (mut cpu, mut mem) = (
+        Vec::with_capacity(len as usize),
+        Vec::with_capacity(len as usize),
+    );
+    for i in from..from + len {
+        let v = usage_at(spec, req, i);
+        cpu.push(normalise(v.cpu_cores, req.cpu_cores));
+        mem.push(normalise(v.mem_bytes, req.mem_bytes));
+    }
+    Ok(CompFc {
+        models: ComponentModels::always_warm(
+            Box::new(forecaster::baselines::Oracle::new(cpu)?),
+            Box::new(forecaster::baselines::Oracle::new(mem)?),
+        ),
+        fed: from,
+        base: from,
+    })
+}

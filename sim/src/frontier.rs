@@ -1,0 +1,1170 @@
+//! The savings frontier (`tailor frontier`): how much reserved memory each
+//! forecaster family reclaims against the baseline, at what failure cost.
+//!
+//! Every point is one simulation of the same workload under the base
+//! configuration's policy:
+//!
+//! - `gp`, `arima`, `peak`, `last`: the thesis's buffer over K1 x K2
+//!   (sizing `k1k2`), and risk-targeted memory over `memory_risk` values
+//!   (sizing `memory_risk`; K1/K2 of the base config still size CPU);
+//! - `vpa`: the faithful VPA recommender over its own knobs, the target
+//!   memory percentile and the safety margin (sizing `vpa`), uncalibrated
+//!   and with K1 = K2 = 0 so nothing is added on top of its target;
+//! - `oracle`: exact future usage, K1 = K2 = 0 (the reference reclaim);
+//! - `baseline`: every component at its request (the reference cost).
+//!
+//! `oracle_capture = (baseline - point) / (baseline - oracle)` in reserved
+//! GiB-hours ([`crate::Summary::mem_alloc_gib_h`]): 0 for the baseline, 1
+//! for the oracle. With several seeds every figure is the mean over seeds
+//! (capture from the means) with a 95% t-interval ([`crate::seeds`]).
+//!
+//! All points of all seeds run in parallel (rayon, one simulation per
+//! task, forecasters updated serially inside it).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use datasets::workload::Workload;
+use forecaster::config::{ModelConfig, ModelKind};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use shaper::Policy;
+use tailor_core::ConfigErrors;
+
+use crate::config::{ForecasterSource, SimConfig};
+use crate::metrics::Summary;
+use crate::runner::{baseline_of, simulate};
+use crate::seeds::MeanCi;
+use crate::SimError;
+
+/// Default K1 values of the frontier.
+pub const DEFAULT_K1: [f64; 4] = [0.0, 0.05, 0.1, 0.2];
+/// Default K2 values of the frontier.
+pub const DEFAULT_K2: [f64; 4] = [0.0, 1.0, 2.0, 3.0];
+/// Default `memory_risk` values.
+pub const DEFAULT_MEMORY_RISK: [f64; 3] = [0.001, 0.01, 0.05];
+/// Default VPA target memory percentiles.
+pub const DEFAULT_VPA_PERCENTILE: [f64; 4] = [0.5, 0.8, 0.9, 0.95];
+/// Default VPA safety margins.
+pub const DEFAULT_VPA_MARGIN: [f64; 3] = [0.0, 0.15, 0.3];
+/// Most values in one swept list.
+pub const MAX_LIST: usize = 32;
+/// Most simulations of one frontier (points x seeds).
+pub const MAX_RUNS: usize = 20_000;
+/// The failure budgets of the summary.
+pub const BUDGETS: [f64; 3] = [0.001, 0.005, 0.01];
+
+/// A forecaster family of the frontier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    Baseline,
+    Oracle,
+    Gp,
+    Arima,
+    Peak,
+    Last,
+    Vpa,
+}
+
+impl Family {
+    /// The swept families (baseline and oracle always run).
+    pub const SWEPT: [Family; 5] = [
+        Family::Gp,
+        Family::Arima,
+        Family::Peak,
+        Family::Last,
+        Family::Vpa,
+    ];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Family::Baseline => "baseline",
+            Family::Oracle => "oracle",
+            Family::Gp => "gp",
+            Family::Arima => "arima",
+            Family::Peak => "peak",
+            Family::Last => "last",
+            Family::Vpa => "vpa",
+        }
+    }
+
+    fn model_kind(&self) -> Option<ModelKind> {
+        match self {
+            Family::Gp => Some(ModelKind::Gp),
+            Family::Arima => Some(ModelKind::Arima),
+            Family::Peak => Some(ModelKind::Peak),
+            Family::Last => Some(ModelKind::Last),
+            Family::Vpa => Some(ModelKind::Vpa),
+            Family::Baseline | Family::Oracle => None,
+        }
+    }
+
+    /// tailor's own families (what "tailor best" is the best of).
+    pub fn is_tailor(&self) -> bool {
+        matches!(
+            self,
+            Family::Gp | Family::Arima | Family::Peak | Family::Last
+        )
+    }
+
+    fn color(&self) -> RGBColor {
+        match self {
+            Family::Baseline => RGBColor(0, 0, 0),
+            Family::Oracle => RGBColor(120, 120, 120),
+            Family::Gp => RGBColor(31, 119, 180),
+            Family::Arima => RGBColor(44, 160, 44),
+            Family::Peak => RGBColor(148, 103, 189),
+            Family::Last => RGBColor(140, 86, 75),
+            Family::Vpa => RGBColor(214, 39, 40),
+        }
+    }
+}
+
+impl std::fmt::Display for Family {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a point sizes memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sizing {
+    /// Allocation = request (the baseline).
+    Request,
+    /// The thesis's buffer: forecast + K1 x request + K2 x sigma.
+    K1k2,
+    /// `[shaper] memory_risk`: the calibrated predictive quantile.
+    MemoryRisk,
+    /// The VPA recommender's own knobs.
+    Vpa,
+}
+
+/// Which failure measure the budgets and the x axis use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BudgetMeasure {
+    /// Share of applications that crashed at least once (batch traces,
+    /// Google 2011).
+    #[default]
+    FailedApps,
+    /// Share of component-days with at least one OOM kill (services,
+    /// Google 2019).
+    OomComponentDays,
+}
+
+impl BudgetMeasure {
+    pub fn of(&self, p: &Point) -> f64 {
+        match self {
+            BudgetMeasure::FailedApps => p.failed_app_fraction,
+            BudgetMeasure::OomComponentDays => p.oom_component_day_fraction,
+        }
+    }
+
+    pub fn label(&self) -> &'static str {
+        match self {
+            BudgetMeasure::FailedApps => "failed applications",
+            BudgetMeasure::OomComponentDays => "OOM-hit component-days",
+        }
+    }
+}
+
+/// What to sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FrontierGrid {
+    pub k1: Vec<f64>,
+    pub k2: Vec<f64>,
+    /// Empty: no risk-targeted points.
+    pub memory_risk: Vec<f64>,
+    pub vpa_percentile: Vec<f64>,
+    pub vpa_margin: Vec<f64>,
+    /// Families to sweep (baseline and oracle always run).
+    pub families: Vec<Family>,
+}
+
+impl Default for FrontierGrid {
+    fn default() -> Self {
+        Self {
+            k1: DEFAULT_K1.to_vec(),
+            k2: DEFAULT_K2.to_vec(),
+            memory_risk: DEFAULT_MEMORY_RISK.to_vec(),
+            vpa_percentile: DEFAULT_VPA_PERCENTILE.to_vec(),
+            vpa_margin: DEFAULT_VPA_MARGIN.to_vec(),
+            families: Family::SWEPT.to_vec(),
+        }
+    }
+}
+
+impl FrontierGrid {
+    /// Every problem at once. Ranges: K1 [0, shaper MAX_K1], K2 [0,
+    /// MAX_K2], memory_risk [1e-9, 0.5], VPA percentile (0, 1), margin
+    /// [0, 10]; at most [`MAX_LIST`] values per list, K1/K2/percentile/margin
+    /// lists non-empty when their family is swept.
+    pub fn validate(&self) -> Result<(), ConfigErrors> {
+        let mut e = ConfigErrors::new();
+        let lists: [(&str, &Vec<f64>, f64, f64, bool); 5] = [
+            ("k1", &self.k1, 0.0, shaper::config::MAX_K1, true),
+            ("k2", &self.k2, 0.0, shaper::config::MAX_K2, true),
+            (
+                "memory_risk",
+                &self.memory_risk,
+                shaper::config::MIN_MEMORY_RISK,
+                0.5,
+                false,
+            ),
+            (
+                "vpa_percentile",
+                &self.vpa_percentile,
+                1e-6,
+                1.0 - 1e-6,
+                true,
+            ),
+            ("vpa_margin", &self.vpa_margin, 0.0, 10.0, true),
+        ];
+        for (name, values, lo, hi, needed) in lists {
+            e.check(name, values.len() <= MAX_LIST, || {
+                format!("at most {MAX_LIST} values, got {}", values.len())
+            });
+            let used = match name {
+                "k1" | "k2" | "memory_risk" => self.families.iter().any(|f| f.is_tailor()),
+                _ => self.families.contains(&Family::Vpa),
+            };
+            if needed && used {
+                e.check(name, !values.is_empty(), || "must not be empty".to_string());
+            }
+            for v in values {
+                e.range(name, *v, lo, hi);
+            }
+        }
+        e.check("families", !self.families.is_empty(), || {
+            "sweep at least one forecaster".to_string()
+        });
+        e.into_result()
+    }
+}
+
+/// One configuration to run.
+#[derive(Clone, Debug)]
+pub struct PointSpec {
+    pub family: Family,
+    pub sizing: Sizing,
+    pub params: BTreeMap<String, f64>,
+    pub cfg: SimConfig,
+}
+
+fn params(kv: &[(&str, f64)]) -> BTreeMap<String, f64> {
+    kv.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+/// The points of `grid` over `base`: the baseline first, the oracle second,
+/// then every swept family in `grid.families` order.
+pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpec>, SimError> {
+    if base.shaper.policy == Policy::Baseline {
+        return Err(SimError::Config(ConfigErrors::single(
+            "shaper.policy",
+            "the frontier needs a shaping policy (optimistic or pessimistic), not baseline",
+        )));
+    }
+    grid.validate()?;
+    let mut cell = base.clone();
+    cell.parallel_forecasts = false;
+    cell.shaper.memory_risk = None;
+    let mut out = vec![PointSpec {
+        family: Family::Baseline,
+        sizing: Sizing::Request,
+        params: BTreeMap::new(),
+        cfg: baseline_of(&cell),
+    }];
+    let mut oracle = cell.clone();
+    oracle.forecaster_source = ForecasterSource::Oracle;
+    oracle.shaper.k1 = 0.0;
+    oracle.shaper.k2 = 0.0;
+    out.push(PointSpec {
+        family: Family::Oracle,
+        sizing: Sizing::K1k2,
+        params: params(&[("k1", 0.0), ("k2", 0.0)]),
+        cfg: oracle,
+    });
+    let mut families = grid.families.clone();
+    families.dedup();
+    for fam in families {
+        let Some(kind) = fam.model_kind() else {
+            continue;
+        };
+        let mut m = cell.clone();
+        m.forecaster_source = ForecasterSource::Model;
+        if fam == Family::Vpa {
+            m.forecaster = ModelConfig {
+                kind,
+                calibrated: false,
+                ..base.forecaster.clone()
+            };
+            m.shaper.k1 = 0.0;
+            m.shaper.k2 = 0.0;
+            for &p in &grid.vpa_percentile {
+                for &margin in &grid.vpa_margin {
+                    let mut c = m.clone();
+                    c.forecaster.vpa.target_memory_percentile = p;
+                    c.forecaster.vpa.safety_margin_fraction = margin;
+                    out.push(PointSpec {
+                        family: fam,
+                        sizing: Sizing::Vpa,
+                        params: params(&[
+                            ("target_memory_percentile", p),
+                            ("safety_margin_fraction", margin),
+                        ]),
+                        cfg: c,
+                    });
+                }
+            }
+            continue;
+        }
+        m.forecaster.kind = kind;
+        for &k2 in &grid.k2 {
+            for &k1 in &grid.k1 {
+                let mut c = m.clone();
+                c.shaper.k1 = k1;
+                c.shaper.k2 = k2;
+                out.push(PointSpec {
+                    family: fam,
+                    sizing: Sizing::K1k2,
+                    params: params(&[("k1", k1), ("k2", k2)]),
+                    cfg: c,
+                });
+            }
+        }
+        for &r in &grid.memory_risk {
+            let mut c = m.clone();
+            c.shaper.memory_risk = Some(r);
+            out.push(PointSpec {
+                family: fam,
+                sizing: Sizing::MemoryRisk,
+                params: params(&[("memory_risk", r), ("k1", c.shaper.k1), ("k2", c.shaper.k2)]),
+                cfg: c,
+            });
+        }
+    }
+    for p in &out {
+        p.cfg.validate()?;
+    }
+    Ok(out)
+}
+
+/// 95% interval half-widths of a point's figures over seeds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PointCi {
+    pub failed_app_fraction: f64,
+    pub oom_component_day_fraction: f64,
+    pub mem_alloc_gib_h: f64,
+    pub oracle_capture: f64,
+}
+
+/// One point of the frontier (means over seeds).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Point {
+    pub forecaster: Family,
+    pub sizing: Sizing,
+    pub params: BTreeMap<String, f64>,
+    pub failed_app_fraction: f64,
+    pub oom_component_day_fraction: f64,
+    pub mem_alloc_gib_h: f64,
+    /// `(baseline - this) / (baseline - oracle)` in reserved GiB-hours;
+    /// null (NaN) when the oracle reclaims nothing.
+    pub oracle_capture: f64,
+    /// With several seeds only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ci95: Option<PointCi>,
+}
+
+impl Point {
+    /// `k=v` pairs of its parameters.
+    pub fn params_label(&self) -> String {
+        if self.params.is_empty() {
+            return "-".to_string();
+        }
+        self.params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// The baseline's figures.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BaselineFigures {
+    pub failed_app_fraction: f64,
+    pub mem_alloc_gib_h: f64,
+}
+
+/// A finished frontier (the `--json` object).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Frontier {
+    pub baseline: BaselineFigures,
+    pub oracle_mem_alloc_gib_h: f64,
+    pub points: Vec<Point>,
+    pub workload: String,
+    pub policy: String,
+    pub seeds: Vec<u64>,
+}
+
+fn capture(b: f64, o: f64, x: f64) -> f64 {
+    let room = b - o;
+    if room.abs() > 1e-9 * b.abs().max(1e-12) && room > 0.0 {
+        (b - x) / room
+    } else {
+        f64::NAN
+    }
+}
+
+/// Runs every point of `specs` on every workload (one per seed, `seeds[i]`
+/// built `workloads[i]`). `progress(done, total)` after each simulation,
+/// possibly from several threads.
+pub fn run_frontier(
+    workloads: &[Workload],
+    seeds: &[u64],
+    specs: &[PointSpec],
+    progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+) -> Result<Frontier, SimError> {
+    if workloads.is_empty() || workloads.len() != seeds.len() {
+        return Err(SimError::Workload(format!(
+            "frontier: {} workloads for {} seeds",
+            workloads.len(),
+            seeds.len()
+        )));
+    }
+    if specs.len() < 2 || specs[0].family != Family::Baseline || specs[1].family != Family::Oracle {
+        return Err(SimError::Workload(
+            "frontier: the specs must start with the baseline and the oracle (point_specs)"
+                .to_string(),
+        ));
+    }
+    let total = specs.len() * workloads.len();
+    if total > MAX_RUNS {
+        return Err(SimError::Config(ConfigErrors::single(
+            "frontier",
+            format!("{total} simulations (points x seeds) exceed the limit of {MAX_RUNS}; sweep fewer values or seeds"),
+        )));
+    }
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let runs: Vec<Summary> = (0..total)
+        .into_par_iter()
+        .map(|idx| {
+            let (w, p) = (idx / specs.len(), idx % specs.len());
+            let s = simulate(&workloads[w], &specs[p].cfg, None)?.summary;
+            let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            if let Some(cb) = progress {
+                cb(n, total);
+            }
+            Ok(s)
+        })
+        .collect::<Result<_, SimError>>()?;
+    let at = |w: usize, p: usize| &runs[w * specs.len() + p];
+    let nw = workloads.len();
+    let over = |p: usize, f: &dyn Fn(&Summary) -> f64| -> MeanCi {
+        MeanCi::of(&(0..nw).map(|w| f(at(w, p))).collect::<Vec<_>>())
+    };
+    let mem = |s: &Summary| s.mem_alloc_gib_h;
+    let base_mem = over(0, &mem).mean;
+    let oracle_mem = over(1, &mem).mean;
+    let points = specs
+        .iter()
+        .enumerate()
+        .map(|(p, spec)| {
+            let failed = over(p, &|s| s.failed_app_fraction);
+            let days = over(p, &|s| s.oom_component_day_fraction);
+            let m = over(p, &mem);
+            let cap_seeds = MeanCi::of(
+                &(0..nw)
+                    .map(|w| {
+                        capture(
+                            at(w, 0).mem_alloc_gib_h,
+                            at(w, 1).mem_alloc_gib_h,
+                            at(w, p).mem_alloc_gib_h,
+                        )
+                    })
+                    .collect::<Vec<_>>(),
+            );
+            Point {
+                forecaster: spec.family,
+                sizing: spec.sizing,
+                params: spec.params.clone(),
+                failed_app_fraction: failed.mean,
+                oom_component_day_fraction: days.mean,
+                mem_alloc_gib_h: m.mean,
+                oracle_capture: match spec.family {
+                    Family::Baseline => 0.0,
+                    Family::Oracle if capture(base_mem, oracle_mem, m.mean).is_finite() => 1.0,
+                    _ => capture(base_mem, oracle_mem, m.mean),
+                },
+                ci95: (nw > 1).then_some(PointCi {
+                    failed_app_fraction: failed.ci95,
+                    oom_component_day_fraction: days.ci95,
+                    mem_alloc_gib_h: m.ci95,
+                    oracle_capture: cap_seeds.ci95,
+                }),
+            }
+        })
+        .collect();
+    Ok(Frontier {
+        baseline: BaselineFigures {
+            failed_app_fraction: over(0, &|s| s.failed_app_fraction).mean,
+            mem_alloc_gib_h: base_mem,
+        },
+        oracle_mem_alloc_gib_h: oracle_mem,
+        points,
+        workload: workloads[0].name.clone(),
+        policy: specs[1].cfg.shaper.policy.as_str().to_string(),
+        seeds: seeds.to_vec(),
+    })
+}
+
+impl Frontier {
+    /// Memory reclaimed by `p` against the baseline, GiB-hours.
+    pub fn reclaimed_gib_h(&self, p: &Point) -> f64 {
+        self.baseline.mem_alloc_gib_h - p.mem_alloc_gib_h
+    }
+
+    /// The Pareto frontier of `family`: its points that no other point of
+    /// the family beats on both failure (lower) and reclaim (higher),
+    /// sorted by failure.
+    pub fn pareto(&self, family: Family, measure: BudgetMeasure) -> Vec<&Point> {
+        let mut pts: Vec<&Point> = self
+            .points
+            .iter()
+            .filter(|p| p.forecaster == family)
+            .filter(|p| measure.of(p).is_finite() && p.mem_alloc_gib_h.is_finite())
+            .collect();
+        pts.sort_by(|a, b| {
+            measure
+                .of(a)
+                .total_cmp(&measure.of(b))
+                .then(a.mem_alloc_gib_h.total_cmp(&b.mem_alloc_gib_h))
+        });
+        let mut out: Vec<&Point> = Vec::new();
+        let mut best = f64::INFINITY;
+        for p in pts {
+            if p.mem_alloc_gib_h < best {
+                best = p.mem_alloc_gib_h;
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    /// The point of the families accepted by `which` that reclaims most
+    /// within `budget` (failure measure <= budget).
+    pub fn best_within(
+        &self,
+        which: &dyn Fn(Family) -> bool,
+        measure: BudgetMeasure,
+        budget: f64,
+    ) -> Option<&Point> {
+        self.points
+            .iter()
+            .filter(|p| which(p.forecaster))
+            .filter(|p| measure.of(p) <= budget + 1e-12 && p.mem_alloc_gib_h.is_finite())
+            .min_by(|a, b| a.mem_alloc_gib_h.total_cmp(&b.mem_alloc_gib_h))
+    }
+
+    /// Families present, in a fixed order.
+    pub fn families(&self) -> Vec<Family> {
+        let mut f: Vec<Family> = self.points.iter().map(|p| p.forecaster).collect();
+        f.sort();
+        f.dedup();
+        f
+    }
+
+    /// `points.csv`: one row per point.
+    pub fn to_csv(&self, measure: BudgetMeasure) -> String {
+        let mut keys: Vec<&String> = self.points.iter().flat_map(|p| p.params.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        let mut s = String::from("forecaster,sizing");
+        for k in &keys {
+            let _ = write!(s, ",{k}");
+        }
+        s.push_str(",failed_app_fraction,oom_component_day_fraction,mem_alloc_gib_h,reclaimed_gib_h,oracle_capture,on_frontier,failed_app_fraction_ci95,oom_component_day_fraction_ci95,mem_alloc_gib_h_ci95,oracle_capture_ci95\n");
+        let fronts: Vec<Vec<&Point>> = self
+            .families()
+            .into_iter()
+            .map(|f| self.pareto(f, measure))
+            .collect();
+        let num = |v: f64| {
+            if v.is_finite() {
+                v.to_string()
+            } else {
+                String::new()
+            }
+        };
+        for p in &self.points {
+            let sizing = serde_json::to_value(p.sizing)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let _ = write!(s, "{},{sizing}", p.forecaster);
+            for k in &keys {
+                let _ = write!(
+                    s,
+                    ",{}",
+                    p.params.get(*k).map_or(String::new(), |v| num(*v))
+                );
+            }
+            let on = fronts.iter().any(|f| f.iter().any(|q| std::ptr::eq(*q, p)));
+            let ci = |f: fn(&PointCi) -> f64| p.ci95.as_ref().map_or(String::new(), |c| num(f(c)));
+            let _ = writeln!(
+                s,
+                ",{},{},{},{},{},{on},{},{},{},{}",
+                num(p.failed_app_fraction),
+                num(p.oom_component_day_fraction),
+                num(p.mem_alloc_gib_h),
+                num(self.reclaimed_gib_h(p)),
+                num(p.oracle_capture),
+                ci(|c| c.failed_app_fraction),
+                ci(|c| c.oom_component_day_fraction),
+                ci(|c| c.mem_alloc_gib_h),
+                ci(|c| c.oracle_capture),
+            );
+        }
+        s
+    }
+}
+
+fn pct(x: f64) -> String {
+    if x.is_finite() {
+        format!("{:.2}%", 100.0 * x)
+    } else {
+        "-".to_string()
+    }
+}
+
+fn describe(f: &Frontier, p: Option<&Point>) -> String {
+    match p {
+        None => "none within budget".to_string(),
+        Some(p) => format!(
+            "{} {} ({}): {:.1} GiB-h, {} of the oracle's",
+            p.forecaster,
+            serde_json::to_value(p.sizing)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            p.params_label(),
+            f.reclaimed_gib_h(p),
+            pct(p.oracle_capture)
+        ),
+    }
+}
+
+/// One row of the budget table: (budget, tailor's best, the VPA's best).
+pub fn budget_rows(
+    f: &Frontier,
+    measure: BudgetMeasure,
+) -> Vec<(f64, Option<&Point>, Option<&Point>)> {
+    BUDGETS
+        .iter()
+        .map(|&b| {
+            (
+                b,
+                f.best_within(&|x| x.is_tailor(), measure, b),
+                f.best_within(&|x| x == Family::Vpa, measure, b),
+            )
+        })
+        .collect()
+}
+
+/// `frontier.md`: setup, the budget table (tailor's best vs the VPA's),
+/// every family's Pareto frontier and the definitions.
+pub fn markdown(f: &Frontier, measure: BudgetMeasure, command: &str) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# Savings frontier: {}\n", f.workload);
+    let _ = writeln!(
+        md,
+        "Command: `{command}`\n\nPolicy **{}**, {} points, seeds {:?}{}. Failure measure: **{}**.\n",
+        f.policy,
+        f.points.len(),
+        f.seeds,
+        if f.seeds.len() > 1 {
+            " (figures are means over seeds; ± is the 95% t-interval)"
+        } else {
+            ""
+        },
+        measure.label()
+    );
+    let _ = writeln!(
+        md,
+        "Baseline: {:.1} GiB-h reserved, {} failed applications. Oracle (K1 = K2 = 0): {:.1} GiB-h, so at most {:.1} GiB-h ({}) can be reclaimed.\n",
+        f.baseline.mem_alloc_gib_h,
+        pct(f.baseline.failed_app_fraction),
+        f.oracle_mem_alloc_gib_h,
+        f.baseline.mem_alloc_gib_h - f.oracle_mem_alloc_gib_h,
+        pct(if f.baseline.mem_alloc_gib_h > 0.0 {
+            1.0 - f.oracle_mem_alloc_gib_h / f.baseline.mem_alloc_gib_h
+        } else {
+            f64::NAN
+        })
+    );
+    let _ = writeln!(md, "![frontier](frontier.png)\n");
+    let _ = writeln!(md, "## Best reclaim within a failure budget\n");
+    let _ = writeln!(
+        md,
+        "| budget ({}) | tailor best (gp, arima, peak, last) | VPA best | tailor - VPA (GiB-h) |",
+        measure.label()
+    );
+    let _ = writeln!(md, "|---|---|---|---|");
+    for (b, t, v) in budget_rows(f, measure) {
+        let diff = match (t, v) {
+            (Some(t), Some(v)) => format!("{:+.1}", v.mem_alloc_gib_h - t.mem_alloc_gib_h),
+            (Some(t), None) => format!("{:+.1} (no VPA point)", f.reclaimed_gib_h(t)),
+            _ => "-".to_string(),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {diff} |",
+            pct(b),
+            describe(f, t),
+            describe(f, v)
+        );
+    }
+    let _ = writeln!(md, "\n## Best per family within each budget\n");
+    let _ = write!(md, "| family |");
+    for b in BUDGETS {
+        let _ = write!(md, " <= {} |", pct(b));
+    }
+    let _ = writeln!(md);
+    let _ = writeln!(md, "|---|{}", "---|".repeat(BUDGETS.len()));
+    for fam in f.families() {
+        let _ = write!(md, "| {fam} |");
+        for b in BUDGETS {
+            let cell = f
+                .best_within(&|x| x == fam, measure, b)
+                .map_or("-".to_string(), |p| {
+                    format!(
+                        "{:.1} GiB-h ({}), {}",
+                        f.reclaimed_gib_h(p),
+                        pct(p.oracle_capture),
+                        p.params_label()
+                    )
+                });
+            let _ = write!(md, " {cell} |");
+        }
+        let _ = writeln!(md);
+    }
+    let _ = writeln!(md, "\n## Pareto frontiers\n");
+    for fam in f.families() {
+        let _ = writeln!(md, "### {fam}\n");
+        let _ = writeln!(
+            md,
+            "| sizing | params | failed apps | OOM component-days | reserved GiB-h | reclaimed GiB-h | oracle capture |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|");
+        for p in f.pareto(fam, measure) {
+            let ci = p.ci95.as_ref();
+            let pm = |v: f64, c: Option<f64>, fmt: &dyn Fn(f64) -> String| match c {
+                Some(c) if c.is_finite() => format!("{} ± {}", fmt(v), fmt(c)),
+                _ => fmt(v),
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {:.1} | {} |",
+                serde_json::to_value(p.sizing)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                p.params_label(),
+                pm(
+                    p.failed_app_fraction,
+                    ci.map(|c| c.failed_app_fraction),
+                    &pct
+                ),
+                pm(
+                    p.oom_component_day_fraction,
+                    ci.map(|c| c.oom_component_day_fraction),
+                    &pct
+                ),
+                pm(
+                    p.mem_alloc_gib_h,
+                    ci.map(|c| c.mem_alloc_gib_h),
+                    &|v| format!("{v:.1}")
+                ),
+                f.reclaimed_gib_h(p),
+                pm(p.oracle_capture, ci.map(|c| c.oracle_capture), &pct),
+            );
+        }
+        let _ = writeln!(md);
+    }
+    let _ = writeln!(md, "## Definitions\n");
+    for line in [
+        "**Reserved GiB-h**: every running component's memory allocation integrated over simulated time. **Reclaimed**: the baseline's reserved GiB-h minus the point's (negative when restarts after failures cost more than the savings).",
+        "**Oracle capture**: `(baseline - point) / (baseline - oracle)` in reserved GiB-h; the oracle runs with exact future usage and K1 = K2 = 0.",
+        "**Failed applications**: share of the applications that crashed at least once (a core component OOM-killed).",
+        "**OOM-hit component-days**: per component, the 24 h windows of simulated time it ran in; the share of them with at least one OOM kill of that component (Autopilot's measure).",
+        "**Pareto frontier** of a family: its points that no other point of the family beats on both failure (lower) and reclaim (higher).",
+        "**Sizing**: `k1k2` = forecast + K1 x request + K2 x sigma; `memory_risk` = the calibrated predictive quantile for that per-round probability of crossing the allocation (CPU still by K1/K2); `vpa` = the faithful VPA recommender's target (its percentile and safety margin), nothing on top.",
+    ] {
+        let _ = writeln!(md, "- {line}");
+    }
+    md
+}
+
+/// Size of the frontier plot, pixels.
+const PLOT_PX: (u32, u32) = (1100, 700);
+
+fn plot<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    f: &Frontier,
+    measure: BudgetMeasure,
+) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let xs: Vec<f64> = f
+        .points
+        .iter()
+        .map(|p| measure.of(p))
+        .filter(|v| v.is_finite())
+        .collect();
+    let ys: Vec<f64> = f
+        .points
+        .iter()
+        .map(|p| f.reclaimed_gib_h(p))
+        .filter(|v| v.is_finite())
+        .collect();
+    let oracle_reclaim = f.baseline.mem_alloc_gib_h - f.oracle_mem_alloc_gib_h;
+    // The budgets are the interesting region: show up to 5% failures at
+    // most, at least up to 1.2%.
+    let x_max = xs.iter().copied().fold(0.0, f64::max).clamp(0.012, 0.05) * 1.05;
+    let clipped = xs.iter().filter(|&&x| x > x_max).count();
+    let y_hi = ys
+        .iter()
+        .copied()
+        .fold(oracle_reclaim.max(0.0), f64::max)
+        .max(1e-6)
+        * 1.08;
+    let y_lo = ys.iter().copied().fold(0.0, f64::min);
+    let y_lo = if y_lo < 0.0 { y_lo * 1.08 } else { 0.0 };
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("Savings frontier: {} (policy {})", f.workload, f.policy),
+            ("sans-serif", 20),
+        )
+        .margin(16)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0.0..x_max * 100.0, y_lo..y_hi)
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc(format!(
+            "{} (%){}",
+            measure.label(),
+            if clipped > 0 {
+                format!("; {clipped} points beyond the right edge not shown")
+            } else {
+                String::new()
+            }
+        ))
+        .y_desc("memory reclaimed vs baseline (reserved GiB-h)")
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 15))
+        .draw()
+        .map_err(|e| err(&e))?;
+    // budgets
+    for b in BUDGETS {
+        chart
+            .draw_series(LineSeries::new(
+                [(b * 100.0, y_lo), (b * 100.0, y_hi)],
+                RGBColor(200, 200, 200).stroke_width(1),
+            ))
+            .map_err(|e| err(&e))?;
+    }
+    // oracle reclaim
+    chart
+        .draw_series(LineSeries::new(
+            [(0.0, oracle_reclaim), (x_max * 100.0, oracle_reclaim)],
+            Family::Oracle.color().stroke_width(2),
+        ))
+        .map_err(|e| err(&e))?
+        .label(format!("oracle ({oracle_reclaim:.1} GiB-h)"))
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 18, y)], Family::Oracle.color()));
+    for fam in f.families() {
+        if fam == Family::Oracle {
+            continue;
+        }
+        let color = fam.color();
+        let pts: Vec<(f64, f64)> = f
+            .points
+            .iter()
+            .filter(|p| p.forecaster == fam)
+            .map(|p| (measure.of(p) * 100.0, f.reclaimed_gib_h(p)))
+            .filter(|(x, y)| x.is_finite() && y.is_finite() && *x <= x_max * 100.0)
+            .collect();
+        chart
+            .draw_series(
+                pts.iter()
+                    .map(|&(x, y)| Circle::new((x, y), 3, color.mix(0.45).filled())),
+            )
+            .map_err(|e| err(&e))?;
+        let front: Vec<(f64, f64)> = f
+            .pareto(fam, measure)
+            .iter()
+            .map(|p| (measure.of(p) * 100.0, f.reclaimed_gib_h(p)))
+            .filter(|(x, _)| *x <= x_max * 100.0)
+            .collect();
+        chart
+            .draw_series(LineSeries::new(front.clone(), color.stroke_width(2)))
+            .map_err(|e| err(&e))?
+            .label(fam.as_str())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2)));
+        chart
+            .draw_series(
+                front
+                    .iter()
+                    .map(|&(x, y)| Circle::new((x, y), 4, color.filled())),
+            )
+            .map_err(|e| err(&e))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))
+}
+
+/// What [`write_outputs`] could not draw (also listed in `frontier.md`).
+pub fn write_outputs(
+    dir: &Path,
+    f: &Frontier,
+    measure: BudgetMeasure,
+    command: &str,
+) -> Result<Vec<String>, SimError> {
+    let io = |source: std::io::Error| SimError::Io {
+        path: dir.display().to_string(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    std::fs::write(dir.join("points.csv"), f.to_csv(measure)).map_err(io)?;
+    let mut problems = Vec::new();
+    match crate::fonts::ensure_registered() {
+        Err(e) => problems.push(format!("frontier plot not drawn: {e}")),
+        Ok(()) => {
+            let svg = dir.join("frontier.svg");
+            if let Err(e) = plot(
+                SVGBackend::new(&svg, PLOT_PX).into_drawing_area(),
+                f,
+                measure,
+            ) {
+                problems.push(format!("{}: {e}", svg.display()));
+            }
+            let png = dir.join("frontier.png");
+            if let Err(e) = plot(
+                BitMapBackend::new(&png, PLOT_PX).into_drawing_area(),
+                f,
+                measure,
+            ) {
+                problems.push(format!("{}: {e}", png.display()));
+            }
+        }
+    }
+    let mut md = markdown(f, measure, command);
+    if !problems.is_empty() {
+        md.push_str("\n## Plot problems\n\n");
+        for p in &problems {
+            let _ = writeln!(md, "- {p}");
+        }
+    }
+    std::fs::write(dir.join("frontier.md"), md).map_err(io)?;
+    Ok(problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pt(fam: Family, failed: f64, mem: f64) -> Point {
+        Point {
+            forecaster: fam,
+            sizing: Sizing::K1k2,
+            params: BTreeMap::new(),
+            failed_app_fraction: failed,
+            oom_component_day_fraction: failed / 2.0,
+            mem_alloc_gib_h: mem,
+            oracle_capture: capture(100.0, 50.0, mem),
+            ci95: None,
+        }
+    }
+
+    fn frontier(points: Vec<Point>) -> Frontier {
+        Frontier {
+            baseline: BaselineFigures {
+                failed_app_fraction: 0.0,
+                mem_alloc_gib_h: 100.0,
+            },
+            oracle_mem_alloc_gib_h: 50.0,
+            points,
+            workload: "w".into(),
+            policy: "pessimistic".into(),
+            seeds: vec![0],
+        }
+    }
+
+    #[test]
+    fn reserved_memory_and_component_days_are_exact() {
+        use datasets::workload::*;
+        let gib = 1024.0 * 1024.0 * 1024.0;
+        let usage = UsageSeries::new(300.0, Shape::constant(0.5), Shape::constant(gib));
+        let comp = |work_s: f64| {
+            ComponentSpec::new(
+                Class::Core,
+                Resources::new(1.0, 2.0 * gib),
+                work_s,
+                usage.clone(),
+            )
+        };
+        let wl = Workload {
+            name: "two apps".into(),
+            hosts: vec![HostSpec {
+                capacity: Resources::new(4.0, 8.0 * gib),
+            }],
+            apps: vec![
+                AppSpec {
+                    id: 1,
+                    arrival_s: 0.0,
+                    priority: 0,
+                    components: vec![comp(3600.0)],
+                },
+                AppSpec {
+                    id: 2,
+                    arrival_s: 86_000.0,
+                    priority: 0,
+                    components: vec![comp(1800.0)],
+                },
+            ],
+        };
+        let cfg: SimConfig = toml::from_str("[shaper]\npolicy = \"baseline\"").expect("config");
+        let s = simulate(&wl, &cfg, None).expect("run").summary;
+        // 2 GiB for 1 h + 2 GiB for 0.5 h
+        assert!(
+            (s.mem_alloc_gib_h - 3.0).abs() < 1e-9,
+            "{}",
+            s.mem_alloc_gib_h
+        );
+        // the second app spans the first day boundary: 1 + 2 component-days
+        let m = simulate(&wl, &cfg, None).expect("run").metrics;
+        assert_eq!(m.component_days, 3);
+        assert_eq!(m.oom_component_days, 0);
+        assert_eq!(s.oom_component_day_fraction, 0.0);
+        assert!(
+            (s.cluster_mem_slack - (s.mean_alloc_mem_frac - s.mean_used_mem_frac)).abs() < 1e-12
+        );
+    }
+
+    #[test]
+    fn capture_is_zero_at_baseline_one_at_oracle() {
+        assert_eq!(capture(100.0, 50.0, 100.0), 0.0);
+        assert_eq!(capture(100.0, 50.0, 50.0), 1.0);
+        assert_eq!(capture(100.0, 50.0, 75.0), 0.5);
+        assert!(capture(100.0, 100.0, 90.0).is_nan());
+    }
+
+    #[test]
+    fn pareto_keeps_only_undominated_points() {
+        let f = frontier(vec![
+            pt(Family::Gp, 0.0, 90.0),
+            pt(Family::Gp, 0.01, 95.0), // dominated by the first
+            pt(Family::Gp, 0.02, 70.0),
+            pt(Family::Gp, 0.02, 80.0), // same failure, less reclaim
+            pt(Family::Vpa, 0.0, 85.0),
+        ]);
+        let front: Vec<f64> = f
+            .pareto(Family::Gp, BudgetMeasure::FailedApps)
+            .iter()
+            .map(|p| p.mem_alloc_gib_h)
+            .collect();
+        assert_eq!(front, vec![90.0, 70.0]);
+        let best = f
+            .best_within(&|x| x.is_tailor(), BudgetMeasure::FailedApps, 0.01)
+            .map(|p| p.mem_alloc_gib_h);
+        assert_eq!(best, Some(90.0));
+        let vpa = f
+            .best_within(&|x| x == Family::Vpa, BudgetMeasure::FailedApps, 0.001)
+            .map(|p| p.mem_alloc_gib_h);
+        assert_eq!(vpa, Some(85.0));
+        // the other measure: gp at 0.02 failed has 1% OOM days
+        let best = f
+            .best_within(&|x| x.is_tailor(), BudgetMeasure::OomComponentDays, 0.01)
+            .map(|p| p.mem_alloc_gib_h);
+        assert_eq!(best, Some(70.0));
+        let md = markdown(&f, BudgetMeasure::FailedApps, "tailor frontier");
+        assert!(md.contains("| 0.10% |"), "{md}");
+        let csv = f.to_csv(BudgetMeasure::FailedApps);
+        assert_eq!(csv.lines().count(), 6);
+        assert!(
+            csv.lines().nth(2).is_some_and(|l| l.contains(",false,")),
+            "{csv}"
+        );
+    }
+
+    #[test]
+    fn grid_validation_names_every_bad_list() {
+        let g = FrontierGrid {
+            k1: vec![-1.0],
+            k2: vec![],
+            memory_risk: vec![0.9],
+            vpa_percentile: vec![1.0],
+            vpa_margin: vec![0.1; MAX_LIST + 1],
+            families: Family::SWEPT.to_vec(),
+        };
+        let e = g.validate().expect_err("invalid").to_string();
+        for k in ["k1", "k2", "memory_risk", "vpa_percentile", "vpa_margin"] {
+            assert!(e.contains(k), "{k} missing: {e}");
+        }
+        assert!(FrontierGrid::default().validate().is_ok());
+        let only_vpa = FrontierGrid {
+            k1: vec![],
+            k2: vec![],
+            families: vec![Family::Vpa],
+            ..FrontierGrid::default()
+        };
+        assert!(only_vpa.validate().is_ok());
+    }
+
+    #[test]
+    fn specs_put_no_buffer_on_the_vpa() {
+        let base = SimConfig::default();
+        let grid = FrontierGrid {
+            k1: vec![0.1],
+            k2: vec![2.0],
+            memory_risk: vec![0.01],
+            vpa_percentile: vec![0.9],
+            vpa_margin: vec![0.15, 0.3],
+            families: vec![Family::Gp, Family::Vpa],
+        };
+        let specs = point_specs(&base, &grid).expect("specs");
+        assert_eq!(specs.len(), 2 + 2 + 2);
+        assert_eq!(specs[0].cfg.shaper.policy, Policy::Baseline);
+        assert_eq!(specs[1].cfg.forecaster_source, ForecasterSource::Oracle);
+        assert_eq!((specs[1].cfg.shaper.k1, specs[1].cfg.shaper.k2), (0.0, 0.0));
+        let risk = specs
+            .iter()
+            .find(|s| s.sizing == Sizing::MemoryRisk)
+            .expect("risk point");
+        assert_eq!(risk.cfg.shaper.memory_risk, Some(0.01));
+        for v in specs.iter().filter(|s| s.family == Family::Vpa) {
+            assert_eq!((v.cfg.shaper.k1, v.cfg.shaper.k2), (0.0, 0.0));
+            assert!(!v.cfg.forecaster.calibrated);
+            assert_eq!(v.cfg.forecaster.kind, ModelKind::Vpa);
+            assert_eq!(v.cfg.forecaster.vpa.target_memory_percentile, 0.9);
+            assert!(v.cfg.shaper.memory_risk.is_none());
+        }
+        let mut b = base.clone();
+        b.shaper.policy = Policy::Baseline;
+        assert!(point_specs(&b, &grid).is_err());
+    }
+}
