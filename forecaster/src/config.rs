@@ -153,19 +153,35 @@ impl ModelConfig {
     /// faithful VPA treats CPU and memory differently (memory keeps one
     /// peak per 24 h interval), so callers holding one model per resource
     /// should build each with its resource. Other kinds ignore it.
+    ///
+    /// `unit` is how many cores or bytes one observed unit is (the request,
+    /// for a caller that feeds usage / request; 1 for absolute values).
+    /// Only the `vpa` kind reads it: the VPA's absolute constants (buckets
+    /// from 10 MB / 0.01 core, the pod minimum, the OOM bump) mean what
+    /// they mean in Kubernetes only in real bytes and cores.
     pub fn build_for(
         &self,
         resource: tailor_core::Resource,
+        unit: f64,
     ) -> Result<Box<dyn Forecaster>, ForecastError> {
-        self.build_vpa_resource(match resource {
+        let resource = match resource {
             tailor_core::Resource::Cpu => VpaResource::Cpu,
             tailor_core::Resource::Mem => VpaResource::Mem,
-        })
+        };
+        self.build_scaled(resource, unit)
     }
 
     fn build_vpa_resource(
         &self,
         resource: VpaResource,
+    ) -> Result<Box<dyn Forecaster>, ForecastError> {
+        self.build_scaled(resource, self.vpa.unit)
+    }
+
+    fn build_scaled(
+        &self,
+        resource: VpaResource,
+        unit: f64,
     ) -> Result<Box<dyn Forecaster>, ForecastError> {
         self.validate()?;
         let model: Box<dyn Forecaster> = match self.kind {
@@ -175,6 +191,7 @@ impl ModelConfig {
             ModelKind::Peak => Box::new(WindowPeak::new(self.peak.clone())?),
             ModelKind::Vpa => Box::new(VpaForecaster::new(VpaRecommenderConfig {
                 resource,
+                unit,
                 ..self.vpa.clone()
             })?),
             ModelKind::VpaSimple => Box::new(Vpa::new(self.vpa_simple.clone())?),
@@ -290,8 +307,12 @@ mod tests {
             .expect_err("old keys in the faithful section");
         assert!(e.to_string().contains("margin"), "{e}");
         // build_for picks the VPA's resource path.
-        let mut cpu = c.build_for(tailor_core::Resource::Cpu).expect("builds");
-        let mut mem = c.build_for(tailor_core::Resource::Mem).expect("builds");
+        let mut cpu = c
+            .build_for(tailor_core::Resource::Cpu, 1.0)
+            .expect("builds");
+        let mut mem = c
+            .build_for(tailor_core::Resource::Mem, 1.0)
+            .expect("builds");
         for _ in 0..3 {
             cpu.observe(0.5).expect("ok");
             mem.observe(0.5e9).expect("ok");

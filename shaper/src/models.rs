@@ -82,13 +82,17 @@ impl std::fmt::Debug for ComponentModels {
 }
 
 impl ComponentModels {
-    /// Two fresh models from `build` (called once per resource).
+    /// Two fresh models from `build`, called once per resource with the
+    /// absolute units one observed unit stands for (the `request` in force
+    /// now, as the models see usage / request; 1 when it is not positive).
     pub fn build(
-        build: impl Fn(Resource) -> Result<Box<dyn Forecaster>, ForecastError>,
+        request: Resources,
+        build: impl Fn(Resource, f64) -> Result<Box<dyn Forecaster>, ForecastError>,
     ) -> Result<Self, ForecastError> {
+        let unit = |r: f64| if r > 0.0 && r.is_finite() { r } else { 1.0 };
         Ok(Self {
-            cpu: build(Resource::Cpu)?,
-            mem: build(Resource::Mem)?,
+            cpu: build(Resource::Cpu, unit(request.cpu_cores))?,
+            mem: build(Resource::Mem, unit(request.mem_bytes))?,
             always_warm: false,
         })
     }
@@ -152,7 +156,7 @@ mod tests {
     use super::*;
     use forecaster::baselines::LastValue;
 
-    fn last(_: Resource) -> Result<Box<dyn Forecaster>, ForecastError> {
+    fn last(_: Resource, _: f64) -> Result<Box<dyn Forecaster>, ForecastError> {
         Ok(Box::new(LastValue::default()))
     }
 
@@ -163,7 +167,7 @@ mod tests {
             ..ShaperConfig::default()
         };
         let req = Resources::new(2.0, 1e9);
-        let mut m = ComponentModels::build(last).expect("models");
+        let mut m = ComponentModels::build(Resources::new(1.0, 1.0), last).expect("models");
         m.observe(None, 5e8, req);
         assert!(m.forecast(1, req, &cfg).is_none(), "cpu has no sample yet");
         m.observe(Some(1.0), 6e8, req);

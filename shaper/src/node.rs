@@ -276,7 +276,8 @@ impl NodeKernel {
             let models = match self.models.entry(c.id.clone()) {
                 std::collections::hash_map::Entry::Occupied(o) => Some(o.into_mut()),
                 std::collections::hash_map::Entry::Vacant(v) => {
-                    match ComponentModels::build(|r| self.model.build_for(r)) {
+                    match ComponentModels::build(c.request, |r, unit| self.model.build_for(r, unit))
+                    {
                         Ok(m) => Some(v.insert(m)),
                         Err(e) => {
                             tracing::error!(container = %c.name, error = %e, "model not built");

@@ -26,9 +26,10 @@ pub fn simulate(
 ) -> Result<RunResult, SimError> {
     cfg.validate()?;
     let model = cfg.forecaster.clone();
-    let factory = move |r: shaper::Resource| -> Result<Box<dyn Forecaster>, ForecastError> {
-        model.build_for(r)
-    };
+    let factory =
+        move |r: shaper::Resource, unit: f64| -> Result<Box<dyn Forecaster>, ForecastError> {
+            model.build_for(r, unit)
+        };
     let forecasting = match cfg.forecaster_source {
         ForecasterSource::Oracle => Forecasting::Oracle,
         ForecasterSource::Model => Forecasting::Model(&factory),

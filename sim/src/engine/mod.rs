@@ -31,7 +31,10 @@ mod round;
 mod sched;
 
 /// Builds one forecaster (one per component and resource).
-pub type ForecasterFactory = dyn Fn(Resource) -> Result<Box<dyn Forecaster>, ForecastError> + Sync;
+/// Builds one resource's model; the `f64` is the absolute units per observed
+/// unit (the component's request).
+pub type ForecasterFactory =
+    dyn Fn(Resource, f64) -> Result<Box<dyn Forecaster>, ForecastError> + Sync;
 
 /// Where the forecasts the shaper sees come from.
 #[derive(Clone, Copy)]

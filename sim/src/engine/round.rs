@@ -63,7 +63,7 @@ impl Engine<'_> {
                         Some(Box::new(oracle_fc_from(spec, &req, c.work_s, cur, h)?))
                     }
                     Forecasting::Model(f) => Some(Box::new(CompFc {
-                        models: ComponentModels::build(f)?,
+                        models: ComponentModels::build(req, f)?,
                         fed: 0,
                         base: 0,
                     })),
