@@ -5,19 +5,51 @@ use super::*;
 impl<R: ContainerRuntime + ?Sized> Agent<R> {
     /// The runtime update for a planned allocation. Floors and rounding
     /// are the kernel's (the plan is already in millicores and pages); this
-    /// only keeps the kind of CPU limit the container was started with.
-    pub(super) fn limits_update(&self, t: &Tracked, to: Resources) -> ResourceUpdate {
+    /// keeps the kind of CPU limit the container was started with, and
+    /// leaves a resource alone (`None`, with a note why) when it was started
+    /// without a limit (`manage_unlimited = false`) or, for a CPU shrink,
+    /// when the container was throttled in the last
+    /// [`THROTTLE_HOLD_ROUNDS`] rounds.
+    pub(super) fn limits_update(
+        &self,
+        t: &Tracked,
+        from: Resources,
+        to: Resources,
+    ) -> (ResourceUpdate, Vec<String>) {
         let orig = self.original_limits(t);
         let kind = if matches!(t.info.limits.cpu, CpuLimit::Quota { .. }) {
             t.info.limits.cpu
         } else {
             orig.cpu
         };
-        ResourceUpdate {
+        let (no_cpu, no_mem) = self.unlimited_untouchable(t);
+        let mut notes = Vec::new();
+        let mut update = ResourceUpdate {
             mem_bytes: Some(to.mem_bytes.ceil() as u64),
             cpu: Some(kind.with_cores(to.cpu_cores)),
             mem_swap_bytes: None,
+        };
+        if no_cpu {
+            update.cpu = None;
+            notes.push("no CPU limit set: started without one (manage_unlimited = false)".into());
+        } else if to.cpu_cores < from.cpu_cores {
+            if let Some(r) = t
+                .throttled_round
+                .filter(|r| self.round.saturating_sub(*r) < THROTTLE_HOLD_ROUNDS)
+            {
+                update.cpu = None;
+                notes.push(format!(
+                    "CPU kept at {:.3} cores (not shrunk to {:.3}): throttled in round {r}",
+                    from.cpu_cores, to.cpu_cores
+                ));
+            }
         }
+        if no_mem {
+            update.mem_bytes = None;
+            notes
+                .push("no memory limit set: started without one (manage_unlimited = false)".into());
+        }
+        (update, notes)
     }
 
     pub(super) async fn apply(
@@ -59,6 +91,18 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             }
             match &a.kind {
                 NodeActionKind::Evict { .. } => {
+                    let (no_cpu, no_mem) = self.unlimited_untouchable(&t);
+                    if no_cpu || no_mem {
+                        self.shared.metrics.action(kind, Outcome::Refused.as_str());
+                        outcomes.push(outcome(
+                            Outcome::Refused,
+                            Some(
+                                "started without a limit: never evicted (manage_unlimited = false)"
+                                    .into(),
+                            ),
+                        ));
+                        continue;
+                    }
                     if t.labels.protected {
                         self.shared.metrics.action(kind, Outcome::Refused.as_str());
                         outcomes.push(outcome(
@@ -148,16 +192,25 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                         outcomes.push(outcome(Outcome::Recommended, None));
                         continue;
                     }
-                    let update = self.limits_update(&t, *to);
-                    if update.mem_bytes == t.info.limits.mem_bytes
-                        && update.cpu == Some(t.info.limits.cpu)
+                    let (update, notes) = self.limits_update(&t, *from, *to);
+                    let note = (!notes.is_empty()).then(|| notes.join("; "));
+                    if update.mem_bytes.is_none() && update.cpu.is_none() {
+                        // nothing the agent may change
+                        self.shared.metrics.action(kind, Outcome::Refused.as_str());
+                        outcomes.push(outcome(Outcome::Refused, note));
+                        continue;
+                    }
+                    if update
+                        .mem_bytes
+                        .is_none_or(|m| Some(m) == t.info.limits.mem_bytes)
+                        && update.cpu.is_none_or(|c| c == t.info.limits.cpu)
                     {
                         // after the agent's floors and rounding the limits
                         // are already there: no Docker call
                         self.shared
                             .metrics
                             .action(kind, Outcome::Unchanged.as_str());
-                        outcomes.push(outcome(Outcome::Unchanged, None));
+                        outcomes.push(outcome(Outcome::Unchanged, note));
                         continue;
                     }
                     match self.runtime.update(&a.container_id, &update).await {
@@ -176,7 +229,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                                 }
                             }
                             self.shared.metrics.action(kind, Outcome::Applied.as_str());
-                            outcomes.push(outcome(Outcome::Applied, None));
+                            outcomes.push(outcome(Outcome::Applied, note));
                         }
                         Err(e) => {
                             self.shared.metrics.runtime_error("update");

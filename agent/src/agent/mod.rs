@@ -113,6 +113,15 @@ struct Tracked {
     /// (cumulative CPU ns, sample time) of the previous sample.
     last_cpu: Option<(u64, f64)>,
     usage: Resources,
+    /// The most it used so far (the request estimate of an unlimited
+    /// resource).
+    max_usage: Resources,
+    /// (`nr_throttled`, throttled ns) of the previous sample.
+    last_throttle: Option<(u64, u64)>,
+    /// The last round in which its CPU was throttled.
+    throttled_round: Option<u64>,
+    /// The memory high-water mark (since creation) of the previous sample.
+    last_peak: Option<u64>,
     /// This round's sample, handed to the kernel.
     sample: Option<Sample>,
     oom_kills: u32,
@@ -125,6 +134,10 @@ struct Tracked {
     recovered_oom_exit: Option<f64>,
     needs_inspect: bool,
 }
+
+/// A container throttled within this many rounds keeps its CPU limit
+/// (resizes still apply their memory part).
+const THROTTLE_HOLD_ROUNDS: u64 = 3;
 
 /// Streamed OOM events remembered per container for matching.
 const MAX_PENDING_OOMS: usize = 8;
@@ -175,12 +188,13 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
     /// A new agent. Validates the config and checks that the forecaster can
     /// be built; loads the persisted state.
     pub fn new(
-        cfg: AgentConfig,
+        mut cfg: AgentConfig,
         runtime: Arc<R>,
         source: Box<dyn PlanSource>,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, AgentError> {
         cfg.validate()?;
+        cfg.apply_agent_defaults();
         let kernel = NodeKernel::new(cfg.shaper.clone(), cfg.forecaster.clone(), cfg.interval_s)?;
         let recorder = match (cfg.record.enabled, cfg.record_path()) {
             (true, Some(path)) => {
@@ -389,7 +403,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             .filter(|t| t.info.state == ContainerState::Running);
         let allocated = running
             .clone()
-            .fold(Resources::ZERO, |a, t| a.add(&Self::allocation_of(t, cap)));
+            .fold(Resources::ZERO, |a, t| a.add(&self.allocation_of(t, cap)));
         self.shared.metrics.node(
             running.count() as u64,
             self.state.evicted.len() as u64,

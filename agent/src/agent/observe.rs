@@ -191,6 +191,8 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         }
         let mut unavailable = 0usize;
         let total = results.len();
+        let (mut thr_periods, mut thr_ns, mut thr_containers) = (0u64, 0u64, 0u64);
+        let round = self.round;
         for (id, r) in results {
             let Some(t) = self.tracked.get_mut(&id) else {
                 continue;
@@ -206,10 +208,28 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     };
                     t.last_cpu = Some((st.cpu_total_ns, now_s));
                     t.usage = Resources::new(cpu.unwrap_or(t.usage.cpu_cores), mem);
+                    t.max_usage = Resources::new(
+                        t.max_usage.cpu_cores.max(t.usage.cpu_cores),
+                        t.max_usage.mem_bytes.max(mem),
+                    );
+                    if let (Some(p), Some(ns)) = (st.cpu_nr_throttled, st.cpu_throttled_ns) {
+                        if let Some((pp, pns)) = t.last_throttle {
+                            let (dp, dns) = (p.saturating_sub(pp), ns.saturating_sub(pns));
+                            if dp > 0 {
+                                thr_periods += dp;
+                                thr_ns += dns;
+                                thr_containers += 1;
+                                t.throttled_round = Some(round);
+                            }
+                        }
+                        t.last_throttle = Some((p, ns));
+                    }
+                    let peak = interval_peak(t.last_peak, &st);
+                    t.last_peak = st.mem_peak_bytes;
                     t.sample = Some(Sample {
                         cpu_cores: cpu,
                         mem_bytes: mem,
-                        mem_peak_bytes: None,
+                        mem_peak_bytes: peak,
                     });
                 }
                 Err(RuntimeError::NotFound(_)) => t.needs_inspect = true,
@@ -222,6 +242,9 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 }
             }
         }
+        self.shared
+            .metrics
+            .throttling(thr_periods, thr_ns as f64 / 1e9, thr_containers);
         if total > 0 && unavailable == total {
             return Err(RuntimeError::Unavailable("every stats call failed".into()).into());
         }
@@ -279,6 +302,10 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                         labels: parsed,
                         last_cpu: None,
                         usage: Resources::ZERO,
+                        max_usage: Resources::ZERO,
+                        last_throttle: None,
+                        throttled_round: None,
+                        last_peak: None,
                         sample: None,
                         oom_kills: 0,
                         streamed_ooms: Vec::new(),
@@ -310,29 +337,60 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             .unwrap_or(t.info.limits)
     }
 
+    /// The request: the `tailor.request.*` label, else the limit it was
+    /// started with; a resource started without a limit never counts as the
+    /// whole node: `unlimited_request_*`, else the most it used so far (at
+    /// least the kernel's floor), at most the node's capacity.
     pub(super) fn request_of(&self, t: &Tracked, cap: Resources) -> Resources {
         let orig = self.original_limits(t);
+        let est = self.unlimited_estimate(t, cap);
         Resources::new(
             t.labels
                 .request_cpu_cores
                 .or(orig.cpu.cores())
-                .unwrap_or(cap.cpu_cores),
+                .unwrap_or(est.cpu_cores),
             t.labels
                 .request_mem_bytes
                 .or(orig.mem_bytes.map(|m| m as f64))
-                .unwrap_or(cap.mem_bytes),
+                .unwrap_or(est.mem_bytes),
         )
     }
 
-    pub(super) fn allocation_of(t: &Tracked, cap: Resources) -> Resources {
+    /// What an unlimited resource is counted at (request and allocation).
+    fn unlimited_estimate(&self, t: &Tracked, cap: Resources) -> Resources {
+        let cpu = self
+            .cfg
+            .unlimited_request_cpu_cores
+            .unwrap_or_else(|| t.max_usage.cpu_cores.max(self.cfg.shaper.min_cpu_cores));
+        let mem = self
+            .cfg
+            .unlimited_request_mem_bytes
+            .unwrap_or_else(|| t.max_usage.mem_bytes.max(self.cfg.shaper.min_mem_bytes));
+        Resources::new(cpu.min(cap.cpu_cores), mem.min(cap.mem_bytes))
+    }
+
+    /// The allocation: the limit in force; an unlimited resource counts at
+    /// its estimated request (see [`Self::request_of`]), not the node.
+    pub(super) fn allocation_of(&self, t: &Tracked, cap: Resources) -> Resources {
+        let est = self.unlimited_estimate(t, cap);
         Resources::new(
-            t.info.limits.cpu.cores().unwrap_or(cap.cpu_cores),
+            t.info.limits.cpu.cores().unwrap_or(est.cpu_cores),
             t.info
                 .limits
                 .mem_bytes
                 .map(|m| m as f64)
-                .unwrap_or(cap.mem_bytes),
+                .unwrap_or(est.mem_bytes),
         )
+    }
+
+    /// True when the agent may not set a limit on this resource of `t`:
+    /// started without one and `manage_unlimited = false`. (cpu, mem)
+    pub(super) fn unlimited_untouchable(&self, t: &Tracked) -> (bool, bool) {
+        if self.cfg.manage_unlimited {
+            return (false, false);
+        }
+        let orig = self.original_limits(t);
+        (orig.cpu == CpuLimit::Unlimited, orig.mem_bytes.is_none())
     }
 
     /// What the agent saw this round, per running container, before any
@@ -351,7 +409,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 protected: t.labels.protected,
                 started_s: t.info.started_s.unwrap_or(now_s),
                 request: self.request_of(t, cap),
-                allocation: Self::allocation_of(t, cap),
+                allocation: self.allocation_of(t, cap),
                 usage: t.usage,
                 sample: t.sample,
                 app_failures: self
@@ -463,5 +521,61 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         view.round = self.round;
         view.evicted = self.state.evicted.iter().map(|e| e.name.clone()).collect();
         view
+    }
+}
+
+/// The memory peak within the last interval, from the runtime's
+/// high-water mark since creation (cgroup v2 `memory.peak`, v1
+/// `max_usage`): when the mark rose since the previous sample, the new mark
+/// was reached in this interval; otherwise the interval's peak is unknown
+/// (`None`: the model uses the sampled value). The mark counts page cache,
+/// so the inactive file cache seen now is taken off, and it is never below
+/// this sample's working set.
+fn interval_peak(prev_mark: Option<u64>, st: &crate::runtime::ContainerStats) -> Option<f64> {
+    let mark = st.mem_peak_bytes?;
+    let prev = prev_mark?;
+    (mark > prev).then(|| {
+        let ws = st.working_set_bytes();
+        mark.saturating_sub(st.mem_inactive_file_bytes).max(ws) as f64
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::ContainerStats;
+
+    fn stats(usage: u64, inactive: u64, peak: Option<u64>) -> ContainerStats {
+        ContainerStats {
+            cpu_total_ns: 0,
+            system_cpu_ns: None,
+            online_cpus: None,
+            mem_usage_bytes: usage,
+            mem_inactive_file_bytes: inactive,
+            mem_limit_bytes: None,
+            mem_peak_bytes: peak,
+            cpu_nr_throttled: None,
+            cpu_throttled_ns: None,
+        }
+    }
+
+    #[test]
+    fn peak_only_when_the_mark_rose() {
+        // first sample: no previous mark, no interval peak
+        assert_eq!(interval_peak(None, &stats(100, 0, Some(500))), None);
+        // the mark rose: the interval reached it (minus inactive cache)
+        assert_eq!(
+            interval_peak(Some(500), &stats(100, 50, Some(900))),
+            Some(850.0)
+        );
+        // unchanged mark: unknown
+        assert_eq!(interval_peak(Some(900), &stats(100, 0, Some(900))), None);
+        // never below the working set
+        assert_eq!(
+            interval_peak(Some(100), &stats(400, 0, Some(300))),
+            Some(400.0)
+        );
+        // no mark reported
+        assert_eq!(interval_peak(Some(1), &stats(1, 0, None)), None);
     }
 }

@@ -9,6 +9,8 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
     pub(super) fn original_update(&self, t: &Tracked) -> ResourceUpdate {
         let cap = self.capacity();
         let orig = self.original_limits(t);
+        // a resource the agent may not limit was never changed: left alone
+        let (no_cpu, no_mem) = self.unlimited_untouchable(t);
         let mem = orig
             .mem_bytes
             .unwrap_or_else(|| (cap.mem_bytes as u64 / PAGE) * PAGE);
@@ -18,6 +20,13 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             },
             c => c,
         };
+        if no_cpu || no_mem {
+            return ResourceUpdate {
+                mem_bytes: (!no_mem).then_some(mem),
+                cpu: (!no_cpu).then_some(cpu),
+                mem_swap_bytes: if no_mem { None } else { orig.mem_swap_bytes },
+            };
+        }
         // the swap limit it was started with; an originally unlimited
         // memory had unlimited swap
         let swap = match (orig.mem_bytes, orig.mem_swap_bytes) {
@@ -38,7 +47,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             .tracked
             .values()
             .filter(|t| t.info.state == ContainerState::Running)
-            .fold(Resources::ZERO, |a, t| a.add(&Self::allocation_of(t, cap)));
+            .fold(Resources::ZERO, |a, t| a.add(&self.allocation_of(t, cap)));
         let mut free = cap.sub(&allocated);
         let mut restarted = Vec::new();
         while let Some(e) = self.state.evicted.first().cloned() {
@@ -114,12 +123,13 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             .collect();
         for t in running {
             let update = self.original_update(&t);
-            let current = ResourceUpdate {
-                mem_bytes: t.info.limits.mem_bytes,
-                cpu: Some(t.info.limits.cpu),
-                mem_swap_bytes: t.info.limits.mem_swap_bytes,
-            };
-            if update == current {
+            let same = update
+                .mem_bytes
+                .is_none_or(|m| Some(m) == t.info.limits.mem_bytes)
+                && update.cpu.is_none_or(|c| c == t.info.limits.cpu)
+                && (update.mem_bytes.is_none()
+                    || update.mem_swap_bytes == t.info.limits.mem_swap_bytes);
+            if same {
                 continue;
             }
             match self.runtime.update(&t.info.id, &update).await {
