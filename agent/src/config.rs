@@ -23,6 +23,7 @@
 //! restart_cooldown_s = 30.0  # no restart sooner than this after the eviction
 //! reinspect_every = 6        # re-read limits of every container every 6 rounds
 //! on_shutdown = "restore_requests"   # or "keep_current"
+//! journal_max_bytes = 16777216       # decision journal decisions.jsonl (+ .1) beside state_file
 //!
 //! [capacity]                 # default: what Docker reports (NCPU, MemTotal)
 //! cpu_cores = 2.0
@@ -36,6 +37,8 @@
 //!
 //! [http]
 //! listen = "127.0.0.1:9847"  # "" disables the endpoint
+//! container_metrics = false  # per-container recommendation gauges on /metrics
+//! max_container_series = 50  # ... for at most this many containers
 //!
 //! [runtime]
 //! kind = "docker"            # the runtime adapter (Docker Engine API on docker_socket)
@@ -173,12 +176,20 @@ impl SelectorConfig {
 pub struct HttpConfig {
     /// `host:port`; empty disables the endpoint. Default 127.0.0.1:9847.
     pub listen: String,
+    /// Per-container recommendation gauges on `/metrics`
+    /// (`tailor_agent_recommendation`). Default false.
+    pub container_metrics: bool,
+    /// At most this many containers get gauges (the first by name).
+    /// Default 50.
+    pub max_container_series: usize,
 }
 
 impl Default for HttpConfig {
     fn default() -> Self {
         Self {
             listen: DEFAULT_LISTEN.to_string(),
+            container_metrics: false,
+            max_container_series: 50,
         }
     }
 }
@@ -226,6 +237,9 @@ pub struct AgentConfig {
     pub http: HttpConfig,
     pub runtime: RuntimeConfig,
     pub record: RecordConfig,
+    /// Bound of the decision journal (`decisions.jsonl` and its rotated
+    /// copy under the state directory), bytes. Default 16 MiB.
+    pub journal_max_bytes: u64,
     pub shaper: ShaperConfig,
     pub forecaster: ModelConfig,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -255,6 +269,7 @@ impl Default for AgentConfig {
             http: HttpConfig::default(),
             runtime: RuntimeConfig::default(),
             record: RecordConfig::default(),
+            journal_max_bytes: 16 << 20,
             shaper: ShaperConfig {
                 max_evictions_per_round: Some(DEFAULT_MAX_EVICTIONS_PER_ROUND),
                 ..ShaperConfig::default()
@@ -344,6 +359,8 @@ impl AgentConfig {
     /// | `capacity.reserved_cpu_cores` | [0, 1e6] |
     /// | `capacity.reserved_mem_bytes` | [0, 1 PiB] |
     /// | `node_name` | 1 to 256 printable characters |
+    /// | `journal_max_bytes` | [64 KiB, 1 TiB] |
+    /// | `http.max_container_series` | [1, 10000] |
     /// | `unlimited_request_cpu_cores` | [0.01, 1e6] |
     /// | `unlimited_request_mem_bytes` | [6 MiB, 1 PiB] |
     pub fn validate(&self) -> Result<(), ConfigErrors> {
@@ -396,6 +413,18 @@ impl AgentConfig {
             || "needed when recording with an empty state_file".to_string(),
         );
         e.range("reinspect_every", self.reinspect_every, 1, 1_000_000);
+        e.range(
+            "journal_max_bytes",
+            self.journal_max_bytes,
+            1 << 16,
+            MAX_RECORD_BYTES,
+        );
+        e.range(
+            "http.max_container_series",
+            self.http.max_container_series,
+            1,
+            10_000,
+        );
         e.check(
             "docker_socket",
             !self.docker_socket.as_os_str().is_empty(),
@@ -476,6 +505,15 @@ impl AgentConfig {
         self.shaper
             .max_evictions_per_round
             .get_or_insert(DEFAULT_MAX_EVICTIONS_PER_ROUND);
+    }
+
+    /// The state directory (the directory of `state_file`): journal,
+    /// recommendations, recording. `None` when `state_file` is empty.
+    pub fn state_dir(&self) -> Option<PathBuf> {
+        if self.state_file.as_os_str().is_empty() {
+            return None;
+        }
+        self.state_file.parent().map(Path::to_path_buf)
     }
 
     /// Where the recording goes: `[record] path`, else beside `state_file`

@@ -3,6 +3,8 @@
 pub mod agent;
 pub mod config;
 pub mod forecast;
+pub mod history;
+pub mod recommendations;
 pub mod replay;
 pub mod shaper;
 pub mod sim_args;

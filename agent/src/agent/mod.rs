@@ -48,6 +48,8 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use tailor_core::{Clock, Resources};
 use tokio::sync::mpsc;
+use crate::journal::{Journal, Since};
+use crate::recommend::{Recommendations, Shown};
 
 mod actuate;
 mod observe;
@@ -66,6 +68,8 @@ const STATS_CONCURRENCY: usize = 256;
 /// containers are rounded down to one).
 const PAGE: u64 = 4096;
 const MIB: f64 = 1024.0 * 1024.0;
+/// The last round's recommendations under the state directory.
+pub const RECOMMENDATIONS_FILE: &str = "recommendations.json";
 
 /// One round's result: what was seen, decided and done. Served at
 /// `/v1/decisions` and printed by `tailor agent --once`.
@@ -96,9 +100,42 @@ pub struct Shared {
     pub interval_s: f64,
     /// Unix seconds when the agent started.
     pub started_unix_s: f64,
+    /// The decision journal (`/v1/decisions?since=`).
+    pub journal: std::sync::Mutex<Journal>,
+    /// The last round's recommendations (`/v1/recommendations`).
+    pub recommendations: RwLock<Option<Recommendations>>,
+    /// `[http] container_metrics`: per-container gauges on `/metrics`, at
+    /// most `max_container_series` containers.
+    pub container_metrics: Option<usize>,
 }
 
 impl Shared {
+    /// Shared state with an in-memory journal and no per-container gauges.
+    pub fn new(interval_s: f64, started_unix_s: f64) -> Self {
+        Self {
+            metrics: Metrics::new(),
+            last: RwLock::new(None),
+            interval_s,
+            started_unix_s,
+            journal: std::sync::Mutex::new(Journal::open(None, 0)),
+            recommendations: RwLock::new(None),
+            container_metrics: None,
+        }
+    }
+
+    /// The last round's recommendations.
+    pub fn last_recommendations(&self) -> Option<Recommendations> {
+        self.recommendations.read().ok().and_then(|g| g.clone())
+    }
+
+    /// Journal entries admitted by `since`, oldest first.
+    pub fn decisions_since(&self, since: Option<Since>) -> Vec<crate::journal::JournalEntry> {
+        match self.journal.lock() {
+            Ok(j) => j.since(since),
+            Err(p) => p.into_inner().since(since),
+        }
+    }
+
     /// The last round's report.
     pub fn last_report(&self) -> Option<RoundReport> {
         self.last.read().ok().and_then(|g| g.clone())
@@ -160,6 +197,8 @@ pub struct Agent<R: ContainerRuntime + ?Sized> {
     /// The sizing kernel (models, OOM floors); `None` only while it runs
     /// off the async runtime.
     kernel: Option<NodeKernel>,
+    /// Shown recommendation targets (hysteresis).
+    shown: Shown,
     /// What was told to the kernel this round before the samples (recorded).
     round_events: Vec<KernelEvent>,
     /// `[record]`: the recording, while it is on.
@@ -215,11 +254,14 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         };
         let store = StateStore::new(&cfg.state_file);
         let state = store.load();
+        let journal = Journal::open(cfg.state_dir().as_deref(), cfg.journal_max_bytes);
         let shared = Arc::new(Shared {
-            metrics: Metrics::new(),
-            last: RwLock::new(None),
-            interval_s: cfg.interval_s,
-            started_unix_s: tailor_core::SystemClock.now_s(),
+            journal: std::sync::Mutex::new(journal),
+            container_metrics: cfg
+                .http
+                .container_metrics
+                .then_some(cfg.http.max_container_series),
+            ..Shared::new(cfg.interval_s, tailor_core::SystemClock.now_s())
         });
         Ok(Self {
             cfg,
@@ -229,6 +271,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             shared,
             tracked: BTreeMap::new(),
             kernel: Some(kernel),
+            shown: Shown::default(),
             round_events: Vec::new(),
             round_samples: Vec::new(),
             recorded_labels: std::collections::HashSet::new(),
@@ -295,6 +338,47 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         }));
     }
 
+    /// Journals the round's decisions and publishes its recommendations
+    /// (also to `recommendations.json` in the state directory, for
+    /// `tailor recommendations --state-dir`).
+    fn publish(&mut self, report: &RoundReport) {
+        if let Ok(mut j) = self.shared.journal.lock() {
+            j.append(
+                report.round,
+                report.at_s,
+                report.actuation.as_str(),
+                &report.source,
+                &report.outcomes,
+                &report.restarted,
+            );
+        }
+        let by_name: BTreeMap<&str, &Tracked> = self
+            .tracked
+            .values()
+            .map(|t| (t.info.name.as_str(), t))
+            .collect();
+        let recs = crate::recommend::build(report, &self.cfg.shaper, &mut self.shown, |name| {
+            by_name.get(name).map_or((false, false), |t| {
+                let l = t.info.limits;
+                (l.cpu == CpuLimit::Unlimited, l.mem_bytes.is_none())
+            })
+        });
+        if let Some(dir) = self.cfg.state_dir() {
+            let path = dir.join(RECOMMENDATIONS_FILE);
+            let tmp = dir.join(format!("{RECOMMENDATIONS_FILE}.tmp"));
+            let written = serde_json::to_vec_pretty(&recs)
+                .map_err(std::io::Error::other)
+                .and_then(|b| std::fs::write(&tmp, b))
+                .and_then(|()| std::fs::rename(&tmp, &path));
+            if let Err(e) = written {
+                tracing::warn!(path = %path.display(), error = %e, "cannot write recommendations");
+            }
+        }
+        if let Ok(mut r) = self.shared.recommendations.write() {
+            *r = Some(recs);
+        }
+    }
+
     fn capacity(&self) -> Resources {
         let host = self.host.as_ref();
         let cpu = self
@@ -329,6 +413,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         );
         match &result {
             Ok(report) => {
+                self.publish(report);
                 if let Ok(mut last) = self.shared.last.write() {
                     *last = Some(report.clone());
                 }
