@@ -130,8 +130,16 @@ fn container_gauges(r: &crate::recommend::Recommendations, max: usize) -> String
         "gauge",
         "Per-container recommendation (cores for cpu, bytes for memory).",
     );
-    let esc = |v: &str| v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
-    for i in r.items.iter().filter(|i| names.binary_search(&i.container.as_str()).is_ok()) {
+    let esc = |v: &str| {
+        v.replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n")
+    };
+    for i in r
+        .items
+        .iter()
+        .filter(|i| names.binary_search(&i.container.as_str()).is_ok())
+    {
         let scale = match i.resource {
             crate::recommend::ResourceKind::Cpu => 1.0,
             crate::recommend::ResourceKind::Mem => 1024.0 * 1024.0,

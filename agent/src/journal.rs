@@ -256,9 +256,18 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut j = Journal::open(Some(dir.path()), 4096);
         for round in 1..=100 {
-            j.append(round, 1000.0 + round as f64, "recommend", "local", &[outcome("web")], &[]);
+            j.append(
+                round,
+                1000.0 + round as f64,
+                "recommend",
+                "local",
+                &[outcome("web")],
+                &[],
+            );
         }
-        let cur = std::fs::metadata(dir.path().join(FILE_NAME)).expect("file").len();
+        let cur = std::fs::metadata(dir.path().join(FILE_NAME))
+            .expect("file")
+            .len();
         let old = std::fs::metadata(dir.path().join("decisions.jsonl.1"))
             .expect("rotated")
             .len();
@@ -280,7 +289,10 @@ mod tests {
     fn since_parses_seq_or_time() {
         assert_eq!(Since::parse("42"), Ok(Since::Seq(42)));
         assert_eq!(Since::parse("1700000000"), Ok(Since::UnixS(1.7e9)));
-        assert_eq!(Since::parse("1700000000.5"), Ok(Since::UnixS(1_700_000_000.5)));
+        assert_eq!(
+            Since::parse("1700000000.5"),
+            Ok(Since::UnixS(1_700_000_000.5))
+        );
         assert!(Since::parse("yesterday").is_err());
         assert!(Since::parse("-1").is_err());
     }

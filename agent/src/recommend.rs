@@ -368,7 +368,7 @@ mod tests {
         let line = csv.lines().nth(1).expect("a row");
         assert_eq!(
             line,
-            "\"web,1\",web,memory,MiB,none,512.0,40.0,50.0,60.2,80.0,medium,forecast + buffer,none"
+            "\"web,1\",web,memory,MiB,none,512.0,40.0,50.0,60.3,80.0,medium,forecast + buffer,none"
         );
     }
 }

@@ -22,7 +22,8 @@ pub struct Args {
 }
 
 fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map(|v| format!("{v:.digits$}")).unwrap_or_else(|| "-".into())
+    v.map(|v| format!("{v:.digits$}"))
+        .unwrap_or_else(|| "-".into())
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -62,14 +63,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             } else {
                 String::new()
             };
-            let note = a.note.as_deref().map(|n| format!(" [{n}]")).unwrap_or_default();
+            let note = a
+                .note
+                .as_deref()
+                .map(|n| format!(" [{n}]"))
+                .unwrap_or_default();
             println!(
                 "#{} round {} t={:.0} {} {} {}{}: {}{}",
                 e.seq, e.round, e.at_s, a.container, a.action, a.result, sizes, a.explanation, note
             );
         }
         for r in &e.restarted {
-            println!("#{} round {} t={:.0} {} restarted", e.seq, e.round, e.at_s, r);
+            println!(
+                "#{} round {} t={:.0} {} restarted",
+                e.seq, e.round, e.at_s, r
+            );
         }
     }
     Ok(())

@@ -125,8 +125,16 @@ fn conf(c: Confidence) -> &'static str {
 /// The table printed by default.
 pub fn table(r: &Recommendations) -> String {
     let header = [
-        "CONTAINER", "RESOURCE", "UNIT", "CURRENT", "LOWER", "TARGET", "UPPER", "CONFIDENCE",
-        "REASON", "APPLIED",
+        "CONTAINER",
+        "RESOURCE",
+        "UNIT",
+        "CURRENT",
+        "LOWER",
+        "TARGET",
+        "UPPER",
+        "CONFIDENCE",
+        "REASON",
+        "APPLIED",
     ];
     let rows: Vec<[String; 10]> = r
         .items
@@ -199,7 +207,12 @@ pub fn html(r: &Recommendations) -> String {
         let pct = |v: f64| (v / scale * 100.0).clamp(0.0, 100.0);
         let current = i
             .current_limit
-            .map(|c| format!("<div class=\"cur\" style=\"left:{:.1}%\" title=\"current\"></div>", pct(c)))
+            .map(|c| {
+                format!(
+                    "<div class=\"cur\" style=\"left:{:.1}%\" title=\"current\"></div>",
+                    pct(c)
+                )
+            })
             .unwrap_or_default();
         rows.push_str(&format!(
             "<tr class=\"{conf}\"><td>{c}</td><td>{res}</td><td class=\"n\">{cur}</td><td class=\"n\">{lo}</td><td class=\"n\"><b>{t}</b></td><td class=\"n\">{up}</td><td>{conf}</td>\

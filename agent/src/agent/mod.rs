@@ -24,8 +24,10 @@
 //! is down fails the round (the loop backs off and retries).
 
 use crate::config::{Actuation, AgentConfig, ShutdownPolicy};
+use crate::journal::{Journal, Since};
 use crate::labels::{self, ComponentLabels};
 use crate::metrics::Metrics;
+use crate::recommend::{Recommendations, Shown};
 use crate::runtime::{
     ContainerInfo, ContainerRuntime, ContainerState, CpuLimit, HostInfo, Limits, ResourceUpdate,
     RuntimeError, RuntimeEvent,
@@ -48,8 +50,6 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use tailor_core::{Clock, Resources};
 use tokio::sync::mpsc;
-use crate::journal::{Journal, Since};
-use crate::recommend::{Recommendations, Shown};
 
 mod actuate;
 mod observe;
