@@ -215,10 +215,11 @@ pub fn html(r: &Recommendations) -> String {
             })
             .unwrap_or_default();
         rows.push_str(&format!(
-            "<tr class=\"{conf}\"><td>{c}</td><td>{res}</td><td class=\"n\">{cur}</td><td class=\"n\">{lo}</td><td class=\"n\"><b>{t}</b></td><td class=\"n\">{up}</td><td>{conf}</td>\
+            "<tr class=\"{conf}\"><td>{c}</td><td>{res} ({unit})</td><td class=\"n\">{cur}</td><td class=\"n\">{lo}</td><td class=\"n\"><b>{t}</b></td><td class=\"n\">{up}</td><td>{conf}</td>\
 <td><div class=\"bar\"><div class=\"band\" style=\"left:{l:.1}%;width:{bw:.1}%\"></div><div class=\"tgt\" style=\"left:{tp:.1}%\"></div>{current}</div></td><td>{reason}</td><td>{applied}</td></tr>\n",
             c = esc(&i.container),
-            res = format!("{} ({})", i.resource.as_str(), i.unit),
+            res = i.resource.as_str(),
+            unit = i.unit,
             cur = i.current_limit.map(|v| num(i.resource, v)).unwrap_or_else(|| "none".into()),
             lo = num(i.resource, i.lower),
             t = num(i.resource, i.target),
