@@ -36,6 +36,10 @@ enum Command {
     Shaper(cmd::shaper::Args),
     /// Validate configuration files.
     Config(cmd::config::Args),
+    /// Per-container recommendations of a running agent (or its state directory).
+    Recommendations(cmd::recommendations::Args),
+    /// The agent's decision journal.
+    History(cmd::history::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -49,5 +53,7 @@ fn main() -> anyhow::Result<()> {
         Command::Agent(a) => cmd::agent::run(a),
         Command::Shaper(a) => cmd::shaper::run(a),
         Command::Config(a) => cmd::config::run(a),
+        Command::Recommendations(a) => cmd::recommendations::run(a),
+        Command::History(a) => cmd::history::run(a),
     }
 }

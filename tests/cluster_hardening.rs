@@ -415,12 +415,10 @@ fn promtool_accepts_both_metrics_endpoints() {
         .build()
         .expect("runtime");
     let text = rt.block_on(async {
-        let shared = std::sync::Arc::new(agent::Shared {
-            metrics: agent::metrics::Metrics::new(),
-            last: std::sync::RwLock::new(None),
-            interval_s: 1.0,
-            started_unix_s: tailor_core::Clock::now_s(&tailor_core::SystemClock),
-        });
+        let shared = std::sync::Arc::new(agent::Shared::new(
+            1.0,
+            tailor_core::Clock::now_s(&tailor_core::SystemClock),
+        ));
         shared.metrics.round(true, 0.01, 1.0);
         shared.metrics.action("resize", "applied");
         shared

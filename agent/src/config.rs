@@ -8,7 +8,12 @@
 //!
 //! ```toml
 //! mode = "standalone"        # or "cluster" (needs [cluster])
-//! actuation = "shape"        # or "recommend": compute and export, change nothing
+//! actuation = "recommend"    # default; "shape" applies the plan
+//! manage_unlimited = false   # containers started without a CPU or memory limit are
+//!                            # reported, never limited or evicted (true: the agent may
+//!                            # set limits on them; Docker cannot remove a limit again)
+//! # unlimited_request_cpu_cores = 0.5      # request of a container without a CPU
+//! # unlimited_request_mem_bytes = 268435456 # / memory limit; default: its highest use seen
 //! interval_s = 10.0          # sampling / shaping period
 //! warmup_rounds = 3          # the agent's first rounds only sample (no actions)
 //! docker_socket = "/var/run/docker.sock"
@@ -18,6 +23,7 @@
 //! restart_cooldown_s = 30.0  # no restart sooner than this after the eviction
 //! reinspect_every = 6        # re-read limits of every container every 6 rounds
 //! on_shutdown = "restore_requests"   # or "keep_current"
+//! journal_max_bytes = 16777216       # decision journal decisions.jsonl (+ .1) beside state_file
 //!
 //! [capacity]                 # default: what Docker reports (NCPU, MemTotal)
 //! cpu_cores = 2.0
@@ -31,6 +37,8 @@
 //!
 //! [http]
 //! listen = "127.0.0.1:9847"  # "" disables the endpoint
+//! container_metrics = false  # per-container recommendation gauges on /metrics
+//! max_container_series = 50  # ... for at most this many containers
 //!
 //! [runtime]
 //! kind = "docker"            # the runtime adapter (Docker Engine API on docker_socket)
@@ -40,7 +48,8 @@
 //! # path = "/var/lib/tailor/recording.jsonl.gz"   # default: beside state_file
 //! max_bytes = 268435456      # gzip bytes; the recording stops there
 //!
-//! [shaper]                   # the sizing kernel's config, the same table as in the
+//! [shaper]                   # the sizing kernel's config (the agent caps
+//!                            # max_evictions_per_round at 1 when absent; set it to go higher), the same table as in the
 //!                            # simulator and the central shaper: k1, k2, policy, floors
 //!                            # (min_mem_bytes >= 6 MiB, min_cpu_cores >= 0.01 here:
 //!                            # Docker's minimums), horizon_samples, min_history_samples,
@@ -85,8 +94,9 @@ impl Mode {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Actuation {
-    #[default]
     Shape,
+    /// The default: nothing changes on the host until `shape` is chosen.
+    #[default]
     Recommend,
 }
 
@@ -166,12 +176,20 @@ impl SelectorConfig {
 pub struct HttpConfig {
     /// `host:port`; empty disables the endpoint. Default 127.0.0.1:9847.
     pub listen: String,
+    /// Per-container recommendation gauges on `/metrics`
+    /// (`tailor_agent_recommendation`). Default false.
+    pub container_metrics: bool,
+    /// At most this many containers get gauges (the first by name).
+    /// Default 50.
+    pub max_container_series: usize,
 }
 
 impl Default for HttpConfig {
     fn default() -> Self {
         Self {
             listen: DEFAULT_LISTEN.to_string(),
+            container_metrics: false,
+            max_container_series: 50,
         }
     }
 }
@@ -202,11 +220,26 @@ pub struct AgentConfig {
     /// this many rounds. Default 6.
     pub reinspect_every: u32,
     pub on_shutdown: ShutdownPolicy,
+    /// Let the agent set limits on (and evict) containers started without
+    /// a CPU or memory limit. Default false: they are sampled, forecast and
+    /// reported, and count at what they use, never as the whole node.
+    pub manage_unlimited: bool,
+    /// Request of a container without a CPU limit (and no
+    /// `tailor.request.cpu` label); default: the most it used so far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unlimited_request_cpu_cores: Option<f64>,
+    /// Request of a container without a memory limit (and no
+    /// `tailor.request.memory` label); default: the most it used so far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unlimited_request_mem_bytes: Option<f64>,
     pub capacity: CapacityConfig,
     pub selector: SelectorConfig,
     pub http: HttpConfig,
     pub runtime: RuntimeConfig,
     pub record: RecordConfig,
+    /// Bound of the decision journal (`decisions.jsonl` and its rotated
+    /// copy under the state directory), bytes. Default 16 MiB.
+    pub journal_max_bytes: u64,
     pub shaper: ShaperConfig,
     pub forecaster: ModelConfig,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -217,7 +250,7 @@ impl Default for AgentConfig {
     fn default() -> Self {
         Self {
             mode: Mode::Standalone,
-            actuation: Actuation::Shape,
+            actuation: Actuation::Recommend,
             interval_s: 10.0,
             warmup_rounds: 3,
             node_name: None,
@@ -228,17 +261,28 @@ impl Default for AgentConfig {
             restart_cooldown_s: 30.0,
             reinspect_every: 6,
             on_shutdown: ShutdownPolicy::RestoreRequests,
+            manage_unlimited: false,
+            unlimited_request_cpu_cores: None,
+            unlimited_request_mem_bytes: None,
             capacity: CapacityConfig::default(),
             selector: SelectorConfig::default(),
             http: HttpConfig::default(),
             runtime: RuntimeConfig::default(),
             record: RecordConfig::default(),
-            shaper: ShaperConfig::default(),
+            journal_max_bytes: 16 << 20,
+            shaper: ShaperConfig {
+                max_evictions_per_round: Some(DEFAULT_MAX_EVICTIONS_PER_ROUND),
+                ..ShaperConfig::default()
+            },
             forecaster: ModelConfig::default(),
             cluster: None,
         }
     }
 }
+
+/// The agent's eviction cap per round when `[shaper]
+/// max_evictions_per_round` is absent (the kernel alone has none).
+pub const DEFAULT_MAX_EVICTIONS_PER_ROUND: u32 = 1;
 
 /// Shortest sampling interval (seconds).
 pub const MIN_INTERVAL_S: f64 = 0.1;
@@ -315,6 +359,10 @@ impl AgentConfig {
     /// | `capacity.reserved_cpu_cores` | [0, 1e6] |
     /// | `capacity.reserved_mem_bytes` | [0, 1 PiB] |
     /// | `node_name` | 1 to 256 printable characters |
+    /// | `journal_max_bytes` | [64 KiB, 1 TiB] |
+    /// | `http.max_container_series` | [1, 10000] |
+    /// | `unlimited_request_cpu_cores` | [0.01, 1e6] |
+    /// | `unlimited_request_mem_bytes` | [6 MiB, 1 PiB] |
     pub fn validate(&self) -> Result<(), ConfigErrors> {
         let mut e = ConfigErrors::new();
         let max_bytes = MAX_BYTES as f64;
@@ -365,6 +413,18 @@ impl AgentConfig {
             || "needed when recording with an empty state_file".to_string(),
         );
         e.range("reinspect_every", self.reinspect_every, 1, 1_000_000);
+        e.range(
+            "journal_max_bytes",
+            self.journal_max_bytes,
+            1 << 16,
+            MAX_RECORD_BYTES,
+        );
+        e.range(
+            "http.max_container_series",
+            self.http.max_container_series,
+            1,
+            10_000,
+        );
         e.check(
             "docker_socket",
             !self.docker_socket.as_os_str().is_empty(),
@@ -375,6 +435,17 @@ impl AgentConfig {
                 "node_name",
                 !n.is_empty() && n.len() <= MAX_NODE_NAME_LEN && !n.chars().any(char::is_control),
                 || format!("must be 1 to {MAX_NODE_NAME_LEN} printable characters"),
+            );
+        }
+        if let Some(c) = self.unlimited_request_cpu_cores {
+            e.range("unlimited_request_cpu_cores", c, 0.01, MAX_CORES);
+        }
+        if let Some(m) = self.unlimited_request_mem_bytes {
+            e.range(
+                "unlimited_request_mem_bytes",
+                m,
+                f64::from(6u32 << 20),
+                max_bytes,
             );
         }
         if let Some(c) = self.capacity.cpu_cores {
@@ -424,6 +495,25 @@ impl AgentConfig {
         e.nested("shaper", self.shaper.validate());
         e.nested("forecaster", self.forecaster.validate());
         e.into_result()
+    }
+
+    /// The agent's own defaults for kernel keys left absent: at most
+    /// [`DEFAULT_MAX_EVICTIONS_PER_ROUND`] evictions per round. Applied when
+    /// a file is loaded and by [`crate::Agent::new`], so recordings and
+    /// `config check --print` show the cap in force.
+    pub fn apply_agent_defaults(&mut self) {
+        self.shaper
+            .max_evictions_per_round
+            .get_or_insert(DEFAULT_MAX_EVICTIONS_PER_ROUND);
+    }
+
+    /// The state directory (the directory of `state_file`): journal,
+    /// recommendations, recording. `None` when `state_file` is empty.
+    pub fn state_dir(&self) -> Option<PathBuf> {
+        if self.state_file.as_os_str().is_empty() {
+            return None;
+        }
+        self.state_file.parent().map(Path::to_path_buf)
     }
 
     /// Where the recording goes: `[record] path`, else beside `state_file`
@@ -575,9 +665,10 @@ pub static AGENT: Schema = Schema {
 
 fn check_table(table: &toml::Table) -> Result<AgentConfig, ConfigErrors> {
     let mut checked = check_value::<AgentConfig>(table, &AGENT);
-    let Some(cfg) = checked.config.take() else {
+    let Some(mut cfg) = checked.config.take() else {
         return Err(checked.errors);
     };
+    cfg.apply_agent_defaults();
     checked.add_validation(cfg.validate());
     checked.errors.into_result().map(|()| cfg)
 }
@@ -590,6 +681,20 @@ mod tests {
     fn empty_file_is_the_default() {
         let c = check_toml("").expect("valid");
         assert_eq!(c, AgentConfig::default());
+        assert_eq!(c.actuation, Actuation::Recommend);
+        assert!(!c.manage_unlimited);
+        assert_eq!(c.shaper.max_evictions_per_round, Some(1));
+        // a [shaper] table without the key gets the same cap
+        let t = check_toml("[shaper]\nk1 = 0.1\n").expect("valid");
+        assert_eq!(t.shaper.max_evictions_per_round, Some(1));
+        let u = check_toml("[shaper]\nmax_evictions_per_round = 5\n").expect("valid");
+        assert_eq!(u.shaper.max_evictions_per_round, Some(5));
+        let err = check_toml("unlimited_request_mem_bytes = 1.0\nunlimited_request_cpu_cores = -1")
+            .expect_err("invalid");
+        assert_eq!(
+            err.keys(),
+            vec!["unlimited_request_cpu_cores", "unlimited_request_mem_bytes"]
+        );
         assert_eq!(c.interval_s, 10.0);
         assert_eq!(c.http.listen, "127.0.0.1:9847");
     }

@@ -211,6 +211,17 @@ struct RawCpuStats {
     system_cpu_usage: Option<u64>,
     #[serde(default)]
     online_cpus: Option<u32>,
+    #[serde(default)]
+    throttling_data: Option<RawThrottling>,
+}
+
+#[derive(Deserialize)]
+struct RawThrottling {
+    #[serde(default)]
+    throttled_periods: Option<u64>,
+    /// nanoseconds
+    #[serde(default)]
+    throttled_time: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -225,8 +236,24 @@ struct RawMemStats {
     usage: Option<u64>,
     #[serde(default)]
     limit: Option<u64>,
+    /// cgroup v1 only (`memory.max_usage_in_bytes`)
+    #[serde(default)]
+    max_usage: Option<u64>,
     #[serde(default)]
     stats: Option<HashMap<String, serde_json::Value>>,
+}
+
+/// cgroup v2 `memory.peak` of a container (Docker's stats have no peak on
+/// v2): the systemd driver's scope, then the cgroupfs driver's directory.
+/// `None` when neither is readable (older kernels have no `memory.peak`;
+/// an agent in a container without the host's /sys/fs/cgroup).
+fn read_cgroup_v2_peak(id: &str) -> Option<u64> {
+    [
+        format!("/sys/fs/cgroup/system.slice/docker-{id}.scope/memory.peak"),
+        format!("/sys/fs/cgroup/docker/{id}/memory.peak"),
+    ]
+    .iter()
+    .find_map(|p| std::fs::read_to_string(p).ok()?.trim().parse::<u64>().ok())
 }
 
 /// Decodes a Docker stats answer (cgroup v1 or v2) leniently.
@@ -261,6 +288,15 @@ pub fn decode_stats(body: &[u8]) -> Result<ContainerStats, RuntimeError> {
         mem_usage_bytes: mem.as_ref().and_then(|m| m.usage).unwrap_or(0),
         mem_inactive_file_bytes: inactive,
         mem_limit_bytes: limit,
+        mem_peak_bytes: mem.as_ref().and_then(|m| m.max_usage).filter(|&p| p > 0),
+        cpu_nr_throttled: cpu
+            .as_ref()
+            .and_then(|c| c.throttling_data.as_ref())
+            .and_then(|t| t.throttled_periods),
+        cpu_throttled_ns: cpu
+            .as_ref()
+            .and_then(|c| c.throttling_data.as_ref())
+            .and_then(|t| t.throttled_time),
     })
 }
 
@@ -429,7 +465,13 @@ impl ContainerRuntime for DockerRuntime {
             ))
             .await?;
         match status {
-            200 => decode_stats(&body),
+            200 => {
+                let mut s = decode_stats(&body)?;
+                if s.mem_peak_bytes.is_none() {
+                    s.mem_peak_bytes = read_cgroup_v2_peak(id);
+                }
+                Ok(s)
+            }
             404 => Err(RuntimeError::NotFound(id.to_string())),
             s => Err(RuntimeError::Api {
                 status: s,

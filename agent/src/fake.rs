@@ -19,6 +19,9 @@ pub struct FakeContainer {
     pub cpu_total_ns: u64,
     pub mem_usage_bytes: u64,
     pub mem_inactive_file_bytes: u64,
+    pub mem_peak_bytes: Option<u64>,
+    pub cpu_nr_throttled: Option<u64>,
+    pub cpu_throttled_ns: Option<u64>,
 }
 
 /// A call the agent made.
@@ -103,6 +106,9 @@ impl FakeRuntime {
                 cpu_total_ns: 0,
                 mem_usage_bytes: 0,
                 mem_inactive_file_bytes: 0,
+                mem_peak_bytes: None,
+                cpu_nr_throttled: None,
+                cpu_throttled_ns: None,
             },
         );
     }
@@ -112,6 +118,21 @@ impl FakeRuntime {
         if let Some(c) = self.lock().containers.get_mut(id) {
             c.mem_usage_bytes = mem_usage_bytes;
             c.cpu_total_ns += add_cpu_ns;
+        }
+    }
+
+    /// Adds throttled periods and time (the `cpu.stat` counters).
+    pub fn add_throttling(&self, id: &str, periods: u64, ns: u64) {
+        if let Some(c) = self.lock().containers.get_mut(id) {
+            c.cpu_nr_throttled = Some(c.cpu_nr_throttled.unwrap_or(0) + periods);
+            c.cpu_throttled_ns = Some(c.cpu_throttled_ns.unwrap_or(0) + ns);
+        }
+    }
+
+    /// Sets the memory high-water mark since creation.
+    pub fn set_peak(&self, id: &str, peak_bytes: u64) {
+        if let Some(c) = self.lock().containers.get_mut(id) {
+            c.mem_peak_bytes = Some(peak_bytes);
         }
     }
 
@@ -247,6 +268,9 @@ impl ContainerRuntime for FakeRuntime {
             mem_usage_bytes: c.mem_usage_bytes,
             mem_inactive_file_bytes: c.mem_inactive_file_bytes,
             mem_limit_bytes: c.info.limits.mem_bytes,
+            mem_peak_bytes: c.mem_peak_bytes,
+            cpu_nr_throttled: c.cpu_nr_throttled,
+            cpu_throttled_ns: c.cpu_throttled_ns,
         })
     }
 

@@ -8,7 +8,13 @@
 //!   "failing_safe"`, with the link state, since when, and the last error);
 //! * `GET /v1/decisions`: the last round's [`crate::RoundReport`] as JSON
 //!   (view, every action with its explanation and result), 404 before the
-//!   first round.
+//!   first round;
+//! * `GET /v1/decisions?since=SEQ_OR_TIME`: the decision journal's entries
+//!   after that sequence number (an integer below 10^9) or Unix time, as a
+//!   JSON array ([`crate::journal::JournalEntry`]; the last 1000 rounds with
+//!   actions are kept in memory, the files hold more);
+//! * `GET /v1/recommendations`: the last round's
+//!   [`crate::recommend::Recommendations`], 404 before the first round.
 //!
 //! Bounded like the shaper's server ([`crate::serve`], [`ServeLimits::AGENT`]):
 //! at most 128 connections, headers within 5 s, idle connections closed
@@ -30,6 +36,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .route("/v1/decisions", get(decisions))
+        .route("/v1/recommendations", get(recommendations))
         .with_state(shared)
 }
 
@@ -56,7 +63,13 @@ async fn metrics(State(s): State<Arc<Shared>>) -> Response {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        s.metrics.render(),
+        {
+            let mut text = s.metrics.render();
+            if let (Some(max), Some(r)) = (s.container_metrics, s.last_recommendations()) {
+                text.push_str(&container_gauges(&r, max));
+            }
+            text
+        },
     )
         .into_response()
 }
@@ -103,7 +116,78 @@ async fn healthz(State(s): State<Arc<Shared>>) -> Response {
     }
 }
 
-async fn decisions(State(s): State<Arc<Shared>>) -> Response {
+/// `tailor_agent_recommendation{container,resource,value}` for at most
+/// `max` containers (the first by name): bounded cardinality.
+fn container_gauges(r: &crate::recommend::Recommendations, max: usize) -> String {
+    let mut names: Vec<&str> = r.items.iter().map(|i| i.container.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names.truncate(max);
+    let mut t = crate::prom::PromText::with_capacity(4096);
+    let name = "tailor_agent_recommendation";
+    t.family(
+        name,
+        "gauge",
+        "Per-container recommendation (cores for cpu, bytes for memory).",
+    );
+    let esc = |v: &str| {
+        v.replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n")
+    };
+    for i in r
+        .items
+        .iter()
+        .filter(|i| names.binary_search(&i.container.as_str()).is_ok())
+    {
+        let scale = match i.resource {
+            crate::recommend::ResourceKind::Cpu => 1.0,
+            crate::recommend::ResourceKind::Mem => 1024.0 * 1024.0,
+        };
+        let mut values = vec![("lower", i.lower), ("target", i.target), ("upper", i.upper)];
+        if let Some(c) = i.current_limit {
+            values.push(("current", c));
+        }
+        for (what, v) in values {
+            t.sample(
+                name,
+                &format!(
+                    "container=\"{}\",resource=\"{}\",value=\"{what}\"",
+                    esc(&i.container),
+                    i.resource.as_str()
+                ),
+                v * scale,
+            );
+        }
+    }
+    t.finish()
+}
+
+async fn recommendations(State(s): State<Arc<Shared>>) -> Response {
+    match s.last_recommendations() {
+        Some(r) => Json(r).into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            Json(serde_json::json!({"message": "no round has completed yet"})),
+        )
+            .into_response(),
+    }
+}
+
+async fn decisions(
+    State(s): State<Arc<Shared>>,
+    axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    if let Some(since) = q.get("since") {
+        return match crate::journal::Since::parse(since) {
+            Ok(since) => Json(s.decisions_since(Some(since))).into_response(),
+            Err(message) => (
+                StatusCode::BAD_REQUEST,
+                Json(serde_json::json!({ "message": message })),
+            )
+                .into_response(),
+        };
+    }
     match s.last_report() {
         Some(r) => Json(r).into_response(),
         None => (

@@ -34,9 +34,11 @@ pub mod docker;
 #[cfg(any(test, feature = "test-util"))]
 pub mod fake;
 pub mod http;
+pub mod journal;
 pub mod labels;
 pub mod metrics;
 pub mod notify;
+pub mod recommend;
 pub mod runtime;
 pub mod state;
 pub mod view;

@@ -48,6 +48,9 @@ struct Data {
     last_round_unix_s: f64,
     /// Cluster mode: the link to the shaper after the last round.
     shaper_link: Option<LinkStatus>,
+    throttled_periods: u64,
+    throttled_seconds: f64,
+    throttled_containers: u64,
 }
 
 /// Counters and gauges, updated by the loop, rendered by `/metrics`.
@@ -114,6 +117,21 @@ impl Metrics {
                 d.oom_recovered += 1;
             }
         })
+    }
+
+    /// CPU throttling seen this round: periods and seconds added over every
+    /// managed container (`cpu.stat` deltas), and how many were throttled.
+    pub fn throttling(&self, periods: u64, seconds: f64, containers: u64) {
+        self.with(|d| {
+            d.throttled_periods += periods;
+            d.throttled_seconds += seconds;
+            d.throttled_containers = containers;
+        })
+    }
+
+    /// Throttled periods counted so far (all managed containers).
+    pub fn throttled_periods(&self) -> u64 {
+        self.with(|d| d.throttled_periods)
     }
 
     pub fn plan_source_error(&self) {
@@ -215,6 +233,24 @@ impl Metrics {
             "gauge",
             "Duration of the last round.",
             d.round_seconds_last,
+        );
+        t.single(
+            "tailor_agent_cpu_throttled_periods_total",
+            "counter",
+            "CFS periods in which a managed container was throttled (cpu.stat nr_throttled, summed).",
+            d.throttled_periods,
+        )
+        .single(
+            "tailor_agent_cpu_throttled_seconds_total",
+            "counter",
+            "Time managed containers were throttled (cpu.stat throttled_usec, summed).",
+            d.throttled_seconds,
+        )
+        .single(
+            "tailor_agent_containers_throttled",
+            "gauge",
+            "Managed containers throttled in the last round.",
+            d.throttled_containers,
         );
         let name = "tailor_agent_runtime_errors_total";
         t.family(

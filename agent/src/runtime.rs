@@ -159,6 +159,16 @@ pub struct ContainerStats {
     pub mem_inactive_file_bytes: u64,
     /// The memory limit the kernel applies, if any.
     pub mem_limit_bytes: Option<u64>,
+    /// Highest memory usage since the cgroup was created (cgroup v2
+    /// `memory.peak`, cgroup v1 `max_usage`), when the runtime reports it.
+    /// Counts page cache like `mem_usage_bytes`.
+    pub mem_peak_bytes: Option<u64>,
+    /// CFS periods in which the container was throttled (cumulative,
+    /// `cpu.stat` `nr_throttled`).
+    pub cpu_nr_throttled: Option<u64>,
+    /// Time the container was throttled, nanoseconds (cumulative,
+    /// `cpu.stat` `throttled_usec` x 1000).
+    pub cpu_throttled_ns: Option<u64>,
 }
 
 impl ContainerStats {
@@ -386,6 +396,9 @@ mod tests {
             mem_usage_bytes: 10,
             mem_inactive_file_bytes: 20,
             mem_limit_bytes: None,
+            mem_peak_bytes: None,
+            cpu_nr_throttled: None,
+            cpu_throttled_ns: None,
         };
         assert_eq!(s.working_set_bytes(), 0);
     }

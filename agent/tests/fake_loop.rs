@@ -17,9 +17,12 @@ fn config(extra: &str) -> AgentConfig {
 interval_s = 1.0
 state_file = ""
 restart_cooldown_s = 0.0
+actuation = "shape"
+manage_unlimited = true
 [http]
 listen = ""
 [shaper]
+max_evictions_per_round = 1000
 min_history_samples = 3
 horizon_samples = 3
 grace_period_s = 0.0
@@ -651,4 +654,110 @@ async fn late_stream_event_of_a_recovered_oom_kill_is_not_counted_again() {
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     r.step(&[("tight", 90 * MIB, 0.1)]).await;
     assert_eq!(r.agent.shared().metrics.oom_events(), 2);
+}
+
+/// Issue 12: a container started without limits next to labelled ones never
+/// counts as the whole node (no eviction for it) and, by default, gets no
+/// limit; it is still reported with a request estimated from its use.
+#[tokio::test]
+async fn unlimited_container_counts_at_its_use_and_gets_no_limit() {
+    let cfg = config("").clone_with(|c| c.manage_unlimited = false);
+    let mut r = rig(cfg);
+    for id in ["a", "b"] {
+        r.fake.add(
+            id,
+            &[ENABLE],
+            Some(2 * GIB),
+            CpuLimit::Nano {
+                nano_cpus: 1_500_000_000,
+            },
+            900.0,
+        );
+    }
+    r.fake
+        .add("free", &[ENABLE], None, CpuLimit::Unlimited, 900.0);
+    let mut last = None;
+    for _ in 0..8 {
+        last = Some(
+            r.step(&[
+                ("a", 1200 * MIB, 1.2),
+                ("b", 1200 * MIB, 1.2),
+                ("free", 32 * MIB, 0.3),
+            ])
+            .await,
+        );
+    }
+    let report = last.expect("rounds ran");
+    assert!(
+        r.fake
+            .calls()
+            .iter()
+            .all(|c| !matches!(c, FakeCall::Stop(..))),
+        "no eviction: {:?}",
+        r.fake.calls()
+    );
+    assert!(r.updates_of("free").is_empty(), "no limit for 'free'");
+    let free = r.fake.container("free").expect("exists").info.limits;
+    assert_eq!((free.mem_bytes, free.cpu), (None, CpuLimit::Unlimited));
+    let c = report
+        .view
+        .containers
+        .iter()
+        .find(|c| c.id == "free")
+        .expect("reported");
+    assert!(
+        c.request.cpu_cores < 1.0 && c.allocation.cpu_cores < 1.0,
+        "request {:?} allocation {:?} must come from use, not the node",
+        c.request,
+        c.allocation
+    );
+    assert!(c.request.mem_bytes < (256 * MIB) as f64);
+    for o in report
+        .outcomes
+        .iter()
+        .filter(|o| o.action.container_id == "free")
+    {
+        assert_eq!(o.result, agent::Outcome::Refused, "{o:?}");
+    }
+}
+
+/// Issue 12: a container throttled in the last rounds keeps its CPU limit
+/// (its memory is still shaped).
+#[tokio::test]
+async fn throttled_container_cpu_is_not_shrunk() {
+    let mut r = rig(config(""));
+    r.fake.add(
+        "hot",
+        &[ENABLE],
+        Some(GIB),
+        CpuLimit::Nano {
+            nano_cpus: 2_000_000_000,
+        },
+        900.0,
+    );
+    for _ in 0..8 {
+        r.fake.add_throttling("hot", 5, 20_000_000);
+        r.step(&[("hot", 50 * MIB, 0.1)]).await;
+    }
+    let limits = r.fake.container("hot").expect("exists").info.limits;
+    assert_eq!(limits.cpu.cores(), Some(2.0), "CPU not shrunk");
+    assert!(
+        limits.mem_bytes.expect("limited") < 300 * MIB,
+        "memory still shaped: {:?}",
+        limits.mem_bytes
+    );
+    assert!(r.agent.shared().metrics.throttled_periods() >= 35);
+    // once throttling stops for a few rounds, the CPU is shaped again
+    for _ in 0..6 {
+        r.step(&[("hot", 50 * MIB, 0.1)]).await;
+    }
+    let cpu = r
+        .fake
+        .container("hot")
+        .expect("exists")
+        .info
+        .limits
+        .cpu
+        .cores();
+    assert!(cpu.is_some_and(|c| c < 1.0), "cpu {cpu:?}");
 }

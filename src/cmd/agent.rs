@@ -31,9 +31,14 @@ pub struct Args {
     /// Configuration file(s) (TOML); later files override earlier ones.
     #[arg(long = "config", short = 'c')]
     pub config: Vec<PathBuf>,
-    /// Run one round, print its decisions as JSON, exit.
+    /// Run one round, print its decisions as JSON, exit. A preview
+    /// (recommend mode) unless --apply is given.
     #[arg(long)]
     pub once: bool,
+    /// With --once: apply the round's plan (as `actuation` says) instead of
+    /// previewing it.
+    #[arg(long, requires = "once", conflicts_with = "recommend")]
+    pub apply: bool,
     /// With --once: sampling-only rounds before the round printed.
     #[arg(long, default_value_t = 0)]
     pub warmup: u32,
@@ -86,7 +91,7 @@ pub fn load_config(args: &Args) -> anyhow::Result<AgentConfig> {
             format!("configuration {}", names.join(" + "))
         })?
     };
-    if args.recommend {
+    if args.recommend || (args.once && !args.apply) {
         cfg.actuation = Actuation::Recommend;
     }
     if let Some(l) = &args.listen {
@@ -175,8 +180,10 @@ async fn run_async(args: Args, mut cfg: AgentConfig) -> anyhow::Result<()> {
         )))
     };
     tracing::info!(
-        mode = ?cfg.mode,
-        actuation = ?cfg.actuation,
+        mode = cfg.mode.as_str(),
+        actuation = cfg.actuation.as_str(),
+        manage_unlimited = cfg.manage_unlimited,
+        max_evictions_per_round = cfg.shaper.max_evictions_per_round,
         interval_s = cfg.interval_s,
         forecaster = ?cfg.forecaster.kind,
         k1 = cfg.shaper.k1,

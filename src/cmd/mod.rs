@@ -4,6 +4,8 @@ pub mod agent;
 pub mod config;
 pub mod forecast;
 pub mod frontier;
+pub mod history;
+pub mod recommendations;
 pub mod replay;
 pub mod shaper;
 pub mod sim_args;

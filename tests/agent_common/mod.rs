@@ -196,6 +196,20 @@ pub fn default_forecaster_config(test: &str) -> agent::AgentConfig {
 }
 
 fn test_config(test: &str, top: &str, shaper: &str, tables: &str) -> agent::AgentConfig {
+    // the tests were written for the agent's earlier defaults (shape,
+    // unlimited containers managed, no eviction cap): kept unless a test
+    // sets the key itself
+    let mut top = top.to_string();
+    if !top.contains("actuation") {
+        top.push_str("\nactuation = \"shape\"");
+    }
+    if !top.contains("manage_unlimited") {
+        top.push_str("\nmanage_unlimited = true");
+    }
+    let mut shaper = shaper.to_string();
+    if !shaper.contains("max_evictions_per_round") {
+        shaper.push_str("\nmax_evictions_per_round = 1000");
+    }
     let text = format!(
         r#"
 interval_s = 1.0

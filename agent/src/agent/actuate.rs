@@ -1,0 +1,284 @@
+//! Actuate: apply a plan's actions (resizes, evictions) through the runtime.
+
+use super::*;
+
+impl<R: ContainerRuntime + ?Sized> Agent<R> {
+    /// The runtime update for a planned allocation. Floors and rounding
+    /// are the kernel's (the plan is already in millicores and pages); this
+    /// keeps the kind of CPU limit the container was started with, and
+    /// leaves a resource alone (`None`, with a note why) when it was started
+    /// without a limit (`manage_unlimited = false`) or, for a CPU shrink,
+    /// when the container was throttled in the last
+    /// [`THROTTLE_HOLD_ROUNDS`] rounds.
+    pub(super) fn limits_update(
+        &self,
+        t: &Tracked,
+        from: Resources,
+        to: Resources,
+    ) -> (ResourceUpdate, Vec<String>) {
+        let orig = self.original_limits(t);
+        let kind = if matches!(t.info.limits.cpu, CpuLimit::Quota { .. }) {
+            t.info.limits.cpu
+        } else {
+            orig.cpu
+        };
+        let (no_cpu, no_mem) = self.unlimited_untouchable(t);
+        let mut notes = Vec::new();
+        let mut update = ResourceUpdate {
+            mem_bytes: Some(to.mem_bytes.ceil() as u64),
+            cpu: Some(kind.with_cores(to.cpu_cores)),
+            mem_swap_bytes: None,
+        };
+        if no_cpu {
+            update.cpu = None;
+            notes.push("no CPU limit set: started without one (manage_unlimited = false)".into());
+        } else if to.cpu_cores < from.cpu_cores {
+            if let Some(r) = t
+                .throttled_round
+                .filter(|r| self.round.saturating_sub(*r) < THROTTLE_HOLD_ROUNDS)
+            {
+                update.cpu = None;
+                notes.push(format!(
+                    "CPU kept at {:.3} cores (not shrunk to {:.3}): throttled in round {r}",
+                    from.cpu_cores, to.cpu_cores
+                ));
+            }
+        }
+        if no_mem {
+            update.mem_bytes = None;
+            notes
+                .push("no memory limit set: started without one (manage_unlimited = false)".into());
+        }
+        (update, notes)
+    }
+
+    pub(super) async fn apply(
+        &mut self,
+        view: &NodeView,
+        actions: &[NodeAction],
+        now_s: f64,
+    ) -> Vec<ActionOutcome> {
+        let shape = self.cfg.actuation == Actuation::Shape;
+        let mut outcomes = Vec::with_capacity(actions.len());
+        let mut failed_apps: BTreeSet<String> = BTreeSet::new();
+        let mut dirty = false;
+        // the plan's order is the kernel's apply order
+        for a in actions {
+            let kind = match a.kind {
+                NodeActionKind::Evict { .. } => "evict",
+                NodeActionKind::Resize { .. } => "resize",
+            };
+            let outcome = |result: Outcome, error: Option<String>| ActionOutcome {
+                action: a.clone(),
+                result,
+                error,
+            };
+            let Some(t) = self.tracked.get(&a.container_id).cloned() else {
+                self.shared.metrics.action(kind, Outcome::Refused.as_str());
+                outcomes.push(outcome(
+                    Outcome::Refused,
+                    Some("not a managed container".into()),
+                ));
+                continue;
+            };
+            if t.info.state != ContainerState::Running {
+                self.shared.metrics.action(kind, Outcome::Refused.as_str());
+                outcomes.push(outcome(
+                    Outcome::Refused,
+                    Some("container is not running".into()),
+                ));
+                continue;
+            }
+            match &a.kind {
+                NodeActionKind::Evict { .. } => {
+                    let (no_cpu, no_mem) = self.unlimited_untouchable(&t);
+                    if no_cpu || no_mem {
+                        self.shared.metrics.action(kind, Outcome::Refused.as_str());
+                        outcomes.push(outcome(
+                            Outcome::Refused,
+                            Some(
+                                "started without a limit: never evicted (manage_unlimited = false)"
+                                    .into(),
+                            ),
+                        ));
+                        continue;
+                    }
+                    if t.labels.protected {
+                        self.shared.metrics.action(kind, Outcome::Refused.as_str());
+                        outcomes.push(outcome(
+                            Outcome::Refused,
+                            Some("protected containers are never evicted".into()),
+                        ));
+                        continue;
+                    }
+                    if !shape {
+                        self.shared
+                            .metrics
+                            .action(kind, Outcome::Recommended.as_str());
+                        outcomes.push(outcome(Outcome::Recommended, None));
+                        continue;
+                    }
+                    match self
+                        .runtime
+                        .stop(&a.container_id, self.cfg.stop_grace_s)
+                        .await
+                    {
+                        Ok(()) => {
+                            let cap = view.capacity;
+                            let request = view
+                                .containers
+                                .iter()
+                                .find(|c| c.id == a.container_id)
+                                .map(|c| c.request)
+                                .unwrap_or_else(|| self.request_of(&t, cap));
+                            self.state.evicted.push(Eviction {
+                                id: a.container_id.clone(),
+                                name: t.info.name.clone(),
+                                app: t.labels.app.clone(),
+                                at_s: now_s,
+                                reason: a.explanation.clone(),
+                                request,
+                            });
+                            if failed_apps.insert(t.labels.app.clone()) {
+                                *self
+                                    .state
+                                    .app_failures
+                                    .entry(t.labels.app.clone())
+                                    .or_default() += 1;
+                            }
+                            if let Some(tm) = self.tracked.get_mut(&a.container_id) {
+                                tm.info.state = ContainerState::Exited;
+                                tm.needs_inspect = true;
+                                tm.last_cpu = None;
+                            }
+                            dirty = true;
+                            tracing::warn!(container = %t.info.name, app = %t.labels.app, reason = %a.explanation, "evicted");
+                            self.shared.metrics.action(kind, Outcome::Applied.as_str());
+                            outcomes.push(outcome(Outcome::Applied, None));
+                        }
+                        Err(e) => {
+                            self.shared.metrics.runtime_error("stop");
+                            self.shared.metrics.action(kind, Outcome::Failed.as_str());
+                            outcomes.push(outcome(Outcome::Failed, Some(e.to_string())));
+                        }
+                    }
+                }
+                NodeActionKind::Resize { from, to } => {
+                    let shrinks = to.cpu_cores < from.cpu_cores || to.mem_bytes < from.mem_bytes;
+                    if t.labels.protected && shrinks {
+                        self.shared.metrics.action(kind, Outcome::Refused.as_str());
+                        outcomes.push(outcome(
+                            Outcome::Refused,
+                            Some("protected containers are never shrunk".into()),
+                        ));
+                        continue;
+                    }
+                    if !to.is_finite() || to.cpu_cores <= 0.0 || to.mem_bytes <= 0.0 {
+                        self.shared.metrics.action(kind, Outcome::Refused.as_str());
+                        outcomes.push(outcome(
+                            Outcome::Refused,
+                            Some(format!(
+                                "invalid target: {:.3} cores, {:.1} MiB",
+                                to.cpu_cores,
+                                to.mem_bytes / MIB
+                            )),
+                        ));
+                        continue;
+                    }
+                    if !shape {
+                        self.shared
+                            .metrics
+                            .action(kind, Outcome::Recommended.as_str());
+                        outcomes.push(outcome(Outcome::Recommended, None));
+                        continue;
+                    }
+                    let (update, notes) = self.limits_update(&t, *from, *to);
+                    let note = (!notes.is_empty()).then(|| notes.join("; "));
+                    if update.mem_bytes.is_none() && update.cpu.is_none() {
+                        // nothing the agent may change
+                        self.shared.metrics.action(kind, Outcome::Refused.as_str());
+                        outcomes.push(outcome(Outcome::Refused, note));
+                        continue;
+                    }
+                    if update
+                        .mem_bytes
+                        .is_none_or(|m| Some(m) == t.info.limits.mem_bytes)
+                        && update.cpu.is_none_or(|c| c == t.info.limits.cpu)
+                    {
+                        // after the agent's floors and rounding the limits
+                        // are already there: no Docker call
+                        self.shared
+                            .metrics
+                            .action(kind, Outcome::Unchanged.as_str());
+                        outcomes.push(outcome(Outcome::Unchanged, note));
+                        continue;
+                    }
+                    match self.runtime.update(&a.container_id, &update).await {
+                        Ok(()) => {
+                            if let Some(tm) = self.tracked.get_mut(&a.container_id) {
+                                if let Some(m) = update.mem_bytes {
+                                    tm.info.limits.mem_bytes = Some(m);
+                                    tm.info.limits.mem_swap_bytes = Some(
+                                        update
+                                            .mem_swap_bytes
+                                            .unwrap_or(i64::try_from(m).unwrap_or(i64::MAX)),
+                                    );
+                                }
+                                if let Some(c) = update.cpu {
+                                    tm.info.limits.cpu = c;
+                                }
+                            }
+                            self.shared.metrics.action(kind, Outcome::Applied.as_str());
+                            outcomes.push(outcome(Outcome::Applied, note));
+                        }
+                        Err(e) => {
+                            self.shared.metrics.runtime_error("update");
+                            self.shared.metrics.action(kind, Outcome::Failed.as_str());
+                            if let Some(tm) = self.tracked.get_mut(&a.container_id) {
+                                tm.needs_inspect = true;
+                            }
+                            outcomes.push(outcome(Outcome::Failed, Some(e.to_string())));
+                        }
+                    }
+                }
+            }
+        }
+        if dirty {
+            self.save_state();
+        }
+        outcomes
+    }
+}
+
+/// Logs one action's outcome as fields with units.
+pub(super) fn log_outcome(o: &ActionOutcome) {
+    let a = &o.action;
+    let (kind, from, to) = match &a.kind {
+        NodeActionKind::Resize { from, to } => ("resize", Some(*from), Some(*to)),
+        NodeActionKind::Evict { whole_app: true } => ("evict_application", None, None),
+        NodeActionKind::Evict { whole_app: false } => ("evict", None, None),
+    };
+    let cores = |r: Option<Resources>| r.map(|r| r.cpu_cores);
+    let mib = |r: Option<Resources>| r.map(|r| r.mem_bytes / MIB);
+    match o.result {
+        Outcome::Applied | Outcome::Recommended => tracing::info!(
+            container = %a.container_name,
+            action = kind,
+            result = %o.result,
+            from_cpu_cores = cores(from),
+            to_cpu_cores = cores(to),
+            from_mem_mib = mib(from),
+            to_mem_mib = mib(to),
+            explanation = %a.explanation,
+            "action"
+        ),
+        Outcome::Unchanged => {}
+        Outcome::Refused | Outcome::Failed => tracing::warn!(
+            container = %a.container_name,
+            action = kind,
+            result = %o.result,
+            error = o.error.as_deref().unwrap_or(""),
+            "action not applied"
+        ),
+    }
+}

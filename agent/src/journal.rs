@@ -1,0 +1,299 @@
+//! The decision journal: every round's decisions with their explanations,
+//! as JSON lines under the state directory (`decisions.jsonl`), rotated
+//! once to `decisions.jsonl.1` when the current file passes half of
+//! `max_bytes`, so both files together stay within `max_bytes`.
+//!
+//! Read by `/v1/decisions?since=SEQ_OR_TIME` (from memory: the last
+//! [`MEMORY_ENTRIES`] entries) and `tailor history` (from the files).
+
+use crate::view::{ActionOutcome, NodeActionKind};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Entries kept in memory for `/v1/decisions?since=`.
+pub const MEMORY_ENTRIES: usize = 1000;
+/// Journal file name under the state directory.
+pub const FILE_NAME: &str = "decisions.jsonl";
+/// Longest journal line read back (bytes); longer lines are skipped.
+const MAX_LINE_BYTES: usize = 4 << 20;
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// One action of a round, in units (cores, MiB).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JournalAction {
+    pub container: String,
+    /// `resize`, `evict` or `evict_application`.
+    pub action: String,
+    /// `applied`, `recommended`, `unchanged`, `refused` or `failed`.
+    pub result: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_cpu_cores: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_cpu_cores: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_mem_mib: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_mem_mib: Option<f64>,
+    pub explanation: String,
+    /// Why it was refused or failed, or what the agent kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl JournalAction {
+    pub fn from_outcome(o: &ActionOutcome) -> Self {
+        let a = &o.action;
+        let (action, from, to) = match &a.kind {
+            NodeActionKind::Resize { from, to } => ("resize", Some(*from), Some(*to)),
+            NodeActionKind::Evict { whole_app: true } => ("evict_application", None, None),
+            NodeActionKind::Evict { whole_app: false } => ("evict", None, None),
+        };
+        Self {
+            container: a.container_name.clone(),
+            action: action.to_string(),
+            result: o.result.as_str().to_string(),
+            from_cpu_cores: from.map(|r| r.cpu_cores),
+            to_cpu_cores: to.map(|r| r.cpu_cores),
+            from_mem_mib: from.map(|r| r.mem_bytes / MIB),
+            to_mem_mib: to.map(|r| r.mem_bytes / MIB),
+            explanation: a.explanation.clone(),
+            note: o.error.clone(),
+        }
+    }
+}
+
+/// One round with at least one action.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JournalEntry {
+    /// Increasing over the journal's life (continues after a restart).
+    pub seq: u64,
+    pub round: u64,
+    /// Unix seconds.
+    pub at_s: f64,
+    pub actuation: String,
+    pub source: String,
+    pub actions: Vec<JournalAction>,
+    /// Evicted containers restarted this round.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restarted: Vec<String>,
+}
+
+/// What `since=` selects: entries after a sequence number, or after a time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Since {
+    Seq(u64),
+    UnixS(f64),
+}
+
+impl Since {
+    /// An integer below 10^9 is a sequence number; any other number is
+    /// Unix seconds.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        if let Ok(n) = s.parse::<u64>() {
+            if n < 1_000_000_000 {
+                return Ok(Since::Seq(n));
+            }
+        }
+        match s.parse::<f64>() {
+            Ok(t) if t.is_finite() && t >= 0.0 => Ok(Since::UnixS(t)),
+            _ => Err(format!(
+                "since must be a sequence number or Unix seconds, got {s:?}"
+            )),
+        }
+    }
+
+    pub fn admits(&self, e: &JournalEntry) -> bool {
+        match *self {
+            Since::Seq(n) => e.seq > n,
+            Since::UnixS(t) => e.at_s > t,
+        }
+    }
+}
+
+/// The journal: files (when a directory is set) and the last entries in
+/// memory.
+#[derive(Debug)]
+pub struct Journal {
+    path: Option<PathBuf>,
+    max_bytes: u64,
+    next_seq: u64,
+    recent: VecDeque<JournalEntry>,
+}
+
+impl Journal {
+    /// A journal in `dir` (`None`: memory only) bounded by `max_bytes`.
+    /// Entries already on disk are read back (sequence numbers continue).
+    pub fn open(dir: Option<&Path>, max_bytes: u64) -> Self {
+        let path = dir.map(|d| d.join(FILE_NAME));
+        let mut recent = VecDeque::new();
+        if let Some(d) = dir {
+            for e in read_dir(d) {
+                if recent.len() == MEMORY_ENTRIES {
+                    recent.pop_front();
+                }
+                recent.push_back(e);
+            }
+        }
+        let next_seq = recent.back().map_or(1, |e: &JournalEntry| e.seq + 1);
+        Self {
+            path,
+            max_bytes,
+            next_seq,
+            recent,
+        }
+    }
+
+    /// Appends one round (rounds without actions or restarts are skipped).
+    /// A write error is logged; the entry stays in memory.
+    pub fn append(
+        &mut self,
+        round: u64,
+        at_s: f64,
+        actuation: &str,
+        source: &str,
+        outcomes: &[ActionOutcome],
+        restarted: &[String],
+    ) {
+        if outcomes.is_empty() && restarted.is_empty() {
+            return;
+        }
+        let entry = JournalEntry {
+            seq: self.next_seq,
+            round,
+            at_s,
+            actuation: actuation.to_string(),
+            source: source.to_string(),
+            actions: outcomes.iter().map(JournalAction::from_outcome).collect(),
+            restarted: restarted.to_vec(),
+        };
+        self.next_seq += 1;
+        if let Some(p) = &self.path {
+            if let Err(e) = write_line(p, &entry, self.max_bytes) {
+                tracing::warn!(path = %p.display(), error = %e, "cannot write the decision journal");
+            }
+        }
+        if self.recent.len() == MEMORY_ENTRIES {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(entry);
+    }
+
+    /// Entries in memory admitted by `since`, oldest first.
+    pub fn since(&self, since: Option<Since>) -> Vec<JournalEntry> {
+        self.recent
+            .iter()
+            .filter(|e| since.is_none_or(|s| s.admits(e)))
+            .cloned()
+            .collect()
+    }
+}
+
+fn write_line(path: &Path, entry: &JournalEntry, max_bytes: u64) -> std::io::Result<()> {
+    let mut line = serde_json::to_string(entry).map_err(std::io::Error::other)?;
+    line.push('\n');
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    if size > 0 && size + line.len() as u64 > max_bytes / 2 {
+        let mut old = path.as_os_str().to_owned();
+        old.push(".1");
+        std::fs::rename(path, PathBuf::from(old))?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    f.write_all(line.as_bytes())
+}
+
+/// Every readable entry in `dir` (the rotated file first), oldest first.
+/// Lines that do not parse are skipped.
+pub fn read_dir(dir: &Path) -> Vec<JournalEntry> {
+    let cur = dir.join(FILE_NAME);
+    let old = dir.join(format!("{FILE_NAME}.1"));
+    let mut out = Vec::new();
+    for p in [old, cur] {
+        let Ok(text) = std::fs::read_to_string(&p) else {
+            continue;
+        };
+        for line in text.lines() {
+            if line.len() > MAX_LINE_BYTES {
+                continue;
+            }
+            if let Ok(e) = serde_json::from_str::<JournalEntry>(line) {
+                out.push(e);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::{NodeAction, Outcome};
+    use tailor_core::Resources;
+
+    fn outcome(name: &str) -> ActionOutcome {
+        ActionOutcome {
+            action: NodeAction {
+                action_id: None,
+                container_id: name.into(),
+                container_name: name.into(),
+                kind: NodeActionKind::Resize {
+                    from: Resources::new(1.0, 512.0 * MIB),
+                    to: Resources::new(0.25, 64.0 * MIB),
+                },
+                explanation: "forecast + buffer".into(),
+            },
+            result: Outcome::Recommended,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn rotates_within_bound_and_reads_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut j = Journal::open(Some(dir.path()), 4096);
+        for round in 1..=100 {
+            j.append(
+                round,
+                1000.0 + round as f64,
+                "recommend",
+                "local",
+                &[outcome("web")],
+                &[],
+            );
+        }
+        let cur = std::fs::metadata(dir.path().join(FILE_NAME))
+            .expect("file")
+            .len();
+        let old = std::fs::metadata(dir.path().join("decisions.jsonl.1"))
+            .expect("rotated")
+            .len();
+        assert!(cur + old <= 4096, "{cur} + {old}");
+        let back = read_dir(dir.path());
+        assert!(!back.is_empty() && back.len() < 100);
+        assert_eq!(back.last().map(|e| e.seq), Some(100));
+        let a = &back[0].actions[0];
+        assert_eq!((a.to_cpu_cores, a.to_mem_mib), (Some(0.25), Some(64.0)));
+        // reopening continues the sequence
+        let mut j2 = Journal::open(Some(dir.path()), 4096);
+        j2.append(101, 2000.0, "recommend", "local", &[outcome("web")], &[]);
+        assert_eq!(j2.since(Some(Since::Seq(100))).len(), 1);
+        assert_eq!(j2.since(Some(Since::Seq(100)))[0].seq, 101);
+        assert_eq!(j2.since(Some(Since::UnixS(1099.5))).len(), 2);
+    }
+
+    #[test]
+    fn since_parses_seq_or_time() {
+        assert_eq!(Since::parse("42"), Ok(Since::Seq(42)));
+        assert_eq!(Since::parse("1700000000"), Ok(Since::UnixS(1.7e9)));
+        assert_eq!(
+            Since::parse("1700000000.5"),
+            Ok(Since::UnixS(1_700_000_000.5))
+        );
+        assert!(Since::parse("yesterday").is_err());
+        assert!(Since::parse("-1").is_err());
+    }
+}

@@ -1,0 +1,374 @@
+//! Per-container recommendations (what `tailor recommendations` prints and
+//! `/v1/recommendations` serves): per managed container and resource, the
+//! current limit, a lower / target / upper recommendation, a confidence,
+//! the binding reason and what was applied.
+//!
+//! * `target`: the kernel's planned allocation when this round's plan
+//!   resized the container (its explanation's `target`), else the same rule
+//!   computed from the forecast: `mean + k1 * request + (upper(k2) - mean)`,
+//!   raised to the floor and to current use;
+//! * `lower`: `upper(k2)` of the forecast without the `k1` headroom (below
+//!   it shortfalls are expected more often than `k2` allows), at least the
+//!   floor;
+//! * `upper`: `upper(2 * k2) + k1 * request`;
+//! * without a forecast (warm-up, too little history) all three are the
+//!   request and the confidence is `low`.
+//!
+//! Shown values have hysteresis: a new target replaces the one shown only
+//! when it differs by more than [`SHOWN_HYSTERESIS`] (relative), so the view
+//! does not jump from round to round; lower and upper move with it.
+
+use crate::agent::RoundReport;
+use crate::view::{NodeActionKind, Outcome};
+use serde::{Deserialize, Serialize};
+use shaper::plan::{Action, Basis, Bound};
+use shaper::ShaperConfig;
+use std::collections::BTreeMap;
+
+/// Relative change a target needs before the shown value moves.
+pub const SHOWN_HYSTERESIS: f64 = 0.10;
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// CPU or memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResourceKind {
+    Cpu,
+    Mem,
+}
+
+impl ResourceKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ResourceKind::Cpu => "cpu",
+            ResourceKind::Mem => "memory",
+        }
+    }
+
+    /// The unit values are shown in: cores or MiB.
+    pub fn unit(&self) -> &'static str {
+        match self {
+            ResourceKind::Cpu => "cores",
+            ResourceKind::Mem => "MiB",
+        }
+    }
+}
+
+/// How much the forecast can be trusted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    /// No forecast yet, or fewer than `min_history_samples` samples.
+    Low,
+    /// Less than [`HIGH_CONFIDENCE_SAMPLES`] samples.
+    Medium,
+    High,
+}
+
+/// Samples a model needs before its confidence is `high`.
+pub const HIGH_CONFIDENCE_SAMPLES: u64 = 360;
+
+/// One container and resource. CPU values in cores, memory in MiB.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Recommendation {
+    pub container: String,
+    pub app: String,
+    pub resource: ResourceKind,
+    /// `cores` or `MiB`.
+    pub unit: String,
+    /// The limit in force; `None` when the container has none.
+    pub current_limit: Option<f64>,
+    pub request: f64,
+    pub usage: f64,
+    pub lower: f64,
+    pub target: f64,
+    pub upper: f64,
+    pub confidence: Confidence,
+    /// Why the target is what it is (basis and bound, or the plan's reason).
+    pub reason: String,
+    /// What happened to this round's action for the container:
+    /// `applied`, `recommended`, `refused: ...`, or `none`.
+    pub applied: String,
+}
+
+/// Every recommendation of one round.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Recommendations {
+    pub node: String,
+    pub round: u64,
+    pub at_s: f64,
+    pub actuation: String,
+    pub items: Vec<Recommendation>,
+}
+
+/// Shown targets per (container name, resource), for hysteresis.
+#[derive(Debug, Default)]
+pub struct Shown {
+    targets: BTreeMap<(String, ResourceKind), f64>,
+}
+
+impl Shown {
+    /// The value to show for a new `target`: the previous one while within
+    /// [`SHOWN_HYSTERESIS`].
+    fn settle(&mut self, name: &str, r: ResourceKind, target: f64) -> f64 {
+        let key = (name.to_string(), r);
+        match self.targets.get(&key) {
+            Some(&prev) if prev > 0.0 && ((target - prev) / prev).abs() <= SHOWN_HYSTERESIS => prev,
+            _ => {
+                self.targets.insert(key, target);
+                target
+            }
+        }
+    }
+
+    /// Forgets containers not in `names`.
+    fn retain(&mut self, names: &std::collections::BTreeSet<&str>) {
+        self.targets.retain(|(n, _), _| names.contains(n.as_str()));
+    }
+}
+
+fn bound_str(b: Bound) -> &'static str {
+    match b {
+        Bound::Buffer => "forecast + buffer",
+        Bound::Floor => "raised to the floor",
+        Bound::Ceiling => "cut to the ceiling (request x max_growth)",
+        Bound::Usage => "raised to current use",
+    }
+}
+
+fn basis_str(b: Basis) -> &'static str {
+    match b {
+        Basis::Forecast => "forecast",
+        Basis::GracePeriod => "grace period: keeps its request",
+        Basis::NoForecast => "no forecast yet: keeps its request",
+        Basis::FailureLimit => "failure limit reached: keeps its request",
+        Basis::Baseline => "baseline policy: request",
+    }
+}
+
+/// Builds this round's recommendations from its report. `unlimited(name)`
+/// tells which resources of a container have no limit (cpu, mem).
+pub fn build(
+    report: &RoundReport,
+    cfg: &ShaperConfig,
+    shown: &mut Shown,
+    unlimited: impl Fn(&str) -> (bool, bool),
+) -> Recommendations {
+    let view = &report.view;
+    // the plan's explanation per container (ComponentId = index in the view)
+    let mut planned = BTreeMap::new();
+    if let Some(plan) = &report.plan {
+        for a in &plan.actions {
+            if let Action::Resize {
+                component,
+                explanation,
+                ..
+            } = a
+            {
+                planned.insert(component.0 as usize, explanation.clone());
+            }
+        }
+    }
+    let mut items = Vec::with_capacity(view.containers.len() * 2);
+    for (i, c) in view.containers.iter().enumerate() {
+        let applied = report
+            .outcomes
+            .iter()
+            .find(|o| o.action.container_id == c.id)
+            .map(|o| {
+                let what = match o.action.kind {
+                    NodeActionKind::Resize { .. } => "resize",
+                    NodeActionKind::Evict { .. } => "evict",
+                };
+                match (&o.result, &o.error) {
+                    (Outcome::Refused | Outcome::Failed, Some(e)) => {
+                        format!("{what} {}: {e}", o.result)
+                    }
+                    (_, Some(note)) => format!("{what} {} ({note})", o.result),
+                    _ => format!("{what} {}", o.result),
+                }
+            })
+            .unwrap_or_else(|| "none".to_string());
+        let (no_cpu, no_mem) = unlimited(&c.name);
+        for r in [ResourceKind::Cpu, ResourceKind::Mem] {
+            let (scale, req, alloc, used, floor, unlimited) = match r {
+                ResourceKind::Cpu => (
+                    1.0,
+                    c.request.cpu_cores,
+                    c.allocation.cpu_cores,
+                    c.usage.cpu_cores,
+                    cfg.min_cpu_cores,
+                    no_cpu,
+                ),
+                ResourceKind::Mem => (
+                    MIB,
+                    c.request.mem_bytes,
+                    c.allocation.mem_bytes,
+                    c.usage.mem_bytes,
+                    cfg.min_mem_bytes,
+                    no_mem,
+                ),
+            };
+            let forecast = c.forecast.map(|f| match r {
+                ResourceKind::Cpu => f.cpu,
+                ResourceKind::Mem => f.mem,
+            });
+            let confidence = match forecast {
+                None => Confidence::Low,
+                Some(_) if c.samples < cfg.min_history_samples as u64 => Confidence::Low,
+                Some(_) if c.samples < HIGH_CONFIDENCE_SAMPLES => Confidence::Medium,
+                Some(_) => Confidence::High,
+            };
+            let (lower, mut target, upper, reason) = match forecast {
+                None => (req, req, req, "no forecast yet: its request".to_string()),
+                Some(p) => {
+                    let k1_term = cfg.k1 * req;
+                    let lower = p.upper(cfg.k2).max(floor);
+                    let computed = (p.upper(cfg.k2) + k1_term).max(floor).max(used);
+                    let upper = (p.upper(2.0 * cfg.k2) + k1_term).max(computed);
+                    match planned.get(&i) {
+                        Some(e) => {
+                            let s = match r {
+                                ResourceKind::Cpu => e.cpu,
+                                ResourceKind::Mem => e.mem,
+                            };
+                            let reason = if e.basis == Basis::Forecast {
+                                bound_str(s.bound).to_string()
+                            } else {
+                                basis_str(e.basis).to_string()
+                            };
+                            (lower.min(s.target), s.target, upper.max(s.target), reason)
+                        }
+                        None => {
+                            let bound = if computed == used && used > floor {
+                                Bound::Usage
+                            } else if computed == floor {
+                                Bound::Floor
+                            } else {
+                                Bound::Buffer
+                            };
+                            (lower, computed, upper, bound_str(bound).to_string())
+                        }
+                    }
+                }
+            };
+            let shown_target = shown.settle(&c.name, r, target / scale);
+            let shift = shown_target - target / scale;
+            target = shown_target;
+            items.push(Recommendation {
+                container: c.name.clone(),
+                app: c.app.clone(),
+                resource: r,
+                unit: r.unit().to_string(),
+                current_limit: (!unlimited).then_some(alloc / scale),
+                request: req / scale,
+                usage: used / scale,
+                lower: (lower / scale + shift).min(target),
+                target,
+                upper: (upper / scale + shift).max(target),
+                confidence,
+                reason,
+                applied: applied.clone(),
+            });
+        }
+    }
+    let names = view.containers.iter().map(|c| c.name.as_str()).collect();
+    shown.retain(&names);
+    Recommendations {
+        node: view.node.clone(),
+        round: report.round,
+        at_s: report.at_s,
+        actuation: report.actuation.as_str().to_string(),
+        items,
+    }
+}
+
+/// The recommendations as CSV (header line first; values in cores / MiB).
+pub fn to_csv(r: &Recommendations) -> String {
+    let mut out = String::from(
+        "container,app,resource,unit,current_limit,request,usage,lower,target,upper,confidence,reason,applied\n",
+    );
+    let q = |s: &str| {
+        if s.contains([',', '"', '\n']) {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        } else {
+            s.to_string()
+        }
+    };
+    for i in &r.items {
+        let num = |v: f64| match i.resource {
+            ResourceKind::Cpu => format!("{v:.3}"),
+            ResourceKind::Mem => format!("{v:.1}"),
+        };
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            q(&i.container),
+            q(&i.app),
+            i.resource.as_str(),
+            i.unit,
+            i.current_limit.map(num).unwrap_or_else(|| "none".into()),
+            num(i.request),
+            num(i.usage),
+            num(i.lower),
+            num(i.target),
+            num(i.upper),
+            match i.confidence {
+                Confidence::Low => "low",
+                Confidence::Medium => "medium",
+                Confidence::High => "high",
+            },
+            q(&i.reason),
+            q(&i.applied),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shown_target_has_hysteresis() {
+        let mut s = Shown::default();
+        assert_eq!(s.settle("a", ResourceKind::Cpu, 0.30), 0.30);
+        // within 10 %: the shown value stays
+        assert_eq!(s.settle("a", ResourceKind::Cpu, 0.32), 0.30);
+        assert_eq!(s.settle("a", ResourceKind::Cpu, 0.28), 0.30);
+        // beyond: it moves
+        assert_eq!(s.settle("a", ResourceKind::Cpu, 0.60), 0.60);
+        // per resource
+        assert_eq!(s.settle("a", ResourceKind::Mem, 100.0), 100.0);
+        let names = ["b"].into_iter().collect();
+        s.retain(&names);
+        assert_eq!(s.settle("a", ResourceKind::Cpu, 0.9), 0.9);
+    }
+
+    #[test]
+    fn csv_quotes_and_units() {
+        let r = Recommendations {
+            items: vec![Recommendation {
+                container: "web,1".into(),
+                app: "web".into(),
+                resource: ResourceKind::Mem,
+                unit: "MiB".into(),
+                current_limit: None,
+                request: 512.0,
+                usage: 40.0,
+                lower: 50.0,
+                target: 60.26,
+                upper: 80.0,
+                confidence: Confidence::Medium,
+                reason: "forecast + buffer".into(),
+                applied: "none".into(),
+            }],
+            ..Recommendations::default()
+        };
+        let csv = to_csv(&r);
+        let line = csv.lines().nth(1).expect("a row");
+        assert_eq!(
+            line,
+            "\"web,1\",web,memory,MiB,none,512.0,40.0,50.0,60.3,80.0,medium,forecast + buffer,none"
+        );
+    }
+}

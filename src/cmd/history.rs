@@ -1,0 +1,84 @@
+//! `tailor history`: the agent's decision journal, oldest first, from a
+//! running agent (`--url`, `/v1/decisions?since=`) or its state directory
+//! (`--state-dir`, `decisions.jsonl` and its rotated copy).
+
+use super::recommendations::{http_get, Source, DEFAULT_URL};
+use agent::journal::{self, JournalEntry, Since};
+use anyhow::Context;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub source: Source,
+    /// Only this container's actions.
+    #[arg(long)]
+    pub container: Option<String>,
+    /// Entries after this sequence number (below 10^9) or Unix time.
+    #[arg(long, default_value = "0")]
+    pub since: String,
+    /// JSON lines as stored.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map(|v| format!("{v:.digits$}"))
+        .unwrap_or_else(|| "-".into())
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let since = Since::parse(&args.since).map_err(anyhow::Error::msg)?;
+    let entries: Vec<JournalEntry> = match &args.source.state_dir {
+        Some(dir) => journal::read_dir(dir)
+            .into_iter()
+            .filter(|e| since.admits(e))
+            .collect(),
+        None => {
+            let url = args.source.url.as_deref().unwrap_or(DEFAULT_URL);
+            let body = http_get(url, &format!("/v1/decisions?since={}", args.since))?;
+            serde_json::from_str(&body).context("decisions: not the agent's JSON")?
+        }
+    };
+    for mut e in entries {
+        if let Some(c) = &args.container {
+            e.actions.retain(|a| &a.container == c);
+            e.restarted.retain(|r| r == c);
+            if e.actions.is_empty() && e.restarted.is_empty() {
+                continue;
+            }
+        }
+        if args.json {
+            println!("{}", serde_json::to_string(&e)?);
+            continue;
+        }
+        for a in &e.actions {
+            let sizes = if a.action == "resize" {
+                format!(
+                    " cpu {} -> {} cores, memory {} -> {} MiB",
+                    opt(a.from_cpu_cores, 3),
+                    opt(a.to_cpu_cores, 3),
+                    opt(a.from_mem_mib, 1),
+                    opt(a.to_mem_mib, 1)
+                )
+            } else {
+                String::new()
+            };
+            let note = a
+                .note
+                .as_deref()
+                .map(|n| format!(" [{n}]"))
+                .unwrap_or_default();
+            println!(
+                "#{} round {} t={:.0} {} {} {}{}: {}{}",
+                e.seq, e.round, e.at_s, a.container, a.action, a.result, sizes, a.explanation, note
+            );
+        }
+        for r in &e.restarted {
+            println!(
+                "#{} round {} t={:.0} {} restarted",
+                e.seq, e.round, e.at_s, r
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,282 @@
+//! `tailor recommendations`: per managed container and resource, the
+//! current limit, lower / target / upper recommendation, confidence, the
+//! binding reason and what was applied, from a running agent
+//! (`--url`, its `/v1/recommendations`) or its state directory
+//! (`--state-dir`, `recommendations.json`). A table by default, or `--csv`,
+//! `--json`, `--html FILE`.
+
+use agent::recommend::{self, Confidence, Recommendations, ResourceKind};
+use anyhow::{bail, Context};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// Default agent URL.
+pub const DEFAULT_URL: &str = "http://127.0.0.1:9847";
+/// Largest answer read from the agent (bytes).
+const MAX_BODY_BYTES: u64 = 64 << 20;
+
+/// Where to read from: a running agent or its state directory.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Source {
+    /// The agent's HTTP endpoint (plain http). Default http://127.0.0.1:9847.
+    #[arg(long, conflicts_with = "state_dir")]
+    pub url: Option<String>,
+    /// The agent's state directory (the directory of `state_file`).
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub source: Source,
+    /// CSV (values in cores and MiB).
+    #[arg(long, conflicts_with_all = ["json", "html"])]
+    pub csv: bool,
+    /// JSON as the agent serves it.
+    #[arg(long, conflicts_with = "html")]
+    pub json: bool,
+    /// Write an HTML page to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// GET `path` from a plain-http `url` (`http://host:port`), bounded in size
+/// and time; the body of a 200 answer.
+pub fn http_get(url: &str, path: &str) -> anyhow::Result<String> {
+    let rest = url
+        .strip_prefix("http://")
+        .with_context(|| format!("--url must start with http://, got {url:?}"))?;
+    let host = rest.trim_end_matches('/');
+    if host.is_empty() || host.contains('/') {
+        bail!("--url must be http://HOST:PORT, got {url:?}");
+    }
+    let addr = if host.contains(':') {
+        host.to_string()
+    } else {
+        format!("{host}:80")
+    };
+    let timeout = std::time::Duration::from_secs(10);
+    let sock = std::net::ToSocketAddrs::to_socket_addrs(&addr)
+        .with_context(|| format!("cannot resolve {addr}"))?
+        .next()
+        .with_context(|| format!("cannot resolve {addr}"))?;
+    let mut s = std::net::TcpStream::connect_timeout(&sock, timeout)
+        .with_context(|| format!("cannot connect to {url}"))?;
+    s.set_read_timeout(Some(timeout))?;
+    s.set_write_timeout(Some(timeout))?;
+    write!(
+        s,
+        "GET {path} HTTP/1.0\r\nHost: {host}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut buf = Vec::new();
+    s.take(MAX_BODY_BYTES)
+        .read_to_end(&mut buf)
+        .with_context(|| format!("reading {url}{path}"))?;
+    let text = String::from_utf8_lossy(&buf);
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .with_context(|| format!("{url}{path}: not an HTTP answer"))?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse::<u16>().ok())
+        .with_context(|| format!("{url}{path}: no status"))?;
+    if status != 200 {
+        bail!("{url}{path}: HTTP {status}: {}", body.trim());
+    }
+    Ok(body.to_string())
+}
+
+fn load(source: &Source) -> anyhow::Result<Recommendations> {
+    let text = match &source.state_dir {
+        Some(dir) => {
+            let p = dir.join(agent::agent::RECOMMENDATIONS_FILE);
+            std::fs::read_to_string(&p).with_context(|| {
+                format!(
+                    "cannot read {} (has the agent run a round with this state directory?)",
+                    p.display()
+                )
+            })?
+        }
+        None => http_get(
+            source.url.as_deref().unwrap_or(DEFAULT_URL),
+            "/v1/recommendations",
+        )?,
+    };
+    serde_json::from_str(&text).context("recommendations: not the agent's JSON")
+}
+
+fn num(r: ResourceKind, v: f64) -> String {
+    match r {
+        ResourceKind::Cpu => format!("{v:.3}"),
+        ResourceKind::Mem => format!("{v:.1}"),
+    }
+}
+
+fn conf(c: Confidence) -> &'static str {
+    match c {
+        Confidence::Low => "low",
+        Confidence::Medium => "medium",
+        Confidence::High => "high",
+    }
+}
+
+/// The table printed by default.
+pub fn table(r: &Recommendations) -> String {
+    let header = [
+        "CONTAINER",
+        "RESOURCE",
+        "UNIT",
+        "CURRENT",
+        "LOWER",
+        "TARGET",
+        "UPPER",
+        "CONFIDENCE",
+        "REASON",
+        "APPLIED",
+    ];
+    let rows: Vec<[String; 10]> = r
+        .items
+        .iter()
+        .map(|i| {
+            [
+                i.container.clone(),
+                i.resource.as_str().to_string(),
+                i.unit.clone(),
+                i.current_limit
+                    .map(|v| num(i.resource, v))
+                    .unwrap_or_else(|| "none".into()),
+                num(i.resource, i.lower),
+                num(i.resource, i.target),
+                num(i.resource, i.upper),
+                conf(i.confidence).to_string(),
+                i.reason.clone(),
+                i.applied.clone(),
+            ]
+        })
+        .collect();
+    let mut w = header.map(str::len);
+    for row in &rows {
+        for (k, c) in row.iter().enumerate() {
+            w[k] = w[k].max(c.chars().count());
+        }
+    }
+    let mut out = format!(
+        "node {} round {} ({}): {} containers\n",
+        r.node,
+        r.round,
+        r.actuation,
+        r.items.len() / 2
+    );
+    let line = |cells: Vec<&str>| {
+        let mut l = String::new();
+        for (k, c) in cells.iter().enumerate() {
+            if k + 1 == cells.len() {
+                l.push_str(c);
+            } else {
+                l.push_str(&format!("{c:<width$}  ", width = w[k]));
+            }
+        }
+        l.trim_end().to_string() + "\n"
+    };
+    out.push_str(&line(header.to_vec()));
+    for row in &rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A self-contained HTML page: the table, with a bar per row showing
+/// lower..upper, the target and the current limit on one scale.
+pub fn html(r: &Recommendations) -> String {
+    let mut rows = String::new();
+    for i in &r.items {
+        let scale = i
+            .upper
+            .max(i.current_limit.unwrap_or(0.0))
+            .max(i.request)
+            .max(1e-9);
+        let pct = |v: f64| (v / scale * 100.0).clamp(0.0, 100.0);
+        let current = i
+            .current_limit
+            .map(|c| {
+                format!(
+                    "<div class=\"cur\" style=\"left:{:.1}%\" title=\"current\"></div>",
+                    pct(c)
+                )
+            })
+            .unwrap_or_default();
+        rows.push_str(&format!(
+            "<tr class=\"{conf}\"><td>{c}</td><td>{res} ({unit})</td><td class=\"n\">{cur}</td><td class=\"n\">{lo}</td><td class=\"n\"><b>{t}</b></td><td class=\"n\">{up}</td><td>{conf}</td>\
+<td><div class=\"bar\"><div class=\"band\" style=\"left:{l:.1}%;width:{bw:.1}%\"></div><div class=\"tgt\" style=\"left:{tp:.1}%\"></div>{current}</div></td><td>{reason}</td><td>{applied}</td></tr>\n",
+            c = esc(&i.container),
+            res = i.resource.as_str(),
+            unit = i.unit,
+            cur = i.current_limit.map(|v| num(i.resource, v)).unwrap_or_else(|| "none".into()),
+            lo = num(i.resource, i.lower),
+            t = num(i.resource, i.target),
+            up = num(i.resource, i.upper),
+            conf = conf(i.confidence),
+            l = pct(i.lower),
+            bw = (pct(i.upper) - pct(i.lower)).max(0.5),
+            tp = pct(i.target),
+            reason = esc(&i.reason),
+            applied = esc(&i.applied),
+        ));
+    }
+    format!(
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>tailor recommendations: {node}</title>
+<style>
+body {{ font-family: sans-serif; margin: 1.5em; color: #222; }}
+table {{ border-collapse: collapse; }}
+th, td {{ padding: 4px 8px; border-bottom: 1px solid #ddd; text-align: left; font-size: 14px; }}
+td.n {{ text-align: right; font-variant-numeric: tabular-nums; }}
+tr.low td {{ color: #888; }}
+.bar {{ position: relative; width: 220px; height: 14px; background: #f2f2f2; }}
+.band {{ position: absolute; top: 3px; height: 8px; background: #9cc3e6; }}
+.tgt {{ position: absolute; top: 0; width: 3px; height: 14px; background: #1f5fa8; }}
+.cur {{ position: absolute; top: 0; width: 2px; height: 14px; background: #d2452b; }}
+.legend span {{ display: inline-block; margin-right: 1.5em; }}
+</style></head><body>
+<h1>tailor recommendations</h1>
+<p>Node <b>{node}</b>, round {round}, actuation <b>{act}</b>. CPU in cores, memory in MiB.</p>
+<p class="legend"><span style="color:#9cc3e6">&#9632;</span>lower..upper
+<span style="color:#1f5fa8">&#9632;</span>target <span style="color:#d2452b">&#9632;</span>current limit</p>
+<table><thead><tr><th>container</th><th>resource</th><th>current</th><th>lower</th><th>target</th><th>upper</th><th>confidence</th><th>range</th><th>reason</th><th>applied</th></tr></thead>
+<tbody>
+{rows}</tbody></table>
+</body></html>
+"#,
+        node = esc(&r.node),
+        round = r.round,
+        act = esc(&r.actuation),
+    )
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let r = load(&args.source)?;
+    if let Some(path) = &args.html {
+        write_file(path, &html(&r))?;
+        eprintln!("wrote {}", path.display());
+    } else if args.csv {
+        print!("{}", recommend::to_csv(&r));
+    } else if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print!("{}", table(&r));
+    }
+    Ok(())
+}
+
+fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
