@@ -169,12 +169,13 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
     /// A new agent. Validates the config and checks that the forecaster can
     /// be built; loads the persisted state.
     pub fn new(
-        cfg: AgentConfig,
+        mut cfg: AgentConfig,
         runtime: Arc<R>,
         source: Box<dyn PlanSource>,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, AgentError> {
         cfg.validate()?;
+        let forced_recommend = crate::podman::force_recommend(&mut cfg, runtime.as_ref());
         let kernel = NodeKernel::new(cfg.shaper.clone(), cfg.forecaster.clone(), cfg.interval_s)?;
         let recorder = match (cfg.record.enabled, cfg.record_path()) {
             (true, Some(path)) => {
@@ -195,8 +196,10 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         };
         let store = StateStore::new(&cfg.state_file);
         let state = store.load();
+        let metrics = Metrics::new();
+        metrics.runtime_capabilities(runtime.can_update(), forced_recommend);
         let shared = Arc::new(Shared {
-            metrics: Metrics::new(),
+            metrics,
             last: RwLock::new(None),
             interval_s: cfg.interval_s,
             started_unix_s: tailor_core::SystemClock.now_s(),

@@ -37,6 +37,7 @@ pub mod http;
 pub mod labels;
 pub mod metrics;
 pub mod notify;
+pub mod podman;
 pub mod runtime;
 pub mod state;
 pub mod view;
