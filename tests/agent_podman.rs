@@ -375,7 +375,7 @@ window = 5
     if route_missing {
         assert!(version.contains("Podman Engine"), "{version}");
         // detected and said so
-        assert!(log.contains("update_route=missing"), "{log}");
+        assert!(log.contains("update_route=\"missing\""), "{log}");
         assert!(
             log.contains("cannot resize running containers: running in recommend mode"),
             "{log}"
