@@ -119,8 +119,8 @@ pub struct PodmanRuntime {
 
 impl PodmanRuntime {
     /// A client for `podman system service` at `socket`; reads `/version`
-    /// and probes the update route. An engine that does not answer is not
-    /// an error (the agent retries every call), but its update route counts
+    /// and probes the update route. A missing socket file is an error (as
+    /// for Docker); an engine that does not answer is not (the agent retries every call), but its update route counts
     /// as [`UpdateRoute::Unprobed`]: no resizing until the agent restarts.
     pub async fn connect(socket: impl AsRef<Path>) -> Result<Self, RuntimeError> {
         let socket = socket.as_ref().to_path_buf();
@@ -408,7 +408,9 @@ mod tests {
 
     #[tokio::test]
     async fn shape_falls_back_to_recommend_without_update() {
-        let rt = PodmanRuntime::connect("/nonexistent/tailor/podman.sock")
+        // a file that is not a socket: the client is built, the probes fail
+        let not_a_socket = tempfile::NamedTempFile::new().expect("temp file");
+        let rt = PodmanRuntime::connect(not_a_socket.path())
             .await
             .expect("constructed");
         let mut cfg = AgentConfig::default();
@@ -425,8 +427,8 @@ mod tests {
 
     #[tokio::test]
     async fn unreachable_engine_cannot_update() {
-        let dir = std::env::temp_dir().join(format!("tailor-podman-none-{}", std::process::id()));
-        let rt = PodmanRuntime::connect(dir.join("missing.sock"))
+        let not_a_socket = tempfile::NamedTempFile::new().expect("temp file");
+        let rt = PodmanRuntime::connect(not_a_socket.path())
             .await
             .expect("no connection at construction");
         assert_eq!(rt.update_route(), UpdateRoute::Unprobed);
