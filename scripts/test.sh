@@ -30,6 +30,9 @@ fi
 if ! tools/build-test-image.sh; then
     echo "test.sh: WARNING: could not build the test image; Docker tests will fail in CI / skip outside it" >&2
 fi
+if ! tools/podman-start.sh; then
+    echo "test.sh: WARNING: could not start podman; Podman tests will fail in CI / skip outside it" >&2
+fi
 if ! command -v promtool >/dev/null 2>&1; then
     if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; } >/tmp/tailor-promtool-install.log 2>&1; then
         echo "test.sh: WARNING: could not install promtool (log: /tmp/tailor-promtool-install.log); the promtool test will fail in CI / skip outside it" >&2

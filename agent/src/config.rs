@@ -41,7 +41,10 @@
 //! max_container_series = 50  # ... for at most this many containers
 //!
 //! [runtime]
-//! kind = "docker"            # the runtime adapter (Docker Engine API on docker_socket)
+//! kind = "docker"            # or "podman": Podman's Docker-compatible API
+//!                            #   (`podman system service`); see agent/PODMAN.md
+//! # socket = "/run/podman/podman.sock"   # default: docker_socket for docker,
+//!                            #   /run/podman/podman.sock for podman
 //!
 //! [record]                   # record what the agent sees and decides, for
 //! enabled = false            #   `tailor replay --workload recorded:PATH [--check-parity]`
@@ -295,6 +298,18 @@ pub enum RuntimeKind {
     /// The Docker Engine API on `docker_socket`.
     #[default]
     Docker,
+    /// Podman's Docker-compatible API (`podman system service`); resizing
+    /// is probed at start, without it the agent only recommends.
+    Podman,
+}
+
+impl RuntimeKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RuntimeKind::Docker => "docker",
+            RuntimeKind::Podman => "podman",
+        }
+    }
 }
 
 /// `[runtime]`: which runtime adapter the agent uses.
@@ -303,6 +318,22 @@ pub enum RuntimeKind {
 pub struct RuntimeConfig {
     /// Default `docker`.
     pub kind: RuntimeKind,
+    /// The API socket; default: `docker_socket` for docker,
+    /// `/run/podman/podman.sock` for podman.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub socket: Option<PathBuf>,
+}
+
+impl AgentConfig {
+    /// The socket of the configured runtime (`[runtime] socket`, else the
+    /// kind's default).
+    pub fn runtime_socket(&self) -> PathBuf {
+        match (&self.runtime.socket, self.runtime.kind) {
+            (Some(s), _) => s.clone(),
+            (None, RuntimeKind::Docker) => self.docker_socket.clone(),
+            (None, RuntimeKind::Podman) => PathBuf::from(crate::podman::DEFAULT_SOCKET),
+        }
+    }
 }
 
 /// `[record]`: what the agent records for replay.
@@ -430,6 +461,11 @@ impl AgentConfig {
             !self.docker_socket.as_os_str().is_empty(),
             || "must not be empty".into(),
         );
+        if let Some(s) = &self.runtime.socket {
+            e.check("runtime.socket", !s.as_os_str().is_empty(), || {
+                "must not be empty".into()
+            });
+        }
         if let Some(n) = &self.node_name {
             e.check(
                 "node_name",

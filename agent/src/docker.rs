@@ -146,7 +146,7 @@ impl DockerRuntime {
 
 /// Splits an HTTP/1.x answer into status and body (no chunked encoding: the
 /// request is HTTP/1.0).
-fn parse_http_response(buf: &[u8]) -> Result<(u16, Vec<u8>), RuntimeError> {
+pub(crate) fn parse_http_response(buf: &[u8]) -> Result<(u16, Vec<u8>), RuntimeError> {
     let head_end = buf
         .windows(4)
         .position(|w| w == b"\r\n\r\n")

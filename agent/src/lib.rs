@@ -38,6 +38,7 @@ pub mod journal;
 pub mod labels;
 pub mod metrics;
 pub mod notify;
+pub mod podman;
 pub mod recommend;
 pub mod runtime;
 pub mod state;

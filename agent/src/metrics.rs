@@ -51,6 +51,10 @@ struct Data {
     throttled_periods: u64,
     throttled_seconds: f64,
     throttled_containers: u64,
+    /// The runtime cannot resize containers (probed at start).
+    runtime_cannot_update: bool,
+    /// `actuation = "shape"` was configured but the agent only recommends.
+    forced_recommend: bool,
 }
 
 /// Counters and gauges, updated by the loop, rendered by `/metrics`.
@@ -136,6 +140,14 @@ impl Metrics {
 
     pub fn plan_source_error(&self) {
         self.with(|d| d.plan_source_errors += 1)
+    }
+
+    /// What the runtime can do, and whether shaping fell back to recommend.
+    pub fn runtime_capabilities(&self, can_update: bool, forced_recommend: bool) {
+        self.with(|d| {
+            d.runtime_cannot_update = !can_update;
+            d.forced_recommend = forced_recommend;
+        });
     }
 
     pub fn docker_up(&self, up: bool) {
@@ -293,6 +305,18 @@ impl Metrics {
             "gauge",
             "1 when the last runtime call succeeded.",
             u8::from(d.docker_up),
+        );
+        t.single(
+            "tailor_agent_runtime_can_update",
+            "gauge",
+            "1 when the container runtime can resize running containers (probed at start).",
+            u8::from(!d.runtime_cannot_update),
+        )
+        .single(
+            "tailor_agent_recommend_forced",
+            "gauge",
+            "1 when actuation = \"shape\" is configured but the runtime cannot resize, so the agent only recommends.",
+            u8::from(d.forced_recommend),
         );
         let name = "tailor_agent_managed_containers";
         t.family(name, "gauge", "Managed containers by state.")

@@ -271,6 +271,28 @@ pub trait ContainerRuntime: Send + Sync + 'static {
     /// ends or yields an error when the daemon goes away; callers
     /// resubscribe with backoff.
     fn events(&self) -> BoxStream<'static, Result<RuntimeEvent, RuntimeError>>;
+
+    /// True when [`ContainerRuntime::update`] can change a running
+    /// container's limits (probed at start by adapters that may lack it,
+    /// e.g. Podman 4.3's Docker-compatible API). The agent runs in
+    /// recommend mode on a runtime that cannot.
+    fn can_update(&self) -> bool {
+        true
+    }
+
+    /// The engine behind the API (name and version), when the adapter
+    /// probed it at start.
+    fn engine(&self) -> Option<EngineInfo> {
+        None
+    }
+}
+
+/// The container engine behind the API, as its `/version` names it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineInfo {
+    /// `Podman Engine`, `Engine` (Docker), ...
+    pub name: String,
+    pub version: String,
 }
 
 /// Parses an RFC 3339 UTC timestamp as Docker writes it

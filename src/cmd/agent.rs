@@ -16,6 +16,7 @@
 use agent::config::RuntimeKind;
 use agent::config::{Actuation, AgentConfig, Mode, DEFAULT_CONFIG_PATH};
 use agent::docker::DockerRuntime;
+use agent::podman::PodmanRuntime;
 use agent::ContainerRuntime;
 use agent::{Agent, LocalShaper, PlanSource};
 use anyhow::Context;
@@ -142,7 +143,8 @@ async fn run_async(args: Args, mut cfg: AgentConfig) -> anyhow::Result<()> {
         cfg.warmup_rounds = 0;
     }
     let runtime: Arc<dyn ContainerRuntime> = match cfg.runtime.kind {
-        RuntimeKind::Docker => Arc::new(DockerRuntime::new(&cfg.docker_socket)?),
+        RuntimeKind::Docker => Arc::new(DockerRuntime::new(cfg.runtime_socket())?),
+        RuntimeKind::Podman => Arc::new(PodmanRuntime::connect(cfg.runtime_socket()).await?),
     };
     let source = plan_source(&cfg)?;
     let mut agent = Agent::new(cfg.clone(), runtime, source, Arc::new(SystemClock))?;

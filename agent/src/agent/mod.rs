@@ -234,6 +234,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
     ) -> Result<Self, AgentError> {
         cfg.validate()?;
         cfg.apply_agent_defaults();
+        let forced_recommend = crate::podman::force_recommend(&mut cfg, runtime.as_ref());
         let kernel = NodeKernel::new(cfg.shaper.clone(), cfg.forecaster.clone(), cfg.interval_s)?;
         let recorder = match (cfg.record.enabled, cfg.record_path()) {
             (true, Some(path)) => {
@@ -263,6 +264,9 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 .then_some(cfg.http.max_container_series),
             ..Shared::new(cfg.interval_s, tailor_core::SystemClock.now_s())
         });
+        shared
+            .metrics
+            .runtime_capabilities(runtime.can_update(), forced_recommend);
         Ok(Self {
             cfg,
             runtime,

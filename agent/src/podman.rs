@@ -1,0 +1,446 @@
+//! [`ContainerRuntime`] for Podman, through its Docker-compatible API
+//! (`podman system service`, default socket `/run/podman/podman.sock`).
+//!
+//! Every call goes through the Docker adapter ([`DockerRuntime`]): list,
+//! inspect, stats, stop, start and events answer the same way on Podman.
+//! What may be missing is resizing a running container: Podman 4.3 (Debian
+//! 12) has no compat `POST /containers/{id}/update` route (it answers 404
+//! with a plain `Not Found` body), and its libpod update route changes the
+//! cgroup without `inspect` reporting the new limit. So at start
+//! [`PodmanRuntime::connect`] reads `/version` (engine name and version) and
+//! probes the update route with a container id that does not exist: an engine
+//! with the route answers 404 with a JSON `message` ("no such container"),
+//! one without answers a plain `Not Found` (or 405). Without the route
+//! [`ContainerRuntime::can_update`] is false, [`ContainerRuntime::update`]
+//! fails without calling the engine, and the agent runs in recommend mode.
+//! See `agent/PODMAN.md` for what else differs from Docker.
+
+use crate::config::{Actuation, AgentConfig};
+use crate::docker::{parse_http_response, DockerRuntime};
+use crate::runtime::{
+    ContainerInfo, ContainerRuntime, ContainerStats, ContainerSummary, EngineInfo, HostInfo,
+    ResourceUpdate, RuntimeError, RuntimeEvent,
+};
+use futures_util::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Default socket of `podman system service` run as root.
+pub const DEFAULT_SOCKET: &str = "/run/podman/podman.sock";
+
+/// Timeout of each start-up probe (seconds).
+const PROBE_TIMEOUT_S: u64 = 10;
+/// Largest probe answer read (bytes).
+const MAX_PROBE_BYTES: usize = 1 << 16;
+
+/// What the start-up probe of the compat update route found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UpdateRoute {
+    /// The route exists (a missing container gets a JSON error).
+    Present,
+    /// The route does not exist (plain `Not Found`, or 405).
+    Missing,
+    /// The engine did not answer the probe; resizing is not attempted.
+    Unprobed,
+    /// An answer the probe does not understand; resizing is not attempted.
+    Unexpected,
+}
+
+impl UpdateRoute {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            UpdateRoute::Present => "present",
+            UpdateRoute::Missing => "missing",
+            UpdateRoute::Unprobed => "unprobed",
+            UpdateRoute::Unexpected => "unexpected",
+        }
+    }
+
+    /// Classifies the answer to `POST /containers/<missing id>/update`.
+    pub fn classify(status: u16, body: &[u8]) -> UpdateRoute {
+        #[derive(Deserialize)]
+        struct ApiError {
+            message: String,
+        }
+        match status {
+            404 => match serde_json::from_slice::<ApiError>(body) {
+                Ok(e) if !e.message.is_empty() => UpdateRoute::Present,
+                _ => UpdateRoute::Missing,
+            },
+            405 => UpdateRoute::Missing,
+            _ => UpdateRoute::Unexpected,
+        }
+    }
+}
+
+/// The engine's name and version from a `/version` answer: the first
+/// component named `... Engine` (Podman: `Podman Engine`; Docker: `Engine`),
+/// else the top-level `Version`.
+pub fn engine_from_version(body: &[u8]) -> Option<EngineInfo> {
+    #[derive(Deserialize)]
+    struct Component {
+        #[serde(rename = "Name", default)]
+        name: String,
+        #[serde(rename = "Version", default)]
+        version: String,
+    }
+    #[derive(Deserialize)]
+    struct Version {
+        #[serde(rename = "Components", default)]
+        components: Vec<Component>,
+        #[serde(rename = "Version", default)]
+        version: String,
+    }
+    let v: Version = serde_json::from_slice(body).ok()?;
+    if let Some(c) = v.components.iter().find(|c| c.name.ends_with("Engine")) {
+        return Some(EngineInfo {
+            name: c.name.clone(),
+            version: c.version.clone(),
+        });
+    }
+    (!v.version.is_empty()).then(|| EngineInfo {
+        name: "unknown".to_string(),
+        version: v.version,
+    })
+}
+
+/// Podman through the Docker adapter, with the capabilities probed at start.
+#[derive(Debug)]
+pub struct PodmanRuntime {
+    inner: DockerRuntime,
+    socket: PathBuf,
+    engine: Option<EngineInfo>,
+    update_route: UpdateRoute,
+}
+
+impl PodmanRuntime {
+    /// A client for `podman system service` at `socket`; reads `/version`
+    /// and probes the update route. A missing socket file is an error (as
+    /// for Docker); an engine that does not answer is not (the agent retries every call), but its update route counts
+    /// as [`UpdateRoute::Unprobed`]: no resizing until the agent restarts.
+    pub async fn connect(socket: impl AsRef<Path>) -> Result<Self, RuntimeError> {
+        let socket = socket.as_ref().to_path_buf();
+        let inner = DockerRuntime::new(&socket)?;
+        let engine = match raw_request(&socket, "GET", "/version", None).await {
+            Ok((200, body)) => engine_from_version(&body),
+            Ok((status, _)) => {
+                tracing::warn!(status, socket = %socket.display(), "podman /version failed");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, socket = %socket.display(), "podman does not answer /version");
+                None
+            }
+        };
+        let probe_id = format!(
+            "tailor-update-probe-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        );
+        let update_route = match raw_request(
+            &socket,
+            "POST",
+            &format!("/containers/{probe_id}/update"),
+            Some("{}"),
+        )
+        .await
+        {
+            Ok((status, body)) => {
+                let r = UpdateRoute::classify(status, &body);
+                if r == UpdateRoute::Unexpected {
+                    tracing::warn!(
+                        status,
+                        body = %String::from_utf8_lossy(&body[..body.len().min(200)]),
+                        "unexpected answer to the update-route probe"
+                    );
+                }
+                r
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "podman does not answer the update-route probe");
+                UpdateRoute::Unprobed
+            }
+        };
+        let (name, version) = engine
+            .as_ref()
+            .map(|e| (e.name.as_str(), e.version.as_str()))
+            .unwrap_or(("unknown", "unknown"));
+        tracing::info!(
+            engine = name,
+            engine_version = version,
+            update_route = update_route.as_str(),
+            socket = %socket.display(),
+            "podman capabilities probed"
+        );
+        if !name.starts_with("Podman") && engine.is_some() {
+            tracing::warn!(
+                engine = name,
+                "[runtime] kind = \"podman\" but the engine is not Podman"
+            );
+        }
+        Ok(Self {
+            inner,
+            socket,
+            engine,
+            update_route,
+        })
+    }
+
+    /// What the start-up probe found.
+    pub fn update_route(&self) -> UpdateRoute {
+        self.update_route
+    }
+
+    /// The socket in use.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+}
+
+#[async_trait::async_trait]
+impl ContainerRuntime for PodmanRuntime {
+    async fn host_info(&self) -> Result<HostInfo, RuntimeError> {
+        self.inner.host_info().await
+    }
+
+    async fn list(
+        &self,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<Vec<ContainerSummary>, RuntimeError> {
+        self.inner.list(labels).await
+    }
+
+    async fn inspect(&self, id: &str) -> Result<ContainerInfo, RuntimeError> {
+        self.inner.inspect(id).await
+    }
+
+    async fn stats(&self, id: &str) -> Result<ContainerStats, RuntimeError> {
+        self.inner.stats(id).await
+    }
+
+    async fn update(&self, id: &str, update: &ResourceUpdate) -> Result<(), RuntimeError> {
+        if self.update_route != UpdateRoute::Present {
+            return Err(RuntimeError::Api {
+                status: 501,
+                message: format!(
+                    "cannot resize {id}: this Podman has no container update route (probe: {})",
+                    self.update_route.as_str()
+                ),
+            });
+        }
+        self.inner.update(id, update).await
+    }
+
+    async fn stop(&self, id: &str, grace_s: u32) -> Result<(), RuntimeError> {
+        self.inner.stop(id, grace_s).await
+    }
+
+    async fn start(&self, id: &str) -> Result<(), RuntimeError> {
+        self.inner.start(id).await
+    }
+
+    fn events(&self) -> BoxStream<'static, Result<RuntimeEvent, RuntimeError>> {
+        self.inner.events()
+    }
+
+    fn can_update(&self) -> bool {
+        self.update_route == UpdateRoute::Present
+    }
+
+    fn engine(&self) -> Option<EngineInfo> {
+        self.engine.clone()
+    }
+}
+
+/// With `actuation = "shape"` on a runtime that cannot resize containers,
+/// switches `cfg` to recommend mode and says so (warning with the engine,
+/// its version and the runtime kind). Returns true when it switched.
+pub fn force_recommend<R: ContainerRuntime + ?Sized>(cfg: &mut AgentConfig, runtime: &R) -> bool {
+    if cfg.actuation != Actuation::Shape || runtime.can_update() {
+        return false;
+    }
+    let engine = runtime.engine();
+    let (name, version) = engine
+        .as_ref()
+        .map(|e| (e.name.as_str(), e.version.as_str()))
+        .unwrap_or(("unknown", "unknown"));
+    tracing::warn!(
+        runtime = cfg.runtime.kind.as_str(),
+        engine = name,
+        engine_version = version,
+        configured = "shape",
+        effective = "recommend",
+        "the container runtime cannot resize running containers: running in recommend mode (plans are computed, logged and served; no limit is changed, nothing is evicted)"
+    );
+    cfg.actuation = Actuation::Recommend;
+    true
+}
+
+/// One HTTP/1.0 request over the unix socket (the engine answers and
+/// closes), bounded in time and size.
+async fn raw_request(
+    socket: &Path,
+    method: &str,
+    path: &str,
+    json_body: Option<&str>,
+) -> Result<(u16, Vec<u8>), RuntimeError> {
+    let fut = async {
+        let mut stream = tokio::net::UnixStream::connect(socket)
+            .await
+            .map_err(|e| RuntimeError::Unavailable(format!("{}: {e}", socket.display())))?;
+        let body = json_body.unwrap_or("");
+        let mut req =
+            format!("{method} {path} HTTP/1.0\r\nHost: podman\r\nUser-Agent: tailor-agent\r\n");
+        if json_body.is_some() {
+            req.push_str(&format!(
+                "Content-Type: application/json\r\nContent-Length: {}\r\n",
+                body.len()
+            ));
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        stream
+            .write_all(req.as_bytes())
+            .await
+            .map_err(|e| RuntimeError::Unavailable(e.to_string()))?;
+        let mut buf = Vec::with_capacity(4096);
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = stream
+                .read(&mut chunk)
+                .await
+                .map_err(|e| RuntimeError::Unavailable(e.to_string()))?;
+            if n == 0 {
+                break;
+            }
+            if buf.len() + n > MAX_PROBE_BYTES {
+                return Err(RuntimeError::Decode(format!(
+                    "answer larger than {MAX_PROBE_BYTES} bytes"
+                )));
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        parse_http_response(&buf)
+    };
+    tokio::time::timeout(Duration::from_secs(PROBE_TIMEOUT_S), fut)
+        .await
+        .map_err(|_| RuntimeError::Unavailable(format!("timeout after {PROBE_TIMEOUT_S} s")))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn update_route_probe_answers() {
+        // Podman 4.3.1 (measured): the route does not exist
+        assert_eq!(
+            UpdateRoute::classify(404, b"Not Found"),
+            UpdateRoute::Missing
+        );
+        // Docker 20.10 (measured): the route exists, the container does not
+        assert_eq!(
+            UpdateRoute::classify(404, br#"{"message":"No such container: x"}"#),
+            UpdateRoute::Present
+        );
+        // libpod-style error body of a Podman with the route
+        assert_eq!(
+            UpdateRoute::classify(
+                404,
+                br#"{"cause":"no such container","message":"no container with name or ID \"x\" found","response":404}"#
+            ),
+            UpdateRoute::Present
+        );
+        assert_eq!(UpdateRoute::classify(405, b""), UpdateRoute::Missing);
+        assert_eq!(
+            UpdateRoute::classify(500, b"{\"message\":\"x\"}"),
+            UpdateRoute::Unexpected
+        );
+        assert_eq!(UpdateRoute::classify(404, b"{}"), UpdateRoute::Missing);
+    }
+
+    #[test]
+    fn engine_names() {
+        let podman = br#"{"Components":[{"Name":"Podman Engine","Version":"4.3.1"},{"Name":"Conmon","Version":"2.1.6"}],"Version":"4.3.1","ApiVersion":"1.41"}"#;
+        assert_eq!(
+            engine_from_version(podman),
+            Some(EngineInfo {
+                name: "Podman Engine".into(),
+                version: "4.3.1".into()
+            })
+        );
+        let docker =
+            br#"{"Components":[{"Name":"Engine","Version":"20.10.24"}],"Version":"20.10.24"}"#;
+        assert_eq!(
+            engine_from_version(docker).map(|e| e.name),
+            Some("Engine".to_string())
+        );
+        assert_eq!(
+            engine_from_version(br#"{"Version":"1.2"}"#).map(|e| e.name),
+            Some("unknown".to_string())
+        );
+        assert_eq!(engine_from_version(b"garbage"), None);
+        assert_eq!(engine_from_version(b"{}"), None);
+    }
+
+    #[test]
+    fn podman_config() {
+        let c = crate::config::check_toml("[runtime]\nkind = \"podman\"\n").expect("valid");
+        assert_eq!(c.runtime.kind, crate::config::RuntimeKind::Podman);
+        assert_eq!(c.runtime_socket(), PathBuf::from(DEFAULT_SOCKET));
+        let d = crate::config::check_toml("docker_socket = \"/x.sock\"\n").expect("valid");
+        assert_eq!(d.runtime_socket(), PathBuf::from("/x.sock"));
+        let s = crate::config::check_toml("[runtime]\nkind = \"podman\"\nsocket = \"/p.sock\"\n")
+            .expect("valid");
+        assert_eq!(s.runtime_socket(), PathBuf::from("/p.sock"));
+        let err = crate::config::check_toml("[runtime]\nsocket = \"\"\n").expect_err("empty");
+        assert!(err.to_string().contains("runtime.socket"), "{err}");
+        let err = crate::config::check_toml("[runtime]\nkind = \"cri-o\"\n").expect_err("kind");
+        assert!(err.to_string().contains("runtime"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn shape_falls_back_to_recommend_without_update() {
+        // a file that is not a socket: the client is built, the probes fail
+        let not_a_socket = tempfile::NamedTempFile::new().expect("temp file");
+        let rt = PodmanRuntime::connect(not_a_socket.path())
+            .await
+            .expect("constructed");
+        let mut cfg = AgentConfig::default();
+        assert!(force_recommend(&mut cfg, &rt));
+        assert_eq!(cfg.actuation, Actuation::Recommend);
+        // already recommending: nothing to say
+        assert!(!force_recommend(&mut cfg, &rt));
+        // a runtime that can update keeps shaping
+        let fake = crate::fake::FakeRuntime::new(2, 1 << 30);
+        let mut cfg = AgentConfig::default();
+        assert!(!force_recommend(&mut cfg, &fake));
+        assert_eq!(cfg.actuation, Actuation::Shape);
+    }
+
+    #[tokio::test]
+    async fn unreachable_engine_cannot_update() {
+        let not_a_socket = tempfile::NamedTempFile::new().expect("temp file");
+        let rt = PodmanRuntime::connect(not_a_socket.path())
+            .await
+            .expect("no connection at construction");
+        assert_eq!(rt.update_route(), UpdateRoute::Unprobed);
+        assert!(!rt.can_update());
+        assert_eq!(rt.engine(), None);
+        let err = rt
+            .update("x", &ResourceUpdate::default())
+            .await
+            .expect_err("no update without the route");
+        assert!(
+            matches!(err, RuntimeError::Api { status: 501, .. }),
+            "{err}"
+        );
+    }
+}
