@@ -27,7 +27,7 @@ mod tests;
 
 use pessimistic::{apply_eviction_cap, plan_pessimistic, AppInfo, GlobalKey};
 use target::settle;
-pub use target::{component_target, Target};
+pub use target::{component_target, risk_to_level, Target};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {

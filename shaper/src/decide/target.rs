@@ -16,8 +16,24 @@ fn usable(p: &Predictive) -> bool {
     p.mean.is_finite() && p.std.is_finite()
 }
 
+/// The band level `k` whose one-sided Gaussian tail is `risk`:
+/// `Phi^-1(1 - risk)`. A calibrated predictive's `upper(k)` is crossed with
+/// probability `1 - Phi(k)` (see `forecaster::calibration`), so
+/// `upper(risk_to_level(p))` is crossed with probability `p`.
+pub fn risk_to_level(risk: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    let risk = if risk.is_finite() {
+        risk.clamp(crate::config::MIN_MEMORY_RISK, 0.5)
+    } else {
+        0.5
+    };
+    Normal::standard().inverse_cdf(1.0 - risk)
+}
+
 /// The target allocation of one component under `cfg` at `now_s`:
-/// `mean + k1 * request + (upper(k2) - mean)` per resource, raised to the
+/// `mean + k1 * request + (upper(k2) - mean)` per resource (memory, when
+/// `memory_risk = P` is set: `upper(risk_to_level(P))`, the allocation its
+/// forecast peak crosses with probability `P`), raised to the
 /// floor, cut to the ceiling (`request * max_growth`), raised to current
 /// usage. Components in the grace period, without a usable forecast, or in an
 /// application over the failure limit target their request (same clamps);
@@ -51,6 +67,7 @@ pub fn component_target(
     };
     let k1 = sane(cfg.k1);
     let k2 = sane(cfg.k2);
+    let risk_level = cfg.memory_risk.map(risk_to_level);
     let one = |r: Resource| -> Sizing {
         let req = sane(c.request.get(r));
         let usage = sane(c.usage.get(r));
@@ -67,8 +84,12 @@ pub fn component_target(
         let (mean, sigma, k1_term, k2_term, raw) = match (&c.forecast, basis) {
             (Some(f), Basis::Forecast) => {
                 let p = f.get(r);
-                let k1_term = k1 * req;
-                let k2_term = p.band_above(k2);
+                let (k1_term, k2_term) = match (r, risk_level) {
+                    // Risk-targeted memory: the (calibrated) upper band at
+                    // the level whose one-sided tail is `memory_risk`.
+                    (Resource::Mem, Some(k)) => (0.0, p.band_above(k)),
+                    _ => (k1 * req, p.band_above(k2)),
+                };
                 (p.mean, p.std, k1_term, k2_term, p.mean + k1_term + k2_term)
             }
             _ => (0.0, 0.0, 0.0, 0.0, req),

@@ -274,6 +274,64 @@ fn buffer_terms_and_clamps() {
 }
 
 #[test]
+fn memory_risk_sizes_memory_from_the_predictive_tail() {
+    let mut c = comp(1, Class::Core, 0, 0.0, (4.0, 1000.0), (1.0, 400.0));
+    c.forecast = Some(Forecasts {
+        cpu: Predictive::gaussian(1.0, 0.1),
+        mem: Predictive::gaussian(400.0, 50.0),
+    });
+    c.usage = Resources::new(0.5, 300.0);
+    let a = app(1, 0.0, vec![c.clone()]);
+    // 1 - Phi(2) = 2.275%: memory = mean + 2 sigma, no K1 term; CPU keeps
+    // the K1/K2 buffer.
+    let cfg = ShaperConfig {
+        k1: 0.05,
+        k2: 3.0,
+        memory_risk: Some(0.022_750_131_948_179_2),
+        ..unfloored()
+    };
+    assert!((risk_to_level(0.022_750_131_948_179_2) - 2.0).abs() < 1e-9);
+    let t = component_target(&a, &c, 10_000.0, &cfg);
+    assert!(
+        (t.alloc.mem_bytes - 500.0).abs() < 1e-6,
+        "{}",
+        t.alloc.mem_bytes
+    );
+    assert_eq!(t.mem.k1_term, 0.0);
+    assert!((t.alloc.cpu_cores - 1.5).abs() < 1e-12);
+    // A smaller risk never gives a smaller allocation.
+    let mut last = 0.0;
+    for risk in [0.5, 0.1, 0.01, 1e-3, 1e-5, 1e-9] {
+        let t = component_target(
+            &a,
+            &c,
+            10_000.0,
+            &ShaperConfig {
+                memory_risk: Some(risk),
+                ..cfg.clone()
+            },
+        );
+        assert!(t.alloc.mem_bytes >= last, "risk {risk}");
+        last = t.alloc.mem_bytes;
+    }
+    // A calibrated predictive: the tail multiplier is the calibration's.
+    let calibrated = Forecasts {
+        cpu: Predictive::gaussian(1.0, 0.1),
+        mem: Predictive {
+            calibration: Some(tailor_core::Calibration::gaussian()),
+            ..Predictive::gaussian(400.0, 50.0)
+        },
+    };
+    c.forecast = Some(calibrated);
+    let t = component_target(&a, &c, 10_000.0, &cfg);
+    assert!(
+        (t.alloc.mem_bytes - 500.0).abs() < 1.0,
+        "{}",
+        t.alloc.mem_bytes
+    );
+}
+
+#[test]
 fn hysteresis_skips_small_changes_but_not_needed_growth() {
     let mut c = comp(1, Class::Core, 0, 0.0, (4.0, 1000.0), (2.0, 500.0));
     c.allocation = Resources::new(2.05, 510.0);
