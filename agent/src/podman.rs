@@ -413,14 +413,18 @@ mod tests {
         let rt = PodmanRuntime::connect(not_a_socket.path())
             .await
             .expect("constructed");
-        let mut cfg = AgentConfig::default();
+        let shape = || AgentConfig {
+            actuation: Actuation::Shape,
+            ..AgentConfig::default()
+        };
+        let mut cfg = shape();
         assert!(force_recommend(&mut cfg, &rt));
         assert_eq!(cfg.actuation, Actuation::Recommend);
         // already recommending: nothing to say
         assert!(!force_recommend(&mut cfg, &rt));
         // a runtime that can update keeps shaping
         let fake = crate::fake::FakeRuntime::new(2, 1 << 30);
-        let mut cfg = AgentConfig::default();
+        let mut cfg = shape();
         assert!(!force_recommend(&mut cfg, &fake));
         assert_eq!(cfg.actuation, Actuation::Shape);
     }
