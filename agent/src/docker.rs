@@ -104,49 +104,21 @@ impl DockerRuntime {
 
     /// Raw GET over the unix socket (HTTP/1.0: the daemon answers and closes).
     async fn raw_get(&self, path_and_query: &str) -> Result<(u16, Vec<u8>), RuntimeError> {
-        let fut = async {
-            let mut stream = tokio::net::UnixStream::connect(&self.socket)
-                .await
-                .map_err(|e| {
-                    RuntimeError::Unavailable(format!("{}: {e}", self.socket.display()))
-                })?;
-            let req = format!(
-                "GET {path_and_query} HTTP/1.0\r\nHost: docker\r\nUser-Agent: tailor-agent\r\n\r\n"
-            );
-            stream
-                .write_all(req.as_bytes())
-                .await
-                .map_err(|e| RuntimeError::Unavailable(e.to_string()))?;
-            let mut buf = Vec::with_capacity(8192);
-            let mut chunk = [0u8; 8192];
-            loop {
-                let n = stream
-                    .read(&mut chunk)
-                    .await
-                    .map_err(|e| RuntimeError::Unavailable(e.to_string()))?;
-                if n == 0 {
-                    break;
-                }
-                if buf.len() + n > MAX_STATS_BYTES {
-                    return Err(RuntimeError::Decode(format!(
-                        "answer larger than {MAX_STATS_BYTES} bytes"
-                    )));
-                }
-                buf.extend_from_slice(&chunk[..n]);
-            }
-            parse_http_response(&buf)
-        };
-        tokio::time::timeout(Duration::from_secs(REQUEST_TIMEOUT_S), fut)
-            .await
-            .map_err(|_| {
-                RuntimeError::Unavailable(format!("timeout after {REQUEST_TIMEOUT_S} s"))
-            })?
+        raw_request(
+            &self.socket,
+            "GET",
+            path_and_query,
+            None,
+            MAX_STATS_BYTES,
+            REQUEST_TIMEOUT_S,
+        )
+        .await
     }
 }
 
 /// Splits an HTTP/1.x answer into status and body (no chunked encoding: the
 /// request is HTTP/1.0).
-pub(crate) fn parse_http_response(buf: &[u8]) -> Result<(u16, Vec<u8>), RuntimeError> {
+fn parse_http_response(buf: &[u8]) -> Result<(u16, Vec<u8>), RuntimeError> {
     let head_end = buf
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
@@ -582,6 +554,59 @@ impl ContainerRuntime for DockerRuntime {
             })
             .boxed()
     }
+}
+
+/// One HTTP/1.0 request over the unix socket (the engine answers and
+/// closes), bounded in time (`timeout_s`) and size (`max_bytes`).
+pub(crate) async fn raw_request(
+    socket: &Path,
+    method: &str,
+    path: &str,
+    json_body: Option<&str>,
+    max_bytes: usize,
+    timeout_s: u64,
+) -> Result<(u16, Vec<u8>), RuntimeError> {
+    let fut = async {
+        let mut stream = tokio::net::UnixStream::connect(socket)
+            .await
+            .map_err(|e| RuntimeError::Unavailable(format!("{}: {e}", socket.display())))?;
+        let body = json_body.unwrap_or("");
+        let mut req =
+            format!("{method} {path} HTTP/1.0\r\nHost: localhost\r\nUser-Agent: tailor-agent\r\n");
+        if json_body.is_some() {
+            req.push_str(&format!(
+                "Content-Type: application/json\r\nContent-Length: {}\r\n",
+                body.len()
+            ));
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        stream
+            .write_all(req.as_bytes())
+            .await
+            .map_err(|e| RuntimeError::Unavailable(e.to_string()))?;
+        let mut buf = Vec::with_capacity(4096);
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = stream
+                .read(&mut chunk)
+                .await
+                .map_err(|e| RuntimeError::Unavailable(e.to_string()))?;
+            if n == 0 {
+                break;
+            }
+            if buf.len() + n > max_bytes {
+                return Err(RuntimeError::Decode(format!(
+                    "answer larger than {max_bytes} bytes"
+                )));
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        parse_http_response(&buf)
+    };
+    tokio::time::timeout(Duration::from_secs(timeout_s), fut)
+        .await
+        .map_err(|_| RuntimeError::Unavailable(format!("timeout after {timeout_s} s")))?
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@
 //! See `agent/PODMAN.md` for what else differs from Docker.
 
 use crate::config::{Actuation, AgentConfig};
-use crate::docker::{parse_http_response, DockerRuntime};
+use crate::docker::{raw_request, DockerRuntime};
 use crate::runtime::{
     ContainerInfo, ContainerRuntime, ContainerStats, ContainerSummary, EngineInfo, HostInfo,
     ResourceUpdate, RuntimeError, RuntimeEvent,
@@ -25,8 +25,6 @@ use futures_util::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Default socket of `podman system service` run as root.
 pub const DEFAULT_SOCKET: &str = "/run/podman/podman.sock";
@@ -125,7 +123,16 @@ impl PodmanRuntime {
     pub async fn connect(socket: impl AsRef<Path>) -> Result<Self, RuntimeError> {
         let socket = socket.as_ref().to_path_buf();
         let inner = DockerRuntime::new(&socket)?;
-        let engine = match raw_request(&socket, "GET", "/version", None).await {
+        let engine = match raw_request(
+            &socket,
+            "GET",
+            "/version",
+            None,
+            MAX_PROBE_BYTES,
+            PROBE_TIMEOUT_S,
+        )
+        .await
+        {
             Ok((200, body)) => engine_from_version(&body),
             Ok((status, _)) => {
                 tracing::warn!(status, socket = %socket.display(), "podman /version failed");
@@ -149,6 +156,8 @@ impl PodmanRuntime {
             "POST",
             &format!("/containers/{probe_id}/update"),
             Some("{}"),
+            MAX_PROBE_BYTES,
+            PROBE_TIMEOUT_S,
         )
         .await
         {
@@ -281,57 +290,6 @@ pub fn force_recommend<R: ContainerRuntime + ?Sized>(cfg: &mut AgentConfig, runt
     );
     cfg.actuation = Actuation::Recommend;
     true
-}
-
-/// One HTTP/1.0 request over the unix socket (the engine answers and
-/// closes), bounded in time and size.
-async fn raw_request(
-    socket: &Path,
-    method: &str,
-    path: &str,
-    json_body: Option<&str>,
-) -> Result<(u16, Vec<u8>), RuntimeError> {
-    let fut = async {
-        let mut stream = tokio::net::UnixStream::connect(socket)
-            .await
-            .map_err(|e| RuntimeError::Unavailable(format!("{}: {e}", socket.display())))?;
-        let body = json_body.unwrap_or("");
-        let mut req =
-            format!("{method} {path} HTTP/1.0\r\nHost: podman\r\nUser-Agent: tailor-agent\r\n");
-        if json_body.is_some() {
-            req.push_str(&format!(
-                "Content-Type: application/json\r\nContent-Length: {}\r\n",
-                body.len()
-            ));
-        }
-        req.push_str("\r\n");
-        req.push_str(body);
-        stream
-            .write_all(req.as_bytes())
-            .await
-            .map_err(|e| RuntimeError::Unavailable(e.to_string()))?;
-        let mut buf = Vec::with_capacity(4096);
-        let mut chunk = [0u8; 4096];
-        loop {
-            let n = stream
-                .read(&mut chunk)
-                .await
-                .map_err(|e| RuntimeError::Unavailable(e.to_string()))?;
-            if n == 0 {
-                break;
-            }
-            if buf.len() + n > MAX_PROBE_BYTES {
-                return Err(RuntimeError::Decode(format!(
-                    "answer larger than {MAX_PROBE_BYTES} bytes"
-                )));
-            }
-            buf.extend_from_slice(&chunk[..n]);
-        }
-        parse_http_response(&buf)
-    };
-    tokio::time::timeout(Duration::from_secs(PROBE_TIMEOUT_S), fut)
-        .await
-        .map_err(|_| RuntimeError::Unavailable(format!("timeout after {PROBE_TIMEOUT_S} s")))?
 }
 
 #[cfg(test)]
