@@ -28,6 +28,7 @@
 //! ```
 
 pub mod agent;
+pub mod checkpoint;
 pub mod cluster;
 pub mod config;
 pub mod docker;

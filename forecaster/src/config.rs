@@ -141,6 +141,17 @@ impl ModelConfig {
         e.into_result()
     }
 
+    /// Samples a model of this kind needs before it leaves its fallback
+    /// (it is "warm"): GP `history + min_train`, ARIMA `min_samples`, 1 for
+    /// the baselines.
+    pub fn warm_samples(&self) -> usize {
+        match self.kind {
+            ModelKind::Gp => self.gp.history + self.gp.min_train,
+            ModelKind::Arima => self.arima.min_samples,
+            ModelKind::Last | ModelKind::Peak | ModelKind::Vpa | ModelKind::VpaSimple => 1,
+        }
+    }
+
     /// Builds the configured model (wrapped in [`Calibrated`] when
     /// `calibrated`). Fails on an invalid config. A `vpa` model feeds the
     /// resource named in `vpa.resource` (memory by default); see

@@ -6,6 +6,7 @@
 //! | rule | where |
 //! |---|---|
 //! | per-component models: normalisation by the request, warm-up, horizon | [`models`] |
+//! | priors from siblings and predecessors for young components | [`prior`] |
 //! | floors, ceilings, rounding to millicores and pages | [`limits`] |
 //! | the OOM floor after a kill | [`oom`] |
 //! | grouping observed components into the view | [`view`] |
@@ -71,9 +72,11 @@ pub mod limits;
 pub mod model;
 pub mod models;
 pub mod node;
+pub mod node_models;
 pub mod oom;
 pub mod order;
 pub mod plan;
+pub mod prior;
 pub mod record;
 pub mod synthetic;
 pub mod view;
@@ -81,7 +84,8 @@ pub mod view;
 pub use config::{ConfigError, ConfigErrors, Policy, SchedulerOrder, ShaperConfig, VictimOrder};
 pub use decide::{component_target, decide, Decider, Target};
 pub use model::*;
-pub use models::{horizon_samples, ComponentModels};
+pub use models::{horizon_samples, ComponentModels, ForecastSource};
+pub use prior::{PairMoments, PriorBook, PriorSettings, RelPrior};
 pub use oom::OomFloor;
 pub use order::{apply_class, scheduler_key, ComponentAction, SchedulerKey};
 pub use plan::{Action, Basis, Binding, Bound, Explanation, Plan, PlanSummary, Reason, Sizing};

@@ -9,15 +9,50 @@
 //! predecessor can be carried over at another request. Forecasts are
 //! scaled back to absolute units (cores, bytes) with the request in force.
 //!
-//! A component's own model is used once it has seen
-//! `[shaper] min_history_samples` samples of both resources; before that
-//! [`ComponentModels::forecast`] returns `None` and the shaper keeps the
-//! component at its request. The horizon (samples whose peak is
-//! forecast) is [`horizon_samples`].
+//! Which forecast a component gets ([`ComponentModels::forecast_with`],
+//! reported as a [`ForecastSource`]):
+//! 1. **own**: its own model, once the model is warm (it has seen the
+//!    samples it needs to fit, [`ComponentModels::with_warm_samples`]) and
+//!    `[shaper] min_history_samples` samples of both resources;
+//! 2. **prior**: before that, the prior of its siblings or predecessors
+//!    ([`crate::prior`]) mixed with its own samples so far, when one exists
+//!    and `[shaper] prior` is on;
+//! 3. **fallback**: else, past `min_history_samples`, its model's own
+//!    fallback (last value, wide band); before, no forecast, and the shaper
+//!    keeps the component at its request.
+//!
+//! The horizon (samples whose peak is forecast) is [`horizon_samples`].
+//! Memory samples should be the peak within the sample's interval when the
+//! caller has one (cgroup `memory.peak`, a trace's `max_memory`): the OOM
+//! killer acts on the peak, not the mean.
 
 use crate::config::ShaperConfig;
 use crate::model::{Forecasts, Predictive, Resource, Resources};
+use crate::prior::{blend, PairMoments, RelPrior};
 use forecaster::{ForecastError, Forecaster};
+use serde::{Deserialize, Serialize};
+
+/// Where a component's forecast came from this round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ForecastSource {
+    /// Its own warm model.
+    Own,
+    /// Its siblings' or predecessors' prior, mixed with its own samples.
+    Prior,
+    /// Its model's fallback, or no forecast (kept at its request).
+    Fallback,
+}
+
+impl ForecastSource {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ForecastSource::Own => "own",
+            ForecastSource::Prior => "prior",
+            ForecastSource::Fallback => "fallback",
+        }
+    }
+}
 
 /// Usage relative to the request (0 when the request is not positive).
 pub fn normalise(value: f64, request: f64) -> f64 {
@@ -69,6 +104,12 @@ pub struct ComponentModels {
     /// Forecasts from the first sample on (the simulator's oracle, which
     /// knows the future).
     always_warm: bool,
+    /// Samples the models need to fit (before: their fallback).
+    warm_samples: usize,
+    /// Every relative sample seen (for the mixture with a prior).
+    own: PairMoments,
+    /// Relative samples not yet handed to a prior book.
+    pending: PairMoments,
 }
 
 impl std::fmt::Debug for ComponentModels {
@@ -94,7 +135,17 @@ impl ComponentModels {
             cpu: build(Resource::Cpu, unit(request.cpu_cores))?,
             mem: build(Resource::Mem, unit(request.mem_bytes))?,
             always_warm: false,
+            warm_samples: 1,
+            own: PairMoments::default(),
+            pending: PairMoments::default(),
         })
+    }
+
+    /// Sets the samples the models need before they fit (their
+    /// [`forecaster::config::ModelConfig::warm_samples`]); default 1.
+    pub fn with_warm_samples(mut self, n: usize) -> Self {
+        self.warm_samples = n.max(1);
+        self
     }
 
     /// Models that forecast from the start (the simulator's oracle).
@@ -103,6 +154,9 @@ impl ComponentModels {
             cpu,
             mem,
             always_warm: true,
+            warm_samples: 1,
+            own: PairMoments::default(),
+            pending: PairMoments::default(),
         }
     }
 
@@ -110,14 +164,36 @@ impl ComponentModels {
     /// yet: the first sample of a cumulative counter) feeds memory only.
     /// A value a model rejects (non-finite) leaves it unchanged.
     pub fn observe(&mut self, cpu_cores: Option<f64>, mem_bytes: f64, request: Resources) {
-        if let Some(c) = cpu_cores {
-            if let Err(e) = self.cpu.observe(normalise(c, request.cpu_cores)) {
-                tracing::debug!(error = %e, "cpu sample rejected");
+        self.observe_relative(
+            cpu_cores.map(|c| normalise(c, request.cpu_cores)),
+            normalise(mem_bytes, request.mem_bytes),
+        );
+    }
+
+    /// Feeds one sample already relative to the request (a checkpointed
+    /// history, a predecessor's).
+    pub fn observe_relative(&mut self, cpu: Option<f64>, mem: f64) {
+        if let Some(x) = cpu {
+            match self.cpu.observe(x) {
+                Ok(()) => {
+                    self.own.cpu.add(x);
+                    self.pending.cpu.add(x);
+                }
+                Err(e) => tracing::debug!(error = %e, "cpu sample rejected"),
             }
         }
-        if let Err(e) = self.mem.observe(normalise(mem_bytes, request.mem_bytes)) {
-            tracing::debug!(error = %e, "memory sample rejected");
+        match self.mem.observe(mem) {
+            Ok(()) => {
+                self.own.mem.add(mem);
+                self.pending.mem.add(mem);
+            }
+            Err(e) => tracing::debug!(error = %e, "memory sample rejected"),
         }
+    }
+
+    /// The relative samples seen since the last call, for a prior book.
+    pub fn take_pending(&mut self) -> PairMoments {
+        std::mem::take(&mut self.pending)
     }
 
     /// Samples seen by the model that has seen fewer.
@@ -125,29 +201,56 @@ impl ComponentModels {
         self.cpu.observed().min(self.mem.observed())
     }
 
-    /// True once the models' own forecasts are used.
+    /// True once the models' own forecasts are used (they are warm and
+    /// past `min_history_samples`).
     pub fn ready(&self, cfg: &ShaperConfig) -> bool {
-        self.always_warm || self.observed() >= cfg.min_history_samples
+        self.always_warm || self.observed() >= cfg.min_history_samples.max(self.warm_samples)
     }
 
     /// The forecast of the peak over the next `horizon` samples in
-    /// absolute units, or `None` before the models are ready or when a
-    /// model answers with a non-finite value.
-    pub fn forecast(
+    /// absolute units, and where it came from (see the module docs).
+    /// `prior` is the component's prior in relative units, when it has
+    /// one; it is ignored when `[shaper] prior` is off. `None` when no
+    /// source has an answer or a model answers with a non-finite value.
+    pub fn forecast_with(
         &self,
         horizon: usize,
         request: Resources,
         cfg: &ShaperConfig,
-    ) -> Option<Forecasts> {
-        if !self.ready(cfg) {
-            return None;
-        }
+        prior: Option<&RelPrior>,
+    ) -> (Option<Forecasts>, ForecastSource) {
+        let (rel, source) = if self.ready(cfg) {
+            (
+                Some((self.cpu.forecast(horizon), self.mem.forecast(horizon))),
+                ForecastSource::Own,
+            )
+        } else if let Some(p) = prior.filter(|_| cfg.prior) {
+            let n0 = cfg.prior_weight_samples;
+            (
+                Some((blend(&p.cpu, &self.own.cpu, n0), blend(&p.mem, &self.own.mem, n0))),
+                ForecastSource::Prior,
+            )
+        } else if self.observed() >= cfg.min_history_samples {
+            (
+                Some((self.cpu.forecast(horizon), self.mem.forecast(horizon))),
+                ForecastSource::Fallback,
+            )
+        } else {
+            (None, ForecastSource::Fallback)
+        };
+        let Some((cpu, mem)) = rel else {
+            return (None, source);
+        };
         let f = Forecasts {
-            cpu: denormalise(self.cpu.forecast(horizon), request.cpu_cores),
-            mem: denormalise(self.mem.forecast(horizon), request.mem_bytes),
+            cpu: denormalise(cpu, request.cpu_cores),
+            mem: denormalise(mem, request.mem_bytes),
         };
         let finite = |p: &Predictive| p.mean.is_finite() && p.std.is_finite();
-        (finite(&f.cpu) && finite(&f.mem)).then_some(f)
+        if finite(&f.cpu) && finite(&f.mem) {
+            (Some(f), source)
+        } else {
+            (None, ForecastSource::Fallback)
+        }
     }
 }
 
@@ -169,18 +272,65 @@ mod tests {
         let req = Resources::new(2.0, 1e9);
         let mut m = ComponentModels::build(Resources::new(1.0, 1.0), last).expect("models");
         m.observe(None, 5e8, req);
-        assert!(m.forecast(1, req, &cfg).is_none(), "cpu has no sample yet");
+        assert!(m.forecast_with(1, req, &cfg, None).0.is_none(), "cpu has no sample yet");
         m.observe(Some(1.0), 6e8, req);
-        assert!(m.forecast(1, req, &cfg).is_none(), "one cpu sample < 2");
+        assert!(m.forecast_with(1, req, &cfg, None).0.is_none(), "one cpu sample < 2");
         m.observe(Some(1.5), 7e8, req);
-        let f = m.forecast(1, req, &cfg).expect("ready");
+        let f = m.forecast_with(1, req, &cfg, None).0.expect("ready");
         assert!((f.cpu.mean - 1.5).abs() < 1e-9);
         assert!((f.mem.mean - 7e8).abs() < 1.0);
         // the same relative history at another request scales with it
         let f2 = m
-            .forecast(1, Resources::new(4.0, 2e9), &cfg)
+            .forecast_with(1, Resources::new(4.0, 2e9), &cfg, None)
+            .0
             .expect("ready");
         assert!((f2.mem.mean - 1.4e9).abs() < 1.0);
+    }
+
+    #[test]
+    fn prior_until_warm_then_own() {
+        let cfg = ShaperConfig {
+            min_history_samples: 2,
+            ..ShaperConfig::default()
+        };
+        let req = Resources::new(1.0, 1e9);
+        let prior = RelPrior {
+            cpu: Predictive::gaussian(0.5, 0.1),
+            mem: Predictive::gaussian(0.5, 0.1),
+        };
+        let mut m = ComponentModels::build(req, last)
+            .expect("models")
+            .with_warm_samples(4);
+        let (f, src) = m.forecast_with(1, req, &cfg, Some(&prior));
+        assert_eq!(src, ForecastSource::Prior);
+        assert!((f.expect("prior").mem.mean - 5e8).abs() < 1.0);
+        let (f, src) = m.forecast_with(1, req, &cfg, None);
+        assert_eq!((f, src), (None, ForecastSource::Fallback));
+        for _ in 0..2 {
+            m.observe(Some(0.2), 2e8, req);
+        }
+        // no prior, past min_history but not warm: the model's fallback
+        assert_eq!(m.forecast_with(1, req, &cfg, None).1, ForecastSource::Fallback);
+        // with the prior: the mixture, 5 prior samples vs 2 own
+        let (f, src) = m.forecast_with(1, req, &cfg, Some(&prior));
+        assert_eq!(src, ForecastSource::Prior);
+        let want = (5.0 * 0.5 + 2.0 * 0.2) / 7.0 * 1e9;
+        assert!((f.expect("mixture").mem.mean - want).abs() < 1.0);
+        // prior switched off: the fallback
+        let off = ShaperConfig {
+            prior: false,
+            ..cfg.clone()
+        };
+        assert_eq!(m.forecast_with(1, req, &off, Some(&prior)).1, ForecastSource::Fallback);
+        for _ in 0..2 {
+            m.observe(Some(0.2), 2e8, req);
+        }
+        let (f, src) = m.forecast_with(1, req, &cfg, Some(&prior));
+        assert_eq!(src, ForecastSource::Own);
+        assert!((f.expect("own").mem.mean - 2e8).abs() < 1.0);
+        let pending = m.take_pending();
+        assert_eq!(pending.mem.w, 4.0);
+        assert!(m.take_pending().is_empty());
     }
 
     #[test]

@@ -54,7 +54,8 @@
 use crate::config::ShaperConfig;
 use crate::decide::Decider;
 use crate::model::{AppId, Class, ClusterView, Component, ComponentId, Forecasts, HostId};
-use crate::models::{horizon_samples, ComponentModels};
+use crate::models::{horizon_samples, ForecastSource};
+use crate::node_models::{CheckpointError, ModelCheckpoint, NodeModels};
 use crate::oom::OomFloor;
 use crate::order::ComponentAction;
 use crate::plan::Plan;
@@ -123,6 +124,9 @@ pub struct ContainerReport {
     /// Usage, memory raised to the OOM floor while it holds.
     pub usage: Resources,
     pub forecast: Option<Forecasts>,
+    /// Where the forecast came from (own model, prior, fallback).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forecast_source: Option<ForecastSource>,
     /// Samples its models have seen.
     pub samples: u64,
     pub oom_kills: u32,
@@ -197,9 +201,8 @@ pub struct NodePlan {
 /// The node kernel: per-container models and OOM floors.
 pub struct NodeKernel {
     cfg: ShaperConfig,
-    model: ModelConfig,
     horizon: usize,
-    models: HashMap<String, ComponentModels>,
+    models: NodeModels,
     floors: HashMap<String, OomFloor>,
 }
 
@@ -223,9 +226,8 @@ impl NodeKernel {
         model.build()?;
         Ok(Self {
             horizon: horizon_samples(&cfg, interval_s, interval_s),
+            models: NodeModels::new(model, &cfg),
             cfg,
-            model,
-            models: HashMap::new(),
             floors: HashMap::new(),
         })
     }
@@ -241,10 +243,22 @@ impl NodeKernel {
         f
     }
 
-    /// Forgets a container that is gone.
+    /// Forgets a container that is gone (its history stays under its name
+    /// for a successor).
     pub fn forget(&mut self, id: &str) {
-        self.models.remove(id);
+        self.models.forget(id);
         self.floors.remove(id);
+    }
+
+    /// The containers' model histories and priors, for the state directory.
+    pub fn checkpoint(&self, now_s: f64) -> ModelCheckpoint {
+        self.models.checkpoint(now_s)
+    }
+
+    /// Restores a [`NodeKernel::checkpoint`]; returns the containers it
+    /// holds.
+    pub fn restore(&mut self, ck: ModelCheckpoint) -> Result<usize, CheckpointError> {
+        self.models.restore(ck, &self.cfg)
     }
 
     /// Applies one event (what a recording stores of the calls above).
@@ -273,31 +287,7 @@ impl NodeKernel {
     ) -> NodeView {
         let mut reports = Vec::with_capacity(containers.len());
         for c in containers {
-            let models = match self.models.entry(c.id.clone()) {
-                std::collections::hash_map::Entry::Occupied(o) => Some(o.into_mut()),
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    match ComponentModels::build(c.request, |r, unit| self.model.build_for(r, unit))
-                    {
-                        Ok(m) => Some(v.insert(m)),
-                        Err(e) => {
-                            tracing::error!(container = %c.name, error = %e, "model not built");
-                            None
-                        }
-                    }
-                }
-            };
-            let (forecast, samples) = match models {
-                Some(m) => {
-                    if let Some(s) = c.sample {
-                        m.observe(s.cpu_cores, s.mem_bytes, c.request);
-                    }
-                    (
-                        m.forecast(self.horizon, c.request, &self.cfg),
-                        m.observed() as u64,
-                    )
-                }
-                None => (None, 0),
-            };
+            let f = self.models.observe(&c, now_s, self.horizon, &self.cfg);
             let mut usage = c.usage;
             let mut request = c.request;
             if let Some(f) = self.floors.get(&c.id) {
@@ -314,8 +304,9 @@ impl NodeKernel {
                 request,
                 allocation: c.allocation,
                 usage,
-                forecast,
-                samples,
+                forecast: f.and_then(|f| f.forecast),
+                forecast_source: f.map(|f| f.source),
+                samples: f.map_or(0, |f| f.samples),
                 oom_kills: c.oom_kills,
                 app_failures: c.app_failures,
             });
@@ -453,6 +444,7 @@ mod tests {
                 cpu: Predictive::gaussian(0.1, 0.0),
                 mem: Predictive::gaussian(mem_use, 0.0),
             }),
+            forecast_source: None,
             samples: 100,
             oom_kills: 0,
             app_failures: 0,

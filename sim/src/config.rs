@@ -154,7 +154,7 @@ impl SimConfig {
             optimistic_growth: self.optimistic_growth,
             warm_samples: match self.forecaster_source {
                 ForecasterSource::Oracle => 0,
-                ForecasterSource::Model => warm_samples(&self.forecaster),
+                ForecasterSource::Model => self.forecaster.warm_samples(),
             },
         }
     }
@@ -165,17 +165,6 @@ impl SimConfig {
             ForecasterSource::Oracle => "oracle".to_string(),
             ForecasterSource::Model => self.forecaster.kind.as_str().to_string(),
         }
-    }
-}
-
-/// Samples a model needs before it leaves its fallback: GP `history +
-/// min_train`, ARIMA `min_samples`, 1 for the baselines.
-pub fn warm_samples(m: &ModelConfig) -> usize {
-    use forecaster::config::ModelKind;
-    match m.kind {
-        ModelKind::Gp => m.gp.history + m.gp.min_train,
-        ModelKind::Arima => m.arima.min_samples,
-        ModelKind::Last | ModelKind::Peak | ModelKind::Vpa | ModelKind::VpaSimple => 1,
     }
 }
 

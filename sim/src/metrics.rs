@@ -176,6 +176,12 @@ pub struct RunMetrics {
     pub forecasts_shown: u64,
     /// Of which from a model past its warm-up (`EngineConfig::warm_samples`).
     pub forecasts_warm: u64,
+    /// Running component rounds by where their forecast came from
+    /// ([`shaper::ForecastSource`]): own warm model, prior, fallback (the
+    /// model's fallback or none).
+    pub forecasts_own: u64,
+    pub forecasts_prior: u64,
+    pub forecasts_fallback: u64,
     /// OOM kills of components whose latest forecast was warm.
     pub oom_kills_warm: u64,
     /// Wall time spent updating forecasters.
@@ -297,6 +303,13 @@ pub struct Summary {
     pub warm_forecast_fraction: f64,
     /// Forecasts (component rounds) from a model past its warm-up.
     pub forecasts_warm: u64,
+    /// Shares of running component rounds whose forecast came from the
+    /// component's own warm model, from a prior (siblings, predecessors),
+    /// or from a fallback (the model's fallback, or none: kept at the
+    /// request). NaN when nothing was forecast.
+    pub forecast_own_fraction: f64,
+    pub forecast_prior_fraction: f64,
+    pub forecast_fallback_fraction: f64,
     pub evictions: u64,
     pub work_lost_s: f64,
     pub mean_used_cpu_frac: f64,
@@ -360,6 +373,14 @@ impl Summary {
                 0.0
             }
         };
+        let sourced = m.forecasts_own + m.forecasts_prior + m.forecasts_fallback;
+        let share = |n: u64| {
+            if sourced > 0 {
+                n as f64 / sourced as f64
+            } else {
+                f64::NAN
+            }
+        };
         let wall = m.wall_s.max(1e-9);
         Summary {
             workload: workload.to_string(),
@@ -392,6 +413,9 @@ impl Summary {
                 f64::NAN
             },
             forecasts_warm: m.forecasts_warm,
+            forecast_own_fraction: share(m.forecasts_own),
+            forecast_prior_fraction: share(m.forecasts_prior),
+            forecast_fallback_fraction: share(m.forecasts_fallback),
             evictions: m.evictions,
             work_lost_s: m.work_lost_s,
             mean_used_cpu_frac: m.mean_used_cpu_frac,
@@ -482,6 +506,9 @@ mod tests {
             forecast_updates: 0,
             forecasts_shown: 0,
             forecasts_warm: 0,
+            forecasts_own: 0,
+            forecasts_prior: 0,
+            forecasts_fallback: 0,
             oom_kills_warm: 0,
             forecast_wall_s: 0.0,
             decide_wall_s: 0.0,

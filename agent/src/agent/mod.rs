@@ -235,7 +235,11 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         cfg.validate()?;
         cfg.apply_agent_defaults();
         let forced_recommend = crate::podman::force_recommend(&mut cfg, runtime.as_ref());
-        let kernel = NodeKernel::new(cfg.shaper.clone(), cfg.forecaster.clone(), cfg.interval_s)?;
+        let mut kernel =
+            NodeKernel::new(cfg.shaper.clone(), cfg.forecaster.clone(), cfg.interval_s)?;
+        if let Some(dir) = cfg.state_dir() {
+            crate::checkpoint::restore(&dir, &mut kernel);
+        }
         let recorder = match (cfg.record.enabled, cfg.record_path()) {
             (true, Some(path)) => {
                 let mut w = RecordWriter::create(&path, cfg.record.max_bytes)?;
@@ -368,14 +372,16 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             })
         });
         if let Some(dir) = self.cfg.state_dir() {
-            let path = dir.join(RECOMMENDATIONS_FILE);
-            let tmp = dir.join(format!("{RECOMMENDATIONS_FILE}.tmp"));
             let written = serde_json::to_vec_pretty(&recs)
                 .map_err(std::io::Error::other)
-                .and_then(|b| std::fs::write(&tmp, b))
-                .and_then(|()| std::fs::rename(&tmp, &path));
+                .and_then(|b| crate::checkpoint::write_atomic(&dir, RECOMMENDATIONS_FILE, &b));
             if let Err(e) = written {
-                tracing::warn!(path = %path.display(), error = %e, "cannot write recommendations");
+                tracing::warn!(path = %dir.join(RECOMMENDATIONS_FILE).display(), error = %e, "cannot write recommendations");
+            }
+            if (self.round - 1) % crate::checkpoint::CHECKPOINT_EVERY_ROUNDS == 0 {
+                if let Some(k) = &self.kernel {
+                    crate::checkpoint::save(&dir, k, report.at_s);
+                }
             }
         }
         if let Ok(mut r) = self.shared.recommendations.write() {

@@ -178,6 +178,7 @@ mod tests {
             allocation: Resources::new(1.0, 1.0),
             usage: Resources::new(0.5, 0.5),
             forecast: None,
+            forecast_source: None,
             samples: 0,
             oom_kills: 0,
             app_failures: 2,

@@ -52,6 +52,7 @@ impl Engine<'_> {
         comp.alloc = comp.request;
         comp.sample = 0;
         comp.usage = usage_at(spec, &comp.request, 0);
+        comp.mem_peak = mem_peak_at(spec, &comp.request, 0);
         comp.remaining_s = comp.work_s;
         comp.progress_t = now;
         comp.rate = 0.0;
@@ -185,6 +186,8 @@ impl Engine<'_> {
         let comp = &mut self.comps[c];
         comp.sample += 1;
         let new_usage = usage_at(spec, &comp.request, comp.sample);
+        comp.mem_peak = mem_peak_at(spec, &comp.request, comp.sample);
+        let peak = comp.mem_peak;
         let old_usage = comp.usage;
         // Progress at the old rate up to now, then switch usage.
         comp.remaining_s = (comp.remaining_s - comp.rate * (self.now - comp.progress_t)).max(0.0);
@@ -202,7 +205,9 @@ impl Engine<'_> {
             },
         );
         self.reschedule_finish(c);
-        if new_usage.mem_bytes > alloc_mem * (1.0 + 1e-9) {
+        // The OOM killer acts on the in-interval peak (the mean when the
+        // trace has none).
+        if peak > alloc_mem * (1.0 + 1e-9) {
             self.oom_kill(c);
         }
         if new_usage.mem_bytes > old_usage.mem_bytes {

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use shaper::{
     scheduler_key, AppFacts, AppId, Class, ClusterView, Component, ComponentAction, ComponentId,
     ComponentModels, Decider, Forecasts, Host, HostId, OomFloor, Plan, Policy, Resource, Resources,
-    SchedulerKey, ShaperConfig, ViewBuilder,
+    PriorBook, SchedulerKey, ShaperConfig, ViewBuilder,
 };
 
 use shaper::models::normalise;
@@ -186,6 +186,33 @@ struct CompFc {
     fed: u64,
     /// Oracle only: index of the first sample its future starts at.
     base: u64,
+    /// It joined its prior keys (once per incarnation).
+    joined: bool,
+}
+
+/// The keys a simulated component pools its samples under, most specific
+/// first: its own earlier incarnations (a restart after a kill or an
+/// eviction), its application's other components, then its cohort: the
+/// components of the same priority and class whose memory request is within
+/// a factor of two (the simulator's stand-in for "the same image").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum PriorKey {
+    Lineage(u32),
+    App(u32),
+    Cohort(i32, bool, i32),
+}
+
+fn prior_keys(comp: usize, c: &Comp, priority: i32) -> [PriorKey; 3] {
+    let bucket = if c.request.mem_bytes > 0.0 {
+        c.request.mem_bytes.log2().floor().clamp(-1e6, 1e6) as i32
+    } else {
+        i32::MIN
+    };
+    [
+        PriorKey::Lineage(comp as u32),
+        PriorKey::App(c.app),
+        PriorKey::Cohort(priority, c.class == Class::Core, bucket),
+    ]
 }
 
 struct Comp {
@@ -200,6 +227,9 @@ struct Comp {
     started_s: f64,
     alloc: Resources,
     usage: Resources,
+    /// Peak memory within the current sample's interval (what the OOM
+    /// killer checks), at least `usage.mem_bytes`.
+    mem_peak: f64,
     sample: u64,
     remaining_s: f64,
     rate: f64,
@@ -246,6 +276,13 @@ fn usage_at(spec: &ComponentSpec, request: &Resources, i: u64) -> Resources {
     )
 }
 
+/// Peak memory within sample `i`'s interval, clipped to the request like
+/// the mean, and never below it.
+fn mem_peak_at(spec: &ComponentSpec, request: &Resources, i: u64) -> f64 {
+    clip(spec.usage.mem_peak(i as usize), request.mem_bytes)
+        .max(clip(spec.usage.mem_bytes.at(i as usize), request.mem_bytes))
+}
+
 fn clip(v: f64, max: f64) -> f64 {
     if v.is_finite() {
         v.clamp(0.0, max.max(0.0))
@@ -290,6 +327,8 @@ pub struct Engine<'w> {
     view: ClusterView,
     decider: Decider,
     plan: Plan,
+    /// Siblings' and predecessors' pooled usage (the kernel's priors).
+    prior: PriorBook<PriorKey>,
     m: RunMetrics,
     util_weight: f64,
     /// Sum of every host's memory allocation, and when it was last
@@ -387,6 +426,7 @@ impl<'w> Engine<'w> {
             view,
             decider: Decider::new(),
             plan: Plan::default(),
+            prior: PriorBook::new(),
             m: RunMetrics {
                 apps: Vec::with_capacity(wl.apps.len()),
                 cpu_slack: Default::default(),
@@ -406,6 +446,9 @@ impl<'w> Engine<'w> {
                 forecast_updates: 0,
                 forecasts_shown: 0,
                 forecasts_warm: 0,
+                forecasts_own: 0,
+                forecasts_prior: 0,
+                forecasts_fallback: 0,
                 oom_kills_warm: 0,
                 forecast_wall_s: 0.0,
                 decide_wall_s: 0.0,
@@ -463,6 +506,7 @@ impl<'w> Engine<'w> {
                     started_s: 0.0,
                     alloc: Resources::ZERO,
                     usage: Resources::ZERO,
+                    mem_peak: 0.0,
                     sample: 0,
                     remaining_s: work,
                     rate: 1.0,

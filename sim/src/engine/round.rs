@@ -25,6 +25,10 @@ impl Engine<'_> {
         Ok(())
     }
 
+    /// Feeds every running component's models with its samples since the
+    /// last round, pools them into the prior book, then forecasts. Three
+    /// passes: models are fed and forecast in parallel, the book (shared
+    /// by siblings) is updated in between, in component order.
     pub(super) fn update_forecasts(
         &mut self,
         forecasting: Forecasting<'_>,
@@ -34,11 +38,11 @@ impl Engine<'_> {
         let h = self.horizon;
         let kernel = &self.shaper;
         let warm_samples = self.cfg.warm_samples;
-        // (forecaster updates, forecasts shown, of which warm)
-        type Counts = (u64, u64, u64);
-        let update = |c: &mut Comp| -> Result<Counts, SimError> {
+        let is_oracle = matches!(forecasting, Forecasting::Oracle);
+        // (forecaster updates)
+        let feed = |c: &mut Comp| -> Result<u64, SimError> {
             if c.state != CState::Running {
-                return Ok((0, 0, 0));
+                return Ok(0);
             }
             let spec = &wl.apps[c.app as usize].components[c.spec as usize];
             let u = spec.usage.interval_s;
@@ -52,7 +56,6 @@ impl Engine<'_> {
                 0
             };
             let req = c.request;
-            let is_oracle = matches!(forecasting, Forecasting::Oracle);
             if c.fc.is_none() {
                 // Built at the component's first round: the model sees every
                 // sample since the start below, exactly as if it had been
@@ -63,14 +66,15 @@ impl Engine<'_> {
                         Some(Box::new(oracle_fc_from(spec, &req, c.work_s, cur, h)?))
                     }
                     Forecasting::Model(f) => Some(Box::new(CompFc {
-                        models: ComponentModels::build(req, f)?,
+                        models: ComponentModels::build(req, f)?.with_warm_samples(warm_samples),
                         fed: 0,
                         base: 0,
+                        joined: false,
                     })),
                 };
             }
             let Some(fc) = c.fc.as_mut() else {
-                return Ok((0, 0, 0));
+                return Ok(0);
             };
             if is_oracle && cur + h as u64 + 1 >= fc.base + oracle_len(c.work_s, u, h) {
                 // Past the future the oracle was built with (the component
@@ -79,32 +83,91 @@ impl Engine<'_> {
             }
             let mut n = 0u64;
             while fc.fed <= cur {
+                // Memory: the peak within the interval, what an OOM killer
+                // acts on (the mean when the trace has no peak).
                 let v = usage_at(spec, &req, fc.fed);
-                fc.models.observe(Some(v.cpu_cores), v.mem_bytes, req);
+                let peak = mem_peak_at(spec, &req, fc.fed);
+                fc.models.observe(Some(v.cpu_cores), peak, req);
                 fc.fed += 1;
                 n += 2;
             }
-            c.forecast = fc.models.forecast(h, req, kernel);
-            c.warm = c.forecast.is_some() && (is_oracle || fc.models.observed() >= warm_samples);
-            let shown = u64::from(c.forecast.is_some());
-            Ok((n + 2 * shown, shown, u64::from(c.warm)))
+            Ok(n)
         };
-        let add = |a: Counts, b: Counts| (a.0 + b.0, a.1 + b.1, a.2 + b.2);
-        let (n, shown, warm): Counts = if self.cfg.parallel_forecasts {
-            self.comps
-                .par_iter_mut()
-                .map(update)
-                .try_reduce(|| (0, 0, 0), |a, b| Ok(add(a, b)))?
+        let n: u64 = if self.cfg.parallel_forecasts {
+            self.comps.par_iter_mut().map(feed).try_reduce(|| 0, |a, b| Ok(a + b))?
         } else {
-            let mut s = (0, 0, 0);
+            let mut s = 0;
             for c in self.comps.iter_mut() {
-                s = add(s, update(c)?);
+                s += feed(c)?;
             }
             s
         };
-        self.m.forecasts_shown += shown;
-        self.m.forecasts_warm += warm;
-        self.m.forecast_updates += n;
+        if !is_oracle {
+            let settings = kernel.prior_settings();
+            for (i, c) in self.comps.iter_mut().enumerate() {
+                if c.state != CState::Running {
+                    continue;
+                }
+                let keys = prior_keys(i, c, wl.apps[c.app as usize].priority);
+                let Some(fc) = c.fc.as_mut() else {
+                    continue;
+                };
+                if !fc.joined {
+                    fc.joined = true;
+                    for k in &keys {
+                        self.prior.join(k, now, &settings);
+                    }
+                }
+                let m = fc.models.take_pending();
+                for k in &keys {
+                    self.prior.absorb(k, &m, now, &settings);
+                }
+            }
+        }
+        // (forecasts shown, of which warm, own, prior, fallback)
+        type Counts = [u64; 5];
+        let book = &self.prior;
+        let settings = kernel.prior_settings();
+        let forecast = |(i, c): (usize, &mut Comp)| -> Counts {
+            if c.state != CState::Running {
+                return [0; 5];
+            }
+            let Some(fc) = c.fc.as_ref() else {
+                c.forecast = None;
+                return [0, 0, 0, 0, 1];
+            };
+            let prior = if is_oracle {
+                None
+            } else {
+                book.prior(
+                    &prior_keys(i, c, wl.apps[c.app as usize].priority),
+                    now,
+                    &settings,
+                )
+            };
+            let (forecast, source) = fc.models.forecast_with(h, c.request, kernel, prior.as_ref());
+            c.forecast = forecast;
+            c.warm = c.forecast.is_some() && (is_oracle || fc.models.observed() >= warm_samples);
+            let mut k = [u64::from(c.forecast.is_some()), u64::from(c.warm), 0, 0, 0];
+            k[2 + source as usize] = 1;
+            k
+        };
+        let add = |a: Counts, b: Counts| std::array::from_fn(|j| a[j] + b[j]);
+        let k: Counts = if self.cfg.parallel_forecasts {
+            self.comps
+                .par_iter_mut()
+                .enumerate()
+                .map(forecast)
+                .reduce(|| [0; 5], add)
+        } else {
+            self.comps.iter_mut().enumerate().map(forecast).fold([0; 5], add)
+        };
+        self.m.forecasts_shown += k[0];
+        self.m.forecasts_warm += k[1];
+        self.m.forecasts_own += k[2];
+        self.m.forecasts_prior += k[3];
+        self.m.forecasts_fallback += k[4];
+        self.m.forecast_updates += n + 2 * k[0];
         Ok(())
     }
 
@@ -248,7 +311,7 @@ impl Engine<'_> {
         for c in resized {
             let comp = &self.comps[c];
             if comp.state == CState::Running
-                && comp.usage.mem_bytes > comp.alloc.mem_bytes * (1.0 + 1e-9)
+                && comp.mem_peak > comp.alloc.mem_bytes * (1.0 + 1e-9)
             {
                 self.oom_kill(c);
             }
@@ -342,7 +405,7 @@ pub(super) fn oracle_fc_from(
     for i in from..from + len {
         let v = usage_at(spec, req, i);
         cpu.push(normalise(v.cpu_cores, req.cpu_cores));
-        mem.push(normalise(v.mem_bytes, req.mem_bytes));
+        mem.push(normalise(mem_peak_at(spec, req, i), req.mem_bytes));
     }
     Ok(CompFc {
         models: ComponentModels::always_warm(
@@ -351,5 +414,6 @@ pub(super) fn oracle_fc_from(
         ),
         fed: from,
         base: from,
+        joined: true,
     })
 }

@@ -1,0 +1,471 @@
+//! One node's per-container models: priors from the node's other
+//! containers, inheritance across container re-creation, and checkpoints
+//! that survive an agent restart.
+//!
+//! * Every container pools its samples (relative to its request) under two
+//!   prior keys: its lineage (its name: a container recreated under the
+//!   same name, or a compose service's replacement, shares it) and its
+//!   application (`tailor.app`, else its name). See [`crate::prior`].
+//! * A container keeps its last samples (`history_cap`, enough for its
+//!   model to be warm). When it disappears its history is kept under its
+//!   lineage; a new container with the same name **inherits** it: its models
+//!   are rebuilt from it, so it starts warm.
+//! * [`NodeModels::checkpoint`] is what the agent writes under its state
+//!   directory; [`NodeModels::restore`] reads it back after a restart, and
+//!   each container's models are rebuilt from its history when it is seen
+//!   again.
+
+use crate::config::ShaperConfig;
+use crate::model::Forecasts;
+use crate::models::{ComponentModels, ForecastSource};
+use crate::node::ContainerSample;
+use crate::prior::PriorBook;
+use forecaster::config::ModelConfig;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, VecDeque};
+
+/// Most containers (live plus retired lineages) a checkpoint holds.
+pub const MAX_CHECKPOINT_CONTAINERS: usize = 100_000;
+/// Most samples kept per container.
+pub const MAX_HISTORY_SAMPLES: usize = 4_096;
+/// Format version of [`ModelCheckpoint`].
+pub const CHECKPOINT_VERSION: u32 = 1;
+
+/// One sample relative to the request in force.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RelSample {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<f64>,
+    pub mem: f64,
+}
+
+/// A container's (or a retired lineage's) recent history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    /// Container id (empty for a retired lineage).
+    #[serde(default)]
+    pub id: String,
+    pub lineage: String,
+    pub samples: Vec<RelSample>,
+}
+
+/// What [`NodeModels::checkpoint`] saves and [`NodeModels::restore`] reads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelCheckpoint {
+    pub version: u32,
+    /// Caller's clock when written (seconds).
+    pub at_s: f64,
+    pub containers: Vec<HistoryEntry>,
+    pub retired: Vec<HistoryEntry>,
+    pub prior: PriorBook<String>,
+}
+
+/// Where a container's models started from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelOrigin {
+    /// Nothing: a new container.
+    Fresh,
+    /// Its own history from a checkpoint (the agent restarted).
+    Restored,
+    /// A predecessor's history under the same name (it was recreated).
+    Inherited,
+}
+
+/// What the models said about one container this round.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ContainerForecast {
+    pub forecast: Option<Forecasts>,
+    pub source: ForecastSource,
+    /// Samples its models have seen (inherited ones included).
+    pub samples: u64,
+    pub origin: ModelOrigin,
+}
+
+struct Live {
+    models: ComponentModels,
+    keys: [String; 2],
+    recent: VecDeque<RelSample>,
+    origin: ModelOrigin,
+}
+
+/// Per-container models of one node.
+pub struct NodeModels {
+    model: ModelConfig,
+    warm_samples: usize,
+    history_cap: usize,
+    live: HashMap<String, Live>,
+    /// Histories from a checkpoint, by container id, used once.
+    restored: HashMap<String, Vec<RelSample>>,
+    /// Histories of containers that went away, by lineage.
+    retired: HashMap<String, Vec<RelSample>>,
+    prior: PriorBook<String>,
+}
+
+impl std::fmt::Debug for NodeModels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeModels")
+            .field("live", &self.live.len())
+            .field("retired", &self.retired.len())
+            .field("prior_keys", &self.prior.len())
+            .finish()
+    }
+}
+
+fn prior_keys(c: &ContainerSample) -> [String; 2] {
+    [format!("name:{}", c.name), format!("app:{}", c.app)]
+}
+
+fn clean(samples: Vec<RelSample>, cap: usize) -> Vec<RelSample> {
+    let ok = |x: f64| x.is_finite() && x >= 0.0;
+    let mut v: Vec<RelSample> = samples
+        .into_iter()
+        .filter(|s| ok(s.mem))
+        .map(|s| RelSample {
+            cpu: s.cpu.filter(|c| ok(*c)),
+            mem: s.mem,
+        })
+        .collect();
+    if v.len() > cap {
+        v.drain(..v.len() - cap);
+    }
+    v
+}
+
+impl NodeModels {
+    /// Models built from `model`; each container keeps enough history for
+    /// its model to be warm again when rebuilt.
+    pub fn new(model: ModelConfig, cfg: &ShaperConfig) -> Self {
+        let warm_samples = model.warm_samples();
+        let history_cap = (2 * warm_samples.max(cfg.min_history_samples))
+            .clamp(64, MAX_HISTORY_SAMPLES);
+        Self {
+            model,
+            warm_samples,
+            history_cap,
+            live: HashMap::new(),
+            restored: HashMap::new(),
+            retired: HashMap::new(),
+            prior: PriorBook::new(),
+        }
+    }
+
+    /// Containers with models.
+    pub fn len(&self) -> usize {
+        self.live.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.live.is_empty()
+    }
+
+    /// Feeds container `c`'s sample (memory: its in-interval peak when
+    /// known) and forecasts it. `None` when its models cannot be built.
+    pub fn observe(
+        &mut self,
+        c: &ContainerSample,
+        now_s: f64,
+        horizon: usize,
+        cfg: &ShaperConfig,
+    ) -> Option<ContainerForecast> {
+        let settings = cfg.prior_settings();
+        if !self.live.contains_key(&c.id) {
+            let models = match ComponentModels::build(c.request, |r, unit| {
+                self.model.build_for(r, unit)
+            }) {
+                Ok(m) => m.with_warm_samples(self.warm_samples),
+                Err(e) => {
+                    tracing::error!(container = %c.name, error = %e, "model not built");
+                    return None;
+                }
+            };
+            let keys = prior_keys(c);
+            let (origin, history) = if let Some(h) = self.restored.remove(&c.id) {
+                (ModelOrigin::Restored, h)
+            } else if let Some(h) = self.retired.remove(&keys[0]) {
+                (ModelOrigin::Inherited, h)
+            } else {
+                (ModelOrigin::Fresh, Vec::new())
+            };
+            let mut live = Live {
+                models,
+                keys,
+                recent: VecDeque::with_capacity(self.history_cap.min(history.len() + 1)),
+                origin,
+            };
+            for s in history {
+                live.models.observe_relative(s.cpu, s.mem);
+                live.recent.push_back(s);
+            }
+            // Already pooled when they were first seen.
+            live.models.take_pending();
+            for k in &live.keys {
+                self.prior.join(k, now_s, &settings);
+            }
+            if origin != ModelOrigin::Fresh {
+                tracing::info!(
+                    container = %c.name,
+                    origin = ?origin,
+                    samples = live.recent.len(),
+                    "container models rebuilt from history"
+                );
+            }
+            self.live.insert(c.id.clone(), live);
+        }
+        let live = self.live.get_mut(&c.id)?;
+        if let Some(s) = c.sample {
+            let mem = s.mem_peak_bytes.map_or(s.mem_bytes, |p| p.max(s.mem_bytes));
+            live.models.observe(s.cpu_cores, mem, c.request);
+            let rel = RelSample {
+                cpu: s
+                    .cpu_cores
+                    .map(|x| crate::models::normalise(x, c.request.cpu_cores)),
+                mem: crate::models::normalise(mem, c.request.mem_bytes),
+            };
+            if live.recent.len() >= self.history_cap {
+                live.recent.pop_front();
+            }
+            live.recent.push_back(rel);
+        }
+        let pending = live.models.take_pending();
+        for k in &live.keys {
+            self.prior.absorb(k, &pending, now_s, &settings);
+        }
+        let prior = self.prior.prior(&live.keys, now_s, &settings);
+        let (forecast, source) = live
+            .models
+            .forecast_with(horizon, c.request, cfg, prior.as_ref());
+        Some(ContainerForecast {
+            forecast,
+            source,
+            samples: live.models.observed() as u64,
+            origin: live.origin,
+        })
+    }
+
+    /// A container is gone: its history is kept under its lineage for a
+    /// successor (the newest one wins; at most
+    /// [`MAX_CHECKPOINT_CONTAINERS`] lineages are kept).
+    pub fn forget(&mut self, id: &str) {
+        self.restored.remove(id);
+        if let Some(live) = self.live.remove(id) {
+            let [lineage, _] = live.keys;
+            if self.retired.len() < MAX_CHECKPOINT_CONTAINERS || self.retired.contains_key(&lineage)
+            {
+                self.retired.insert(lineage, live.recent.into());
+            }
+        }
+    }
+
+    /// Everything needed to rebuild the models after a restart.
+    pub fn checkpoint(&self, now_s: f64) -> ModelCheckpoint {
+        let mut containers: Vec<HistoryEntry> = self
+            .live
+            .iter()
+            .map(|(id, l)| HistoryEntry {
+                id: id.clone(),
+                lineage: l.keys[0].clone(),
+                samples: l.recent.iter().copied().collect(),
+            })
+            .collect();
+        containers.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut retired: Vec<HistoryEntry> = self
+            .retired
+            .iter()
+            .map(|(lineage, s)| HistoryEntry {
+                id: String::new(),
+                lineage: lineage.clone(),
+                samples: s.clone(),
+            })
+            .collect();
+        retired.sort_by(|a, b| a.lineage.cmp(&b.lineage));
+        ModelCheckpoint {
+            version: CHECKPOINT_VERSION,
+            at_s: now_s,
+            containers,
+            retired,
+            prior: self.prior.clone(),
+        }
+    }
+
+    /// Takes a checkpoint's histories and priors: a container seen again
+    /// gets its models rebuilt from its own history; one recreated under a
+    /// retired name inherits that history. Bad values are dropped, sizes
+    /// are bounded; an unknown version is refused whole.
+    pub fn restore(
+        &mut self,
+        ck: ModelCheckpoint,
+        cfg: &ShaperConfig,
+    ) -> Result<usize, CheckpointError> {
+        if ck.version != CHECKPOINT_VERSION {
+            return Err(CheckpointError::Version(ck.version));
+        }
+        if ck.containers.len() + ck.retired.len() > MAX_CHECKPOINT_CONTAINERS {
+            return Err(CheckpointError::TooLarge(
+                ck.containers.len() + ck.retired.len(),
+            ));
+        }
+        if ck.prior.len() > cfg.prior_max_keys {
+            return Err(CheckpointError::TooManyPriorKeys(ck.prior.len()));
+        }
+        let n = ck.containers.len();
+        for e in ck.containers {
+            self.restored
+                .insert(e.id, clean(e.samples, self.history_cap));
+        }
+        for e in ck.retired {
+            self.retired
+                .insert(e.lineage, clean(e.samples, self.history_cap));
+        }
+        self.prior = ck.prior;
+        Ok(n)
+    }
+}
+
+/// Why a checkpoint was not restored.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum CheckpointError {
+    #[error("checkpoint version {0} is not {CHECKPOINT_VERSION}")]
+    Version(u32),
+    #[error("checkpoint holds {0} containers, more than {MAX_CHECKPOINT_CONTAINERS}")]
+    TooLarge(usize),
+    #[error("checkpoint holds {0} prior keys, more than [shaper] prior_max_keys")]
+    TooManyPriorKeys(usize),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Class, Resources};
+    use crate::node::Sample;
+
+    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+    fn cfg() -> ShaperConfig {
+        ShaperConfig {
+            min_history_samples: 3,
+            ..ShaperConfig::default()
+        }
+    }
+
+    fn model() -> ModelConfig {
+        toml::from_str("kind = \"peak\"\ncalibrated = false").expect("model config")
+    }
+
+    fn sample(id: &str, name: &str, app: &str, mem_gib: f64) -> ContainerSample {
+        ContainerSample {
+            id: id.into(),
+            name: name.into(),
+            app: app.into(),
+            class: Class::Core,
+            priority: 0,
+            protected: false,
+            started_s: 0.0,
+            request: Resources::new(1.0, 2.0 * GIB),
+            allocation: Resources::new(1.0, 2.0 * GIB),
+            usage: Resources::new(0.1, mem_gib * GIB),
+            sample: Some(Sample {
+                cpu_cores: Some(0.1),
+                mem_bytes: mem_gib * GIB,
+                mem_peak_bytes: Some(mem_gib * 1.1 * GIB),
+            }),
+            app_failures: 0,
+            oom_kills: 0,
+        }
+    }
+
+    #[test]
+    fn a_young_sibling_gets_the_prior_and_the_peak_is_fed() {
+        let cfg = cfg();
+        let mut m = NodeModels::new(model(), &cfg);
+        for t in 0..5 {
+            let f = m
+                .observe(&sample("a", "web-1", "web", 0.5), f64::from(t), 1, &cfg)
+                .expect("models");
+            if t >= 2 {
+                assert_eq!(f.source, ForecastSource::Own);
+                // the peak model saw the in-interval peaks: 0.55 GiB
+                let mem = f.forecast.expect("own").mem.mean;
+                assert!((mem - 0.55 * GIB).abs() < 1e3, "{mem}");
+            }
+        }
+        let f = m
+            .observe(&sample("b", "web-2", "web", 0.5), 5.0, 1, &cfg)
+            .expect("models");
+        assert_eq!(f.source, ForecastSource::Prior);
+        assert_eq!(f.origin, ModelOrigin::Fresh);
+        let mem = f.forecast.expect("prior").mem.mean;
+        assert!((mem - 0.55 * GIB).abs() < 1e3, "{mem}");
+        // a container of another application has no prior
+        let f = m
+            .observe(&sample("c", "db", "db", 0.5), 5.0, 1, &cfg)
+            .expect("models");
+        assert_eq!((f.forecast, f.source), (None, ForecastSource::Fallback));
+    }
+
+    #[test]
+    fn recreated_containers_inherit_and_checkpoints_restore() {
+        let cfg = cfg();
+        let mut m = NodeModels::new(model(), &cfg);
+        for t in 0..4 {
+            m.observe(&sample("a", "web", "web", 0.5), f64::from(t), 1, &cfg);
+        }
+        m.forget("a");
+        let f = m
+            .observe(&sample("a2", "web", "web", 0.5), 10.0, 1, &cfg)
+            .expect("models");
+        assert_eq!(f.origin, ModelOrigin::Inherited);
+        assert_eq!(f.source, ForecastSource::Own);
+        assert_eq!(f.samples, 5);
+
+        let ck = m.checkpoint(11.0);
+        let text = serde_json::to_string(&ck).expect("serialises");
+        let back: ModelCheckpoint = serde_json::from_str(&text).expect("parses");
+        assert_eq!(back, ck);
+        let mut fresh = NodeModels::new(model(), &cfg);
+        assert_eq!(fresh.restore(back, &cfg), Ok(1));
+        let f = fresh
+            .observe(&sample("a2", "web", "web", 0.5), 20.0, 1, &cfg)
+            .expect("models");
+        assert_eq!(f.origin, ModelOrigin::Restored);
+        assert_eq!(f.source, ForecastSource::Own, "first round after restart");
+        assert_eq!(f.samples, 6);
+    }
+
+    #[test]
+    fn bad_checkpoints_are_refused_or_cleaned() {
+        let cfg = cfg();
+        let mut m = NodeModels::new(model(), &cfg);
+        let mut ck = m.checkpoint(0.0);
+        ck.version = 99;
+        assert_eq!(m.restore(ck, &cfg), Err(CheckpointError::Version(99)));
+        let ck = ModelCheckpoint {
+            version: CHECKPOINT_VERSION,
+            at_s: 0.0,
+            containers: vec![HistoryEntry {
+                id: "x".into(),
+                lineage: "name:x".into(),
+                samples: (0..10_000)
+                    .map(|i| {
+                        let bad = i % 2 == 0;
+                        RelSample {
+                            cpu: Some(if bad { f64::NAN } else { 0.1 }),
+                            mem: if bad { f64::INFINITY } else { 0.25 },
+                        }
+                    })
+                    .collect(),
+            }],
+            retired: vec![],
+            prior: PriorBook::new(),
+        };
+        assert_eq!(m.restore(ck, &cfg), Ok(1));
+        let f = m
+            .observe(&sample("x", "x", "x", 0.5), 1.0, 1, &cfg)
+            .expect("models");
+        assert_eq!(f.samples as usize, m.history_cap + 1);
+        assert!(f.forecast.expect("warm").mem.mean.is_finite());
+        let e = serde_json::from_str::<ModelCheckpoint>("{\"version\":1,\"x\":2}");
+        assert!(e.is_err());
+    }
+}
