@@ -19,7 +19,6 @@
 //! # horizon_samples = 6            # default: samples until the next round, >= 1 minute
 //! min_history_samples = 3          # own model used after this many samples
 //! prior = true                     # young components sized from siblings/predecessors
-//! prior_weight_samples = 5.0       #   the prior counts as this many own samples
 //! prior_half_life_s = 21600.0      #   pooled samples decay with this half-life
 //! prior_max_keys = 1000000
 //! oom_bump_bytes = 104857600       # OOM floor: max(L + bump, L * factor)
@@ -187,9 +186,6 @@ pub struct ShaperConfig {
     /// true; false = such components keep their request (or, past
     /// `min_history_samples`, get their model's fallback).
     pub prior: bool,
-    /// The prior's weight in samples when it is mixed with a young
-    /// component's own samples. Default 5.
-    pub prior_weight_samples: f64,
     /// Half-life of pooled samples; a prior's variance also grows by
     /// `1 + age / half-life`. Default 21600 s (6 h).
     pub prior_half_life_s: f64,
@@ -220,7 +216,6 @@ impl Default for ShaperConfig {
             oom_memory_s: 3600.0,
             memory_risk: None,
             prior: true,
-            prior_weight_samples: 5.0,
             prior_half_life_s: 21_600.0,
             prior_max_keys: 1_000_000,
         }
@@ -261,7 +256,6 @@ impl ShaperConfig {
     /// | `min_cpu_cores` | [0, 1e6] |
     /// | `min_mem_bytes` | [0, 2^50] (1 PiB) |
     /// | `memory_risk` | [1e-9, 0.5] |
-    /// | `prior_weight_samples` | [0.01, 1e6] |
     /// | `prior_half_life_s` | [1, 1e9] |
     /// | `prior_max_keys` | [1, 10000000] |
     pub fn validate(&self) -> Result<(), ConfigErrors> {
@@ -302,12 +296,6 @@ impl ShaperConfig {
         e.range("oom_bump_factor", self.oom_bump_factor, 1.0, 100.0);
         e.range("oom_memory_s", self.oom_memory_s, 0.0, 1e9);
         e.range_opt("memory_risk", self.memory_risk, MIN_MEMORY_RISK, 0.5);
-        e.range(
-            "prior_weight_samples",
-            self.prior_weight_samples,
-            0.01,
-            1e6,
-        );
         e.range("prior_half_life_s", self.prior_half_life_s, 1.0, 1e9);
         e.range("prior_max_keys", self.prior_max_keys, 1, MAX_PRIOR_KEYS);
         e.into_result()

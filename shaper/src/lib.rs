@@ -85,9 +85,9 @@ pub use config::{ConfigError, ConfigErrors, Policy, SchedulerOrder, ShaperConfig
 pub use decide::{component_target, decide, Decider, Target};
 pub use model::*;
 pub use models::{horizon_samples, ComponentModels, ForecastSource};
-pub use prior::{PairMoments, PriorBook, PriorSettings, RelPrior};
 pub use oom::OomFloor;
 pub use order::{apply_class, scheduler_key, ComponentAction, SchedulerKey};
 pub use plan::{Action, Basis, Binding, Bound, Explanation, Plan, PlanSummary, Reason, Sizing};
+pub use prior::{PairMoments, PriorBook, PriorSettings, RelPrior};
 pub use tailor_core::Calibration;
 pub use view::{AppFacts, ViewBuilder};

@@ -110,6 +110,8 @@ pub struct ComponentModels {
     own: PairMoments,
     /// Relative samples not yet handed to a prior book.
     pending: PairMoments,
+    /// Latest relative samples (CPU, memory).
+    last: (Option<f64>, Option<f64>),
 }
 
 impl std::fmt::Debug for ComponentModels {
@@ -138,6 +140,7 @@ impl ComponentModels {
             warm_samples: 1,
             own: PairMoments::default(),
             pending: PairMoments::default(),
+            last: (None, None),
         })
     }
 
@@ -157,6 +160,7 @@ impl ComponentModels {
             warm_samples: 1,
             own: PairMoments::default(),
             pending: PairMoments::default(),
+            last: (None, None),
         }
     }
 
@@ -178,6 +182,10 @@ impl ComponentModels {
                 Ok(()) => {
                     self.own.cpu.add(x);
                     self.pending.cpu.add(x);
+                    if let Some(p) = self.last.0 {
+                        self.pending.cpu.add_diff(x, p);
+                    }
+                    self.last.0 = Some(x);
                 }
                 Err(e) => tracing::debug!(error = %e, "cpu sample rejected"),
             }
@@ -186,6 +194,10 @@ impl ComponentModels {
             Ok(()) => {
                 self.own.mem.add(mem);
                 self.pending.mem.add(mem);
+                if let Some(p) = self.last.1 {
+                    self.pending.mem.add_diff(mem, p);
+                }
+                self.last.1 = Some(mem);
             }
             Err(e) => tracing::debug!(error = %e, "memory sample rejected"),
         }
@@ -225,9 +237,11 @@ impl ComponentModels {
                 ForecastSource::Own,
             )
         } else if let Some(p) = prior.filter(|_| cfg.prior) {
-            let n0 = cfg.prior_weight_samples;
             (
-                Some((blend(&p.cpu, &self.own.cpu, n0), blend(&p.mem, &self.own.mem, n0))),
+                Some((
+                    blend(&p.cpu, &self.own.cpu, self.last.0),
+                    blend(&p.mem, &self.own.mem, self.last.1),
+                )),
                 ForecastSource::Prior,
             )
         } else if self.observed() >= cfg.min_history_samples {
@@ -272,9 +286,15 @@ mod tests {
         let req = Resources::new(2.0, 1e9);
         let mut m = ComponentModels::build(Resources::new(1.0, 1.0), last).expect("models");
         m.observe(None, 5e8, req);
-        assert!(m.forecast_with(1, req, &cfg, None).0.is_none(), "cpu has no sample yet");
+        assert!(
+            m.forecast_with(1, req, &cfg, None).0.is_none(),
+            "cpu has no sample yet"
+        );
         m.observe(Some(1.0), 6e8, req);
-        assert!(m.forecast_with(1, req, &cfg, None).0.is_none(), "one cpu sample < 2");
+        assert!(
+            m.forecast_with(1, req, &cfg, None).0.is_none(),
+            "one cpu sample < 2"
+        );
         m.observe(Some(1.5), 7e8, req);
         let f = m.forecast_with(1, req, &cfg, None).0.expect("ready");
         assert!((f.cpu.mean - 1.5).abs() < 1e-9);
@@ -294,9 +314,14 @@ mod tests {
             ..ShaperConfig::default()
         };
         let req = Resources::new(1.0, 1e9);
+        let level = crate::prior::Level {
+            mean: 0.5,
+            between_var: 0.01,
+            within_var: 0.01,
+        };
         let prior = RelPrior {
-            cpu: Predictive::gaussian(0.5, 0.1),
-            mem: Predictive::gaussian(0.5, 0.1),
+            cpu: level,
+            mem: level,
         };
         let mut m = ComponentModels::build(req, last)
             .expect("models")
@@ -310,18 +335,24 @@ mod tests {
             m.observe(Some(0.2), 2e8, req);
         }
         // no prior, past min_history but not warm: the model's fallback
-        assert_eq!(m.forecast_with(1, req, &cfg, None).1, ForecastSource::Fallback);
-        // with the prior: the mixture, 5 prior samples vs 2 own
+        assert_eq!(
+            m.forecast_with(1, req, &cfg, None).1,
+            ForecastSource::Fallback
+        );
+        // with the prior: the level's update, precision 100 + 2 * 100
         let (f, src) = m.forecast_with(1, req, &cfg, Some(&prior));
         assert_eq!(src, ForecastSource::Prior);
-        let want = (5.0 * 0.5 + 2.0 * 0.2) / 7.0 * 1e9;
+        let want = (50.0 + 200.0 * 0.2) / 300.0 * 1e9;
         assert!((f.expect("mixture").mem.mean - want).abs() < 1.0);
         // prior switched off: the fallback
         let off = ShaperConfig {
             prior: false,
             ..cfg.clone()
         };
-        assert_eq!(m.forecast_with(1, req, &off, Some(&prior)).1, ForecastSource::Fallback);
+        assert_eq!(
+            m.forecast_with(1, req, &off, Some(&prior)).1,
+            ForecastSource::Fallback
+        );
         for _ in 0..2 {
             m.observe(Some(0.2), 2e8, req);
         }

@@ -138,8 +138,8 @@ impl NodeModels {
     /// its model to be warm again when rebuilt.
     pub fn new(model: ModelConfig, cfg: &ShaperConfig) -> Self {
         let warm_samples = model.warm_samples();
-        let history_cap = (2 * warm_samples.max(cfg.min_history_samples))
-            .clamp(64, MAX_HISTORY_SAMPLES);
+        let history_cap =
+            (2 * warm_samples.max(cfg.min_history_samples)).clamp(64, MAX_HISTORY_SAMPLES);
         Self {
             model,
             warm_samples,
@@ -171,15 +171,14 @@ impl NodeModels {
     ) -> Option<ContainerForecast> {
         let settings = cfg.prior_settings();
         if !self.live.contains_key(&c.id) {
-            let models = match ComponentModels::build(c.request, |r, unit| {
-                self.model.build_for(r, unit)
-            }) {
-                Ok(m) => m.with_warm_samples(self.warm_samples),
-                Err(e) => {
-                    tracing::error!(container = %c.name, error = %e, "model not built");
-                    return None;
-                }
-            };
+            let models =
+                match ComponentModels::build(c.request, |r, unit| self.model.build_for(r, unit)) {
+                    Ok(m) => m.with_warm_samples(self.warm_samples),
+                    Err(e) => {
+                        tracing::error!(container = %c.name, error = %e, "model not built");
+                        return None;
+                    }
+                };
             let keys = prior_keys(c);
             let (origin, history) = if let Some(h) = self.restored.remove(&c.id) {
                 (ModelOrigin::Restored, h)

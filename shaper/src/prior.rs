@@ -11,21 +11,27 @@
 //! ## How a prior is pooled
 //! Per key and resource the book keeps exponentially decayed moments of the
 //! relative samples of every component that joined the key (half-life
-//! `[shaper] prior_half_life_s`). The pooled variance therefore carries both
-//! the spread *between* siblings and each one's variation over time. A key
-//! is usable as a prior only once at least two incarnations joined it (so a
-//! component is never its own "prior"). Its variance is inflated:
-//! * by `1 + 1 / members` for a small number of members, and
-//! * by `1 + age / half-life`, where age is the time since the key last
-//!   received a sample: an old prior is a less certain one.
+//! `[shaper] prior_half_life_s`), and of the first differences of each
+//! component's series. The pooled variance is split in two:
+//! * **within**: how much one component's series moves around its own
+//!   level, `E[(x_t − x_{t−1})²] / 2`;
+//! * **between**: the spread of levels between siblings, the rest of the
+//!   pooled variance (at least 5% of it).
+//!
+//! A key is usable as a prior only once at least two incarnations joined
+//! it (so a component is never its own "prior"). Both variances are
+//! inflated by `1 + 1 / members` (few members) and by `1 + age /
+//! half-life`, where age is the time since the key last received a sample:
+//! an old prior is a less certain one.
 //!
 //! ## How a prior hands over to the component's own model
-//! With `n` own samples (mean `x̄`, variance `s²`) and `n0 =
-//! prior_weight_samples`, the forecast is the mixture of the prior
-//! `N(μp, σp²)` with weight `wp = n0 / (n0 + n)` and of the component's own
-//! samples with weight `wo = n / (n0 + n)`:
-//!
-//! `mean = wp μp + wo x̄`, `var = wp σp² + wo s² + wp wo (μp − x̄)²`.
+//! A component with `n` own samples (mean `x̄`, latest `x_n`) gets the
+//! normal-normal update of its level: precision `1/between + n/within`,
+//! level `(μp/between + n x̄/within) / precision`. Its forecast is
+//! `N(max(level, x_n), within + 1/precision)`: with no samples, the
+//! siblings' distribution; with many, its own level with the siblings'
+//! within-series noise. The more alike the siblings (small between), the
+//! longer the prior's level dominates.
 //!
 //! Once the component's own model is warm (it has seen the samples it
 //! needs to fit, and at least `min_history_samples`) the own model alone
@@ -45,6 +51,12 @@ pub struct Moments {
     pub s1: f64,
     /// Weighted sum of squares.
     pub s2: f64,
+    /// Weight of first differences (consecutive samples of one component).
+    #[serde(default)]
+    pub dw: f64,
+    /// Weighted sum of squared first differences.
+    #[serde(default)]
+    pub d2: f64,
 }
 
 impl Moments {
@@ -57,11 +69,22 @@ impl Moments {
         }
     }
 
+    /// Adds the first difference `x - prev` of one component's series.
+    pub fn add_diff(&mut self, x: f64, prev: f64) {
+        let d = x - prev;
+        if d.is_finite() {
+            self.dw += 1.0;
+            self.d2 += d * d;
+        }
+    }
+
     /// Adds another set of moments.
     pub fn merge(&mut self, o: &Moments) {
         self.w += o.w;
         self.s1 += o.s1;
         self.s2 += o.s2;
+        self.dw += o.dw;
+        self.d2 += o.d2;
     }
 
     /// Multiplies every weight by `f` (decay).
@@ -69,6 +92,14 @@ impl Moments {
         self.w *= f;
         self.s1 *= f;
         self.s2 *= f;
+        self.dw *= f;
+        self.d2 *= f;
+    }
+
+    /// Variance within one component's series, from first differences
+    /// (`E[d^2] / 2` for independent noise); `None` without differences.
+    pub fn within_var(&self) -> Option<f64> {
+        (self.dw > 0.0).then(|| (self.d2 / self.dw / 2.0).max(0.0))
     }
 
     pub fn mean(&self) -> Option<f64> {
@@ -100,11 +131,28 @@ impl PairMoments {
     }
 }
 
-/// A prior in relative units (a share of the request), per resource.
+/// One resource's prior in relative units (a share of the request): the
+/// siblings' mean level, the variance of levels between them, and the
+/// variance of one component's series around its level.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Level {
+    pub mean: f64,
+    pub between_var: f64,
+    pub within_var: f64,
+}
+
+impl Level {
+    /// The predictive of a component with no samples of its own.
+    pub fn predictive(&self) -> Predictive {
+        Predictive::gaussian(self.mean, (self.between_var + self.within_var).sqrt())
+    }
+}
+
+/// A prior in relative units, per resource.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RelPrior {
-    pub cpu: Predictive,
-    pub mem: Predictive,
+    pub cpu: Level,
+    pub mem: Level,
 }
 
 /// Settings of a [`PriorBook`] (from `[shaper]`).
@@ -244,6 +292,11 @@ impl<K: Hash + Eq + Clone> PriorBook<K> {
 /// Fewest decayed samples per resource that make a prior.
 const MIN_PRIOR_WEIGHT: f64 = 1.0;
 
+/// Smallest share of the pooled variance counted as between-component
+/// spread: even identical-looking siblings leave a component's own samples
+/// some say.
+const MIN_BETWEEN_SHARE: f64 = 0.05;
+
 fn entry_prior(e: &PriorEntry, now_s: f64, s: &PriorSettings) -> Option<RelPrior> {
     if e.members < 2 {
         return None;
@@ -255,13 +308,20 @@ fn entry_prior(e: &PriorEntry, now_s: f64, s: &PriorSettings) -> Option<RelPrior
         1.0
     };
     let inflate = (1.0 + 1.0 / f64::from(e.members)) * age_factor;
-    let one = |m: &Moments| -> Option<Predictive> {
+    let one = |m: &Moments| -> Option<Level> {
         if m.w < MIN_PRIOR_WEIGHT {
             return None;
         }
         let mean = m.mean()?;
-        let var = m.var()? * inflate;
-        (mean.is_finite() && var.is_finite()).then(|| Predictive::gaussian(mean, var.sqrt()))
+        let total = m.var()?;
+        let within = m.within_var().unwrap_or(0.0).min(total);
+        let between = (total - within).max(MIN_BETWEEN_SHARE * total);
+        let l = Level {
+            mean,
+            between_var: between * inflate,
+            within_var: within * inflate,
+        };
+        (mean.is_finite() && l.between_var.is_finite() && l.within_var.is_finite()).then_some(l)
     };
     Some(RelPrior {
         cpu: one(&e.moments.cpu)?,
@@ -269,19 +329,23 @@ fn entry_prior(e: &PriorEntry, now_s: f64, s: &PriorSettings) -> Option<RelPrior
     })
 }
 
-/// The mixture of a prior with `own` samples, `n0` the prior's weight in
-/// samples (see the module docs).
-pub fn blend(prior: &Predictive, own: &Moments, n0: f64) -> Predictive {
-    let (Some(x), Some(s2)) = (own.mean(), own.var()) else {
-        return *prior;
+/// A component's predictive from its prior and its own samples so far
+/// (`own`, with `last` its latest one): the normal-normal update of its
+/// level, `precision = 1/between + n/within`, mean never below its latest
+/// sample; predictive variance `within + 1/precision` (see the module docs).
+pub fn blend(prior: &Level, own: &Moments, last: Option<f64>) -> Predictive {
+    let Some(x) = own.mean().filter(|x| x.is_finite()) else {
+        return prior.predictive();
     };
     let n = own.w;
-    let wp = n0 / (n0 + n);
-    let wo = 1.0 - wp;
-    let mean = wp * prior.mean + wo * x;
-    let d = prior.mean - x;
-    let var = wp * prior.std * prior.std + wo * s2 + wp * wo * d * d;
-    Predictive::gaussian(mean, var.max(0.0).sqrt())
+    let tiny = 1e-12;
+    let (b, w) = (prior.between_var.max(tiny), prior.within_var.max(tiny));
+    let precision = 1.0 / b + n / w;
+    let level = (prior.mean / b + n * x / w) / precision;
+    let mean = last
+        .filter(|l| l.is_finite())
+        .map_or(level, |l| level.max(l));
+    Predictive::gaussian(mean, (prior.within_var + 1.0 / precision).sqrt())
 }
 
 #[cfg(test)]
@@ -319,15 +383,17 @@ mod tests {
         let mut b: PriorBook<&str> = PriorBook::new();
         for x in [0.2, 0.4, 0.6] {
             b.join(&"app", 0.0, &S);
-            b.absorb(&"app", &moments(&[x, x]), 0.0, &S);
+            let mut m = moments(&[x, x]);
+            m.mem.add_diff(x, x);
+            b.absorb(&"app", &m, 0.0, &S);
         }
         let p = b.prior([&"app"], 0.0, &S).expect("prior");
         assert!((p.mem.mean - 0.4).abs() < 1e-12);
-        let sd_fresh = p.mem.std;
-        // biased pooled sd = 0.1633; x (1 + 1/3)
-        assert!((sd_fresh - (0.08f64 / 3.0 * 4.0 / 3.0).sqrt()).abs() < 1e-9);
+        // constant series: all the spread is between siblings; x (1 + 1/3)
+        assert_eq!(p.mem.within_var, 0.0);
+        assert!((p.mem.between_var - 0.08 / 3.0 * 4.0 / 3.0).abs() < 1e-12);
         let old = b.prior([&"app"], 3600.0, &S).expect("prior");
-        assert!((old.mem.std / sd_fresh - 2f64.sqrt()).abs() < 1e-9);
+        assert!((old.mem.between_var / p.mem.between_var - 2.0).abs() < 1e-9);
     }
 
     #[test]
@@ -367,20 +433,26 @@ mod tests {
 
     #[test]
     fn blend_hands_over_to_own_samples() {
-        let prior = Predictive::gaussian(0.8, 0.1);
-        assert_eq!(blend(&prior, &Moments::default(), 5.0), prior);
+        let prior = Level {
+            mean: 0.8,
+            between_var: 0.01,
+            within_var: 0.0025,
+        };
+        assert_eq!(blend(&prior, &Moments::default(), None), prior.predictive());
         let mut own = Moments::default();
-        for _ in 0..5 {
+        own.add(0.4);
+        // precision 100 + 400: level (80 + 160) / 500 = 0.48
+        let b = blend(&prior, &own, Some(0.4));
+        assert!((b.mean - 0.48).abs() < 1e-12);
+        assert!((b.std - (0.0025f64 + 1.0 / 500.0).sqrt()).abs() < 1e-12);
+        for _ in 0..999 {
             own.add(0.4);
         }
-        let b = blend(&prior, &own, 5.0);
-        assert!((b.mean - 0.6).abs() < 1e-12);
-        // 0.5 * 0.01 + 0 + 0.25 * 0.16
-        assert!((b.std - (0.005f64 + 0.04).sqrt()).abs() < 1e-12);
-        for _ in 0..995 {
-            own.add(0.4);
-        }
-        assert!((blend(&prior, &own, 5.0).mean - 0.4).abs() < 0.003);
+        let b = blend(&prior, &own, Some(0.4));
+        assert!((b.mean - 0.4).abs() < 1e-3);
+        assert!((b.std - 0.05).abs() < 1e-3);
+        // never below the latest sample
+        assert!((blend(&prior, &own, Some(0.9)).mean - 0.9).abs() < 1e-12);
     }
 
     proptest! {
@@ -399,9 +471,9 @@ mod tests {
             if let Some(p) = b.prior([&1], t + 1.0, &S) {
                 let lo = xs.iter().cloned().fold(f64::INFINITY, f64::min);
                 let hi = xs.iter().cloned().fold(0.0, f64::max);
-                prop_assert!(p.mem.mean.is_finite() && p.mem.std.is_finite());
+                prop_assert!(p.mem.mean.is_finite() && p.mem.predictive().std.is_finite());
                 prop_assert!(p.mem.mean >= lo - 1e-9 && p.mem.mean <= hi + 1e-9);
-                prop_assert!(p.mem.std >= 0.0);
+                prop_assert!(p.mem.between_var >= 0.0 && p.mem.within_var >= 0.0);
             }
         }
     }

@@ -378,7 +378,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             if let Err(e) = written {
                 tracing::warn!(path = %dir.join(RECOMMENDATIONS_FILE).display(), error = %e, "cannot write recommendations");
             }
-            if (self.round - 1) % crate::checkpoint::CHECKPOINT_EVERY_ROUNDS == 0 {
+            if (self.round - 1).is_multiple_of(crate::checkpoint::CHECKPOINT_EVERY_ROUNDS) {
                 if let Some(k) = &self.kernel {
                     crate::checkpoint::save(&dir, k, report.at_s);
                 }

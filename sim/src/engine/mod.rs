@@ -15,8 +15,8 @@ use forecaster::{ForecastError, Forecaster};
 use rayon::prelude::*;
 use shaper::{
     scheduler_key, AppFacts, AppId, Class, ClusterView, Component, ComponentAction, ComponentId,
-    ComponentModels, Decider, Forecasts, Host, HostId, OomFloor, Plan, Policy, Resource, Resources,
-    PriorBook, SchedulerKey, ShaperConfig, ViewBuilder,
+    ComponentModels, Decider, Forecasts, Host, HostId, OomFloor, Plan, Policy, PriorBook, Resource,
+    Resources, SchedulerKey, ShaperConfig, ViewBuilder,
 };
 
 use shaper::models::normalise;

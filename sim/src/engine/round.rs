@@ -94,7 +94,10 @@ impl Engine<'_> {
             Ok(n)
         };
         let n: u64 = if self.cfg.parallel_forecasts {
-            self.comps.par_iter_mut().map(feed).try_reduce(|| 0, |a, b| Ok(a + b))?
+            self.comps
+                .par_iter_mut()
+                .map(feed)
+                .try_reduce(|| 0, |a, b| Ok(a + b))?
         } else {
             let mut s = 0;
             for c in self.comps.iter_mut() {
@@ -145,7 +148,9 @@ impl Engine<'_> {
                     &settings,
                 )
             };
-            let (forecast, source) = fc.models.forecast_with(h, c.request, kernel, prior.as_ref());
+            let (forecast, source) = fc
+                .models
+                .forecast_with(h, c.request, kernel, prior.as_ref());
             c.forecast = forecast;
             c.warm = c.forecast.is_some() && (is_oracle || fc.models.observed() >= warm_samples);
             let mut k = [u64::from(c.forecast.is_some()), u64::from(c.warm), 0, 0, 0];
@@ -160,7 +165,11 @@ impl Engine<'_> {
                 .map(forecast)
                 .reduce(|| [0; 5], add)
         } else {
-            self.comps.iter_mut().enumerate().map(forecast).fold([0; 5], add)
+            self.comps
+                .iter_mut()
+                .enumerate()
+                .map(forecast)
+                .fold([0; 5], add)
         };
         self.m.forecasts_shown += k[0];
         self.m.forecasts_warm += k[1];
@@ -217,7 +226,9 @@ impl Engine<'_> {
                         request: comp.request,
                         started_s: comp.started_s,
                         allocation: comp.alloc,
-                        usage: comp.usage,
+                        // Memory: the current interval's peak, what the OOM
+                        // killer checks (the kernel never sizes below it).
+                        usage: Resources::new(comp.usage.cpu_cores, comp.mem_peak),
                         forecast: comp.forecast,
                         protected: false,
                         work_done_s: comp.work_s - rem,
@@ -310,8 +321,7 @@ impl Engine<'_> {
         }
         for c in resized {
             let comp = &self.comps[c];
-            if comp.state == CState::Running
-                && comp.mem_peak > comp.alloc.mem_bytes * (1.0 + 1e-9)
+            if comp.state == CState::Running && comp.mem_peak > comp.alloc.mem_bytes * (1.0 + 1e-9)
             {
                 self.oom_kill(c);
             }
