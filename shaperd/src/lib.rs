@@ -46,10 +46,13 @@
 
 pub mod config;
 pub mod credentials;
+pub mod etcd;
+pub mod ha;
 pub mod limits;
 pub mod metrics;
 pub mod server;
 pub mod state;
+pub mod store;
 
 pub use ::protocol;
 pub use ::protocol::{auth, ClusterError};

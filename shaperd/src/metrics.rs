@@ -109,6 +109,8 @@ pub struct Metrics {
     pub rounds_total: u64,
     pub rounds_skipped_warmup: u64,
     pub rounds_skipped_no_agents: u64,
+    /// Rounds not handed out: their actions could not be stored.
+    pub rounds_skipped_store: u64,
     /// resize, evict_component, evict_application.
     pub actions_total: [u64; 3],
     pub actions_dropped_stale: u64,
@@ -192,7 +194,8 @@ pub fn render(m: &Metrics, g: &Gauges, process: Option<ProcessStats>) -> String 
     let name = "tailor_shaper_rounds_skipped_total";
     t.family(name, "counter", "Rounds not planned, by reason.")
         .sample(name, "reason=\"warmup\"", m.rounds_skipped_warmup)
-        .sample(name, "reason=\"no_agents\"", m.rounds_skipped_no_agents);
+        .sample(name, "reason=\"no_agents\"", m.rounds_skipped_no_agents)
+        .sample(name, "reason=\"store\"", m.rounds_skipped_store);
     t.single(
         "tailor_shaper_round",
         "gauge",

@@ -29,7 +29,8 @@ use crate::limits::Refusal;
 use crate::metrics::{self, Gauges, Metrics, ProcessStats};
 use crate::protocol::{AckRequest, ErrorBody, ReportRequest};
 use crate::serve::{ConnStats, LimitAcceptor, ServeLimits};
-use crate::state::{RoundOutcome, ShaperState, SkipReason, StateConfig};
+use crate::state::{Role, RoundOutcome, ShaperState, SkipReason, StateConfig};
+use crate::store::{MemoryStore, StateStore, StoreError};
 use crate::ClusterError;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -67,6 +68,14 @@ pub struct Shared {
     clock: Arc<dyn Clock>,
     /// decide()'s buffers, reused round after round.
     decider: Arc<Mutex<shaper::Decider>>,
+    /// Durable state (write-through; see [`crate::store`]).
+    pub(crate) store: Arc<dyn StateStore>,
+    /// Serializes writes of ack results, so they land in order.
+    pub(crate) write_lock: tokio::sync::Mutex<()>,
+    /// This replica's part and the leader's URL (see [`crate::ha`]).
+    pub(crate) role: RwLock<(Role, Option<String>)>,
+    /// Wakes the round loop when this replica becomes the leader.
+    pub(crate) promoted: tokio::sync::Notify,
 }
 
 /// Marks the round loop dead when its task ends, however it ends (panic,
@@ -98,6 +107,7 @@ impl Shared {
         token: Token,
         credentials: Credentials,
         clock: Arc<dyn Clock>,
+        store: Arc<dyn StateStore>,
     ) -> Self {
         let interval_s = state.interval_s();
         Self {
@@ -111,7 +121,31 @@ impl Shared {
             interval_s,
             clock,
             decider: Arc::new(Mutex::new(shaper::Decider::new())),
+            store,
+            write_lock: tokio::sync::Mutex::new(()),
+            role: RwLock::new((Role::Leader, None)),
+            promoted: tokio::sync::Notify::new(),
         }
+    }
+
+    /// This replica's part and the leader's URL, when known.
+    pub fn role(&self) -> (Role, Option<String>) {
+        self.role.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(crate) fn set_role(&self, role: Role, leader_url: Option<String>) {
+        *self.role.write().unwrap_or_else(|e| e.into_inner()) = (role, leader_url);
+    }
+
+    /// Persists the ack results the state gathered (write-through: before
+    /// the ack is answered). Writes land in the order they were taken.
+    pub async fn persist_writes(&self) -> Result<(), StoreError> {
+        let _order = self.write_lock.lock().await;
+        let writes = self.with_state(|s| s.take_writes());
+        if writes.is_empty() {
+            return Ok(());
+        }
+        self.store.put_acks(&writes).await
     }
 
     /// The credentials in force.
@@ -183,6 +217,7 @@ impl Shared {
                 self.with_metrics(|m| match reason {
                     SkipReason::Warmup => m.rounds_skipped_warmup += 1,
                     SkipReason::NoAgents => m.rounds_skipped_no_agents += 1,
+                    SkipReason::Store | SkipReason::NotLeader => m.rounds_skipped_store += 1,
                 });
                 return Err(reason);
             }
@@ -201,6 +236,21 @@ impl Shared {
                 return Err(SkipReason::NoAgents);
             }
         };
+        // Write-through: the actions are durable before any agent can
+        // collect them; a failed write skips the round (nothing handed out).
+        let actions = prepared.durable_actions();
+        if let Err(e) = self
+            .store
+            .put_round(prepared.round(), &actions, prepared.keep_from())
+            .await
+        {
+            tracing::error!(round = prepared.round(), error = %e, "cannot store the round's actions: round skipped");
+            self.with_metrics(|m| m.rounds_skipped_store += 1);
+            if matches!(e, StoreError::NotLeader) {
+                crate::ha::step_down(self, "a fenced write failed");
+            }
+            return Err(SkipReason::Store);
+        }
         let out = self.with_state(|s| s.commit(prepared));
         let elapsed = t0.elapsed().as_secs_f64();
         self.with_metrics(|m| {
@@ -385,6 +435,11 @@ async fn report(
     };
     let now_s = sh.now_s();
     let result = sh.with_state(|s| s.report_as(&who, req, now_s));
+    if result.is_ok() {
+        if let Err(e) = sh.persist_writes().await {
+            return store_error(&sh, &e);
+        }
+    }
     let resp = match result {
         Ok(r) => Json(r).into_response(),
         Err(refusal) => {
@@ -407,14 +462,33 @@ async fn ack(
         Err(resp) => return *resp,
     };
     match sh.with_state(|s| s.ack_as(&who, &req)) {
-        Ok(r) => Json(r).into_response(),
+        Ok(r) => match sh.persist_writes().await {
+            Ok(()) => Json(r).into_response(),
+            Err(e) => store_error(&sh, &e),
+        },
         Err(refusal) => refusal_response(&refusal),
     }
 }
 
+/// 503 when ack results could not be stored (the agent keeps its acks and
+/// sends them again).
+fn store_error(sh: &Arc<Shared>, e: &StoreError) -> Response {
+    tracing::error!(error = %e, "cannot store acknowledgements");
+    if matches!(e, StoreError::NotLeader) {
+        crate::ha::step_down(sh, "a fenced write failed");
+    }
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "store_unavailable",
+        format!("the shaper cannot store acknowledgements: {e}"),
+    )
+}
+
 async fn status(State(sh): State<Arc<Shared>>) -> Response {
     let now_s = sh.now_s();
-    Json(sh.with_state(|s| s.status(now_s))).into_response()
+    let mut st = sh.with_state(|s| s.status(now_s));
+    (st.role, st.leader_url) = sh.role();
+    Json(st).into_response()
 }
 
 async fn metrics_text(State(sh): State<Arc<Shared>>) -> Response {
@@ -452,6 +526,10 @@ pub fn router(shared: Arc<Shared>, max_body_bytes: usize, request_timeout: Durat
         .route_layer(middleware::from_fn_with_state(
             shared.clone(),
             require_agent,
+        ))
+        .route_layer(middleware::from_fn_with_state(
+            shared.clone(),
+            crate::ha::leader_only,
         ));
     let operator = Router::new()
         .route("/v1/status", get(status))
@@ -493,6 +571,10 @@ async fn watch_credentials(shared: Arc<Shared>, path: PathBuf, mut stamp: Option
             Ok(Ok(file)) => {
                 let creds = file.index();
                 tracing::info!(path = %path.display(), credentials = creds.len(), "credentials reloaded");
+                // Shared with the other replicas (with `[etcd]`).
+                if let Err(e) = shared.store.put_credentials(&file).await {
+                    tracing::error!(error = %e, "credentials not published to the shared store");
+                }
                 shared.set_credentials(creds);
                 shared.with_metrics(|m| m.credential_reloads[0] += 1);
                 stamp = now;
@@ -548,6 +630,8 @@ pub struct ShaperServer {
     serve_task: tokio::task::JoinHandle<std::io::Result<()>>,
     round_task: Option<tokio::task::JoinHandle<()>>,
     watch_task: tokio::task::JoinHandle<()>,
+    /// Leader election (with `[etcd]`).
+    ha_task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl ShaperServer {
@@ -586,7 +670,28 @@ impl ShaperServer {
         let now_s = clock.now_s();
         let epoch = format!("{:x}", (SystemClock.now_s() * 1000.0) as u64);
         let state = ShaperState::new(StateConfig::from(&cfg), cfg.shaper.clone(), epoch, now_s);
-        let shared = Arc::new(Shared::new(state, token, creds.index(), clock));
+        let etcd = match &cfg.etcd {
+            Some(e) => Some(Arc::new(
+                crate::etcd::EtcdStore::new(e).map_err(|e| ClusterError::Store(e.to_string()))?,
+            )),
+            None => None,
+        };
+        let store: Arc<dyn StateStore> = match &etcd {
+            Some(e) => e.clone(),
+            None => Arc::new(MemoryStore::new()),
+        };
+        let shared = Arc::new(Shared::new(state, token, creds.index(), clock, store));
+        let ha_task = match etcd {
+            Some(etcd) => {
+                shared.set_role(Role::Follower, None);
+                Some(tokio::spawn(crate::ha::run_election(
+                    shared.clone(),
+                    etcd,
+                    creds,
+                )))
+            }
+            None => None,
+        };
         let limits: ServeLimits = cfg.limits.serve();
         let app = router(shared.clone(), cfg.max_body_bytes, limits.request_timeout);
         let listener =
@@ -629,6 +734,7 @@ impl ShaperServer {
         let round_task = auto_rounds.then(|| {
             let shared = shared.clone();
             let interval = Duration::from_secs_f64(cfg.interval_s);
+            let warmup_intervals = cfg.warmup_intervals;
             shared.round_loop.store(LOOP_RUNNING, Ordering::SeqCst);
             *lock(&shared.round_tick) = Some(Instant::now());
             tokio::spawn(async move {
@@ -637,13 +743,25 @@ impl ShaperServer {
                     tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
-                    tick.tick().await;
+                    tokio::select! {
+                        _ = tick.tick() => {}
+                        _ = guard.0.promoted.notified() => {
+                            // A new leader: its first round after the warmup.
+                            let warmup = interval.mul_f64(f64::from(warmup_intervals).max(1.0));
+                            tick = tokio::time::interval_at(tokio::time::Instant::now() + warmup, interval);
+                            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                            continue;
+                        }
+                    }
                     *lock(&guard.0.round_tick) = Some(Instant::now());
-                    let _ = guard.0.run_round().await;
+                    if guard.0.role().0 == Role::Leader {
+                        let _ = guard.0.run_round().await;
+                    }
                 }
             })
         });
         let watch_task = tokio::spawn(watch_credentials(shared.clone(), creds_path, creds_stamp));
+
         tracing::info!(%addr, tls = is_tls, interval_s = cfg.interval_s, "tailor shaper listening");
         Ok(Self {
             addr,
@@ -653,6 +771,7 @@ impl ShaperServer {
             serve_task,
             round_task,
             watch_task,
+            ha_task,
         })
     }
 
@@ -707,6 +826,9 @@ impl ShaperServer {
                     t.abort();
                 }
                 self.watch_task.abort();
+                if let Some(t) = &self.ha_task {
+                    t.abort();
+                }
                 match r {
                     Ok(Ok(())) => Err(ClusterError::Serve("the server stopped unexpectedly".into())),
                     Ok(Err(e)) => Err(ClusterError::Serve(e.to_string())),
@@ -726,6 +848,9 @@ impl ShaperServer {
             t.abort();
         }
         self.watch_task.abort();
+        if let Some(t) = &self.ha_task {
+            t.abort();
+        }
         self.handle.graceful_shutdown(Some(Duration::from_secs(5)));
         let _ = self.serve_task.await;
     }
