@@ -79,6 +79,8 @@ impl<'de> Deserialize<'de> for ShaperUrls {
         match OneOrMany::deserialize(d) {
             Ok(OneOrMany::One(u)) => Ok(Self(vec![u])),
             Ok(OneOrMany::Many(v)) => Ok(Self(v)),
+            // A missing key stays "missing field" (config checks rely on it).
+            Err(e) if e.to_string().contains("missing field") => Err(e),
             Err(_) => Err(serde::de::Error::custom(
                 "expected a URL string or a list of URL strings",
             )),
@@ -265,5 +267,9 @@ mod tests {
         bad.shaper_url = ShaperUrls(vec!["http://a:1".into(), "ftp://b".into()]);
         assert_eq!(bad.validate().expect_err("ftp").keys(), vec!["shaper_url"]);
         assert!(toml::from_str::<ClusterClientConfig>("shaper_url = 3\ntoken_file = \"/t\"\n").is_err());
+        let missing = toml::from_str::<ClusterClientConfig>("token_file = \"/t\"\n")
+            .expect_err("missing")
+            .to_string();
+        assert!(missing.contains("missing field `shaper_url`"), "{missing}");
     }
 }
