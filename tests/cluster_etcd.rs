@@ -168,14 +168,32 @@ impl Etcd {
             let log = std::fs::File::create(&log_path).expect("log");
             let child = Command::new(bin)
                 .arg(format!("--name=m{i}"))
-                .arg(format!("--data-dir={}", dir.join(format!("etcd-m{i}")).display()))
-                .arg(format!("--listen-client-urls=http://127.0.0.1:{}", client_ports[i]))
-                .arg(format!("--advertise-client-urls=http://127.0.0.1:{}", client_ports[i]))
-                .arg(format!("--listen-peer-urls=http://127.0.0.1:{}", peer_ports[i]))
-                .arg(format!("--initial-advertise-peer-urls=http://127.0.0.1:{}", peer_ports[i]))
+                .arg(format!(
+                    "--data-dir={}",
+                    dir.join(format!("etcd-m{i}")).display()
+                ))
+                .arg(format!(
+                    "--listen-client-urls=http://127.0.0.1:{}",
+                    client_ports[i]
+                ))
+                .arg(format!(
+                    "--advertise-client-urls=http://127.0.0.1:{}",
+                    client_ports[i]
+                ))
+                .arg(format!(
+                    "--listen-peer-urls=http://127.0.0.1:{}",
+                    peer_ports[i]
+                ))
+                .arg(format!(
+                    "--initial-advertise-peer-urls=http://127.0.0.1:{}",
+                    peer_ports[i]
+                ))
                 .arg(format!("--initial-cluster={cluster}"))
                 .arg("--initial-cluster-state=new")
-                .arg(format!("--initial-cluster-token=tailor-test-{}", std::process::id()))
+                .arg(format!(
+                    "--initial-cluster-token=tailor-test-{}",
+                    std::process::id()
+                ))
                 .stdout(Stdio::null())
                 .stderr(Stdio::from(log))
                 .spawn()
@@ -193,7 +211,8 @@ impl Etcd {
             Duration::from_secs(30),
             || {
                 e.client_ports.iter().all(|p| {
-                    http_get(*p, "/health", None).is_some_and(|(c, b)| c == 200 && b.contains("true"))
+                    http_get(*p, "/health", None)
+                        .is_some_and(|(c, b)| c == 200 && b.contains("true"))
                 })
             },
             || e.diag(),
@@ -209,7 +228,11 @@ impl Etcd {
     }
 
     fn diag(&self) -> String {
-        self.logs.iter().map(|l| tail(l)).collect::<Vec<_>>().join("\n")
+        self.logs
+            .iter()
+            .map(|l| tail(l))
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 }
 
@@ -240,8 +263,17 @@ fn config_check_reports_bad_etcd_settings() {
         .expect("config check");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{text}");
-    for key in ["etcd.bogus", "interval_s", "etcd.endpoints", "etcd.prefix", "etcd.lease_ttl_s"] {
-        assert!(text.contains(&format!(": {key}: ")), "{key} missing in:\n{text}");
+    for key in [
+        "etcd.bogus",
+        "interval_s",
+        "etcd.endpoints",
+        "etcd.prefix",
+        "etcd.lease_ttl_s",
+    ] {
+        assert!(
+            text.contains(&format!(": {key}: ")),
+            "{key} missing in:\n{text}"
+        );
     }
 }
 
@@ -285,9 +317,13 @@ fn etcd_store_keeps_state_and_fences_a_deposed_leader() {
             status: ActionStatus::Pending,
         };
         // Enough actions for several chunks.
-        let many: Vec<DurableAction> = (0..12_000).map(|i| action(&format!("n{}", i % 7), None)).collect();
+        let many: Vec<DurableAction> = (0..12_000)
+            .map(|i| action(&format!("n{}", i % 7), None))
+            .collect();
         a.put_round(1, &many, 0).await.expect("round 1");
-        a.put_round(6, &[action("n1", Some("t/web"))], 2).await.expect("round 6");
+        a.put_round(6, &[action("n1", Some("t/web"))], 2)
+            .await
+            .expect("round 6");
         a.put_acks(&PendingWrites {
             acks: vec![AckWrite {
                 round: 6,
@@ -301,7 +337,11 @@ fn etcd_store_keeps_state_and_fences_a_deposed_leader() {
         let d = b.load().await.expect("load");
         assert_eq!(d.epoch.as_deref(), Some("ep-a"));
         assert_eq!(d.round, 6);
-        assert_eq!(d.rounds.keys().copied().collect::<Vec<_>>(), vec![6], "round 1 forgotten");
+        assert_eq!(
+            d.rounds.keys().copied().collect::<Vec<_>>(),
+            vec![6],
+            "round 1 forgotten"
+        );
         assert_eq!(d.rounds[&6][0].status, ActionStatus::Applied);
         assert_eq!(d.app_failures["t/web"], 3);
         a.put_round(7, &many, 3).await.expect("round 7");
@@ -309,7 +349,10 @@ fn etcd_store_keeps_state_and_fences_a_deposed_leader() {
         // a loses its lease: b leads, a's writes are refused.
         a.client().revoke(la).await.expect("revoke");
         assert!(b.campaign(lb).await.expect("campaign b").mine);
-        assert!(matches!(a.put_round(8, &[], 4).await, Err(StoreError::NotLeader)));
+        assert!(matches!(
+            a.put_round(8, &[], 4).await,
+            Err(StoreError::NotLeader)
+        ));
         assert!(matches!(
             a.put_acks(&PendingWrites {
                 acks: vec![],
@@ -337,14 +380,20 @@ fn etcd_store_keeps_state_and_fences_a_deposed_leader() {
             .await
             .expect("put raw");
         let e = b.load().await.expect_err("bad value");
-        assert!(e.to_string().contains("/store-test/app_failures/t/bad"), "{e}");
+        assert!(
+            e.to_string().contains("/store-test/app_failures/t/bad"),
+            "{e}"
+        );
         // One member down: the others answer.
         drop(b);
     });
     etcd.members[0].kill();
     rt.block_on(async {
         let c = EtcdStore::new(&cfg("http://c:3")).expect("c");
-        assert_eq!(c.init_epoch("x").await.expect("epoch after a member died"), "ep-a");
+        assert_eq!(
+            c.init_epoch("x").await.expect("epoch after a member died"),
+            "ep-a"
+        );
     });
 }
 
@@ -367,7 +416,6 @@ fn base64_of(s: &str) -> String {
     out
 }
 
-
 /// A shaper replica: its port, config and log.
 struct Replica {
     port: u16,
@@ -386,8 +434,7 @@ impl Replica {
     }
 
     fn is_leader(&self) -> bool {
-        self.status()
-            .is_some_and(|s| s["role"] == "leader")
+        self.status().is_some_and(|s| s["role"] == "leader")
     }
 
     fn round(&self) -> u64 {
@@ -406,14 +453,26 @@ impl Replica {
 fn register(dir: &Path, creds: &Path, agent: &str, tenant: &str) -> PathBuf {
     let token_file = dir.join(format!("{agent}.token"));
     let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
-        .args(["shaper", "credentials", "add", "--agent", agent, "--tenant", tenant])
+        .args([
+            "shaper",
+            "credentials",
+            "add",
+            "--agent",
+            agent,
+            "--tenant",
+            tenant,
+        ])
         .arg("--file")
         .arg(creds)
         .arg("--token-file")
         .arg(&token_file)
         .output()
         .expect("run tailor shaper credentials add");
-    assert!(out.status.success(), "credentials add: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "credentials add: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     token_file
 }
 
@@ -475,14 +534,28 @@ request_timeout_s = 1.0
     };
     let deadline = Instant::now() + Duration::from_secs(30);
     while http_get(port, "/healthz", None).map(|(s, _)| s) != Some(200) {
-        assert!(r.proc.alive(), "tailor shaper {name} exited: {}", tail(&r.log));
-        assert!(Instant::now() < deadline, "shaper {name} did not come up: {}", tail(&r.log));
+        assert!(
+            r.proc.alive(),
+            "tailor shaper {name} exited: {}",
+            tail(&r.log)
+        );
+        assert!(
+            Instant::now() < deadline,
+            "shaper {name} did not come up: {}",
+            tail(&r.log)
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     r
 }
 
-fn start_agent(dir: &Path, agent_id: &str, mem_mib: u64, token_file: &Path, urls: &[String]) -> Proc {
+fn start_agent(
+    dir: &Path,
+    agent_id: &str,
+    mem_mib: u64,
+    token_file: &Path,
+    urls: &[String],
+) -> Proc {
     let top = format!("mode = \"cluster\"\nrestart_evicted = false\nnode_name = \"{agent_id}\"\n");
     let tables = format!(
         r#"
@@ -504,7 +577,14 @@ regrow_fraction = 0.5
     );
     let log = std::fs::File::create(dir.join(format!("agent-{agent_id}.log"))).expect("log");
     let child = Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--ignored", "--exact", "cluster_etcd_agent_child", "--nocapture", "--test-threads", "1"])
+        .args([
+            "--ignored",
+            "--exact",
+            "cluster_etcd_agent_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
         .env("TAILOR_CLUSTER_CHILD_LABEL", agent_id)
         .env("TAILOR_CLUSTER_CHILD_TOP", top)
         .env("TAILOR_CLUSTER_CHILD_TABLES", tables)
@@ -544,10 +624,18 @@ fn cluster_etcd_agent_child() {
     rt.block_on(async move {
         let cluster_cfg = cfg.cluster.clone().expect("[cluster]");
         let now_s = tailor_core::Clock::now_s(&tailor_core::SystemClock);
-        let source = agent::cluster::ClusterPlanSource::new(&cluster_cfg, now_s).expect("cluster plan source");
-        let runtime = std::sync::Arc::new(agent::docker::DockerRuntime::new(&cfg.docker_socket).expect("docker"));
-        let a = agent::Agent::new(cfg, runtime, Box::new(source), std::sync::Arc::new(tailor_core::SystemClock))
-            .expect("agent");
+        let source = agent::cluster::ClusterPlanSource::new(&cluster_cfg, now_s)
+            .expect("cluster plan source");
+        let runtime = std::sync::Arc::new(
+            agent::docker::DockerRuntime::new(&cfg.docker_socket).expect("docker"),
+        );
+        let a = agent::Agent::new(
+            cfg,
+            runtime,
+            Box::new(source),
+            std::sync::Arc::new(tailor_core::SystemClock),
+        )
+        .expect("agent");
         a.run(std::future::pending()).await.expect("agent run");
     });
 }
@@ -563,11 +651,39 @@ fn killing_the_leader_then_an_etcd_member_keeps_shaping() {
     // Host b cannot hold both applications' cores: the later application
     // is preempted on both hosts (one failure); host a's idle container is
     // shrunk.
-    let early = TestContainer::run("tailor-et-early", 256, 1.0, &labels("et-b", "et-early", "core"), &["200:0.02:3600"], &[]);
+    let early = TestContainer::run(
+        "tailor-et-early",
+        256,
+        1.0,
+        &labels("et-b", "et-early", "core"),
+        &["200:0.02:3600"],
+        &[],
+    );
     std::thread::sleep(Duration::from_millis(1500));
-    let late_core = TestContainer::run("tailor-et-late-core", 200, 1.0, &labels("et-b", "et-late", "core"), &["150:0.02:3600"], &[]);
-    let late_el = TestContainer::run("tailor-et-late-el", 64, 1.0, &labels("et-a", "et-late", "elastic"), &["8:0.02:3600"], &[]);
-    let idle = TestContainer::run("tailor-et-idle", 256, 1.0, &labels("et-a", "et-idle", "core"), &["8:0.02:3600"], &[]);
+    let late_core = TestContainer::run(
+        "tailor-et-late-core",
+        200,
+        1.0,
+        &labels("et-b", "et-late", "core"),
+        &["150:0.02:3600"],
+        &[],
+    );
+    let late_el = TestContainer::run(
+        "tailor-et-late-el",
+        64,
+        1.0,
+        &labels("et-a", "et-late", "elastic"),
+        &["8:0.02:3600"],
+        &[],
+    );
+    let idle = TestContainer::run(
+        "tailor-et-idle",
+        256,
+        1.0,
+        &labels("et-a", "et-idle", "core"),
+        &["8:0.02:3600"],
+        &[],
+    );
 
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
@@ -577,7 +693,7 @@ fn killing_the_leader_then_an_etcd_member_keeps_shaping() {
     let ta = register(d, &creds, "et-a", "team");
     let tb = register(d, &creds, "et-b", "team");
     let (p1, p2) = (free_port(), free_port());
-    let mut replicas = vec![
+    let mut replicas = [
         start_replica(d, "one", p1, &creds, &etcd.endpoints()),
         start_replica(d, "two", p2, &creds, &etcd.endpoints()),
     ];
@@ -586,15 +702,32 @@ fn killing_the_leader_then_an_etcd_member_keeps_shaping() {
     let _b = start_agent(d, "et-b", 320, &tb, &urls);
     let etcd_logs = etcd.logs.clone();
     let diag = || {
-        let mut s = etcd_logs.iter().map(|l| tail(l)).collect::<Vec<_>>().join("\n");
-        for f in ["shaper-one.log", "shaper-two.log", "agent-et-a.log", "agent-et-b.log"] {
+        let mut s = etcd_logs
+            .iter()
+            .map(|l| tail(l))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for f in [
+            "shaper-one.log",
+            "shaper-two.log",
+            "agent-et-a.log",
+            "agent-et-b.log",
+        ] {
             s.push('\n');
             s.push_str(&tail(&d.join(f)));
         }
         s
     };
-    wait_until("one replica leads", Duration::from_secs(30), || replicas.iter().filter(|r| r.is_leader()).count() == 1, diag);
-    let leader = replicas.iter().position(Replica::is_leader).expect("leader");
+    wait_until(
+        "one replica leads",
+        Duration::from_secs(30),
+        || replicas.iter().filter(|r| r.is_leader()).count() == 1,
+        diag,
+    );
+    let leader = replicas
+        .iter()
+        .position(Replica::is_leader)
+        .expect("leader");
     let survivor = 1 - leader;
     wait_until(
         "the later application is preempted on both hosts and the failure counted",
@@ -602,11 +735,18 @@ fn killing_the_leader_then_an_etcd_member_keeps_shaping() {
         || {
             !late_core.running()
                 && !late_el.running()
-                && replicas[leader].status().is_some_and(|s| s["app_failures"]["team/et-late"] == 1)
+                && replicas[leader]
+                    .status()
+                    .is_some_and(|s| s["app_failures"]["team/et-late"] == 1)
         },
         diag,
     );
-    wait_until("the idle container is shrunk", Duration::from_secs(60), || idle.mem_limit() < 128 * MIB, diag);
+    wait_until(
+        "the idle container is shrunk",
+        Duration::from_secs(60),
+        || idle.mem_limit() < 128 * MIB,
+        diag,
+    );
     assert!(early.running(), "the earlier application keeps running");
     assert!(!replicas[survivor].is_leader());
 
@@ -631,9 +771,14 @@ fn killing_the_leader_then_an_etcd_member_keeps_shaping() {
         diag()
     );
     let st = new.status().expect("status");
-    assert_eq!(st["app_failures"]["team/et-late"], 1, "the failure count carried over, counted once: {st}");
+    assert_eq!(
+        st["app_failures"]["team/et-late"], 1,
+        "the failure count carried over, counted once: {st}"
+    );
     assert!(
-        st["evicted_apps"].as_array().is_some_and(|v| v.iter().any(|e| e["app"] == "team/et-late")),
+        st["evicted_apps"]
+            .as_array()
+            .is_some_and(|v| v.iter().any(|e| e["app"] == "team/et-late")),
         "the evicted application carried over: {st}"
     );
 
@@ -647,16 +792,33 @@ fn killing_the_leader_then_an_etcd_member_keeps_shaping() {
         diag,
     );
     // Shaping goes on: a new idle container is shrunk by the new leader.
-    let idle2 = TestContainer::run("tailor-et-idle2", 256, 1.0, &labels("et-a", "et-idle2", "core"), &["8:0.02:3600"], &[]);
-    wait_until("the new idle container is shrunk", Duration::from_secs(60), || idle2.mem_limit() < 128 * MIB, diag);
+    let idle2 = TestContainer::run(
+        "tailor-et-idle2",
+        256,
+        1.0,
+        &labels("et-a", "et-idle2", "core"),
+        &["8:0.02:3600"],
+        &[],
+    );
+    wait_until(
+        "the new idle container is shrunk",
+        Duration::from_secs(60),
+        || idle2.mem_limit() < 128 * MIB,
+        diag,
+    );
     let st = new.status().expect("status");
-    assert_eq!(st["app_failures"]["team/et-late"], 1, "never counted twice: {st}");
+    assert_eq!(
+        st["app_failures"]["team/et-late"], 1,
+        "never counted twice: {st}"
+    );
     let agents = st["agents"].as_array().cloned().unwrap_or_default();
     assert_eq!(agents.len(), 2, "{st}");
     assert!(agents.iter().all(|a| a["stale"] == false), "{st}");
     let unknown = new.metric("tailor_shaper_acks_total{outcome=\"unknown\"}");
     assert_eq!(unknown, Some(0.0), "no ack came back unknown\n{}", diag());
-    let applied = new.metric("tailor_shaper_acks_total{outcome=\"applied\"}").unwrap_or(0.0);
+    let applied = new
+        .metric("tailor_shaper_acks_total{outcome=\"applied\"}")
+        .unwrap_or(0.0);
     assert!(applied >= 1.0, "the new leader received acks");
     assert!(early.running() && !idle.oom_killed());
 }

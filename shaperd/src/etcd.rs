@@ -107,7 +107,9 @@ impl EtcdConfig {
             || self.prefix.len() < 2
             || self.prefix.len() > 256
             || self.prefix.ends_with('/')
-            || self.prefix.contains(|c: char| c.is_whitespace() || c.is_control())
+            || self
+                .prefix
+                .contains(|c: char| c.is_whitespace() || c.is_control())
         {
             errors.push(
                 "prefix",
@@ -312,7 +314,10 @@ impl EtcdClient {
                 &json!({ "compare": compare, "success": success, "failure": failure }),
             )
             .await?;
-        Ok((v.get("succeeded").and_then(Value::as_bool).unwrap_or(false), v))
+        Ok((
+            v.get("succeeded").and_then(Value::as_bool).unwrap_or(false),
+            v,
+        ))
     }
 
     /// A lease of `ttl_s` seconds: its id.
@@ -493,10 +498,20 @@ fn two_numbers(key: &str, what: &str) -> Result<(u64, u64), StoreError> {
 impl StateStore for EtcdStore {
     async fn load(&self) -> Result<Durable, StoreError> {
         let mut d = Durable::default();
-        if let Some(kv) = self.client.range(self.key("epoch").as_bytes(), None).await?.first() {
+        if let Some(kv) = self
+            .client
+            .range(self.key("epoch").as_bytes(), None)
+            .await?
+            .first()
+        {
             d.epoch = Some(decode(&kv.key, &kv.value)?);
         }
-        if let Some(kv) = self.client.range(self.key("round").as_bytes(), None).await?.first() {
+        if let Some(kv) = self
+            .client
+            .range(self.key("round").as_bytes(), None)
+            .await?
+            .first()
+        {
             d.round = decode(&kv.key, &kv.value)?;
         }
         // Chunks come back in key order: rounds and chunks zero-padded.
@@ -559,7 +574,12 @@ impl StateStore for EtcdStore {
         let mut ops: Vec<Value> = actions
             .chunks(ACTIONS_PER_CHUNK)
             .enumerate()
-            .map(|(i, c)| put(&self.key(&format!("rounds/{round:020}/{i:06}")), &encode(&c)))
+            .map(|(i, c)| {
+                put(
+                    &self.key(&format!("rounds/{round:020}/{i:06}")),
+                    &encode(&c),
+                )
+            })
             .collect();
         // Forget old rounds and their acks, then mark the round as the last
         // (after its chunks: a reader never sees a round without actions).
@@ -600,7 +620,13 @@ impl StateStore for EtcdStore {
 
     async fn credentials(&self) -> Result<Option<CredentialsFile>, StoreError> {
         let key = self.key("credentials");
-        let Some(kv) = self.client.range(key.as_bytes(), None).await?.into_iter().next() else {
+        let Some(kv) = self
+            .client
+            .range(key.as_bytes(), None)
+            .await?
+            .into_iter()
+            .next()
+        else {
             return Ok(None);
         };
         let file: CredentialsFile = decode(&kv.key, &kv.value)?;
@@ -653,8 +679,14 @@ mod tests {
             endpoints: Vec::new(),
             ..cfg()
         };
-        assert_eq!(none.validate().expect_err("empty").keys(), vec!["endpoints"]);
-        assert!(toml::from_str::<EtcdConfig>("endpoints = []\nadvertise_url = \"x\"\nbogus = 1\n").is_err());
+        assert_eq!(
+            none.validate().expect_err("empty").keys(),
+            vec!["endpoints"]
+        );
+        assert!(
+            toml::from_str::<EtcdConfig>("endpoints = []\nadvertise_url = \"x\"\nbogus = 1\n")
+                .is_err()
+        );
     }
 
     #[test]

@@ -162,7 +162,10 @@ pub async fn run_election(sh: Arc<Shared>, etcd: Arc<EtcdStore>, local_creds: Cr
         }
         match etcd.credentials().await {
             Ok(Some(f)) if shared_creds.as_ref() != Some(&f) => {
-                tracing::info!(credentials = f.credentials.len(), "credentials from etcd in force");
+                tracing::info!(
+                    credentials = f.credentials.len(),
+                    "credentials from etcd in force"
+                );
                 sh.set_credentials(f.index());
                 shared_creds = Some(f);
             }

@@ -649,6 +649,17 @@ impl ShaperServer {
         clock: Arc<dyn Clock>,
         auto_rounds: bool,
     ) -> Result<Self, ClusterError> {
+        Self::start_with_store(cfg, clock, auto_rounds, None).await
+    }
+
+    /// Like [`ShaperServer::start_with`]; without `[etcd]`, the state is
+    /// kept in `store` (default: a fresh [`MemoryStore`]).
+    pub async fn start_with_store(
+        cfg: ShaperServerConfig,
+        clock: Arc<dyn Clock>,
+        auto_rounds: bool,
+        store: Option<Arc<dyn StateStore>>,
+    ) -> Result<Self, ClusterError> {
         cfg.validate()?;
         let token = read_token_file(&cfg.token_file)?;
         let creds_path = cfg.credentials_file.clone().ok_or_else(|| {
@@ -678,7 +689,7 @@ impl ShaperServer {
         };
         let store: Arc<dyn StateStore> = match &etcd {
             Some(e) => e.clone(),
-            None => Arc::new(MemoryStore::new()),
+            None => store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
         };
         let shared = Arc::new(Shared::new(state, token, creds.index(), clock, store));
         let ha_task = match etcd {

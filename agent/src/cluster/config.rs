@@ -252,10 +252,9 @@ mod tests {
         let one: ClusterClientConfig =
             toml::from_str("shaper_url = \"http://a:1/\"\ntoken_file = \"/t\"\n").expect("one");
         assert_eq!(one.shaper_url.bases(), vec!["http://a:1"]);
-        let many: ClusterClientConfig = toml::from_str(
-            "shaper_url = [\"http://a:1\", \"https://b:2\"]\ntoken_file = \"/t\"\n",
-        )
-        .expect("many");
+        let many: ClusterClientConfig =
+            toml::from_str("shaper_url = [\"http://a:1\", \"https://b:2\"]\ntoken_file = \"/t\"\n")
+                .expect("many");
         assert!(many.validate().is_ok());
         assert_eq!(many.shaper_url.bases(), vec!["http://a:1", "https://b:2"]);
         // Round trip keeps the single form a string.
@@ -263,10 +262,15 @@ mod tests {
         assert!(text.contains("shaper_url = \"http://a:1/\""), "{text}");
         let mut bad = many.clone();
         bad.shaper_url = ShaperUrls(vec![]);
-        assert_eq!(bad.validate().expect_err("empty").keys(), vec!["shaper_url"]);
+        assert_eq!(
+            bad.validate().expect_err("empty").keys(),
+            vec!["shaper_url"]
+        );
         bad.shaper_url = ShaperUrls(vec!["http://a:1".into(), "ftp://b".into()]);
         assert_eq!(bad.validate().expect_err("ftp").keys(), vec!["shaper_url"]);
-        assert!(toml::from_str::<ClusterClientConfig>("shaper_url = 3\ntoken_file = \"/t\"\n").is_err());
+        assert!(
+            toml::from_str::<ClusterClientConfig>("shaper_url = 3\ntoken_file = \"/t\"\n").is_err()
+        );
         let missing = toml::from_str::<ClusterClientConfig>("token_file = \"/t\"\n")
             .expect_err("missing")
             .to_string();

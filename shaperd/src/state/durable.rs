@@ -66,7 +66,9 @@ impl ShaperState {
     pub fn restore(&mut self, epoch: String, d: Durable, now_s: f64) {
         self.epoch = epoch;
         self.started_s = now_s;
-        self.round = d.round.max(d.rounds.keys().next_back().copied().unwrap_or(0));
+        self.round = d
+            .round
+            .max(d.rounds.keys().next_back().copied().unwrap_or(0));
         self.agents.clear();
         self.usage = Usage::default();
         self.replay = ReplayGuard::default();

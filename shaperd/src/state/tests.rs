@@ -746,8 +746,15 @@ fn a_new_leader_continues_from_the_store() {
     assert_eq!(b.app_failures("t/late"), 1, "counted once");
     assert_eq!(b.ack_counters().unknown, 1, "only the misattributed ack");
     // New rounds go on after the old ones: no id is issued twice.
-    b.report(report("a", 10.0 * GB, vec![comp("x1", "x", Class::Core, 4.0 * GB, 1.0 * GB, 0.0)]), 31.0)
-        .expect("ok");
+    b.report(
+        report(
+            "a",
+            10.0 * GB,
+            vec![comp("x1", "x", Class::Core, 4.0 * GB, 1.0 * GB, 0.0)],
+        ),
+        31.0,
+    )
+    .expect("ok");
     let out = b.plan_round(31.0).expect("round after warmup");
     assert!(out.round > old_round);
 }
