@@ -158,6 +158,8 @@ pub struct Gauges {
     pub credentials: u64,
     /// False once the round loop is dead or late.
     pub round_loop_up: bool,
+    /// True on the leader (always on a lone shaper).
+    pub leader: bool,
 }
 
 /// Renders all metrics as Prometheus text.
@@ -311,6 +313,12 @@ fn render_hardening(t: &mut PromText, m: &Metrics, g: &Gauges) {
         "gauge",
         "1 while the round loop runs and ticks (0: /healthz answers 503).",
         u8::from(g.round_loop_up),
+    )
+    .single(
+        "tailor_shaper_leader",
+        "gauge",
+        "1 on the replica that plans rounds (always on a lone shaper), 0 on a follower.",
+        u8::from(g.leader),
     )
     .single(
         "tailor_shaper_connections",

@@ -281,6 +281,7 @@ impl Shared {
         let now_s = self.clock.now_s();
         let credentials = self.credentials().len() as u64;
         let round_loop_up = self.round_loop_health().is_ok();
+        let leader = self.role().0 == Role::Leader;
         let conns = self.conn_stats.counts();
         let g = self.with_state(|s| {
             let (live, stale) = s.agent_counts(now_s);
@@ -298,6 +299,7 @@ impl Shared {
                 conns,
                 credentials,
                 round_loop_up,
+                leader,
             }
         });
         let process = ProcessStats::read("self");
