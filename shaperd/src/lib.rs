@@ -61,6 +61,7 @@ pub mod metrics;
 pub mod server;
 pub mod state;
 pub mod store;
+mod watch;
 
 pub use ::protocol;
 pub use ::protocol::{auth, ClusterError};

@@ -22,7 +22,7 @@
 //! answers 503 once that task is gone or has not ticked for 3 intervals
 //! + 30 s. Another task re-reads the credentials file when it changes.
 
-use crate::auth::{bearer_token, check_private_key_file, read_token_file, Token};
+use crate::auth::{bearer_token, read_token_file, Token};
 use crate::config::ShaperServerConfig;
 use crate::credentials::{Credentials, CredentialsFile, FileStamp, Identity};
 use crate::limits::Refusal;
@@ -41,7 +41,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
@@ -556,72 +555,6 @@ pub fn router(shared: Arc<Shared>, max_body_bytes: usize, request_timeout: Durat
         .with_state(shared)
 }
 
-/// Re-reads the credentials file whenever it changes (checked every
-/// second); a file that does not load keeps the credentials in force.
-async fn watch_credentials(shared: Arc<Shared>, path: PathBuf, mut stamp: Option<FileStamp>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let now = FileStamp::of(&path);
-        if now == stamp {
-            continue;
-        }
-        let p = path.clone();
-        let loaded = tokio::task::spawn_blocking(move || CredentialsFile::load(&p, true)).await;
-        match loaded {
-            Ok(Ok(file)) => {
-                let creds = file.index();
-                tracing::info!(path = %path.display(), credentials = creds.len(), "credentials reloaded");
-                // Shared with the other replicas (with `[etcd]`).
-                if let Err(e) = shared.store.put_credentials(&file).await {
-                    tracing::error!(error = %e, "credentials not published to the shared store");
-                }
-                shared.set_credentials(creds);
-                shared.with_metrics(|m| m.credential_reloads[0] += 1);
-                stamp = now;
-            }
-            Ok(Err(e)) => {
-                tracing::error!(error = %e, "credentials file not reloaded; the previous credentials stay in force");
-                shared.with_metrics(|m| m.credential_reloads[1] += 1);
-                stamp = now;
-            }
-            Err(e) => tracing::error!(error = %e, "credentials reload task failed"),
-        }
-    }
-}
-
-fn tls_config(
-    cert: &std::path::Path,
-    key: &std::path::Path,
-) -> Result<axum_server::tls_rustls::RustlsConfig, ClusterError> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| ClusterError::Tls(format!("{}: {e}", cert.display())))?;
-    if certs.is_empty() {
-        return Err(ClusterError::Tls(format!(
-            "{}: no certificate found",
-            cert.display()
-        )));
-    }
-    check_private_key_file(key)?;
-    let key = PrivateKeyDer::from_pem_file(key)
-        .map_err(|e| ClusterError::Tls(format!("{}: {e}", key.display())))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut sc = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| ClusterError::Tls(e.to_string()))?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| ClusterError::Tls(e.to_string()))?;
-    sc.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(axum_server::tls_rustls::RustlsConfig::from_config(
-        Arc::new(sc),
-    ))
-}
-
 /// A running shaper server.
 #[derive(Debug)]
 pub struct ShaperServer {
@@ -677,7 +610,7 @@ impl ShaperServer {
             tracing::warn!(path = %creds_path.display(), "no agent credentials yet: every report is refused until `tailor shaper credentials add`");
         }
         let tls = match (&cfg.tls_cert_file, &cfg.tls_key_file) {
-            (Some(c), Some(k)) => Some(tls_config(c, k)?),
+            (Some(c), Some(k)) => Some(crate::watch::tls_config(c, k)?),
             _ => None,
         };
         let now_s = clock.now_s();
@@ -773,7 +706,11 @@ impl ShaperServer {
                 }
             })
         });
-        let watch_task = tokio::spawn(watch_credentials(shared.clone(), creds_path, creds_stamp));
+        let watch_task = tokio::spawn(crate::watch::watch_credentials(
+            shared.clone(),
+            creds_path,
+            creds_stamp,
+        ));
 
         tracing::info!(%addr, tls = is_tls, interval_s = cfg.interval_s, "tailor shaper listening");
         Ok(Self {

@@ -94,9 +94,15 @@ async fn followers_redirect_and_agents_follow_only_listed_urls() {
         .expect("json");
     assert_eq!(st["role"], "follower");
     let text = follower.shared().render_metrics();
-    assert_eq!(crate::metrics::sample(&text, "tailor_shaper_leader"), Some(0.0));
+    assert_eq!(
+        crate::metrics::sample(&text, "tailor_shaper_leader"),
+        Some(0.0)
+    );
     let text = leader.shared().render_metrics();
-    assert_eq!(crate::metrics::sample(&text, "tailor_shaper_leader"), Some(1.0));
+    assert_eq!(
+        crate::metrics::sample(&text, "tailor_shaper_leader"),
+        Some(1.0)
+    );
 }
 
 #[tokio::test]
