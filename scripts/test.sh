@@ -8,6 +8,9 @@
 #    busybox-static + tools/loadgen.c (tools/build-test-image.sh).
 #    promtool (Debian's `prometheus` package) for tests/cluster_hardening.rs,
 #    installed when missing; that test FAILS when CI=true and it is missing.
+#    etcd (Debian's `etcd-server`, /usr/bin/etcd) for tests/cluster_etcd.rs
+#    (the test starts its own three-member cluster on loopback), installed
+#    when missing; that test FAILS when CI=true and it is missing.
 # 3. cargo fmt --all --check and cargo clippy --workspace --all-targets
 #    -- -D warnings.
 # 4. cargo test --workspace --all-targets, then the doc examples
@@ -36,6 +39,12 @@ fi
 if ! command -v promtool >/dev/null 2>&1; then
     if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; } >/tmp/tailor-promtool-install.log 2>&1; then
         echo "test.sh: WARNING: could not install promtool (log: /tmp/tailor-promtool-install.log); the promtool test will fail in CI / skip outside it" >&2
+    fi
+fi
+
+if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends etcd-server; } >/tmp/tailor-etcd-install.log 2>&1; then
+        echo "test.sh: WARNING: could not install etcd-server (log: /tmp/tailor-etcd-install.log); the etcd cluster test will fail in CI / skip outside it" >&2
     fi
 fi
 

@@ -490,7 +490,15 @@ pub enum ClusterError {
     Credentials(String),
     #[error("credentials file {path}: {message}")]
     CredentialsFile { path: PathBuf, message: String },
+    #[error("shared state (etcd): {0}")]
+    Store(String),
 }
+
+/// `error` of the [`ErrorBody`] a follower shaper replica sends with its
+/// `307 Temporary Redirect` (`Location`: the same path on the leader).
+pub const ERROR_NOT_LEADER: &str = "not_leader";
+/// `error` of the `503` a replica sends while no leader is known.
+pub const ERROR_NO_LEADER: &str = "no_leader";
 
 #[cfg(test)]
 mod tests {

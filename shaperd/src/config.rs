@@ -19,6 +19,10 @@
 //! [limits]                             # caps and timeouts, see cluster::limits
 //! max_agents = 10000
 //!
+//! # [etcd]                             # several replicas: state and leader election in etcd
+//! # endpoints = ["http://10.0.0.1:2379"] # see crate::etcd
+//! # advertise_url = "http://10.0.0.5:9848"
+//!
 //! [shaper]                             # shaper::ShaperConfig
 //! k1 = 0.05
 //! k2 = 3.0
@@ -109,6 +113,10 @@ pub struct ShaperServerConfig {
     /// Shaping parameters (`[shaper]`).
     #[serde(default)]
     pub shaper: ShaperConfig,
+    /// Shared state and leader election in etcd (`[etcd]`): without it the
+    /// shaper is one process whose state lives in memory.
+    #[serde(default)]
+    pub etcd: Option<crate::etcd::EtcdConfig>,
 }
 
 fn err(errors: &mut ConfigErrors, key: &str, message: impl Into<String>) {
@@ -141,6 +149,7 @@ impl ShaperServerConfig {
             max_components_per_report: default_max_components_per_report(),
             allow_plaintext_non_loopback: false,
             shaper: ShaperConfig::default(),
+            etcd: None,
         }
     }
 
@@ -280,14 +289,18 @@ impl ShaperServerConfig {
         }
         errors.nested("shaper", self.shaper.validate());
         errors.nested("limits", self.limits.validate());
+        if let Some(etcd) = &self.etcd {
+            errors.nested("etcd", etcd.validate());
+        }
         errors.into_result()
     }
 }
 
 static SERVER_SHAPER: Schema = leaf(probe::<ShaperConfig>);
+static SERVER_ETCD: Schema = leaf(probe::<crate::etcd::EtcdConfig>);
 static SERVER: Schema = Schema {
     probe: probe::<ShaperServerConfig>,
-    tables: &[("shaper", &SERVER_SHAPER)],
+    tables: &[("shaper", &SERVER_SHAPER), ("etcd", &SERVER_ETCD)],
 };
 
 /// Checks `shaper.toml` text key by key (syntax, unknown keys, types,
@@ -395,6 +408,26 @@ mod tests {
         cfg.tls_cert_file = Some("/c".into());
         cfg.tls_key_file = Some("/k".into());
         assert!(cfg.validate().is_ok());
+    }
+
+    #[test]
+    fn etcd_table_is_checked_with_the_rest() {
+        let ok = "token_file = \"/t\"\n[etcd]\nendpoints = [\"http://127.0.0.1:2379\"]\nadvertise_url = \"http://127.0.0.1:9848\"\n";
+        let cfg = check_toml(ok).expect("valid");
+        assert_eq!(cfg.etcd.as_ref().map(|e| e.lease_ttl_s), Some(5));
+        let bad = "token_file = \"/t\"\ninterval_s = 0.0\n[etcd]\nendpoints = []\nadvertise_url = \"x\"\nlease_ttl_s = 0\nbogus = 1\n";
+        let e = check_toml(bad).expect_err("invalid");
+        assert_eq!(
+            e.keys(),
+            vec![
+                "etcd.bogus",
+                "interval_s",
+                "etcd.endpoints",
+                "etcd.lease_ttl_s",
+                "etcd.advertise_url"
+            ],
+            "{e}"
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //!   and their acknowledgements (pure, clock passed in).
 //! * [`server`]: the axum server (TLS through rustls when configured).
 //! * [`metrics`]: Prometheus text for the shaper's `/metrics`.
+//! * [`store`], [`etcd`], [`ha`]: durable state, etcd, leader election.
 //!
 //! # Scale
 //!
@@ -24,12 +25,19 @@
 //! times the phases at 1M components; `scripts/bench-10k.sh` runs the load
 //! generator (10,000 agents x 100 containers) against the release binary.
 //!
-//! # Not yet: high availability
+//! # High availability
 //!
-//! The shaper is one process. Leader election and shared state in etcd
-//! (issue 13, part 3) are not implemented: a restart still loses
-//! application failure counts and action ids (acks of the old instance's
-//! actions count as unknown), and agents know one shaper URL.
+//! With `[etcd]` in `shaper.toml`, two or more replicas share their state in
+//! etcd and elect a leader there ([`ha`], [`etcd`]); the durable state sits
+//! behind the [`store::StateStore`] trait ([`store::MemoryStore`] for one
+//! replica and for tests). Only the leader plans and answers agents,
+//! followers redirect them (`307` to the leader's `advertise_url`). Round
+//! logic stays pure: a round's actions are written before any agent can
+//! collect them, acks before they are answered, so a new leader matches
+//! acks of the old one's actions, keeps failure counts and never issues an
+//! action id twice. Not covered: a report replayed to a new leader once
+//! (replay sequences are per instance), and agents' latest reports (they
+//! re-report within one interval, during the new leader's warmup).
 //!
 //! # Example
 //!
@@ -46,10 +54,14 @@
 
 pub mod config;
 pub mod credentials;
+pub mod etcd;
+pub mod ha;
 pub mod limits;
 pub mod metrics;
 pub mod server;
 pub mod state;
+pub mod store;
+mod watch;
 
 pub use ::protocol;
 pub use ::protocol::{auth, ClusterError};

@@ -109,6 +109,8 @@ pub struct Metrics {
     pub rounds_total: u64,
     pub rounds_skipped_warmup: u64,
     pub rounds_skipped_no_agents: u64,
+    /// Rounds not handed out: their actions could not be stored.
+    pub rounds_skipped_store: u64,
     /// resize, evict_component, evict_application.
     pub actions_total: [u64; 3],
     pub actions_dropped_stale: u64,
@@ -156,6 +158,8 @@ pub struct Gauges {
     pub credentials: u64,
     /// False once the round loop is dead or late.
     pub round_loop_up: bool,
+    /// True on the leader (always on a lone shaper).
+    pub leader: bool,
 }
 
 /// Renders all metrics as Prometheus text.
@@ -192,7 +196,8 @@ pub fn render(m: &Metrics, g: &Gauges, process: Option<ProcessStats>) -> String 
     let name = "tailor_shaper_rounds_skipped_total";
     t.family(name, "counter", "Rounds not planned, by reason.")
         .sample(name, "reason=\"warmup\"", m.rounds_skipped_warmup)
-        .sample(name, "reason=\"no_agents\"", m.rounds_skipped_no_agents);
+        .sample(name, "reason=\"no_agents\"", m.rounds_skipped_no_agents)
+        .sample(name, "reason=\"store\"", m.rounds_skipped_store);
     t.single(
         "tailor_shaper_round",
         "gauge",
@@ -308,6 +313,12 @@ fn render_hardening(t: &mut PromText, m: &Metrics, g: &Gauges) {
         "gauge",
         "1 while the round loop runs and ticks (0: /healthz answers 503).",
         u8::from(g.round_loop_up),
+    )
+    .single(
+        "tailor_shaper_leader",
+        "gauge",
+        "1 on the replica that plans rounds (always on a lone shaper), 0 on a follower.",
+        u8::from(g.leader),
     )
     .single(
         "tailor_shaper_connections",

@@ -22,14 +22,15 @@
 //! answers 503 once that task is gone or has not ticked for 3 intervals
 //! + 30 s. Another task re-reads the credentials file when it changes.
 
-use crate::auth::{bearer_token, check_private_key_file, read_token_file, Token};
+use crate::auth::{bearer_token, read_token_file, Token};
 use crate::config::ShaperServerConfig;
 use crate::credentials::{Credentials, CredentialsFile, FileStamp, Identity};
 use crate::limits::Refusal;
 use crate::metrics::{self, Gauges, Metrics, ProcessStats};
 use crate::protocol::{AckRequest, ErrorBody, ReportRequest};
 use crate::serve::{ConnStats, LimitAcceptor, ServeLimits};
-use crate::state::{RoundOutcome, ShaperState, SkipReason, StateConfig};
+use crate::state::{Role, RoundOutcome, ShaperState, SkipReason, StateConfig};
+use crate::store::{MemoryStore, StateStore, StoreError};
 use crate::ClusterError;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -40,7 +41,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
@@ -67,6 +67,14 @@ pub struct Shared {
     clock: Arc<dyn Clock>,
     /// decide()'s buffers, reused round after round.
     decider: Arc<Mutex<shaper::Decider>>,
+    /// Durable state (write-through; see [`crate::store`]).
+    pub(crate) store: Arc<dyn StateStore>,
+    /// Serializes writes of ack results, so they land in order.
+    pub(crate) write_lock: tokio::sync::Mutex<()>,
+    /// This replica's part and the leader's URL (see [`crate::ha`]).
+    pub(crate) role: RwLock<(Role, Option<String>)>,
+    /// Wakes the round loop when this replica becomes the leader.
+    pub(crate) promoted: tokio::sync::Notify,
 }
 
 /// Marks the round loop dead when its task ends, however it ends (panic,
@@ -98,6 +106,7 @@ impl Shared {
         token: Token,
         credentials: Credentials,
         clock: Arc<dyn Clock>,
+        store: Arc<dyn StateStore>,
     ) -> Self {
         let interval_s = state.interval_s();
         Self {
@@ -111,7 +120,31 @@ impl Shared {
             interval_s,
             clock,
             decider: Arc::new(Mutex::new(shaper::Decider::new())),
+            store,
+            write_lock: tokio::sync::Mutex::new(()),
+            role: RwLock::new((Role::Leader, None)),
+            promoted: tokio::sync::Notify::new(),
         }
+    }
+
+    /// This replica's part and the leader's URL, when known.
+    pub fn role(&self) -> (Role, Option<String>) {
+        self.role.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(crate) fn set_role(&self, role: Role, leader_url: Option<String>) {
+        *self.role.write().unwrap_or_else(|e| e.into_inner()) = (role, leader_url);
+    }
+
+    /// Persists the ack results the state gathered (write-through: before
+    /// the ack is answered). Writes land in the order they were taken.
+    pub async fn persist_writes(&self) -> Result<(), StoreError> {
+        let _order = self.write_lock.lock().await;
+        let writes = self.with_state(|s| s.take_writes());
+        if writes.is_empty() {
+            return Ok(());
+        }
+        self.store.put_acks(&writes).await
     }
 
     /// The credentials in force.
@@ -183,6 +216,7 @@ impl Shared {
                 self.with_metrics(|m| match reason {
                     SkipReason::Warmup => m.rounds_skipped_warmup += 1,
                     SkipReason::NoAgents => m.rounds_skipped_no_agents += 1,
+                    SkipReason::Store | SkipReason::NotLeader => m.rounds_skipped_store += 1,
                 });
                 return Err(reason);
             }
@@ -201,6 +235,21 @@ impl Shared {
                 return Err(SkipReason::NoAgents);
             }
         };
+        // Write-through: the actions are durable before any agent can
+        // collect them; a failed write skips the round (nothing handed out).
+        let actions = prepared.durable_actions();
+        if let Err(e) = self
+            .store
+            .put_round(prepared.round(), &actions, prepared.keep_from())
+            .await
+        {
+            tracing::error!(round = prepared.round(), error = %e, "cannot store the round's actions: round skipped");
+            self.with_metrics(|m| m.rounds_skipped_store += 1);
+            if matches!(e, StoreError::NotLeader) {
+                crate::ha::step_down(self, "a fenced write failed");
+            }
+            return Err(SkipReason::Store);
+        }
         let out = self.with_state(|s| s.commit(prepared));
         let elapsed = t0.elapsed().as_secs_f64();
         self.with_metrics(|m| {
@@ -231,6 +280,7 @@ impl Shared {
         let now_s = self.clock.now_s();
         let credentials = self.credentials().len() as u64;
         let round_loop_up = self.round_loop_health().is_ok();
+        let leader = self.role().0 == Role::Leader;
         let conns = self.conn_stats.counts();
         let g = self.with_state(|s| {
             let (live, stale) = s.agent_counts(now_s);
@@ -248,6 +298,7 @@ impl Shared {
                 conns,
                 credentials,
                 round_loop_up,
+                leader,
             }
         });
         let process = ProcessStats::read("self");
@@ -385,6 +436,11 @@ async fn report(
     };
     let now_s = sh.now_s();
     let result = sh.with_state(|s| s.report_as(&who, req, now_s));
+    if result.is_ok() {
+        if let Err(e) = sh.persist_writes().await {
+            return store_error(&sh, &e);
+        }
+    }
     let resp = match result {
         Ok(r) => Json(r).into_response(),
         Err(refusal) => {
@@ -407,14 +463,33 @@ async fn ack(
         Err(resp) => return *resp,
     };
     match sh.with_state(|s| s.ack_as(&who, &req)) {
-        Ok(r) => Json(r).into_response(),
+        Ok(r) => match sh.persist_writes().await {
+            Ok(()) => Json(r).into_response(),
+            Err(e) => store_error(&sh, &e),
+        },
         Err(refusal) => refusal_response(&refusal),
     }
 }
 
+/// 503 when ack results could not be stored (the agent keeps its acks and
+/// sends them again).
+fn store_error(sh: &Arc<Shared>, e: &StoreError) -> Response {
+    tracing::error!(error = %e, "cannot store acknowledgements");
+    if matches!(e, StoreError::NotLeader) {
+        crate::ha::step_down(sh, "a fenced write failed");
+    }
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "store_unavailable",
+        format!("the shaper cannot store acknowledgements: {e}"),
+    )
+}
+
 async fn status(State(sh): State<Arc<Shared>>) -> Response {
     let now_s = sh.now_s();
-    Json(sh.with_state(|s| s.status(now_s))).into_response()
+    let mut st = sh.with_state(|s| s.status(now_s));
+    (st.role, st.leader_url) = sh.role();
+    Json(st).into_response()
 }
 
 async fn metrics_text(State(sh): State<Arc<Shared>>) -> Response {
@@ -452,6 +527,10 @@ pub fn router(shared: Arc<Shared>, max_body_bytes: usize, request_timeout: Durat
         .route_layer(middleware::from_fn_with_state(
             shared.clone(),
             require_agent,
+        ))
+        .route_layer(middleware::from_fn_with_state(
+            shared.clone(),
+            crate::ha::leader_only,
         ));
     let operator = Router::new()
         .route("/v1/status", get(status))
@@ -476,68 +555,6 @@ pub fn router(shared: Arc<Shared>, max_body_bytes: usize, request_timeout: Durat
         .with_state(shared)
 }
 
-/// Re-reads the credentials file whenever it changes (checked every
-/// second); a file that does not load keeps the credentials in force.
-async fn watch_credentials(shared: Arc<Shared>, path: PathBuf, mut stamp: Option<FileStamp>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let now = FileStamp::of(&path);
-        if now == stamp {
-            continue;
-        }
-        let p = path.clone();
-        let loaded = tokio::task::spawn_blocking(move || CredentialsFile::load(&p, true)).await;
-        match loaded {
-            Ok(Ok(file)) => {
-                let creds = file.index();
-                tracing::info!(path = %path.display(), credentials = creds.len(), "credentials reloaded");
-                shared.set_credentials(creds);
-                shared.with_metrics(|m| m.credential_reloads[0] += 1);
-                stamp = now;
-            }
-            Ok(Err(e)) => {
-                tracing::error!(error = %e, "credentials file not reloaded; the previous credentials stay in force");
-                shared.with_metrics(|m| m.credential_reloads[1] += 1);
-                stamp = now;
-            }
-            Err(e) => tracing::error!(error = %e, "credentials reload task failed"),
-        }
-    }
-}
-
-fn tls_config(
-    cert: &std::path::Path,
-    key: &std::path::Path,
-) -> Result<axum_server::tls_rustls::RustlsConfig, ClusterError> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| ClusterError::Tls(format!("{}: {e}", cert.display())))?;
-    if certs.is_empty() {
-        return Err(ClusterError::Tls(format!(
-            "{}: no certificate found",
-            cert.display()
-        )));
-    }
-    check_private_key_file(key)?;
-    let key = PrivateKeyDer::from_pem_file(key)
-        .map_err(|e| ClusterError::Tls(format!("{}: {e}", key.display())))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut sc = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| ClusterError::Tls(e.to_string()))?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| ClusterError::Tls(e.to_string()))?;
-    sc.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(axum_server::tls_rustls::RustlsConfig::from_config(
-        Arc::new(sc),
-    ))
-}
-
 /// A running shaper server.
 #[derive(Debug)]
 pub struct ShaperServer {
@@ -548,6 +565,8 @@ pub struct ShaperServer {
     serve_task: tokio::task::JoinHandle<std::io::Result<()>>,
     round_task: Option<tokio::task::JoinHandle<()>>,
     watch_task: tokio::task::JoinHandle<()>,
+    /// Leader election (with `[etcd]`).
+    ha_task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl ShaperServer {
@@ -565,6 +584,17 @@ impl ShaperServer {
         clock: Arc<dyn Clock>,
         auto_rounds: bool,
     ) -> Result<Self, ClusterError> {
+        Self::start_with_store(cfg, clock, auto_rounds, None).await
+    }
+
+    /// Like [`ShaperServer::start_with`]; without `[etcd]`, the state is
+    /// kept in `store` (default: a fresh [`MemoryStore`]).
+    pub async fn start_with_store(
+        cfg: ShaperServerConfig,
+        clock: Arc<dyn Clock>,
+        auto_rounds: bool,
+        store: Option<Arc<dyn StateStore>>,
+    ) -> Result<Self, ClusterError> {
         cfg.validate()?;
         let token = read_token_file(&cfg.token_file)?;
         let creds_path = cfg.credentials_file.clone().ok_or_else(|| {
@@ -580,13 +610,34 @@ impl ShaperServer {
             tracing::warn!(path = %creds_path.display(), "no agent credentials yet: every report is refused until `tailor shaper credentials add`");
         }
         let tls = match (&cfg.tls_cert_file, &cfg.tls_key_file) {
-            (Some(c), Some(k)) => Some(tls_config(c, k)?),
+            (Some(c), Some(k)) => Some(crate::watch::tls_config(c, k)?),
             _ => None,
         };
         let now_s = clock.now_s();
         let epoch = format!("{:x}", (SystemClock.now_s() * 1000.0) as u64);
         let state = ShaperState::new(StateConfig::from(&cfg), cfg.shaper.clone(), epoch, now_s);
-        let shared = Arc::new(Shared::new(state, token, creds.index(), clock));
+        let etcd = match &cfg.etcd {
+            Some(e) => Some(Arc::new(
+                crate::etcd::EtcdStore::new(e).map_err(|e| ClusterError::Store(e.to_string()))?,
+            )),
+            None => None,
+        };
+        let store: Arc<dyn StateStore> = match &etcd {
+            Some(e) => e.clone(),
+            None => store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+        };
+        let shared = Arc::new(Shared::new(state, token, creds.index(), clock, store));
+        let ha_task = match etcd {
+            Some(etcd) => {
+                shared.set_role(Role::Follower, None);
+                Some(tokio::spawn(crate::ha::run_election(
+                    shared.clone(),
+                    etcd,
+                    creds,
+                )))
+            }
+            None => None,
+        };
         let limits: ServeLimits = cfg.limits.serve();
         let app = router(shared.clone(), cfg.max_body_bytes, limits.request_timeout);
         let listener =
@@ -629,6 +680,7 @@ impl ShaperServer {
         let round_task = auto_rounds.then(|| {
             let shared = shared.clone();
             let interval = Duration::from_secs_f64(cfg.interval_s);
+            let warmup_intervals = cfg.warmup_intervals;
             shared.round_loop.store(LOOP_RUNNING, Ordering::SeqCst);
             *lock(&shared.round_tick) = Some(Instant::now());
             tokio::spawn(async move {
@@ -637,13 +689,29 @@ impl ShaperServer {
                     tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
-                    tick.tick().await;
+                    tokio::select! {
+                        _ = tick.tick() => {}
+                        _ = guard.0.promoted.notified() => {
+                            // A new leader: its first round after the warmup.
+                            let warmup = interval.mul_f64(f64::from(warmup_intervals).max(1.0));
+                            tick = tokio::time::interval_at(tokio::time::Instant::now() + warmup, interval);
+                            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                            continue;
+                        }
+                    }
                     *lock(&guard.0.round_tick) = Some(Instant::now());
-                    let _ = guard.0.run_round().await;
+                    if guard.0.role().0 == Role::Leader {
+                        let _ = guard.0.run_round().await;
+                    }
                 }
             })
         });
-        let watch_task = tokio::spawn(watch_credentials(shared.clone(), creds_path, creds_stamp));
+        let watch_task = tokio::spawn(crate::watch::watch_credentials(
+            shared.clone(),
+            creds_path,
+            creds_stamp,
+        ));
+
         tracing::info!(%addr, tls = is_tls, interval_s = cfg.interval_s, "tailor shaper listening");
         Ok(Self {
             addr,
@@ -653,6 +721,7 @@ impl ShaperServer {
             serve_task,
             round_task,
             watch_task,
+            ha_task,
         })
     }
 
@@ -707,6 +776,9 @@ impl ShaperServer {
                     t.abort();
                 }
                 self.watch_task.abort();
+                if let Some(t) = &self.ha_task {
+                    t.abort();
+                }
                 match r {
                     Ok(Ok(())) => Err(ClusterError::Serve("the server stopped unexpectedly".into())),
                     Ok(Err(e)) => Err(ClusterError::Serve(e.to_string())),
@@ -726,6 +798,9 @@ impl ShaperServer {
             t.abort();
         }
         self.watch_task.abort();
+        if let Some(t) = &self.ha_task {
+            t.abort();
+        }
         self.handle.graceful_shutdown(Some(Duration::from_secs(5)));
         let _ = self.serve_task.await;
     }

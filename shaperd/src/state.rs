@@ -27,6 +27,7 @@ use shaper::{AppId, ClusterView, ComponentId, Plan, Resources, ShaperConfig};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
+mod durable;
 mod round;
 use round::{parse_action_id, split_over_capacity, LazyAction, Pending};
 
@@ -46,6 +47,10 @@ pub enum SkipReason {
     Warmup,
     /// No agent has reported.
     NoAgents,
+    /// The round's actions could not be stored (nothing handed out).
+    Store,
+    /// This replica is not the leader.
+    NotLeader,
 }
 
 /// Fate of an action.
@@ -186,6 +191,34 @@ pub struct Status {
     /// Applications the server saw preempted (acknowledged), by
     /// `<tenant>/<label>`.
     pub app_failures: BTreeMap<String, u32>,
+    /// Whole-application evictions acknowledged in the retained rounds,
+    /// oldest first (carried over to a new leader).
+    #[serde(default)]
+    pub evicted_apps: Vec<EvictedApp>,
+    /// This replica's part in a shaper cluster (set by the server).
+    #[serde(default)]
+    pub role: Role,
+    /// The leader's advertised URL, when known (set by the server).
+    #[serde(default)]
+    pub leader_url: Option<String>,
+}
+
+/// One entry of [`Status::evicted_apps`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvictedApp {
+    pub round: u64,
+    pub app: String,
+}
+
+/// A replica's part in a shaper cluster.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Plans rounds and answers agents (the only part of a lone shaper).
+    #[default]
+    Leader,
+    /// Redirects agents to the leader.
+    Follower,
 }
 
 /// Refused reports and components since start (for `/metrics`).
@@ -250,6 +283,8 @@ pub struct ShaperState {
     usage: Usage,
     replay: ReplayGuard,
     refusals: RefusalCounters,
+    /// Ack results not yet persisted ([`ShaperState::take_writes`]).
+    writes: crate::store::PendingWrites,
 }
 
 impl ShaperState {
@@ -275,6 +310,7 @@ impl ShaperState {
             usage: Usage::default(),
             replay: ReplayGuard::default(),
             refusals: RefusalCounters::default(),
+            writes: crate::store::PendingWrites::default(),
         }
     }
 
@@ -484,15 +520,11 @@ impl ShaperState {
     fn ack(&mut self, req: &AckRequest) -> Result<AckResponse, Invalid> {
         req.validate(self.cfg.max_components_per_report)
             .map_err(Invalid)?;
+        // An agent that has not reported to this instance yet (e.g. after a
+        // leader change) still acknowledges the actions issued to it.
         let key: Arc<str> = match self.agents.get_key_value(req.agent_id.as_str()) {
             Some((k, _)) => k.clone(),
-            None => {
-                self.acks.unknown += req.acks.len() as u64;
-                return Ok(AckResponse {
-                    accepted: 0,
-                    unknown: req.acks.len() as u64,
-                });
-            }
+            None => Arc::from(req.agent_id.as_str()),
         };
         Ok(self.apply_acks(&key, &req.acks))
     }
@@ -522,7 +554,9 @@ impl ShaperState {
                     self.acks.applied += 1;
                     if let Some(app) = &rec.evicted_app {
                         if self.counted_app_evictions.insert((round, app.clone())) {
-                            *self.app_failures.entry(app.clone()).or_insert(0) += 1;
+                            let count = self.app_failures.entry(app.clone()).or_insert(0);
+                            *count += 1;
+                            self.writes.app_failures.push((app.clone(), *count));
                         }
                     }
                 }
@@ -533,6 +567,11 @@ impl ShaperState {
                     self.acks.failed += 1;
                 }
             }
+            self.writes.acks.push(crate::store::AckWrite {
+                round,
+                n,
+                status: rec.status.clone(),
+            });
         }
         self.acks.unknown += out.unknown;
         if !done.is_empty() {
@@ -687,6 +726,9 @@ impl ShaperState {
             actions_failed: 0,
             actions_superseded: 0,
             app_failures: self.app_failures.clone(),
+            evicted_apps: self.evicted_apps(),
+            role: Role::Leader,
+            leader_url: None,
         };
         for r in self.actions.values().flatten() {
             match r.status {

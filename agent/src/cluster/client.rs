@@ -45,11 +45,17 @@ struct ReportRef<'a> {
     acks: &'a [Ack],
 }
 
-/// Authenticated client of one shaper.
+/// Authenticated client of a shaper, or of the replicas of a shaper
+/// cluster: requests go to the replica that answered last; a follower's
+/// `307` (see `shaperd::ha`) is followed only to a configured URL (the
+/// bearer token never goes elsewhere), and an unreachable replica or one
+/// that knows no leader (`503 no_leader`) sends the request to the next.
 #[derive(Clone, Debug)]
 pub struct ClusterClient {
     http: reqwest::Client,
-    base: String,
+    bases: std::sync::Arc<[String]>,
+    /// Index in `bases` of the replica to try first.
+    current: usize,
     token: Token,
     agent_id: String,
     /// This client's boot: its creation time in Unix milliseconds, at least
@@ -94,11 +100,13 @@ impl ClusterClient {
             builder = builder.add_root_certificate(cert);
         }
         let http = builder
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| ClusterError::Client(e.to_string()))?;
         Ok(Self {
             http,
-            base: cfg.shaper_url.trim_end_matches('/').to_string(),
+            bases: cfg.shaper_url.bases().into(),
+            current: 0,
             token,
             agent_id: cfg.resolved_agent_id(),
             boot_id: next_boot_id(),
@@ -115,7 +123,8 @@ impl ClusterClient {
     pub fn with_identity(&self, agent_id: impl Into<String>, token: Token) -> Self {
         Self {
             http: self.http.clone(),
-            base: self.base.clone(),
+            bases: self.bases.clone(),
+            current: self.current,
             token,
             agent_id: agent_id.into(),
             boot_id: next_boot_id(),
@@ -128,20 +137,84 @@ impl ClusterClient {
         self.boot_id
     }
 
+    /// The shaper URL requests go to first (the leader, once found).
+    pub fn current_url(&self) -> &str {
+        self.bases.get(self.current).map_or("", |s| s.as_str())
+    }
+
+    /// The configured base URL a `Location` points into, by index.
+    fn listed(&self, location: &str) -> Option<usize> {
+        self.bases.iter().position(|b| {
+            location
+                .strip_prefix(b.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
+    }
+
     async fn post<B: Serialize + ?Sized, R: for<'de> Deserialize<'de>>(
-        &self,
+        &mut self,
         path: &str,
         body: &B,
     ) -> Result<R, ClusterError> {
+        let body = serde_json::to_vec(body).map_err(|e| ClusterError::Decode(e.to_string()))?;
+        // Every replica once, plus one hop per redirect.
+        let attempts = 2 * self.bases.len().max(1);
+        let mut last = ClusterError::Unreachable("no shaper URL configured".into());
+        for _ in 0..attempts {
+            let base = self.current_url().to_string();
+            match self.post_once(&base, path, &body).await {
+                Ok(Hop::Done(bytes)) => {
+                    return serde_json::from_slice(&bytes)
+                        .map_err(|e| ClusterError::Decode(e.to_string()))
+                }
+                Ok(Hop::Redirect(location)) => match self.listed(&location) {
+                    Some(i) => {
+                        tracing::info!(from = %base, to = %self.bases[i], "following the shaper leader");
+                        self.current = i;
+                        last = ClusterError::Unreachable(format!("redirected to {location}"));
+                    }
+                    None => {
+                        return Err(ClusterError::Rejected {
+                            status: 307,
+                            message: format!(
+                                "{base} redirects to {location:?}, which is not one of the configured shaper URLs"
+                            ),
+                        })
+                    }
+                },
+                Err(e @ (ClusterError::Unreachable(_) | ClusterError::Rejected { status: 503, .. })) => {
+                    tracing::debug!(shaper = %base, error = %e, "shaper replica unavailable: trying the next");
+                    self.current = (self.current + 1) % self.bases.len().max(1);
+                    last = e;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last)
+    }
+
+    async fn post_once(&self, base: &str, path: &str, body: &[u8]) -> Result<Hop, ClusterError> {
         let resp = self
             .http
-            .post(format!("{}{path}", self.base))
+            .post(format!("{base}{path}"))
             .bearer_auth(self.token.expose())
-            .json(body)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_vec())
             .send()
             .await
             .map_err(|e| ClusterError::Unreachable(e.to_string()))?;
         let status = resp.status();
+        if status == reqwest::StatusCode::TEMPORARY_REDIRECT
+            || status == reqwest::StatusCode::PERMANENT_REDIRECT
+        {
+            let location = resp
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            return Ok(Hop::Redirect(location));
+        }
         let bytes = resp
             .bytes()
             .await
@@ -157,7 +230,7 @@ impl ClusterClient {
                 message,
             });
         }
-        serde_json::from_slice(&bytes).map_err(|e| ClusterError::Decode(e.to_string()))
+        Ok(Hop::Done(bytes.to_vec()))
     }
 
     /// `POST /v1/report`.
@@ -168,8 +241,9 @@ impl ClusterClient {
         acks: &[Ack],
     ) -> Result<ReportResponse, ClusterError> {
         self.seq += 1;
+        let agent_id = self.agent_id.clone();
         let body = ReportRef {
-            agent_id: &self.agent_id,
+            agent_id: &agent_id,
             boot_id: self.boot_id,
             seq: self.seq,
             capacity,
@@ -180,7 +254,7 @@ impl ClusterClient {
     }
 
     /// `POST /v1/ack`.
-    pub async fn ack(&self, acks: Vec<Ack>) -> Result<AckResponse, ClusterError> {
+    pub async fn ack(&mut self, acks: Vec<Ack>) -> Result<AckResponse, ClusterError> {
         self.post(
             "/v1/ack",
             &AckRequest {
@@ -190,6 +264,12 @@ impl ClusterClient {
         )
         .await
     }
+}
+
+/// One request's answer: a body, or a redirect to follow.
+enum Hop {
+    Done(Vec<u8>),
+    Redirect(String),
 }
 
 /// What to do to one local container.

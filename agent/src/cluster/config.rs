@@ -6,6 +6,9 @@
 //! mode = "cluster"
 //! [cluster]
 //! shaper_url = "https://shaper.example:9848"
+//! # several shaper replicas (leader election in etcd): a list; the agent
+//! # finds the leader and follows a follower's 307 only to a listed URL
+//! # shaper_url = ["https://shaper-a:9848", "https://shaper-b:9848"]
 //! token_file = "/etc/tailor/token"
 //! # agent_id = "node-17"               # default: the host name
 //! # ca_cert_file = "/etc/tailor/ca.pem" # trust this CA for https (besides the system roots)
@@ -28,12 +31,94 @@ fn err(errors: &mut ConfigErrors, key: &str, message: impl Into<String>) {
     errors.push(key, message);
 }
 
+/// `shaper_url`: one base URL or a list of them (the replicas of a
+/// shaper cluster, see `shaperd::ha`). Serialized back as a string when
+/// there is one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShaperUrls(pub Vec<String>);
+
+impl ShaperUrls {
+    /// The URLs without trailing slashes.
+    pub fn bases(&self) -> Vec<String> {
+        self.0
+            .iter()
+            .map(|u| u.trim_end_matches('/').to_string())
+            .collect()
+    }
+}
+
+impl From<String> for ShaperUrls {
+    fn from(u: String) -> Self {
+        Self(vec![u])
+    }
+}
+
+impl From<&str> for ShaperUrls {
+    fn from(u: &str) -> Self {
+        Self(vec![u.to_string()])
+    }
+}
+
+impl Serialize for ShaperUrls {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0.as_slice() {
+            [one] => s.serialize_str(one),
+            many => many.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ShaperUrls {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum OneOrMany {
+            One(String),
+            Many(Vec<String>),
+        }
+        match OneOrMany::deserialize(d) {
+            Ok(OneOrMany::One(u)) => Ok(Self(vec![u])),
+            Ok(OneOrMany::Many(v)) => Ok(Self(v)),
+            // A missing key stays "missing field" (config checks rely on it).
+            Err(e) if e.to_string().contains("missing field") => Err(e),
+            Err(_) => Err(serde::de::Error::custom(
+                "expected a URL string or a list of URL strings",
+            )),
+        }
+    }
+}
+
+/// Most shaper URLs in `shaper_url`.
+pub const MAX_SHAPER_URLS: usize = 16;
+
+fn check_base_url(errors: &mut ConfigErrors, url: &str) {
+    let trimmed = url.trim_end_matches('/');
+    let rest = trimmed
+        .strip_prefix("http://")
+        .or_else(|| trimmed.strip_prefix("https://"));
+    match rest {
+        None => err(
+            errors,
+            "shaper_url",
+            format!("must start with http:// or https:// (got {url:?})"),
+        ),
+        Some(r) if r.is_empty() || r.contains('/') || r.contains(char::is_whitespace) => err(
+            errors,
+            "shaper_url",
+            format!("must be a base URL like https://host:9848 without a path (got {url:?})"),
+        ),
+        Some(_) => {}
+    }
+}
+
 /// The `[cluster]` table of `agent.toml` (used when `mode = "cluster"`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterClientConfig {
-    /// Base URL of the shaper, `http://` or `https://` (no path).
-    pub shaper_url: String,
+    /// Base URL of the shaper, `http://` or `https://` (no path), or a
+    /// list of them (the replicas of a shaper cluster, tried in order; a
+    /// follower's redirect is followed only to a listed URL).
+    pub shaper_url: ShaperUrls,
     /// File holding this agent's own token (mode 0600), from `tailor shaper
     /// credentials add --agent <agent_id>`.
     pub token_file: PathBuf,
@@ -57,7 +142,7 @@ impl ClusterClientConfig {
     /// A config with defaults.
     pub fn new(shaper_url: impl Into<String>, token_file: impl Into<PathBuf>) -> Self {
         Self {
-            shaper_url: shaper_url.into(),
+            shaper_url: ShaperUrls::from(shaper_url.into()),
             token_file: token_file.into(),
             agent_id: None,
             ca_cert_file: None,
@@ -83,28 +168,18 @@ impl ClusterClientConfig {
     /// `.prefixed("cluster")` on the error when embedding).
     pub fn validate(&self) -> Result<(), ConfigErrors> {
         let mut errors = ConfigErrors::new();
-        let url = self.shaper_url.trim_end_matches('/');
-        let rest = url
-            .strip_prefix("http://")
-            .or_else(|| url.strip_prefix("https://"));
-        match rest {
-            None => err(
+        if self.shaper_url.0.is_empty() || self.shaper_url.0.len() > MAX_SHAPER_URLS {
+            err(
                 &mut errors,
                 "shaper_url",
                 format!(
-                    "must start with http:// or https:// (got {:?})",
-                    self.shaper_url
+                    "must name 1 to {MAX_SHAPER_URLS} shaper URLs (got {})",
+                    self.shaper_url.0.len()
                 ),
-            ),
-            Some(r) if r.is_empty() || r.contains('/') || r.contains(char::is_whitespace) => err(
-                &mut errors,
-                "shaper_url",
-                format!(
-                    "must be a base URL like https://host:9848 without a path (got {:?})",
-                    self.shaper_url
-                ),
-            ),
-            Some(_) => {}
+            );
+        }
+        for url in &self.shaper_url.0 {
+            check_base_url(&mut errors, url);
         }
         if self.token_file.as_os_str().is_empty() {
             err(&mut errors, "token_file", "must name the token file");
@@ -170,5 +245,35 @@ mod tests {
         let mut path = cfg;
         path.shaper_url = "http://host/v1".into();
         assert!(path.validate().is_err());
+    }
+
+    #[test]
+    fn shaper_url_is_one_url_or_a_list() {
+        let one: ClusterClientConfig =
+            toml::from_str("shaper_url = \"http://a:1/\"\ntoken_file = \"/t\"\n").expect("one");
+        assert_eq!(one.shaper_url.bases(), vec!["http://a:1"]);
+        let many: ClusterClientConfig =
+            toml::from_str("shaper_url = [\"http://a:1\", \"https://b:2\"]\ntoken_file = \"/t\"\n")
+                .expect("many");
+        assert!(many.validate().is_ok());
+        assert_eq!(many.shaper_url.bases(), vec!["http://a:1", "https://b:2"]);
+        // Round trip keeps the single form a string.
+        let text = toml::to_string(&one).expect("ser");
+        assert!(text.contains("shaper_url = \"http://a:1/\""), "{text}");
+        let mut bad = many.clone();
+        bad.shaper_url = ShaperUrls(vec![]);
+        assert_eq!(
+            bad.validate().expect_err("empty").keys(),
+            vec!["shaper_url"]
+        );
+        bad.shaper_url = ShaperUrls(vec!["http://a:1".into(), "ftp://b".into()]);
+        assert_eq!(bad.validate().expect_err("ftp").keys(), vec!["shaper_url"]);
+        assert!(
+            toml::from_str::<ClusterClientConfig>("shaper_url = 3\ntoken_file = \"/t\"\n").is_err()
+        );
+        let missing = toml::from_str::<ClusterClientConfig>("token_file = \"/t\"\n")
+            .expect_err("missing")
+            .to_string();
+        assert!(missing.contains("missing field `shaper_url`"), "{missing}");
     }
 }

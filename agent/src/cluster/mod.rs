@@ -26,7 +26,7 @@ pub use ::protocol::{auth, ClusterError};
 pub use client::{
     ClusterClient, ClusterSession, LocalAction, LocalActionKind, RoundDecision, RoundSource,
 };
-pub use config::ClusterClientConfig;
+pub use config::{ClusterClientConfig, ShaperUrls};
 pub use failsafe::{FailSafe, FailSafeConfig, LinkState};
 pub use plan_source::ClusterPlanSource;
 pub use protocol::{

@@ -3,6 +3,7 @@
 
 mod flows;
 mod fuzz;
+mod replicas;
 mod security;
 
 use super::auth::write_token_file;

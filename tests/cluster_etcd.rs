@@ -1,0 +1,591 @@
+//! Several `tailor shaper` replicas sharing state in a REAL three-member
+//! etcd cluster (Debian's `etcd-server`, started here on loopback with
+//! temporary data directories), with agents on the REAL dockerd.
+//!
+//! * `etcd_store_keeps_state_and_fences_a_deposed_leader`: the etcd store
+//!   and election on their own (no Docker).
+//! * `killing_the_leader_then_an_etcd_member_keeps_shaping`: two shaper
+//!   processes, two agent processes (this binary re-run as
+//!   `cluster_etcd_agent_child`), containers on dockerd. The leader is
+//!   killed, then one etcd member: shaping resumes under the new leader
+//!   within 3 intervals, failure counts and action ids carry over (no ack
+//!   is "unknown", no failure counted twice). The time from the kill to the
+//!   new leader's first round is printed (`--nocapture`).
+//!
+//! In CI (CI=true) these tests fail when etcd or Docker is missing;
+//! elsewhere they skip loudly. `scripts/test.sh` installs both.
+
+mod agent_common;
+mod etcd_common;
+
+use agent_common::*;
+use etcd_common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "cluster-etcd-test-token-0123456789";
+const INTERVAL_S: f64 = 3.0;
+
+/// `config check` names every bad `[etcd]` key, next to the others.
+#[test]
+fn config_check_reports_bad_etcd_settings() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let token = dir.path().join("token");
+    write_private(&token, &format!("{TOKEN}\n"));
+    let cfg = dir.path().join("shaper.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "token_file = \"{}\"\ninterval_s = 0.0\n[etcd]\nendpoints = [\"127.0.0.1:2379\"]\nadvertise_url = \"http://127.0.0.1:9848\"\nlease_ttl_s = 0\nprefix = \"x\"\nbogus = 1\n",
+            token.display()
+        ),
+    )
+    .expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
+        .args(["config", "check", "--kind", "shaper"])
+        .arg(&cfg)
+        .output()
+        .expect("config check");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    for key in [
+        "etcd.bogus",
+        "interval_s",
+        "etcd.endpoints",
+        "etcd.prefix",
+        "etcd.lease_ttl_s",
+    ] {
+        assert!(
+            text.contains(&format!(": {key}: ")),
+            "{key} missing in:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn etcd_store_keeps_state_and_fences_a_deposed_leader() {
+    use shaperd::etcd::{EtcdConfig, EtcdStore};
+    use shaperd::state::ActionStatus;
+    use shaperd::store::{AckWrite, DurableAction, PendingWrites, StateStore, StoreError};
+    let Some(bin) = etcd_or_skip("etcd store") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut etcd = Etcd::start(&bin, dir.path());
+    let endpoints = etcd.endpoints();
+    let cfg = |url: &str| EtcdConfig {
+        endpoints: endpoints.clone(),
+        prefix: "/store-test".into(),
+        lease_ttl_s: 2,
+        advertise_url: url.into(),
+        request_timeout_s: 2.0,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let a = EtcdStore::new(&cfg("http://a:1")).expect("a");
+        let b = EtcdStore::new(&cfg("http://b:2")).expect("b");
+        let la = a.client().grant(2).await.expect("lease a");
+        let lb = b.client().grant(2).await.expect("lease b");
+        assert!(a.campaign(la).await.expect("campaign a").mine);
+        let seen = b.campaign(lb).await.expect("campaign b");
+        assert!(!seen.mine);
+        assert_eq!(seen.url.as_deref(), Some("http://a:1"));
+        a.set_fence(la);
+        assert_eq!(a.init_epoch("ep-a").await.expect("epoch"), "ep-a");
+        assert_eq!(b.init_epoch("ep-b").await.expect("epoch"), "ep-a");
+        let action = |agent: &str, app: Option<&str>| DurableAction {
+            agent: agent.into(),
+            evicted_app: app.map(String::from),
+            status: ActionStatus::Pending,
+        };
+        // Enough actions for several chunks.
+        let many: Vec<DurableAction> = (0..12_000)
+            .map(|i| action(&format!("n{}", i % 7), None))
+            .collect();
+        a.put_round(1, &many, 0).await.expect("round 1");
+        a.put_round(6, &[action("n1", Some("t/web"))], 2)
+            .await
+            .expect("round 6");
+        a.put_acks(&PendingWrites {
+            acks: vec![AckWrite {
+                round: 6,
+                n: 0,
+                status: ActionStatus::Applied,
+            }],
+            app_failures: vec![("t/web".into(), 3)],
+        })
+        .await
+        .expect("acks");
+        let d = b.load().await.expect("load");
+        assert_eq!(d.epoch.as_deref(), Some("ep-a"));
+        assert_eq!(d.round, 6);
+        assert_eq!(
+            d.rounds.keys().copied().collect::<Vec<_>>(),
+            vec![6],
+            "round 1 forgotten"
+        );
+        assert_eq!(d.rounds[&6][0].status, ActionStatus::Applied);
+        assert_eq!(d.app_failures["t/web"], 3);
+        a.put_round(7, &many, 3).await.expect("round 7");
+        assert_eq!(b.load().await.expect("load").rounds[&7].len(), 12_000);
+        // a loses its lease: b leads, a's writes are refused.
+        a.client().revoke(la).await.expect("revoke");
+        assert!(b.campaign(lb).await.expect("campaign b").mine);
+        assert!(matches!(
+            a.put_round(8, &[], 4).await,
+            Err(StoreError::NotLeader)
+        ));
+        assert!(matches!(
+            a.put_acks(&PendingWrites {
+                acks: vec![],
+                app_failures: vec![("t/web".into(), 99)],
+            })
+            .await,
+            Err(StoreError::NotLeader)
+        ));
+        assert_eq!(b.load().await.expect("load").app_failures["t/web"], 3);
+        // Credentials (hashes only) are shared.
+        let mut file = shaperd::credentials::CredentialsFile::default();
+        file.add("node-1", "team", 0.0).expect("add");
+        a.put_credentials(&file).await.expect("put creds");
+        assert_eq!(b.credentials().await.expect("creds"), Some(file));
+        // A bad stored value is an error naming its key, not a panic.
+        b.client()
+            .txn(
+                vec![],
+                vec![serde_json::json!({"request_put": {
+                    "key": base64_of("/store-test/app_failures/t/bad"),
+                    "value": base64_of("not json"),
+                }})],
+                vec![],
+            )
+            .await
+            .expect("put raw");
+        let e = b.load().await.expect_err("bad value");
+        assert!(
+            e.to_string().contains("/store-test/app_failures/t/bad"),
+            "{e}"
+        );
+        // One member down: the others answer.
+        drop(b);
+    });
+    etcd.members[0].kill();
+    rt.block_on(async {
+        let c = EtcdStore::new(&cfg("http://c:3")).expect("c");
+        assert_eq!(
+            c.init_epoch("x").await.expect("epoch after a member died"),
+            "ep-a"
+        );
+    });
+}
+
+/// A shaper replica: its port, config and log.
+struct Replica {
+    port: u16,
+    log: PathBuf,
+    proc: Proc,
+}
+
+impl Replica {
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn status(&self) -> Option<serde_json::Value> {
+        let (code, body) = http_get(self.port, "/v1/status", Some(TOKEN))?;
+        (code == 200).then(|| serde_json::from_str(&body).ok())?
+    }
+
+    fn is_leader(&self) -> bool {
+        self.status().is_some_and(|s| s["role"] == "leader")
+    }
+
+    fn round(&self) -> u64 {
+        self.status().and_then(|s| s["round"].as_u64()).unwrap_or(0)
+    }
+
+    fn metric(&self, needle: &str) -> Option<f64> {
+        let (_, body) = http_get(self.port, "/metrics", Some(TOKEN))?;
+        body.lines()
+            .find(|l| l.starts_with(needle))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+    }
+}
+
+fn register(dir: &Path, creds: &Path, agent: &str, tenant: &str) -> PathBuf {
+    let token_file = dir.join(format!("{agent}.token"));
+    let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
+        .args([
+            "shaper",
+            "credentials",
+            "add",
+            "--agent",
+            agent,
+            "--tenant",
+            tenant,
+        ])
+        .arg("--file")
+        .arg(creds)
+        .arg("--token-file")
+        .arg(&token_file)
+        .output()
+        .expect("run tailor shaper credentials add");
+    assert!(
+        out.status.success(),
+        "credentials add: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    token_file
+}
+
+fn start_replica(dir: &Path, name: &str, port: u16, creds: &Path, endpoints: &[String]) -> Replica {
+    let cfg = dir.join(format!("shaper-{name}.toml"));
+    let token = dir.join("token");
+    let text = format!(
+        r#"
+listen = "127.0.0.1:{port}"
+token_file = "{token}"
+credentials_file = "{creds}"
+interval_s = {INTERVAL_S}
+stale_after_intervals = 3
+warmup_intervals = 1
+[limits]
+header_read_timeout_s = 2.0
+idle_timeout_s = 4.0
+[shaper]
+grace_period_s = 0.0
+k1 = 0.1
+k2 = 3.0
+[etcd]
+endpoints = {endpoints}
+prefix = "/tailor-test"
+lease_ttl_s = 2
+advertise_url = "http://127.0.0.1:{port}"
+request_timeout_s = 1.0
+"#,
+        token = token.display(),
+        creds = creds.display(),
+        endpoints = toml_list(endpoints),
+    );
+    std::fs::write(&cfg, text).expect("write shaper.toml");
+    // `config check` accepts what the replica runs with.
+    let check = Command::new(env!("CARGO_BIN_EXE_tailor"))
+        .args(["config", "check", "--kind", "shaper"])
+        .arg(&cfg)
+        .output()
+        .expect("config check");
+    assert!(
+        check.status.success(),
+        "config check: {}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let log = dir.join(format!("shaper-{name}.log"));
+    let child = Command::new(env!("CARGO_BIN_EXE_tailor"))
+        .args(["shaper", "--config"])
+        .arg(&cfg)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&log).expect("log")))
+        .spawn()
+        .expect("spawn tailor shaper");
+    let mut r = Replica {
+        port,
+        log,
+        proc: Proc { child },
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while http_get(port, "/healthz", None).map(|(s, _)| s) != Some(200) {
+        assert!(
+            r.proc.alive(),
+            "tailor shaper {name} exited: {}",
+            tail(&r.log)
+        );
+        assert!(
+            Instant::now() < deadline,
+            "shaper {name} did not come up: {}",
+            tail(&r.log)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    r
+}
+
+fn start_agent(
+    dir: &Path,
+    agent_id: &str,
+    mem_mib: u64,
+    token_file: &Path,
+    urls: &[String],
+) -> Proc {
+    let top = format!("mode = \"cluster\"\nrestart_evicted = false\nnode_name = \"{agent_id}\"\n");
+    let tables = format!(
+        r#"
+[capacity]
+cpu_cores = 4.0
+mem_bytes = {mem}
+[cluster]
+shaper_url = {urls}
+token_file = "{token}"
+agent_id = "{agent_id}"
+timeout_s = 1.0
+[cluster.fail_safe]
+hold_s = 60.0
+regrow_fraction = 0.5
+"#,
+        mem = mem_mib * MIB,
+        urls = toml_list(urls),
+        token = token_file.display()
+    );
+    let log = std::fs::File::create(dir.join(format!("agent-{agent_id}.log"))).expect("log");
+    let child = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--ignored",
+            "--exact",
+            "cluster_etcd_agent_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("TAILOR_CLUSTER_CHILD_LABEL", agent_id)
+        .env("TAILOR_CLUSTER_CHILD_TOP", top)
+        .env("TAILOR_CLUSTER_CHILD_TABLES", tables)
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log))
+        .spawn()
+        .expect("spawn agent child");
+    Proc { child }
+}
+
+fn labels<'a>(label: &'a str, app: &'a str, class: &'a str) -> Vec<(&'a str, &'a str)> {
+    vec![
+        ("tailor.enable", "true"),
+        ("tailor.test", label),
+        ("tailor.app", app),
+        ("tailor.class", class),
+    ]
+}
+
+/// Not a test: the agent process of the failover test (run by it as a
+/// child of this binary, with its configuration in the environment).
+#[test]
+#[ignore = "helper process of the etcd cluster test"]
+fn cluster_etcd_agent_child() {
+    let Ok(label) = std::env::var("TAILOR_CLUSTER_CHILD_LABEL") else {
+        eprintln!("cluster_etcd_agent_child: only run as a child of the etcd cluster test");
+        return;
+    };
+    let top = std::env::var("TAILOR_CLUSTER_CHILD_TOP").unwrap_or_default();
+    let tables = std::env::var("TAILOR_CLUSTER_CHILD_TABLES").unwrap_or_default();
+    let cfg = agent_config(&label, &top, &tables);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async move {
+        let cluster_cfg = cfg.cluster.clone().expect("[cluster]");
+        let now_s = tailor_core::Clock::now_s(&tailor_core::SystemClock);
+        let source = agent::cluster::ClusterPlanSource::new(&cluster_cfg, now_s)
+            .expect("cluster plan source");
+        let runtime = std::sync::Arc::new(
+            agent::docker::DockerRuntime::new(&cfg.docker_socket).expect("docker"),
+        );
+        let a = agent::Agent::new(
+            cfg,
+            runtime,
+            Box::new(source),
+            std::sync::Arc::new(tailor_core::SystemClock),
+        )
+        .expect("agent");
+        a.run(std::future::pending()).await.expect("agent run");
+    });
+}
+
+#[test]
+fn killing_the_leader_then_an_etcd_member_keeps_shaping() {
+    let Some(bin) = etcd_or_skip("etcd failover") else {
+        return;
+    };
+    if docker_or_skip("etcd failover").is_none() {
+        return;
+    }
+    // Host b cannot hold both applications' cores: the later application
+    // is preempted on both hosts (one failure); host a's idle container is
+    // shrunk.
+    let early = TestContainer::run(
+        "tailor-et-early",
+        256,
+        1.0,
+        &labels("et-b", "et-early", "core"),
+        &["200:0.02:3600"],
+        &[],
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let late_core = TestContainer::run(
+        "tailor-et-late-core",
+        200,
+        1.0,
+        &labels("et-b", "et-late", "core"),
+        &["150:0.02:3600"],
+        &[],
+    );
+    let late_el = TestContainer::run(
+        "tailor-et-late-el",
+        64,
+        1.0,
+        &labels("et-a", "et-late", "elastic"),
+        &["8:0.02:3600"],
+        &[],
+    );
+    let idle = TestContainer::run(
+        "tailor-et-idle",
+        256,
+        1.0,
+        &labels("et-a", "et-idle", "core"),
+        &["8:0.02:3600"],
+        &[],
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    write_private(&d.join("token"), &format!("{TOKEN}\n"));
+    let mut etcd = Etcd::start(&bin, d);
+    let creds = d.join("credentials.toml");
+    let ta = register(d, &creds, "et-a", "team");
+    let tb = register(d, &creds, "et-b", "team");
+    let (p1, p2) = (free_port(), free_port());
+    let mut replicas = [
+        start_replica(d, "one", p1, &creds, &etcd.endpoints()),
+        start_replica(d, "two", p2, &creds, &etcd.endpoints()),
+    ];
+    let urls: Vec<String> = replicas.iter().map(Replica::url).collect();
+    let _a = start_agent(d, "et-a", 1024, &ta, &urls);
+    let _b = start_agent(d, "et-b", 320, &tb, &urls);
+    let etcd_logs = etcd.logs.clone();
+    let diag = || {
+        let mut s = etcd_logs
+            .iter()
+            .map(|l| tail(l))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for f in [
+            "shaper-one.log",
+            "shaper-two.log",
+            "agent-et-a.log",
+            "agent-et-b.log",
+        ] {
+            s.push('\n');
+            s.push_str(&tail(&d.join(f)));
+        }
+        s
+    };
+    wait_until(
+        "one replica leads",
+        Duration::from_secs(30),
+        || replicas.iter().filter(|r| r.is_leader()).count() == 1,
+        diag,
+    );
+    let leader = replicas
+        .iter()
+        .position(Replica::is_leader)
+        .expect("leader");
+    let survivor = 1 - leader;
+    wait_until(
+        "the later application is preempted on both hosts and the failure counted",
+        Duration::from_secs(90),
+        || {
+            !late_core.running()
+                && !late_el.running()
+                && replicas[leader]
+                    .status()
+                    .is_some_and(|s| s["app_failures"]["team/et-late"] == 1)
+        },
+        diag,
+    );
+    wait_until(
+        "the idle container is shrunk",
+        Duration::from_secs(60),
+        || idle.mem_limit() < 128 * MIB,
+        diag,
+    );
+    assert!(early.running(), "the earlier application keeps running");
+    assert!(!replicas[survivor].is_leader());
+
+    // Kill the leader shaper.
+    let round_before = replicas[leader].round();
+    let t_kill = Instant::now();
+    replicas[leader].proc.kill();
+    let new = &replicas[survivor];
+    wait_until(
+        "the other replica leads and plans a round",
+        Duration::from_secs(60),
+        || new.is_leader() && new.round() > round_before,
+        diag,
+    );
+    let failover_s = t_kill.elapsed().as_secs_f64();
+    println!(
+        "failover: leader killed -> first round under the new leader in {failover_s:.2} s (interval {INTERVAL_S} s, lease_ttl_s 2)"
+    );
+    assert!(
+        failover_s <= 3.0 * INTERVAL_S,
+        "shaping resumed after {failover_s:.2} s, more than 3 intervals\n{}",
+        diag()
+    );
+    let st = new.status().expect("status");
+    assert_eq!(
+        st["app_failures"]["team/et-late"], 1,
+        "the failure count carried over, counted once: {st}"
+    );
+    assert!(
+        st["evicted_apps"]
+            .as_array()
+            .is_some_and(|v| v.iter().any(|e| e["app"] == "team/et-late")),
+        "the evicted application carried over: {st}"
+    );
+
+    // Then one etcd member (the first endpoint, which the replica used).
+    etcd.members[0].kill();
+    let r = new.round();
+    wait_until(
+        "three more rounds with one etcd member down",
+        Duration::from_secs(60),
+        || new.is_leader() && new.round() >= r + 3,
+        diag,
+    );
+    // Shaping goes on: a new idle container is shrunk by the new leader.
+    let idle2 = TestContainer::run(
+        "tailor-et-idle2",
+        256,
+        1.0,
+        &labels("et-a", "et-idle2", "core"),
+        &["8:0.02:3600"],
+        &[],
+    );
+    wait_until(
+        "the new idle container is shrunk",
+        Duration::from_secs(60),
+        || idle2.mem_limit() < 128 * MIB,
+        diag,
+    );
+    let st = new.status().expect("status");
+    assert_eq!(
+        st["app_failures"]["team/et-late"], 1,
+        "never counted twice: {st}"
+    );
+    let agents = st["agents"].as_array().cloned().unwrap_or_default();
+    assert_eq!(agents.len(), 2, "{st}");
+    assert!(agents.iter().all(|a| a["stale"] == false), "{st}");
+    let unknown = new.metric("tailor_shaper_acks_total{outcome=\"unknown\"}");
+    assert_eq!(unknown, Some(0.0), "no ack came back unknown\n{}", diag());
+    let applied = new
+        .metric("tailor_shaper_acks_total{outcome=\"applied\"}")
+        .unwrap_or(0.0);
+    assert!(applied >= 1.0, "the new leader received acks");
+    assert!(early.running() && !idle.oom_killed());
+}
