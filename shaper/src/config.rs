@@ -5,7 +5,7 @@
 //! ```toml
 //! [shaper]
 //! policy = "pessimistic"          # baseline | optimistic | pessimistic
-//! k1 = 0.05                        # constant buffer term, fraction of the request
+//! k1 = 0.4                         # constant buffer term, fraction of the request
 //! k2 = 3.0                         # dynamic buffer term, band level (sigmas)
 //! order = "fifo"                   # fifo | sjf | priority
 //! victim_order = "oldest_first_keep"  # | lowest_priority_first | least_work_lost
@@ -129,7 +129,9 @@ pub const MAX_HORIZON_SAMPLES: usize = 10_000;
 pub struct ShaperConfig {
     /// Default `pessimistic`.
     pub policy: Policy,
-    /// Constant buffer term: `k1 * request` per resource. Default 0.05.
+    /// Constant buffer term: `k1 * request` per resource. Default 0.4, the
+    /// smallest that fails no more applications than the baseline on the
+    /// bundled slice with priors on (see the README).
     pub k1: f64,
     /// Dynamic buffer term: `forecast.upper(k2) - forecast.mean` (`k2 * sigma`
     /// for a Gaussian forecast). Default 3.0.
@@ -198,7 +200,7 @@ impl Default for ShaperConfig {
     fn default() -> Self {
         Self {
             policy: Policy::Pessimistic,
-            k1: 0.05,
+            k1: 0.4,
             k2: 3.0,
             order: SchedulerOrder::Fifo,
             victim_order: VictimOrder::OldestFirstKeep,
@@ -319,7 +321,7 @@ mod tests {
         let c = ShaperConfig::default();
         assert!(c.validate().is_ok());
         assert_eq!(c.policy, Policy::Pessimistic);
-        assert_eq!(c.k1, 0.05);
+        assert_eq!(c.k1, 0.4);
         assert_eq!(c.k2, 3.0);
         assert_eq!(c.grace_period_s, 600.0);
         assert_eq!(c.max_evictions_per_round, None);

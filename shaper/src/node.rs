@@ -10,7 +10,7 @@
 //! use shaper::node::{ContainerSample, NodeKernel, Sample};
 //! use shaper::{Class, Decider, Resources, ShaperConfig};
 //!
-//! let cfg = ShaperConfig { grace_period_s: 0.0, ..ShaperConfig::default() };
+//! let cfg = ShaperConfig { grace_period_s: 0.0, k1: 0.05, ..ShaperConfig::default() };
 //! let model: forecaster::config::ModelConfig =
 //!     toml::from_str("kind = \"last\"\ncalibrated = false").expect("model config");
 //! let mut kernel = NodeKernel::new(cfg, model, 10.0).expect("kernel");
@@ -480,6 +480,7 @@ mod tests {
     fn overloaded_node_evicts_youngest_elastic_of_last_app() {
         let cfg = ShaperConfig {
             grace_period_s: 0.0,
+            k1: 0.05,
             ..ShaperConfig::default()
         };
         let view = NodeView {

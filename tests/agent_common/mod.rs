@@ -207,6 +207,10 @@ fn test_config(test: &str, top: &str, shaper: &str, tables: &str) -> agent::Agen
         top.push_str("\nmanage_unlimited = true");
     }
     let mut shaper = shaper.to_string();
+    if !shaper.contains("k1") {
+        // written for the earlier default buffer (k1 = 0.05; now 0.4)
+        shaper.push_str("\nk1 = 0.05");
+    }
     if !shaper.contains("max_evictions_per_round") {
         shaper.push_str("\nmax_evictions_per_round = 1000");
     }
