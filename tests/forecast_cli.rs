@@ -197,7 +197,10 @@ fn prints_units_and_the_limit_it_would_set() {
         .map(|i| 1.5 + 0.1 * ((i as f64) * 0.7).sin())
         .collect();
     let input = write_series(dir.path(), &values);
-    let text = run_text(&["--model", "peak", "--current-limit", "4"], &input);
+    let text = run_text(
+        &["--model", "peak", "--current-limit", "4", "--k1", "0.05"],
+        &input,
+    );
     assert!(text.contains("resource / unit     cpu / cores"), "{text}");
     assert!(
         text.contains("MAE / MASE") && text.contains(" cores /"),
@@ -209,7 +212,10 @@ fn prints_units_and_the_limit_it_would_set() {
     );
 
     // the same advice as JSON, checked against the shaper's formula
-    let v = run_json(&["--model", "peak", "--current-limit", "4"], &input);
+    let v = run_json(
+        &["--model", "peak", "--current-limit", "4", "--k1", "0.05"],
+        &input,
+    );
     assert_eq!(v["points"], 79, "score fields stay at the top level: {v}");
     let l = &v["limit"];
     let f = |k: &str| l[k].as_f64().unwrap_or_else(|| panic!("{k} in {l}"));
