@@ -435,6 +435,18 @@ fn print_human(wl: &datasets::workload::Workload, baseline: Option<&Summary>, ru
         format!("{:.1} GiB-h", s.mem_alloc_gib_h)
     });
     row("OOM component-days", &|s| pct(s.oom_component_day_fraction));
+    row("forecasts own/prior/fallback", &|s| {
+        if s.forecast_own_fraction.is_finite() {
+            format!(
+                "{} / {} / {}",
+                pct(s.forecast_own_fraction),
+                pct(s.forecast_prior_fraction),
+                pct(s.forecast_fallback_fraction)
+            )
+        } else {
+            "-".to_string()
+        }
+    });
     row("wall time", &|s| format!("{:.2} s", s.wall_s));
     row("events/s", &|s| format!("{:.0}", s.events_per_s));
     row("forecast updates/s", &|s| {
