@@ -147,7 +147,7 @@ impl AppOutcome {
 }
 
 /// Everything a run measured.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunMetrics {
     pub apps: Vec<AppOutcome>,
     pub cpu_slack: WeightedHist,
@@ -488,32 +488,6 @@ mod tests {
     #[test]
     fn summary_derives_the_new_measures() {
         let mut m = RunMetrics {
-            apps: Vec::new(),
-            cpu_slack: WeightedHist::default(),
-            mem_slack: WeightedHist::default(),
-            timeline: Vec::new(),
-            oom_kills: 0,
-            host_oom_kills: 0,
-            evictions: 0,
-            app_evictions: 0,
-            component_evictions: 0,
-            work_lost_s: 0.0,
-            components_dropped: 0,
-            resizes: 0,
-            refused_growths: 0,
-            events: 0,
-            rounds: 0,
-            forecast_updates: 0,
-            forecasts_shown: 0,
-            forecasts_warm: 0,
-            forecasts_own: 0,
-            forecasts_prior: 0,
-            forecasts_fallback: 0,
-            oom_kills_warm: 0,
-            forecast_wall_s: 0.0,
-            decide_wall_s: 0.0,
-            wall_s: 0.0,
-            end_s: 0.0,
             mean_used_cpu_frac: 0.25,
             mean_used_mem_frac: 0.5,
             mean_alloc_cpu_frac: 0.75,
@@ -521,6 +495,7 @@ mod tests {
             mem_alloc_byte_s: 2.0 * GIB * 7200.0,
             component_days: 8,
             oom_component_days: 2,
+            ..RunMetrics::default()
         };
         let s = Summary::from_metrics(&m, "w", 1, "pessimistic", "gp", 0.0, 0.0);
         assert!((s.mem_alloc_gib_h - 4.0).abs() < 1e-12);
