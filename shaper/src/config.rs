@@ -5,7 +5,7 @@
 //! ```toml
 //! [shaper]
 //! policy = "pessimistic"          # baseline | optimistic | pessimistic
-//! k1 = 0.4                         # constant buffer term, fraction of the request
+//! k1 = 0.3                         # constant buffer term, fraction of the request
 //! k2 = 3.0                         # dynamic buffer term, band level (sigmas)
 //! order = "fifo"                   # fifo | sjf | priority
 //! victim_order = "oldest_first_keep"  # | lowest_priority_first | least_work_lost
@@ -21,6 +21,7 @@
 //! prior = true                     # young components sized from siblings/predecessors
 //! prior_half_life_s = 21600.0      #   pooled samples decay with this half-life
 //! prior_max_keys = 1000000
+//! mem_hold_s = 3600.0              # memory shrinks only below the peak of the last hour
 //! oom_bump_bytes = 104857600       # OOM floor: max(L + bump, L * factor)
 //! oom_bump_factor = 1.2
 //! oom_memory_s = 3600.0            #   held this long after a kill
@@ -129,9 +130,9 @@ pub const MAX_HORIZON_SAMPLES: usize = 10_000;
 pub struct ShaperConfig {
     /// Default `pessimistic`.
     pub policy: Policy,
-    /// Constant buffer term: `k1 * request` per resource. Default 0.4, the
+    /// Constant buffer term: `k1 * request` per resource. Default 0.3, the
     /// smallest that fails no more applications than the baseline on the
-    /// bundled slice with priors on (see the README).
+    /// bundled slice with priors and the memory hold on (see the README).
     pub k1: f64,
     /// Dynamic buffer term: `forecast.upper(k2) - forecast.mean` (`k2 * sigma`
     /// for a Gaussian forecast). Default 3.0.
@@ -194,13 +195,19 @@ pub struct ShaperConfig {
     /// Most keys (applications, lineages) the prior book holds. Default
     /// 1,000,000.
     pub prior_max_keys: usize,
+    /// A component's memory forecast never falls below the largest of its
+    /// own samples (interval peaks) of the last `mem_hold_s` seconds, and a
+    /// young component's never below its siblings' high-water mark: memory
+    /// grows at once and shrinks only after usage has stayed lower this
+    /// long. 0 = no hold. Default 3600 s.
+    pub mem_hold_s: f64,
 }
 
 impl Default for ShaperConfig {
     fn default() -> Self {
         Self {
             policy: Policy::Pessimistic,
-            k1: 0.4,
+            k1: 0.3,
             k2: 3.0,
             order: SchedulerOrder::Fifo,
             victim_order: VictimOrder::OldestFirstKeep,
@@ -220,6 +227,7 @@ impl Default for ShaperConfig {
             prior: true,
             prior_half_life_s: 21_600.0,
             prior_max_keys: 1_000_000,
+            mem_hold_s: 3600.0,
         }
     }
 }
@@ -260,6 +268,7 @@ impl ShaperConfig {
     /// | `memory_risk` | [1e-9, 0.5] |
     /// | `prior_half_life_s` | [1, 1e9] |
     /// | `prior_max_keys` | [1, 10000000] |
+    /// | `mem_hold_s` | [0, 1e9] |
     pub fn validate(&self) -> Result<(), ConfigErrors> {
         let mut e = ConfigErrors::new();
         e.range("k1", self.k1, 0.0, MAX_K1);
@@ -300,6 +309,7 @@ impl ShaperConfig {
         e.range_opt("memory_risk", self.memory_risk, MIN_MEMORY_RISK, 0.5);
         e.range("prior_half_life_s", self.prior_half_life_s, 1.0, 1e9);
         e.range("prior_max_keys", self.prior_max_keys, 1, MAX_PRIOR_KEYS);
+        e.range("mem_hold_s", self.mem_hold_s, 0.0, 1e9);
         e.into_result()
     }
 
@@ -321,7 +331,7 @@ mod tests {
         let c = ShaperConfig::default();
         assert!(c.validate().is_ok());
         assert_eq!(c.policy, Policy::Pessimistic);
-        assert_eq!(c.k1, 0.4);
+        assert_eq!(c.k1, 0.3);
         assert_eq!(c.k2, 3.0);
         assert_eq!(c.grace_period_s, 600.0);
         assert_eq!(c.max_evictions_per_round, None);

@@ -112,6 +112,22 @@ pub struct ComponentModels {
     pending: PairMoments,
     /// Latest relative samples (CPU, memory).
     last: (Option<f64>, Option<f64>),
+    /// Samples the memory hold spans ([`hold_samples`]); 0 = no hold.
+    mem_hold: usize,
+    /// The last `mem_hold` relative memory samples, newest last.
+    recent_mem: std::collections::VecDeque<f64>,
+}
+
+/// The memory hold in samples: `[shaper] mem_hold_s / sample_interval_s`,
+/// rounded up, at most [`crate::config::MAX_HORIZON_SAMPLES`] (0 when the
+/// hold is off or the interval unknown).
+pub fn hold_samples(cfg: &ShaperConfig, sample_interval_s: f64) -> usize {
+    let n = cfg.mem_hold_s / sample_interval_s;
+    if n.is_finite() && n > 0.0 {
+        n.ceil().min(crate::config::MAX_HORIZON_SAMPLES as f64) as usize
+    } else {
+        0
+    }
 }
 
 impl std::fmt::Debug for ComponentModels {
@@ -141,6 +157,8 @@ impl ComponentModels {
             own: PairMoments::default(),
             pending: PairMoments::default(),
             last: (None, None),
+            mem_hold: 0,
+            recent_mem: Default::default(),
         })
     }
 
@@ -148,6 +166,13 @@ impl ComponentModels {
     /// [`forecaster::config::ModelConfig::warm_samples`]); default 1.
     pub fn with_warm_samples(mut self, n: usize) -> Self {
         self.warm_samples = n.max(1);
+        self
+    }
+
+    /// Holds memory forecasts at the largest of the last `n` samples (see
+    /// [`hold_samples`]); default 0, no hold.
+    pub fn with_mem_hold(mut self, n: usize) -> Self {
+        self.mem_hold = n.min(crate::config::MAX_HORIZON_SAMPLES);
         self
     }
 
@@ -161,6 +186,8 @@ impl ComponentModels {
             own: PairMoments::default(),
             pending: PairMoments::default(),
             last: (None, None),
+            mem_hold: 0,
+            recent_mem: Default::default(),
         }
     }
 
@@ -198,6 +225,12 @@ impl ComponentModels {
                     self.pending.mem.add_diff(mem, p);
                 }
                 self.last.1 = Some(mem);
+                if self.mem_hold > 0 {
+                    if self.recent_mem.len() >= self.mem_hold {
+                        self.recent_mem.pop_front();
+                    }
+                    self.recent_mem.push_back(mem);
+                }
             }
             Err(e) => tracing::debug!(error = %e, "memory sample rejected"),
         }
@@ -206,6 +239,11 @@ impl ComponentModels {
     /// The relative samples seen since the last call, for a prior book.
     pub fn take_pending(&mut self) -> PairMoments {
         std::mem::take(&mut self.pending)
+    }
+
+    /// The largest relative memory sample of the hold (0 without any).
+    fn held_mem(&self) -> f64 {
+        self.recent_mem.iter().fold(0.0, |m: f64, &x| m.max(x))
     }
 
     /// Samples seen by the model that has seen fewer.
@@ -252,9 +290,23 @@ impl ComponentModels {
         } else {
             (None, ForecastSource::Fallback)
         };
-        let Some((cpu, mem)) = rel else {
+        let Some((cpu, mut mem)) = rel else {
             return (None, source);
         };
+        // Memory grows at once and shrinks only after it stayed lower for
+        // the hold; a young component starts at its siblings' high-water
+        // mark (an OOM kill is never the way to learn a peak).
+        if self.mem_hold > 0 && !self.always_warm {
+            let mut floor = self.held_mem();
+            if source == ForecastSource::Prior {
+                if let Some(p) = prior {
+                    floor = floor.max(p.mem.high);
+                }
+            }
+            if floor.is_finite() && floor > mem.mean {
+                mem.mean = floor;
+            }
+        }
         let f = Forecasts {
             cpu: denormalise(cpu, request.cpu_cores),
             mem: denormalise(mem, request.mem_bytes),
@@ -318,6 +370,7 @@ mod tests {
             mean: 0.5,
             between_var: 0.01,
             within_var: 0.01,
+            high: 0.0,
         };
         let prior = RelPrior {
             cpu: level,
@@ -362,6 +415,55 @@ mod tests {
         let pending = m.take_pending();
         assert_eq!(pending.mem.w, 4.0);
         assert!(m.take_pending().is_empty());
+    }
+
+    #[test]
+    fn memory_is_held_at_recent_peaks_and_at_the_siblings_high_water_mark() {
+        let cfg = ShaperConfig {
+            min_history_samples: 1,
+            mem_hold_s: 900.0,
+            ..ShaperConfig::default()
+        };
+        assert_eq!(hold_samples(&cfg, 300.0), 3);
+        assert_eq!(hold_samples(&cfg, f64::INFINITY), 0);
+        let req = Resources::new(1.0, 1e9);
+        let mut m = ComponentModels::build(req, last)
+            .expect("models")
+            .with_mem_hold(3);
+        m.observe(Some(0.1), 9e8, req);
+        let mem = |m: &ComponentModels, cfg: &ShaperConfig, p: Option<&RelPrior>| {
+            m.forecast_with(1, req, cfg, p)
+                .0
+                .expect("forecast")
+                .mem
+                .mean
+        };
+        for _ in 0..2 {
+            m.observe(Some(0.1), 2e8, req);
+            assert!((mem(&m, &cfg, None) - 9e8).abs() < 1.0, "held");
+        }
+        m.observe(Some(0.1), 2e8, req);
+        assert!((mem(&m, &cfg, None) - 2e8).abs() < 1.0, "released");
+        // a young component starts at its siblings' high-water mark
+        let level = crate::prior::Level {
+            mean: 0.3,
+            between_var: 0.01,
+            within_var: 0.01,
+            high: 0.7,
+        };
+        let prior = RelPrior {
+            cpu: level,
+            mem: level,
+        };
+        let young = ComponentModels::build(req, last)
+            .expect("models")
+            .with_warm_samples(10);
+        assert!(
+            (mem(&young, &cfg, Some(&prior)) - 3e8).abs() < 1.0,
+            "no hold"
+        );
+        let young = young.with_mem_hold(3);
+        assert!((mem(&young, &cfg, Some(&prior)) - 7e8).abs() < 1.0);
     }
 
     #[test]

@@ -226,7 +226,7 @@ impl NodeKernel {
         model.build()?;
         Ok(Self {
             horizon: horizon_samples(&cfg, interval_s, interval_s),
-            models: NodeModels::new(model, &cfg),
+            models: NodeModels::new(model, &cfg, interval_s),
             cfg,
             floors: HashMap::new(),
         })
@@ -240,6 +240,7 @@ impl NodeKernel {
     pub fn oom_kill(&mut self, id: &str, limit_bytes: f64, now_s: f64) -> OomFloor {
         let f = OomFloor::after_kill(limit_bytes, now_s, &self.cfg);
         self.floors.insert(id.to_string(), f);
+        self.models.oom_kill(id, f.mem_bytes, now_s, &self.cfg);
         f
     }
 

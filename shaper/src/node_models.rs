@@ -88,12 +88,16 @@ struct Live {
     keys: [String; 2],
     recent: VecDeque<RelSample>,
     origin: ModelOrigin,
+    /// Its memory request at its latest sample (bytes).
+    request_mem_bytes: f64,
 }
 
 /// Per-container models of one node.
 pub struct NodeModels {
     model: ModelConfig,
     warm_samples: usize,
+    /// The memory hold in samples ([`crate::models::hold_samples`]).
+    mem_hold: usize,
     history_cap: usize,
     live: HashMap<String, Live>,
     /// Histories from a checkpoint, by container id, used once.
@@ -134,15 +138,17 @@ fn clean(samples: Vec<RelSample>, cap: usize) -> Vec<RelSample> {
 }
 
 impl NodeModels {
-    /// Models built from `model`; each container keeps enough history for
-    /// its model to be warm again when rebuilt.
-    pub fn new(model: ModelConfig, cfg: &ShaperConfig) -> Self {
+    /// Models built from `model`, fed one sample every `sample_interval_s`;
+    /// each container keeps enough history for its model to be warm again
+    /// when rebuilt.
+    pub fn new(model: ModelConfig, cfg: &ShaperConfig, sample_interval_s: f64) -> Self {
         let warm_samples = model.warm_samples();
         let history_cap =
             (2 * warm_samples.max(cfg.min_history_samples)).clamp(64, MAX_HISTORY_SAMPLES);
         Self {
             model,
             warm_samples,
+            mem_hold: crate::models::hold_samples(cfg, sample_interval_s),
             history_cap,
             live: HashMap::new(),
             restored: HashMap::new(),
@@ -173,7 +179,9 @@ impl NodeModels {
         if !self.live.contains_key(&c.id) {
             let models =
                 match ComponentModels::build(c.request, |r, unit| self.model.build_for(r, unit)) {
-                    Ok(m) => m.with_warm_samples(self.warm_samples),
+                    Ok(m) => m
+                        .with_warm_samples(self.warm_samples)
+                        .with_mem_hold(self.mem_hold),
                     Err(e) => {
                         tracing::error!(container = %c.name, error = %e, "model not built");
                         return None;
@@ -192,6 +200,7 @@ impl NodeModels {
                 keys,
                 recent: VecDeque::with_capacity(self.history_cap.min(history.len() + 1)),
                 origin,
+                request_mem_bytes: c.request.mem_bytes,
             };
             for s in history {
                 live.models.observe_relative(s.cpu, s.mem);
@@ -213,6 +222,7 @@ impl NodeModels {
             self.live.insert(c.id.clone(), live);
         }
         let live = self.live.get_mut(&c.id)?;
+        live.request_mem_bytes = c.request.mem_bytes;
         if let Some(s) = c.sample {
             let mem = s.mem_peak_bytes.map_or(s.mem_bytes, |p| p.max(s.mem_bytes));
             live.models.observe(s.cpu_cores, mem, c.request);
@@ -241,6 +251,22 @@ impl NodeModels {
             samples: live.models.observed() as u64,
             origin: live.origin,
         })
+    }
+
+    /// Container `id` was OOM-killed; `floor_bytes` is its OOM floor
+    /// ([`crate::oom::OomFloor`]). Its lineage's and application's memory
+    /// high-water marks rise to the floor (relative to its request), as in
+    /// the simulator: a recreated container and its young siblings start
+    /// above the peak that killed it.
+    pub fn oom_kill(&mut self, id: &str, floor_bytes: f64, now_s: f64, cfg: &ShaperConfig) {
+        let Some(live) = self.live.get(id) else {
+            return;
+        };
+        let rel = crate::models::normalise(floor_bytes, live.request_mem_bytes);
+        let settings = cfg.prior_settings();
+        for k in &live.keys {
+            self.prior.raise_mem_high(k, rel, now_s, &settings);
+        }
     }
 
     /// A container is gone: its history is kept under its lineage for a
@@ -377,7 +403,7 @@ mod tests {
     #[test]
     fn a_young_sibling_gets_the_prior_and_the_peak_is_fed() {
         let cfg = cfg();
-        let mut m = NodeModels::new(model(), &cfg);
+        let mut m = NodeModels::new(model(), &cfg, 10.0);
         for t in 0..5 {
             let f = m
                 .observe(&sample("a", "web-1", "web", 0.5), f64::from(t), 1, &cfg)
@@ -406,7 +432,7 @@ mod tests {
     #[test]
     fn recreated_containers_inherit_and_checkpoints_restore() {
         let cfg = cfg();
-        let mut m = NodeModels::new(model(), &cfg);
+        let mut m = NodeModels::new(model(), &cfg, 10.0);
         for t in 0..4 {
             m.observe(&sample("a", "web", "web", 0.5), f64::from(t), 1, &cfg);
         }
@@ -422,7 +448,7 @@ mod tests {
         let text = serde_json::to_string(&ck).expect("serialises");
         let back: ModelCheckpoint = serde_json::from_str(&text).expect("parses");
         assert_eq!(back, ck);
-        let mut fresh = NodeModels::new(model(), &cfg);
+        let mut fresh = NodeModels::new(model(), &cfg, 10.0);
         assert_eq!(fresh.restore(back, &cfg), Ok(1));
         let f = fresh
             .observe(&sample("a2", "web", "web", 0.5), 20.0, 1, &cfg)
@@ -435,7 +461,7 @@ mod tests {
     #[test]
     fn bad_checkpoints_are_refused_or_cleaned() {
         let cfg = cfg();
-        let mut m = NodeModels::new(model(), &cfg);
+        let mut m = NodeModels::new(model(), &cfg, 10.0);
         let mut ck = m.checkpoint(0.0);
         ck.version = 99;
         assert_eq!(m.restore(ck, &cfg), Err(CheckpointError::Version(99)));

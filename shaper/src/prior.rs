@@ -57,6 +57,10 @@ pub struct Moments {
     /// Weighted sum of squared first differences.
     #[serde(default)]
     pub d2: f64,
+    /// High-water mark: the largest sample, decayed towards the mean with
+    /// the book's half-life (see [`PriorBook::absorb`]); 0 when empty.
+    #[serde(default)]
+    pub hi: f64,
 }
 
 impl Moments {
@@ -66,6 +70,7 @@ impl Moments {
             self.w += 1.0;
             self.s1 += x;
             self.s2 += x * x;
+            self.hi = self.hi.max(x);
         }
     }
 
@@ -85,10 +90,15 @@ impl Moments {
         self.s2 += o.s2;
         self.dw += o.dw;
         self.d2 += o.d2;
+        self.hi = self.hi.max(o.hi);
     }
 
-    /// Multiplies every weight by `f` (decay).
+    /// Multiplies every weight by `f` (decay); the high-water mark moves
+    /// the same share of the way down to the mean.
     pub fn scale(&mut self, f: f64) {
+        if let Some(m) = self.mean() {
+            self.hi = m + (self.hi - m) * f;
+        }
         self.w *= f;
         self.s1 *= f;
         self.s2 *= f;
@@ -139,6 +149,9 @@ pub struct Level {
     pub mean: f64,
     pub between_var: f64,
     pub within_var: f64,
+    /// The members' decayed high-water mark (largest sample; for memory,
+    /// also the bumped allocation of an OOM kill).
+    pub high: f64,
 }
 
 impl Level {
@@ -274,6 +287,20 @@ impl<K: Hash + Eq + Clone> PriorBook<K> {
         }
     }
 
+    /// Records that a component of `key` was OOM-killed at an allocation
+    /// of `mem_rel` (relative to its request, already bumped as by
+    /// [`crate::oom::OomFloor`]): the key's memory high-water mark rises
+    /// to it, so its siblings and its next incarnation start at least
+    /// there (the VPA records such a kill as a peak of the workload).
+    pub fn raise_mem_high(&mut self, key: &K, mem_rel: f64, now_s: f64, s: &PriorSettings) {
+        if !mem_rel.is_finite() || mem_rel <= 0.0 {
+            return;
+        }
+        if let Some(e) = self.slot(key, now_s, s) {
+            e.moments.mem.hi = e.moments.mem.hi.max(mem_rel);
+        }
+    }
+
     /// The prior of the first usable key in `keys` (most specific first).
     pub fn prior<'k>(
         &self,
@@ -320,8 +347,13 @@ fn entry_prior(e: &PriorEntry, now_s: f64, s: &PriorSettings) -> Option<RelPrior
             mean,
             between_var: between * inflate,
             within_var: within * inflate,
+            high: m.hi.max(mean),
         };
-        (mean.is_finite() && l.between_var.is_finite() && l.within_var.is_finite()).then_some(l)
+        (mean.is_finite()
+            && l.between_var.is_finite()
+            && l.within_var.is_finite()
+            && l.high.is_finite())
+        .then_some(l)
     };
     Some(RelPrior {
         cpu: one(&e.moments.cpu)?,
@@ -437,6 +469,7 @@ mod tests {
             mean: 0.8,
             between_var: 0.01,
             within_var: 0.0025,
+            high: 0.0,
         };
         assert_eq!(blend(&prior, &Moments::default(), None), prior.predictive());
         let mut own = Moments::default();
@@ -453,6 +486,27 @@ mod tests {
         assert!((b.std - 0.05).abs() < 1e-3);
         // never below the latest sample
         assert!((blend(&prior, &own, Some(0.9)).mean - 0.9).abs() < 1e-12);
+    }
+
+    #[test]
+    fn high_water_mark_decays_to_the_mean_and_rises_with_a_kill() {
+        let mut b: PriorBook<&str> = PriorBook::new();
+        for x in [0.2, 0.6] {
+            b.join(&"app", 0.0, &S);
+            b.absorb(&"app", &moments(&[x]), 0.0, &S);
+        }
+        let p = b.prior([&"app"], 0.0, &S).expect("prior");
+        assert!((p.mem.high - 0.6).abs() < 1e-12);
+        // one half-life later the mark is half-way down to the mean (0.4)
+        b.absorb(&"app", &moments(&[0.4]), 3600.0, &S);
+        let p = b.prior([&"app"], 3600.0, &S).expect("prior");
+        assert!((p.mem.high - 0.5).abs() < 1e-12, "{}", p.mem.high);
+        b.raise_mem_high(&"app", 0.9, 3600.0, &S);
+        let p = b.prior([&"app"], 3600.0, &S).expect("prior");
+        assert!((p.mem.high - 0.9).abs() < 1e-12);
+        assert!((p.cpu.high - 0.5).abs() < 1e-12, "cpu untouched");
+        b.raise_mem_high(&"app", f64::NAN, 3600.0, &S);
+        assert!(b.prior([&"app"], 3600.0, &S).expect("prior").mem.high == 0.9);
     }
 
     proptest! {

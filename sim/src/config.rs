@@ -11,7 +11,7 @@
 //!
 //! [shaper]                      # the kernel's config (shaper::ShaperConfig), as in the agent;
 //! policy = "pessimistic"        #   `order` is also the scheduler order
-//! k1 = 0.4
+//! k1 = 0.3
 //! k2 = 3.0
 //! # horizon_samples = 1         # default: one interval's worth of samples
 //! min_history_samples = 3       # a model's forecast is used after this many samples

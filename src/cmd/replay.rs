@@ -1,7 +1,7 @@
 //! `tailor replay`: simulate a workload under a shaping policy.
 //!
 //! With no argument: the bundled Google 2011 slice, pessimistic policy, GP
-//! forecaster, K1 = 0.4, K2 = 3, against the baseline run of the same
+//! forecaster, K1 = 0.3, K2 = 3, against the baseline run of the same
 //! workload; prints a human summary.
 
 use std::path::PathBuf;
@@ -15,7 +15,7 @@ use crate::cmd::sim_args::SimArgs;
 pub struct Args {
     #[command(flatten)]
     pub sim: SimArgs,
-    /// Constant buffer term, fraction of the request (default 0.4).
+    /// Constant buffer term, fraction of the request (default 0.3).
     #[arg(long)]
     pub k1: Option<f64>,
     /// Dynamic buffer term, sigmas (default 3).

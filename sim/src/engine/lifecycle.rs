@@ -236,15 +236,40 @@ impl Engine<'_> {
     /// An OOM kill of component `c`: a core component crashes its
     /// application; an elastic one loses its work and waits for room again.
     pub(super) fn oom_kill(&mut self, c: usize) {
+        {
+            let cc = &self.comps[c];
+            tracing::debug!(
+                app = cc.app,
+                component = c,
+                sample = cc.sample,
+                samples_observed = cc.fc.as_ref().map_or(0, |f| f.models.observed()),
+                warm = cc.warm,
+                alloc_mem_bytes = cc.alloc.mem_bytes,
+                peak_mem_bytes = cc.mem_peak,
+                request_mem_bytes = cc.request.mem_bytes,
+                forecast_mem_bytes = cc.forecast.map_or(f64::NAN, |f| f.mem.mean),
+                forecast_mem_std_bytes = cc.forecast.map_or(f64::NAN, |f| f.mem.std),
+                "oom kill"
+            );
+        }
         self.m.oom_kills += 1;
         if self.comp_days[c].oom(self.now) {
             self.m.oom_component_days += 1;
         }
-        self.comps[c].oom_floor = Some(OomFloor::after_kill(
-            self.comps[c].alloc.mem_bytes,
-            self.now,
-            &self.shaper,
-        ));
+        let floor = OomFloor::after_kill(self.comps[c].alloc.mem_bytes, self.now, &self.shaper);
+        self.comps[c].oom_floor = Some(floor);
+        // The kill is a peak of the lineage and the application (the VPA
+        // records it so): the next incarnation and the siblings start above it.
+        let req = self.comps[c].request.mem_bytes;
+        if req > 0.0 {
+            let settings = self.shaper.prior_settings();
+            let prio = self.wl.apps[self.comps[c].app as usize].priority;
+            let keys = prior_keys(c, &self.comps[c], prio);
+            for k in &keys[..2] {
+                self.prior
+                    .raise_mem_high(k, floor.mem_bytes / req, self.now, &settings);
+            }
+        }
         if self.comps[c].warm {
             self.m.oom_kills_warm += 1;
         }

@@ -19,7 +19,7 @@ use shaper::{
     Resources, SchedulerKey, ShaperConfig, ViewBuilder,
 };
 
-use shaper::models::normalise;
+use shaper::models::{hold_samples, normalise};
 
 use crate::metrics::{AppOutcome, ComponentDays, RunMetrics, TimePoint};
 use crate::placement::{fits, FreeTree, Placement, UnfitCache};

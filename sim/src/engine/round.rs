@@ -66,7 +66,9 @@ impl Engine<'_> {
                         Some(Box::new(oracle_fc_from(spec, &req, c.work_s, cur, h)?))
                     }
                     Forecasting::Model(f) => Some(Box::new(CompFc {
-                        models: ComponentModels::build(req, f)?.with_warm_samples(warm_samples),
+                        models: ComponentModels::build(req, f)?
+                            .with_warm_samples(warm_samples)
+                            .with_mem_hold(hold_samples(kernel, u)),
                         fed: 0,
                         base: 0,
                         joined: false,

@@ -1,0 +1,180 @@
+use super::*;
+
+fn pt(fam: Family, failed: f64, mem: f64) -> Point {
+    Point {
+        forecaster: fam,
+        sizing: Sizing::K1k2,
+        params: BTreeMap::new(),
+        failed_app_fraction: failed,
+        oom_component_day_fraction: failed / 2.0,
+        mem_alloc_gib_h: mem,
+        oracle_capture: capture(100.0, 50.0, mem),
+        ci95: None,
+    }
+}
+
+fn frontier(points: Vec<Point>) -> Frontier {
+    Frontier {
+        baseline: BaselineFigures {
+            failed_app_fraction: 0.0,
+            mem_alloc_gib_h: 100.0,
+        },
+        oracle_mem_alloc_gib_h: 50.0,
+        points,
+        workload: "w".into(),
+        policy: "pessimistic".into(),
+        seeds: vec![0],
+    }
+}
+
+#[test]
+fn reserved_memory_and_component_days_are_exact() {
+    use datasets::workload::*;
+    let gib = 1024.0 * 1024.0 * 1024.0;
+    let usage = UsageSeries::new(300.0, Shape::constant(0.5), Shape::constant(gib));
+    let comp = |work_s: f64| {
+        ComponentSpec::new(
+            Class::Core,
+            Resources::new(1.0, 2.0 * gib),
+            work_s,
+            usage.clone(),
+        )
+    };
+    let wl = Workload {
+        name: "two apps".into(),
+        hosts: vec![HostSpec {
+            capacity: Resources::new(4.0, 8.0 * gib),
+        }],
+        apps: vec![
+            AppSpec {
+                id: 1,
+                arrival_s: 0.0,
+                priority: 0,
+                components: vec![comp(3600.0)],
+            },
+            AppSpec {
+                id: 2,
+                arrival_s: 86_000.0,
+                priority: 0,
+                components: vec![comp(1800.0)],
+            },
+        ],
+    };
+    let cfg: SimConfig = toml::from_str("[shaper]\npolicy = \"baseline\"").expect("config");
+    let s = simulate(&wl, &cfg, None).expect("run").summary;
+    // 2 GiB for 1 h + 2 GiB for 0.5 h
+    assert!(
+        (s.mem_alloc_gib_h - 3.0).abs() < 1e-9,
+        "{}",
+        s.mem_alloc_gib_h
+    );
+    // the second app spans the first day boundary: 1 + 2 component-days
+    let m = simulate(&wl, &cfg, None).expect("run").metrics;
+    assert_eq!(m.component_days, 3);
+    assert_eq!(m.oom_component_days, 0);
+    assert_eq!(s.oom_component_day_fraction, 0.0);
+    assert!((s.cluster_mem_slack - (s.mean_alloc_mem_frac - s.mean_used_mem_frac)).abs() < 1e-12);
+}
+
+#[test]
+fn capture_is_zero_at_baseline_one_at_oracle() {
+    assert_eq!(capture(100.0, 50.0, 100.0), 0.0);
+    assert_eq!(capture(100.0, 50.0, 50.0), 1.0);
+    assert_eq!(capture(100.0, 50.0, 75.0), 0.5);
+    assert!(capture(100.0, 100.0, 90.0).is_nan());
+}
+
+#[test]
+fn pareto_keeps_only_undominated_points() {
+    let f = frontier(vec![
+        pt(Family::Gp, 0.0, 90.0),
+        pt(Family::Gp, 0.01, 95.0), // dominated by the first
+        pt(Family::Gp, 0.02, 70.0),
+        pt(Family::Gp, 0.02, 80.0), // same failure, less reclaim
+        pt(Family::Vpa, 0.0, 85.0),
+    ]);
+    let front: Vec<f64> = f
+        .pareto(Family::Gp, BudgetMeasure::FailedApps)
+        .iter()
+        .map(|p| p.mem_alloc_gib_h)
+        .collect();
+    assert_eq!(front, vec![90.0, 70.0]);
+    let best = f
+        .best_within(&|x| x.is_tailor(), BudgetMeasure::FailedApps, 0.01)
+        .map(|p| p.mem_alloc_gib_h);
+    assert_eq!(best, Some(90.0));
+    let vpa = f
+        .best_within(&|x| x == Family::Vpa, BudgetMeasure::FailedApps, 0.001)
+        .map(|p| p.mem_alloc_gib_h);
+    assert_eq!(vpa, Some(85.0));
+    // the other measure: gp at 0.02 failed has 1% OOM days
+    let best = f
+        .best_within(&|x| x.is_tailor(), BudgetMeasure::OomComponentDays, 0.01)
+        .map(|p| p.mem_alloc_gib_h);
+    assert_eq!(best, Some(70.0));
+    let md = markdown(&f, BudgetMeasure::FailedApps, "tailor frontier");
+    assert!(md.contains("| 0.10% |"), "{md}");
+    let csv = f.to_csv(BudgetMeasure::FailedApps);
+    assert_eq!(csv.lines().count(), 6);
+    assert!(
+        csv.lines().nth(2).is_some_and(|l| l.contains(",false,")),
+        "{csv}"
+    );
+}
+
+#[test]
+fn grid_validation_names_every_bad_list() {
+    let g = FrontierGrid {
+        k1: vec![-1.0],
+        k2: vec![],
+        memory_risk: vec![0.9],
+        vpa_percentile: vec![1.0],
+        vpa_margin: vec![0.1; MAX_LIST + 1],
+        families: Family::SWEPT.to_vec(),
+    };
+    let e = g.validate().expect_err("invalid").to_string();
+    for k in ["k1", "k2", "memory_risk", "vpa_percentile", "vpa_margin"] {
+        assert!(e.contains(k), "{k} missing: {e}");
+    }
+    assert!(FrontierGrid::default().validate().is_ok());
+    let only_vpa = FrontierGrid {
+        k1: vec![],
+        k2: vec![],
+        families: vec![Family::Vpa],
+        ..FrontierGrid::default()
+    };
+    assert!(only_vpa.validate().is_ok());
+}
+
+#[test]
+fn specs_put_no_buffer_on_the_vpa() {
+    let base = SimConfig::default();
+    let grid = FrontierGrid {
+        k1: vec![0.1],
+        k2: vec![2.0],
+        memory_risk: vec![0.01],
+        vpa_percentile: vec![0.9],
+        vpa_margin: vec![0.15, 0.3],
+        families: vec![Family::Gp, Family::Vpa],
+    };
+    let specs = point_specs(&base, &grid).expect("specs");
+    assert_eq!(specs.len(), 2 + 2 + 2);
+    assert_eq!(specs[0].cfg.shaper.policy, Policy::Baseline);
+    assert_eq!(specs[1].cfg.forecaster_source, ForecasterSource::Oracle);
+    assert_eq!((specs[1].cfg.shaper.k1, specs[1].cfg.shaper.k2), (0.0, 0.0));
+    let risk = specs
+        .iter()
+        .find(|s| s.sizing == Sizing::MemoryRisk)
+        .expect("risk point");
+    assert_eq!(risk.cfg.shaper.memory_risk, Some(0.01));
+    for v in specs.iter().filter(|s| s.family == Family::Vpa) {
+        assert_eq!((v.cfg.shaper.k1, v.cfg.shaper.k2), (0.0, 0.0));
+        assert!(!v.cfg.forecaster.calibrated);
+        assert_eq!(v.cfg.forecaster.kind, ModelKind::Vpa);
+        assert_eq!(v.cfg.forecaster.vpa.target_memory_percentile, 0.9);
+        assert!(v.cfg.shaper.memory_risk.is_none());
+    }
+    let mut b = base.clone();
+    b.shaper.policy = Policy::Baseline;
+    assert!(point_specs(&b, &grid).is_err());
+}
