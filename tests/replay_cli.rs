@@ -43,7 +43,7 @@ fn replay_json_has_the_summary_fields() {
     }
     assert_eq!(v["policy"], "pessimistic");
     assert_eq!(v["forecaster"], "last");
-    assert_eq!(v["k1"], 0.4);
+    assert_eq!(v["k1"], 0.3);
     assert!(v["apps_completed"].as_u64().unwrap_or(0) > 100);
     assert!(
         v["turnaround_ratio"].as_f64().is_some(),

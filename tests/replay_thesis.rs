@@ -97,6 +97,8 @@ fn config(policy: Policy, source: ForecasterSource, k1: f64, k2: f64) -> SimConf
     c.shaper.k2 = k2;
     c.forecaster_source = source;
     c.shaper.min_relative_change = 0.0;
+    // The thesis's buffer alone: no memory hold on top of the forecast.
+    c.shaper.mem_hold_s = 0.0;
     c.forecaster.gp.history = 10;
     c.forecaster.gp.train_size = Some(10);
     c

@@ -68,6 +68,7 @@
 
 pub mod config;
 pub mod decide;
+pub mod hold;
 pub mod limits;
 pub mod model;
 pub mod models;

@@ -27,6 +27,7 @@
 //! killer acts on the peak, not the mean.
 
 use crate::config::ShaperConfig;
+use crate::hold::Hold;
 use crate::model::{Forecasts, Predictive, Resource, Resources};
 use crate::prior::{blend, PairMoments, RelPrior};
 use forecaster::{ForecastError, Forecaster};
@@ -112,19 +113,18 @@ pub struct ComponentModels {
     pending: PairMoments,
     /// Latest relative samples (CPU, memory).
     last: (Option<f64>, Option<f64>),
-    /// Samples the memory hold spans ([`hold_samples`]); 0 = no hold.
-    mem_hold: usize,
-    /// The last `mem_hold` relative memory samples, newest last.
-    recent_mem: std::collections::VecDeque<f64>,
+    /// The peak of the recent relative memory samples ([`hold_samples`]).
+    mem_hold: Hold,
 }
 
 /// The memory hold in samples: `[shaper] mem_hold_s / sample_interval_s`,
-/// rounded up, at most [`crate::config::MAX_HORIZON_SAMPLES`] (0 when the
-/// hold is off or the interval unknown).
+/// rounded up, at most 1e9 (0 when the hold is off or the interval
+/// unknown). A hold costs the same bounded memory at any length
+/// ([`crate::hold`]).
 pub fn hold_samples(cfg: &ShaperConfig, sample_interval_s: f64) -> usize {
     let n = cfg.mem_hold_s / sample_interval_s;
     if n.is_finite() && n > 0.0 {
-        n.ceil().min(crate::config::MAX_HORIZON_SAMPLES as f64) as usize
+        n.ceil().min(1e9) as usize
     } else {
         0
     }
@@ -157,8 +157,7 @@ impl ComponentModels {
             own: PairMoments::default(),
             pending: PairMoments::default(),
             last: (None, None),
-            mem_hold: 0,
-            recent_mem: Default::default(),
+            mem_hold: Hold::default(),
         })
     }
 
@@ -172,7 +171,7 @@ impl ComponentModels {
     /// Holds memory forecasts at the largest of the last `n` samples (see
     /// [`hold_samples`]); default 0, no hold.
     pub fn with_mem_hold(mut self, n: usize) -> Self {
-        self.mem_hold = n.min(crate::config::MAX_HORIZON_SAMPLES);
+        self.mem_hold = Hold::new(n);
         self
     }
 
@@ -186,8 +185,7 @@ impl ComponentModels {
             own: PairMoments::default(),
             pending: PairMoments::default(),
             last: (None, None),
-            mem_hold: 0,
-            recent_mem: Default::default(),
+            mem_hold: Hold::default(),
         }
     }
 
@@ -225,12 +223,7 @@ impl ComponentModels {
                     self.pending.mem.add_diff(mem, p);
                 }
                 self.last.1 = Some(mem);
-                if self.mem_hold > 0 {
-                    if self.recent_mem.len() >= self.mem_hold {
-                        self.recent_mem.pop_front();
-                    }
-                    self.recent_mem.push_back(mem);
-                }
+                self.mem_hold.push(mem);
             }
             Err(e) => tracing::debug!(error = %e, "memory sample rejected"),
         }
@@ -239,11 +232,6 @@ impl ComponentModels {
     /// The relative samples seen since the last call, for a prior book.
     pub fn take_pending(&mut self) -> PairMoments {
         std::mem::take(&mut self.pending)
-    }
-
-    /// The largest relative memory sample of the hold (0 without any).
-    fn held_mem(&self) -> f64 {
-        self.recent_mem.iter().fold(0.0, |m: f64, &x| m.max(x))
     }
 
     /// Samples seen by the model that has seen fewer.
@@ -296,8 +284,8 @@ impl ComponentModels {
         // Memory grows at once and shrinks only after it stayed lower for
         // the hold; a young component starts at its siblings' high-water
         // mark (an OOM kill is never the way to learn a peak).
-        if self.mem_hold > 0 && !self.always_warm {
-            let mut floor = self.held_mem();
+        if self.mem_hold.is_on() && !self.always_warm {
+            let mut floor = self.mem_hold.max();
             if source == ForecastSource::Prior {
                 if let Some(p) = prior {
                     floor = floor.max(p.mem.high);

@@ -9,7 +9,8 @@
 //!   (sizing `memory_risk`; K1/K2 of the base config still size CPU);
 //! - `vpa`: the faithful VPA recommender over its own knobs, the target
 //!   memory percentile and the safety margin (sizing `vpa`), uncalibrated
-//!   and with K1 = K2 = 0 so nothing is added on top of its target;
+//!   and with K1 = K2 = 0 and no memory hold (`mem_hold_s = 0`) so nothing
+//!   is added on top of its target;
 //! - `oracle`: exact future usage, K1 = K2 = 0 (the reference reclaim);
 //! - `baseline`: every component at its request (the reference cost).
 //!
@@ -308,6 +309,8 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
             };
             m.shaper.k1 = 0.0;
             m.shaper.k2 = 0.0;
+            // The VPA's own memory window, not tailor's hold on top.
+            m.shaper.mem_hold_s = 0.0;
             for &p in &grid.vpa_percentile {
                 for &margin in &grid.vpa_margin {
                     let mut c = m.clone();
