@@ -439,6 +439,9 @@ async fn overload_evicts_youngest_elastic_of_last_app_and_restarts_it() {
     // buffer = k1 * request only: the ramp would make the peak model's sigma
     // (and the k2 term) large for a few rounds; this test is about the order
     cfg.shaper.k2 = 0.0;
+    // the memory hold (a day by default) keeps a-core's peak for 5 s only, so
+    // that room returns within the test once its usage falls back
+    cfg.shaper.mem_hold_s = 5.0;
     let mut agent = new_agent(cfg);
     // warm the models up without planning (requests alone exceed the node)
     for _ in 0..3 {

@@ -132,6 +132,15 @@ fn etcd_store_keeps_state_and_fences_a_deposed_leader() {
         assert_eq!(d.app_failures["t/web"], 3);
         a.put_round(7, &many, 3).await.expect("round 7");
         assert_eq!(b.load().await.expect("load").rounds[&7].len(), 12_000);
+        // The replay guard: several chunks, then a smaller guard replaces it.
+        let guard: std::collections::BTreeMap<String, (u64, u64)> =
+            (0..12_000u64).map(|i| (format!("n{i}"), (1, i))).collect();
+        a.put_replay_guard(&guard).await.expect("guard");
+        assert_eq!(b.load().await.expect("load").replay, guard);
+        let small: std::collections::BTreeMap<String, (u64, u64)> =
+            [("n1".to_string(), (2, 9))].into_iter().collect();
+        a.put_replay_guard(&small).await.expect("smaller guard");
+        assert_eq!(b.load().await.expect("load").replay, small);
         // a loses its lease: b leads, a's writes are refused.
         a.client().revoke(la).await.expect("revoke");
         assert!(b.campaign(lb).await.expect("campaign b").mine);

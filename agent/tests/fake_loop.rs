@@ -267,7 +267,12 @@ async fn overload_evicts_youngest_elastic_of_last_app_then_restarts_it() {
     // elastic (requests 300 MiB); everyone uses 150 MiB, then a uses 600
     // k2 = 0: the step in a-core's usage would make the peak model's sigma
     // (and so the buffer) huge for a few rounds; this test is about order
-    let mut r = rig(config(&with_capacity("", 4.0, GIB)).clone_with(|c| c.shaper.k2 = 0.0));
+    // the memory hold (a day by default) is cut to 3 s so that room returns
+    // within the test once a-core's usage falls back
+    let mut r = rig(config(&with_capacity("", 4.0, GIB)).clone_with(|c| {
+        c.shaper.k2 = 0.0;
+        c.shaper.mem_hold_s = 3.0;
+    }));
     let lim = Some(300 * MIB);
     let cpu = CpuLimit::Nano {
         nano_cpus: 500_000_000,

@@ -27,7 +27,9 @@
 
 use crate::credentials::CredentialsFile;
 use crate::state::ActionStatus;
-use crate::store::{decode, encode, Durable, DurableAction, PendingWrites, StateStore, StoreError};
+use crate::store::{
+    decode, encode, Durable, DurableAction, PendingWrites, ReplaySnapshot, StateStore, StoreError,
+};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -534,6 +536,14 @@ impl StateStore for EtcdStore {
             });
         }
         crate::store::apply_acks(&mut d, &acks);
+        for kv in self.client.range_prefix(&self.key("replay/")).await? {
+            let chunk: Vec<(String, u64, u64)> = decode(&kv.key, &kv.value)?;
+            d.replay.extend(
+                chunk
+                    .into_iter()
+                    .map(|(agent, boot, seq)| (agent, (boot, seq))),
+            );
+        }
         let failures_prefix = self.key("app_failures/");
         for kv in self.client.range_prefix(&failures_prefix).await? {
             let app = kv.key[failures_prefix.len()..].to_string();
@@ -590,6 +600,25 @@ impl StateStore for EtcdStore {
             ));
         }
         ops.push(put(&self.key("round"), &encode(&round)));
+        self.fenced(ops).await
+    }
+
+    async fn put_replay_guard(&self, guard: &ReplaySnapshot) -> Result<(), StoreError> {
+        let entries: Vec<(&String, u64, u64)> =
+            guard.iter().map(|(a, &(b, s))| (a, b, s)).collect();
+        let mut ops: Vec<Value> = entries
+            .chunks(ACTIONS_PER_CHUNK)
+            .enumerate()
+            .map(|(i, c)| put(&self.key(&format!("replay/{i:06}")), &encode(&c)))
+            .collect();
+        // Drop chunks a larger guard left (etcd refuses a put inside a
+        // range deleted by the same transaction, so only past the last).
+        // `replay0` is the end of the `replay/` prefix.
+        let n = ops.len();
+        ops.push(delete_range(
+            &self.key(&format!("replay/{n:06}")),
+            &self.key("replay0"),
+        ));
         self.fenced(ops).await
     }
 

@@ -35,9 +35,10 @@
 //! logic stays pure: a round's actions are written before any agent can
 //! collect them, acks before they are answered, so a new leader matches
 //! acks of the old one's actions, keeps failure counts and never issues an
-//! action id twice. Not covered: a report replayed to a new leader once
-//! (replay sequences are per instance), and agents' latest reports (they
-//! re-report within one interval, during the new leader's warmup).
+//! action id twice. Agents' last accepted report sequences are stored with
+//! every round, so a new leader refuses a report captured before the last
+//! round (not one accepted after it). Not stored: agents' latest reports
+//! (they re-report within one interval, during the new leader's warmup).
 //!
 //! # Example
 //!

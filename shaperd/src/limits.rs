@@ -313,6 +313,18 @@ impl ReplayGuard {
         self.last.insert(agent.clone(), (boot_id, seq));
     }
 
+    /// Every agent's last accepted (boot id, sequence), for the store.
+    pub fn snapshot(&self) -> crate::store::ReplaySnapshot {
+        self.last.iter().map(|(a, &v)| (a.to_string(), v)).collect()
+    }
+
+    /// A guard from a stored snapshot (a new leader's).
+    pub fn from_snapshot(s: crate::store::ReplaySnapshot) -> Self {
+        Self {
+            last: s.into_iter().map(|(a, v)| (Arc::from(a), v)).collect(),
+        }
+    }
+
     /// Keeps only agents for which `keep` is true (e.g. with a credential).
     pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
         self.last.retain(|a, _| keep(a));

@@ -250,6 +250,13 @@ impl Shared {
             }
             return Err(SkipReason::Store);
         }
+        // Agents' report sequences, so that a new leader refuses reports
+        // captured before a failover. A failed write keeps the round (its
+        // actions are stored); the next round writes the guard again.
+        let guard = self.with_state(|s| s.replay_snapshot());
+        if let Err(e) = self.store.put_replay_guard(&guard).await {
+            tracing::warn!(round = prepared.round(), agents = guard.len(), error = %e, "cannot store the replay guard");
+        }
         let out = self.with_state(|s| s.commit(prepared));
         let elapsed = t0.elapsed().as_secs_f64();
         self.with_metrics(|m| {

@@ -380,6 +380,11 @@ impl ShaperState {
         }
     }
 
+    /// The replay guard as stored after a round (see [`crate::store`]).
+    pub fn replay_snapshot(&self) -> crate::store::ReplaySnapshot {
+        self.replay.snapshot()
+    }
+
     /// Keeps replay-protection entries only for agents for which `keep` is
     /// true (called with the agents that still have a credential).
     pub fn retain_replay_guard(&mut self, keep: impl FnMut(&str) -> bool) {

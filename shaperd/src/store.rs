@@ -5,7 +5,9 @@
 //! a tenant), the action ids issued in the last [`crate::state::RETAIN_ROUNDS`]
 //! rounds with their fate, the applications' failure counts, the evicted
 //! applications of those rounds (derived from the applied whole-application
-//! evictions), the cluster's action-id epoch and its last round number.
+//! evictions), the cluster's action-id epoch and its last round number,
+//! and every agent's last accepted report sequence as of the last round
+//! (so a report captured before a failover is refused by the new leader).
 //!
 //! Write-through: a round's actions are written before any agent can collect
 //! them, an acknowledgement before the shaper answers it. A new leader
@@ -71,7 +73,13 @@ pub struct Durable {
     pub rounds: BTreeMap<u64, Vec<DurableAction>>,
     /// Applications' failure counts (`<tenant>/<label>`).
     pub app_failures: BTreeMap<String, u32>,
+    /// Every agent's last accepted (boot id, sequence) as of the last
+    /// stored round.
+    pub replay: ReplaySnapshot,
 }
+
+/// Agents' last accepted (boot id, sequence), by agent id.
+pub type ReplaySnapshot = BTreeMap<String, (u64, u64)>;
 
 /// Writes that acks produced, to persist before answering.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -102,6 +110,8 @@ pub trait StateStore: Send + Sync + std::fmt::Debug {
         actions: &[DurableAction],
         keep_from: u64,
     ) -> Result<(), StoreError>;
+    /// Replaces the stored replay guard (after each round).
+    async fn put_replay_guard(&self, guard: &ReplaySnapshot) -> Result<(), StoreError>;
     /// Stores acks and failure counts (before the ack is answered).
     async fn put_acks(&self, writes: &PendingWrites) -> Result<(), StoreError>;
     /// Publishes the credentials (hashes only).
@@ -205,6 +215,13 @@ impl StateStore for MemoryStore {
         d.rounds.insert(round, actions.to_vec());
         d.round = d.round.max(round);
         d.rounds = d.rounds.split_off(&keep_from);
+        Ok(())
+    }
+
+    async fn put_replay_guard(&self, guard: &ReplaySnapshot) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        Self::check(&inner)?;
+        inner.durable.replay = guard.clone();
         Ok(())
     }
 

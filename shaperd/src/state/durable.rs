@@ -60,7 +60,8 @@ impl ShaperState {
 
     /// Becomes the state of a (new) leader: the cluster's epoch, its last
     /// round, the retained rounds' actions, failure counts and evicted
-    /// applications from the store. Agents are forgotten (they re-report),
+    /// applications, and the agents' last accepted report sequences from the
+    /// store. Agents are forgotten (they re-report),
     /// and rounds wait `warmup_intervals` from `now_s` again. Counters of
     /// this process (acks, refusals) are kept.
     pub fn restore(&mut self, epoch: String, d: Durable, now_s: f64) {
@@ -71,7 +72,7 @@ impl ShaperState {
             .max(d.rounds.keys().next_back().copied().unwrap_or(0));
         self.agents.clear();
         self.usage = Usage::default();
-        self.replay = ReplayGuard::default();
+        self.replay = ReplayGuard::from_snapshot(d.replay);
         self.writes = PendingWrites::default();
         let mut agents: BTreeMap<String, Arc<str>> = BTreeMap::new();
         let mut counted = HashSet::new();

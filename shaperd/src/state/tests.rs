@@ -758,3 +758,30 @@ fn a_new_leader_continues_from_the_store() {
     let out = b.plan_round(31.0).expect("round after warmup");
     assert!(out.round > old_round);
 }
+
+/// Report sequences stored with a round survive a failover: the new leader
+/// refuses a report captured before it, and takes the next one.
+#[test]
+fn a_new_leader_refuses_reports_replayed_from_before_the_last_round() {
+    use crate::store::{MemoryStore, StateStore};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let store = MemoryStore::new();
+    let mut a = state(0.0);
+    let w = who("n1", "t");
+    let mut req = report("n1", 10.0 * GB, vec![]);
+    req.boot_id = 7;
+    req.seq = 5;
+    a.report_as(&w, req.clone(), 1.0).expect("accepted");
+    rt.block_on(store.put_replay_guard(&a.replay_snapshot()))
+        .expect("stored");
+    let mut b = state(0.0);
+    b.restore("e1".into(), rt.block_on(store.load()).expect("load"), 2.0);
+    assert!(
+        matches!(b.report_as(&w, req.clone(), 3.0), Err(Refusal::Replay(_))),
+        "a replayed report is refused by the new leader"
+    );
+    req.seq = 6;
+    b.report_as(&w, req, 3.0).expect("the agent's next report");
+}
