@@ -13,6 +13,8 @@
 # The load generator runs on the same machine and competes with the shaper
 # for CPU: pin them apart with SHAPER_CPUS / LOADGEN_CPUS (taskset lists)
 # when there are cores to spare, and state the machine's load with the figures.
+# SHAPER_LOG=FILE keeps the shaper's log (RUST_LOG=info: one line per round
+# with its latency_s and planned_s, the part before the store and commit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,11 +62,12 @@ sed -e "s#^listen = .*#listen = \"127.0.0.1:$PORT\"#" \
     packaging/shaper.toml > "$dir/shaper.toml"
 
 echo "bench-10k: $AGENTS agents x $CONTAINERS containers every $INTERVAL_S s for $DURATION_S s; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-RUST_LOG=${RUST_LOG:-warn} "${shaper_pin[@]}" "$TAILOR_BIN" shaper --config "$dir/shaper.toml" 2> "$dir/shaper.log" &
+log=${SHAPER_LOG:-$dir/shaper.log}
+RUST_LOG=${RUST_LOG:-warn} "${shaper_pin[@]}" "$TAILOR_BIN" shaper --config "$dir/shaper.toml" 2> "$log" &
 shaper_pid=$!
 for _ in $(seq 100); do
   curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break
-  kill -0 "$shaper_pid" 2>/dev/null || { cat "$dir/shaper.log" >&2; exit 1; }
+  kill -0 "$shaper_pid" 2>/dev/null || { cat "$log" >&2; exit 1; }
   sleep 0.1
 done
 

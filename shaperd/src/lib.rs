@@ -21,7 +21,9 @@
 //! application ids are hashed when a report arrives, not in the round),
 //! runs `decide()` with a reused [`shaper::Decider`], and keeps the plan's
 //! actions lazily: each agent's wire actions (ids, summary lines) are
-//! rendered when it collects them. `cargo bench -p shaperd --bench round`
+//! rendered when it collects them; the previous round's actions (and the
+//! reports only they still refer to) are freed off the lock.
+//! `cargo bench -p shaperd --bench round`
 //! times the phases at 1M components; `scripts/bench-10k.sh` runs the load
 //! generator (10,000 agents x 100 containers) against the release binary.
 //!
@@ -29,8 +31,8 @@
 //!
 //! With `[etcd]` in `shaper.toml`, two or more replicas share their state in
 //! etcd and elect a leader there ([`ha`], [`etcd`]); the durable state sits
-//! behind the [`store::StateStore`] trait ([`store::MemoryStore`] for one
-//! replica and for tests). Only the leader plans and answers agents,
+//! behind the [`store::StateStore`] trait ([`store::MemoryStore`] for tests;
+//! a lone replica's private store is not written to at all). Only the leader plans and answers agents,
 //! followers redirect them (`307` to the leader's `advertise_url`). Round
 //! logic stays pure: a round's actions are written before any agent can
 //! collect them, acks before they are answered, so a new leader matches

@@ -29,7 +29,7 @@ use crate::limits::Refusal;
 use crate::metrics::{self, Gauges, Metrics, ProcessStats};
 use crate::protocol::{AckRequest, ErrorBody, ReportRequest};
 use crate::serve::{ConnStats, LimitAcceptor, ServeLimits};
-use crate::state::{Role, RoundOutcome, ShaperState, SkipReason, StateConfig};
+use crate::state::{PreparedRound, Role, RoundOutcome, ShaperState, SkipReason, StateConfig};
 use crate::store::{MemoryStore, StateStore, StoreError};
 use crate::ClusterError;
 use axum::body::Bytes;
@@ -141,7 +141,7 @@ impl Shared {
     pub async fn persist_writes(&self) -> Result<(), StoreError> {
         let _order = self.write_lock.lock().await;
         let writes = self.with_state(|s| s.take_writes());
-        if writes.is_empty() {
+        if writes.is_empty() || !self.store.is_shared() {
             return Ok(());
         }
         self.store.put_acks(&writes).await
@@ -235,29 +235,13 @@ impl Shared {
                 return Err(SkipReason::NoAgents);
             }
         };
-        // Write-through: the actions are durable before any agent can
-        // collect them; a failed write skips the round (nothing handed out).
-        let actions = prepared.durable_actions();
-        if let Err(e) = self
-            .store
-            .put_round(prepared.round(), &actions, prepared.keep_from())
-            .await
-        {
-            tracing::error!(round = prepared.round(), error = %e, "cannot store the round's actions: round skipped");
-            self.with_metrics(|m| m.rounds_skipped_store += 1);
-            if matches!(e, StoreError::NotLeader) {
-                crate::ha::step_down(self, "a fenced write failed");
-            }
-            return Err(SkipReason::Store);
+        let planned_s = t0.elapsed().as_secs_f64();
+        if self.store.is_shared() {
+            self.store_round(&prepared).await?;
         }
-        // Agents' report sequences, so that a new leader refuses reports
-        // captured before a failover. A failed write keeps the round (its
-        // actions are stored); the next round writes the guard again.
-        let guard = self.with_state(|s| s.replay_snapshot());
-        if let Err(e) = self.store.put_replay_guard(&guard).await {
-            tracing::warn!(round = prepared.round(), agents = guard.len(), error = %e, "cannot store the replay guard");
-        }
-        let out = self.with_state(|s| s.commit(prepared));
+        let (out, replaced) = self.with_state(|s| s.commit_deferring_drops(prepared));
+        // freed off the lock and off the round's latency
+        tokio::task::spawn_blocking(move || drop(replaced));
         let elapsed = t0.elapsed().as_secs_f64();
         self.with_metrics(|m| {
             m.round_latency.observe(elapsed);
@@ -277,9 +261,36 @@ impl Shared {
             evict_component = out.evict_component,
             evict_application = out.evict_application,
             latency_s = elapsed,
+            planned_s,
             "shaping round"
         );
         Ok(out)
+    }
+
+    /// Write-through: the round's actions are durable before any agent can
+    /// collect them; a failed write skips the round (nothing handed out).
+    /// Then the agents' report sequences, so that a new leader refuses
+    /// reports captured before a failover; a failed write of those keeps
+    /// the round (its actions are stored), the next round writes them again.
+    async fn store_round(self: &Arc<Self>, prepared: &PreparedRound) -> Result<(), SkipReason> {
+        let actions = prepared.durable_actions();
+        if let Err(e) = self
+            .store
+            .put_round(prepared.round(), &actions, prepared.keep_from())
+            .await
+        {
+            tracing::error!(round = prepared.round(), error = %e, "cannot store the round's actions: round skipped");
+            self.with_metrics(|m| m.rounds_skipped_store += 1);
+            if matches!(e, StoreError::NotLeader) {
+                crate::ha::step_down(self, "a fenced write failed");
+            }
+            return Err(SkipReason::Store);
+        }
+        let guard = self.with_state(|s| s.replay_snapshot());
+        if let Err(e) = self.store.put_replay_guard(&guard).await {
+            tracing::warn!(round = prepared.round(), agents = guard.len(), error = %e, "cannot store the replay guard");
+        }
+        Ok(())
     }
 
     /// The `/metrics` text.
@@ -631,7 +642,7 @@ impl ShaperServer {
         };
         let store: Arc<dyn StateStore> = match &etcd {
             Some(e) => e.clone(),
-            None => store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+            None => store.unwrap_or_else(|| Arc::new(MemoryStore::private())),
         };
         let shared = Arc::new(Shared::new(state, token, creds.index(), clock, store));
         let ha_task = match etcd {

@@ -117,7 +117,7 @@ pub struct RoundInput {
     pub round: u64,
     pub now_s: f64,
     pub view: ClusterView,
-    origins: HashMap<ComponentId, Origin>,
+    origins: rustc_hash::FxHashMap<ComponentId, Origin>,
     agents: Vec<SnapAgent>,
     live_agents: Vec<Arc<str>>,
     pub stale_agents: Vec<String>,
@@ -133,6 +133,14 @@ pub struct RoundSnapshot {
     pub now_s: f64,
     agents: Vec<SnapAgent>,
     app_failures: BTreeMap<String, u32>,
+}
+
+/// What a commit replaced, to be dropped outside the lock
+/// ([`ShaperState::commit_deferring_drops`]).
+#[derive(Debug, Default)]
+pub struct Replaced {
+    pending: Vec<Pending>,
+    records: BTreeMap<u64, Vec<ActionRecord>>,
 }
 
 /// A planned round turned into per-agent actions, ready to commit.
@@ -644,6 +652,15 @@ impl ShaperState {
     /// Installs a prepared round: swaps every agent's pending actions and
     /// records the new actions. Cheap: call it under the lock.
     pub fn commit(&mut self, prepared: PreparedRound) -> RoundOutcome {
+        self.commit_deferring_drops(prepared).0
+    }
+
+    /// [`ShaperState::commit`], handing back what it replaced (the previous
+    /// rounds' pending actions, which hold the last references to older
+    /// reports, and the forgotten rounds' records) so that the caller can
+    /// free it outside the lock: at 1M components that is millions of
+    /// deallocations.
+    pub fn commit_deferring_drops(&mut self, prepared: PreparedRound) -> (RoundOutcome, Replaced) {
         let PreparedRound {
             round,
             plan,
@@ -658,6 +675,7 @@ impl ShaperState {
             tracing::warn!(round, latest = self.round, "stale round dropped");
         }
         self.actions.insert(round, records);
+        let mut replaced = Replaced::default();
         for (name, rec) in self.agents.iter_mut() {
             if !in_round.contains(name) {
                 continue;
@@ -671,16 +689,21 @@ impl ShaperState {
                     }
                 }
             }
-            rec.pending = Pending {
-                round,
-                plan: Some(plan.clone()),
-                actions: per_agent.remove(name).unwrap_or_default(),
-            };
+            let old = std::mem::replace(
+                &mut rec.pending,
+                Pending {
+                    round,
+                    plan: Some(plan.clone()),
+                    actions: per_agent.remove(name).unwrap_or_default(),
+                },
+            );
+            replaced.pending.push(old);
         }
         let keep_from = round.saturating_sub(RETAIN_ROUNDS);
-        self.actions = self.actions.split_off(&keep_from);
+        let kept = self.actions.split_off(&keep_from);
+        replaced.records = std::mem::replace(&mut self.actions, kept);
         self.counted_app_evictions.retain(|(r, _)| *r >= keep_from);
-        outcome
+        (outcome, replaced)
     }
 
     /// Snapshot, `decide()`, install: one whole round.

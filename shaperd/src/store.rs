@@ -98,6 +98,13 @@ impl PendingWrites {
 /// Durable shared state (see the module docs).
 #[async_trait::async_trait]
 pub trait StateStore: Send + Sync + std::fmt::Debug {
+    /// False when no other replica can ever read what is written and it
+    /// does not outlive this process (one replica without `[etcd]`): the
+    /// server then skips the per-round writes (at 1M components, the
+    /// round's action records alone are ~670k entries).
+    fn is_shared(&self) -> bool {
+        true
+    }
     /// Everything a new leader needs.
     async fn load(&self) -> Result<Durable, StoreError>;
     /// The cluster's epoch: the stored one, or `proposed` stored now.
@@ -139,6 +146,8 @@ pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     inner: Mutex<MemoryInner>,
+    /// Made with [`MemoryStore::private`]: nobody else reads it.
+    private: bool,
 }
 
 #[derive(Debug, Default)]
@@ -150,8 +159,18 @@ struct MemoryInner {
 }
 
 impl MemoryStore {
+    /// A store that replicas may share (unit tests of failover).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The store of a lone replica: [`StateStore::is_shared`] is false, so
+    /// the server does not write rounds into it.
+    pub fn private() -> Self {
+        Self {
+            private: true,
+            ..Self::default()
+        }
     }
 
     /// Makes every later call fail (or succeed again), for tests.
@@ -187,6 +206,10 @@ pub fn apply_acks(durable: &mut Durable, acks: &[AckWrite]) {
 
 #[async_trait::async_trait]
 impl StateStore for MemoryStore {
+    fn is_shared(&self) -> bool {
+        !self.private
+    }
+
     async fn load(&self) -> Result<Durable, StoreError> {
         let inner = self.lock();
         Self::check(&inner)?;

@@ -68,7 +68,7 @@ impl ForecasterArg {
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct SimArgs {
-    /// bundled | google2011:DIR | synthetic:SEED[:APPS] | recorded:PATH (an agent recording)
+    /// bundled | google2011:DIR | google2019:DIR (per-task usage) | synthetic:SEED[:APPS] | recorded:PATH (an agent recording)
     #[arg(long, default_value = "bundled")]
     pub workload: String,
     /// SimConfig TOML file (command-line flags override it).

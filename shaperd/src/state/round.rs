@@ -11,9 +11,11 @@ use super::{
     ActionRecord, ActionStatus, Origin, PreparedRound, RoundInput, RoundOutcome, RoundSnapshot,
 };
 use crate::protocol::{self, ActionId, ActionKind, RejectedComponent, ReportRequest, WireAction};
+use rustc_hash::{FxHashMap, FxHashSet};
 use shaper::{
     Action, AppFacts, AppId, Component, ComponentId, HostId, Plan, Resources, ViewBuilder,
 };
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -151,11 +153,18 @@ impl RoundSnapshot {
     /// Builds the cluster view (no lock needed). Stale agents' components
     /// are frozen at their last allocation (see the module docs).
     pub fn build(&self) -> RoundInput {
-        let mut apps: ViewBuilder<&str> = ViewBuilder::new(self.now_s);
-        let mut origins: HashMap<ComponentId, Origin> =
-            HashMap::with_capacity(self.agents.iter().map(|a| a.report.components.len()).sum());
-        let mut host_ids: HashSet<HostId> = HashSet::with_capacity(self.agents.len());
-        let mut app_ids: HashMap<AppId, &str> = HashMap::new();
+        // Keyed by the application's id (a hash of its tenant-qualified
+        // key): u64 comparisons, not strings. Ids only break ties in the
+        // scheduler order, so the view's application order changes nothing.
+        let mut apps: ViewBuilder<AppId> = ViewBuilder::new(self.now_s);
+        let n_components = self.agents.iter().map(|a| a.report.components.len()).sum();
+        let mut origins: FxHashMap<ComponentId, Origin> =
+            FxHashMap::with_capacity_and_hasher(n_components, Default::default());
+        let mut host_ids: FxHashSet<HostId> =
+            FxHashSet::with_capacity_and_hasher(self.agents.len(), Default::default());
+        // Each application's label (to catch id collisions) and the failure
+        // count on record for it, looked up once per application.
+        let mut app_labels: FxHashMap<AppId, (&str, u32)> = FxHashMap::default();
         let mut live_agents = Vec::new();
         let mut stale_agents = Vec::new();
         let mut collisions = 0u64;
@@ -177,29 +186,37 @@ impl RoundSnapshot {
             apps.host(host, report.capacity);
             for (ci, (c, &(id, aid))) in report.components.iter().zip(agent.ids.iter()).enumerate()
             {
-                if origins.contains_key(&id) {
-                    tracing::error!(agent = %name, container = %c.container_id, "component id collision: left out");
-                    collisions += 1;
-                    continue;
-                }
-                match app_ids.get(&aid) {
-                    Some(label) if *label != c.app.as_str() => {
+                let origin = match origins.entry(id) {
+                    Entry::Occupied(_) => {
+                        tracing::error!(agent = %name, container = %c.container_id, "component id collision: left out");
+                        collisions += 1;
+                        continue;
+                    }
+                    Entry::Vacant(v) => v,
+                };
+                let recorded_failures = match app_labels.entry(aid) {
+                    Entry::Occupied(o) if o.get().0 != c.app.as_str() => {
                         tracing::error!(app = %c.app, "application id collision: component left out");
                         collisions += 1;
                         continue;
                     }
-                    Some(_) => {}
-                    None => {
-                        app_ids.insert(aid, c.app.as_str());
+                    Entry::Occupied(o) => o.get().1,
+                    Entry::Vacant(v) => {
+                        let n = self.app_failures.get(&c.app).copied().unwrap_or(0);
+                        v.insert((c.app.as_str(), n)).1
                     }
-                }
+                };
+                // Indexes fit: agents and components per report are capped
+                // far below u32::MAX by the server limits.
+                origin.insert(Origin {
+                    agent: ai as u32,
+                    comp: ci as u32,
+                });
                 let facts = AppFacts {
                     id: aid,
                     submitted_s: c.app_submitted_s,
                     priority: c.priority,
-                    failures: c
-                        .failures
-                        .max(self.app_failures.get(&c.app).copied().unwrap_or(0)),
+                    failures: c.failures.max(recorded_failures),
                     expected_remaining_s: c.expected_remaining_s,
                 };
                 let work_done_s = c.work_done_s.unwrap_or(f64::NAN);
@@ -235,16 +252,7 @@ impl RoundSnapshot {
                         work_done_s,
                     }
                 };
-                apps.component(c.app.as_str(), facts, comp, None);
-                // Indexes fit: agents and components per report are capped
-                // far below u32::MAX by the server limits.
-                origins.insert(
-                    id,
-                    Origin {
-                        agent: ai as u32,
-                        comp: ci as u32,
-                    },
-                );
+                apps.component(aid, facts, comp, None);
             }
         }
         let view = apps.build();
