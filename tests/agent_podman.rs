@@ -7,12 +7,23 @@
 //! checks instead that the agent kept shaping.
 //! In CI (CI=true) the test fails when Podman is missing; elsewhere it skips
 //! loudly.
+//!
+//! The Podman twins of two Docker tests run the agent library on the same
+//! engine (recommend mode): an unlimited container gets no limit and causes
+//! no eviction, and models survive an agent restart and a re-creation.
 
+mod agent_common;
+
+use agent::podman::PodmanRuntime;
+use agent::{Agent, LocalShaper, NodeActionKind, RoundReport};
 use serde_json::Value;
+use shaper::ForecastSource;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tailor_core::SystemClock;
 
 const SOCK: &str = "/run/podman/podman.sock";
 const IMAGE: &str = "localhost/tailor-test:latest";
@@ -116,26 +127,36 @@ impl Drop for PodmanContainer {
 
 impl PodmanContainer {
     fn run(name: &str, mem_mib: u64, cpus: f64, labels: &[(&str, &str)], steps: &[&str]) -> Self {
+        Self::start(name, Some((mem_mib, cpus)), labels, steps)
+    }
+
+    /// `podman run` without a memory or CPU limit.
+    fn run_unlimited(name: &str, labels: &[(&str, &str)], steps: &[&str]) -> Self {
+        Self::start(name, None, labels, steps)
+    }
+
+    fn start(
+        name: &str,
+        limits: Option<(u64, f64)>,
+        labels: &[(&str, &str)],
+        steps: &[&str],
+    ) -> Self {
         let _ = podman(&["rm", "-f", "-t", "0", name]);
-        let mem = format!("{mem_mib}m");
-        let cpus = format!("{cpus}");
-        let mut args: Vec<String> = [
-            "run",
-            "-d",
-            "--network",
-            "none",
-            "--name",
-            name,
-            "--memory",
-            &mem,
-            "--memory-swap",
-            &mem,
-            "--cpus",
-            &cpus,
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let mut args: Vec<String> = ["run", "-d", "--network", "none", "--name", name]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        if let Some((mem_mib, cpus)) = limits {
+            let mem = format!("{mem_mib}m");
+            args.extend([
+                "--memory".into(),
+                mem.clone(),
+                "--memory-swap".into(),
+                mem,
+                "--cpus".into(),
+                format!("{cpus}"),
+            ]);
+        }
         for (k, v) in labels {
             args.push("--label".into());
             args.push(format!("{k}={v}"));
@@ -419,4 +440,170 @@ window = 5
         assert_eq!(metric(&metrics, "tailor_agent_recommend_forced"), Some(0.0));
         assert_eq!(r["actuation"], "shape", "{r}");
     }
+}
+
+/// An agent library instance on the real Podman (recommend mode: Debian's
+/// Podman cannot resize), with the integration tests' kernel settings.
+async fn podman_agent(
+    test: &str,
+    top: &str,
+    tables: &str,
+    state_dir: Option<&Path>,
+) -> Agent<PodmanRuntime> {
+    let mut cfg = agent_common::agent_config(test, top, tables);
+    if let Some(dir) = state_dir {
+        cfg.state_file = dir.join("agent-state.json");
+    }
+    let runtime = Arc::new(PodmanRuntime::connect(SOCK).await.expect("podman client"));
+    let source = Box::new(LocalShaper::new(cfg.shaper.clone()));
+    Agent::new(cfg, runtime, source, Arc::new(SystemClock)).expect("agent")
+}
+
+async fn podman_round(agent: &mut Agent<PodmanRuntime>) -> RoundReport {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    agent.round().await.expect("round against the real Podman")
+}
+
+/// The Podman twin of tests/agent_unlimited_docker.rs: with the default
+/// `manage_unlimited = false`, a container without limits counts at what it
+/// uses, gets no recommendation and makes no one an eviction candidate,
+/// while the labelled containers next to it are recommended smaller limits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn podman_unlimited_container_gets_no_limit_and_causes_no_eviction() {
+    let test = "podman_unlimited";
+    if !podman_or_skip(test) {
+        return;
+    }
+    let labels = [("tailor.enable", "true"), ("tailor.test", test)];
+    let free = PodmanContainer::run_unlimited("tailor-p-unl-free", &labels, &["60:0.02:3600"]);
+    let a = PodmanContainer::run("tailor-p-unl-a", 256, 1.0, &labels, &["20:0.02:3600"]);
+    let b = PodmanContainer::run("tailor-p-unl-b", 256, 1.0, &labels, &["20:0.02:3600"]);
+    assert_eq!(
+        free.inspect_u64(".HostConfig.Memory"),
+        0,
+        "started without a limit"
+    );
+    let mut agent = podman_agent(
+        test,
+        "manage_unlimited = false\nactuation = \"recommend\"",
+        &format!("[capacity]\ncpu_cores = 2.0\nmem_bytes = {}\n", 400 * MIB),
+        None,
+    )
+    .await;
+    for _ in 0..3 {
+        agent.sample_only().await.expect("sample");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let mut evictions = Vec::new();
+    let mut touched_free = Vec::new();
+    let mut mem_targets: Vec<(String, f64)> = Vec::new();
+    let mut free_seen = false;
+    for _ in 0..10 {
+        let r = podman_round(&mut agent).await;
+        free_seen |= r
+            .view
+            .containers
+            .iter()
+            .any(|c| c.name == "tailor-p-unl-free");
+        for o in &r.outcomes {
+            match &o.action.kind {
+                NodeActionKind::Evict { .. } => evictions.push(o.action.container_name.clone()),
+                NodeActionKind::Resize { to, .. } => {
+                    mem_targets.push((o.action.container_name.clone(), to.mem_bytes))
+                }
+            }
+            if o.action.container_name == "tailor-p-unl-free" {
+                touched_free.push(format!("{:?}", o.action.kind));
+            }
+        }
+    }
+    assert!(free_seen, "the unlimited container is in the agent's view");
+    assert!(evictions.is_empty(), "evictions: {evictions:?}");
+    assert!(
+        touched_free.is_empty(),
+        "unlimited container acted on: {touched_free:?}"
+    );
+    for name in ["tailor-p-unl-a", "tailor-p-unl-b"] {
+        let last = mem_targets.iter().rev().find(|(n, _)| n == name);
+        assert!(
+            last.is_some_and(|(_, m)| *m < (256 * MIB) as f64),
+            "{name} is recommended a smaller memory limit: {last:?}"
+        );
+    }
+    // recommend mode: nothing was applied
+    assert_eq!(
+        free.inspect_u64(".HostConfig.Memory"),
+        0,
+        "no memory limit given"
+    );
+    assert_eq!(
+        free.inspect_u64(".HostConfig.NanoCpus"),
+        0,
+        "no CPU limit given"
+    );
+    assert_eq!(a.inspect_u64(".HostConfig.Memory"), 256 * MIB);
+    assert_eq!(b.inspect_u64(".HostConfig.Memory"), 256 * MIB);
+}
+
+/// (forecast source, samples seen) of container `name` in a round.
+fn seen(r: &RoundReport, name: &str) -> Option<(Option<ForecastSource>, u64)> {
+    r.view
+        .containers
+        .iter()
+        .find(|c| c.name == name)
+        .map(|c| (c.forecast_source, c.samples))
+}
+
+/// The Podman twin of tests/agent_models_docker.rs: models survive an
+/// agent restart (the first round after it forecasts from the restored
+/// model, not from the request) and a container's re-creation under the
+/// same name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn podman_models_survive_restart_and_recreation() {
+    let test = "podman_models";
+    if !podman_or_skip(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tmp");
+    let name = "tailor-p-models";
+    let labels = [("tailor.enable", "true"), ("tailor.test", test)];
+    let first = PodmanContainer::run(name, 256, 1.0, &labels, &["24:0.02:3600"]);
+    let top = "actuation = \"recommend\"";
+
+    let mut a = podman_agent(test, top, "", Some(dir.path())).await;
+    let mut before = 0;
+    for _ in 0..8 {
+        let r = podman_round(&mut a).await;
+        if let Some((_, n)) = seen(&r, name) {
+            before = n;
+        }
+    }
+    assert!(before >= 6, "the first agent fed {before} samples");
+    drop(a);
+    assert!(
+        dir.path().join(agent::checkpoint::MODELS_FILE).exists(),
+        "models checkpointed under the state directory"
+    );
+
+    let mut b = podman_agent(test, top, "", Some(dir.path())).await;
+    let r = podman_round(&mut b).await;
+    let (source, n) = seen(&r, name).expect("container listed");
+    assert_eq!(
+        source,
+        Some(ForecastSource::Own),
+        "first round after the restart forecasts from the restored model"
+    );
+    assert!(n >= 4, "restored history: {n} samples");
+
+    drop(first);
+    podman_round(&mut b).await; // sees it gone: its history is kept under its name
+    let _second = PodmanContainer::run(name, 256, 1.0, &labels, &["24:0.02:3600"]);
+    let r = podman_round(&mut b).await;
+    let (source, n) = seen(&r, name).expect("recreated container listed");
+    assert!(n > 3, "inherited history: {n} samples");
+    assert_eq!(
+        source,
+        Some(ForecastSource::Own),
+        "the recreated container starts from its predecessor's model"
+    );
 }
