@@ -5,12 +5,14 @@
 //!
 //! * `target`: the kernel's planned allocation when this round's plan
 //!   resized the container (its explanation's `target`), else the same rule
-//!   computed from the forecast: `mean + k1 * request + (upper(k2) - mean)`,
-//!   raised to the floor and to current use;
+//!   computed from the forecast: `mean + k1 * request + (upper(k2) - mean)`
+//!   through the kernel's bounds ([`shaper::limits::bound_target`]: floor,
+//!   rounding, ceiling `request * max_growth`, current use);
 //! * `lower`: `upper(k2)` of the forecast without the `k1` headroom (below
 //!   it shortfalls are expected more often than `k2` allows), at least the
-//!   floor;
-//! * `upper`: `upper(2 * k2) + k1 * request`;
+//!   floor, at most the target;
+//! * `upper`: `upper(2 * k2) + k1 * request`, at most the ceiling, at least
+//!   the target;
 //! * without a forecast (warm-up, too little history) all three are the
 //!   request and the confidence is `low`.
 //!
@@ -219,13 +221,26 @@ pub fn build(
                 Some(_) if c.samples < HIGH_CONFIDENCE_SAMPLES => Confidence::Medium,
                 Some(_) => Confidence::High,
             };
+            let ceiling = req * cfg.max_growth.max(1.0);
             let (lower, mut target, upper, reason) = match forecast {
                 None => (req, req, req, "no forecast yet: its request".to_string()),
                 Some(p) => {
                     let k1_term = cfg.k1 * req;
-                    let lower = p.upper(cfg.k2).max(floor);
-                    let computed = (p.upper(cfg.k2) + k1_term).max(floor).max(used);
-                    let upper = (p.upper(2.0 * cfg.k2) + k1_term).max(computed);
+                    // the kernel's bounds: floor, rounding, the ceiling
+                    // (`request * max_growth`), current use
+                    let resource = match r {
+                        ResourceKind::Cpu => shaper::Resource::Cpu,
+                        ResourceKind::Mem => shaper::Resource::Mem,
+                    };
+                    let (computed, bound) = shaper::limits::bound_target(
+                        resource,
+                        p.upper(cfg.k2) + k1_term,
+                        floor,
+                        ceiling,
+                        used,
+                    );
+                    let lower = p.upper(cfg.k2).max(floor).min(computed);
+                    let upper = (p.upper(2.0 * cfg.k2) + k1_term).min(ceiling).max(computed);
                     match planned.get(&i) {
                         Some(e) => {
                             let s = match r {
@@ -239,16 +254,7 @@ pub fn build(
                             };
                             (lower.min(s.target), s.target, upper.max(s.target), reason)
                         }
-                        None => {
-                            let bound = if computed == used && used > floor {
-                                Bound::Usage
-                            } else if computed == floor {
-                                Bound::Floor
-                            } else {
-                                Bound::Buffer
-                            };
-                            (lower, computed, upper, bound_str(bound).to_string())
-                        }
+                        None => (lower, computed, upper, bound_str(bound).to_string()),
                     }
                 }
             };
@@ -265,7 +271,7 @@ pub fn build(
                 usage: used / scale,
                 lower: (lower / scale + shift).min(target),
                 target,
-                upper: (upper / scale + shift).max(target),
+                upper: (upper / scale + shift).min(ceiling / scale).max(target),
                 confidence,
                 reason,
                 applied: applied.clone(),
@@ -342,6 +348,46 @@ mod tests {
         let names = ["b"].into_iter().collect();
         s.retain(&names);
         assert_eq!(s.settle("a", ResourceKind::Cpu, 0.9), 0.9);
+    }
+
+    /// A round in which the plan left the container alone (no resize):
+    /// the recommendation is still bounded as the kernel bounds targets.
+    #[test]
+    fn unplanned_targets_are_cut_to_the_ceiling() {
+        let report: RoundReport = serde_json::from_str(
+            r#"{"round": 5, "at_s": 1000.0, "actuation": "recommend", "source": "local",
+            "view": {"node": "n", "round": 5, "at_s": 1000.0,
+              "capacity": {"cpu_cores": 2.0, "mem_bytes": 8e9},
+              "containers": [{"id": "c1", "name": "web-1", "app": "web", "class": "core",
+                "priority": 0, "protected": false, "started_s": 0.0,
+                "request": {"cpu_cores": 1.0, "mem_bytes": 536870912.0},
+                "allocation": {"cpu_cores": 1.0, "mem_bytes": 536870912.0},
+                "usage": {"cpu_cores": 0.05, "mem_bytes": 1.2e8},
+                "forecast": {"cpu": {"mean": 0.1, "std": 1.0}, "mem": {"mean": 1.2e8, "std": 1e6}},
+                "forecast_source": "own", "samples": 68, "oom_kills": 0, "app_failures": 0}]},
+            "outcomes": [], "restarted": [], "errors": []}"#,
+        )
+        .expect("a round report");
+        let cfg = ShaperConfig::default();
+        let recs = build(&report, &cfg, &mut Shown::default(), |_| (false, false));
+        let cpu = recs
+            .items
+            .iter()
+            .find(|i| i.resource == ResourceKind::Cpu)
+            .expect("cpu row");
+        // mean + k1 * request + 3 sigma = 3.4 cores, request 1 core
+        assert_eq!(cpu.target, 1.0, "cut to the request: {cpu:?}");
+        assert!(cpu.lower <= cpu.target && cpu.upper == 1.0, "{cpu:?}");
+        assert!(cpu.reason.starts_with("cut to the ceiling"), "{cpu:?}");
+        let mem = recs
+            .items
+            .iter()
+            .find(|i| i.resource == ResourceKind::Mem)
+            .expect("mem row");
+        assert!(
+            mem.target < 512.0 && mem.reason == "forecast + buffer",
+            "{mem:?}"
+        );
     }
 
     #[test]

@@ -215,12 +215,14 @@ pub fn html(r: &Recommendations) -> String {
             })
             .unwrap_or_default();
         rows.push_str(&format!(
-            "<tr class=\"{conf}\"><td>{c}</td><td>{res} ({unit})</td><td class=\"n\">{cur}</td><td class=\"n\">{lo}</td><td class=\"n\"><b>{t}</b></td><td class=\"n\">{up}</td><td>{conf}</td>\
-<td><div class=\"bar\"><div class=\"band\" style=\"left:{l:.1}%;width:{bw:.1}%\"></div><div class=\"tgt\" style=\"left:{tp:.1}%\"></div>{current}</div></td><td>{reason}</td><td>{applied}</td></tr>\n",
+            "<tr class=\"{conf}\"><td>{c}</td><td>{res} ({unit})</td><td class=\"n\">{cur}</td><td class=\"n\">{used}</td><td class=\"n\">{lo}</td><td class=\"n\"><b>{t}</b></td><td class=\"n\">{up}</td><td>{conf}</td>\
+<td><div class=\"bar\"><div class=\"band\" style=\"left:{l:.1}%;width:{bw:.1}%\"></div><div class=\"use\" style=\"left:{up_use:.1}%\" title=\"usage\"></div><div class=\"tgt\" style=\"left:{tp:.1}%\"></div>{current}</div></td><td>{reason}</td><td>{applied}</td></tr>\n",
             c = esc(&i.container),
             res = i.resource.as_str(),
             unit = i.unit,
             cur = i.current_limit.map(|v| num(i.resource, v)).unwrap_or_else(|| "none".into()),
+            used = num(i.resource, i.usage),
+            up_use = pct(i.usage),
             lo = num(i.resource, i.lower),
             t = num(i.resource, i.target),
             up = num(i.resource, i.upper),
@@ -245,13 +247,14 @@ tr.low td {{ color: #888; }}
 .band {{ position: absolute; top: 3px; height: 8px; background: #9cc3e6; }}
 .tgt {{ position: absolute; top: 0; width: 3px; height: 14px; background: #1f5fa8; }}
 .cur {{ position: absolute; top: 0; width: 2px; height: 14px; background: #d2452b; }}
+.use {{ position: absolute; top: 0; width: 2px; height: 14px; background: #555; }}
 .legend span {{ display: inline-block; margin-right: 1.5em; }}
 </style></head><body>
 <h1>tailor recommendations</h1>
 <p>Node <b>{node}</b>, round {round}, actuation <b>{act}</b>. CPU in cores, memory in MiB.</p>
-<p class="legend"><span style="color:#9cc3e6">&#9632;</span>lower..upper
-<span style="color:#1f5fa8">&#9632;</span>target <span style="color:#d2452b">&#9632;</span>current limit</p>
-<table><thead><tr><th>container</th><th>resource</th><th>current</th><th>lower</th><th>target</th><th>upper</th><th>confidence</th><th>range</th><th>reason</th><th>applied</th></tr></thead>
+<p class="legend"><span><b style="color:#9cc3e6">&#9632;</b> lower..upper</span>
+<span><b style="color:#1f5fa8">&#9632;</b> target</span> <span><b style="color:#555">&#9632;</b> usage</span> <span><b style="color:#d2452b">&#9632;</b> current limit</span></p>
+<table><thead><tr><th>container</th><th>resource</th><th>current</th><th>usage</th><th>lower</th><th>target</th><th>upper</th><th>confidence</th><th>range</th><th>reason</th><th>applied</th></tr></thead>
 <tbody>
 {rows}</tbody></table>
 </body></html>
