@@ -31,15 +31,6 @@ async fn round(agent: &mut Agent<DockerRuntime>) -> RoundReport {
     agent.round().await.expect("round against the real dockerd")
 }
 
-/// (forecast source, samples seen) of container `name` in a round.
-fn seen(r: &RoundReport, name: &str) -> Option<(Option<ForecastSource>, u64)> {
-    r.view
-        .containers
-        .iter()
-        .find(|c| c.name == name)
-        .map(|c| (c.forecast_source, c.samples))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn models_survive_restart_and_recreation() {
     let test = "models";

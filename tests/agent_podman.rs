@@ -545,15 +545,6 @@ async fn podman_unlimited_container_gets_no_limit_and_causes_no_eviction() {
     assert_eq!(b.inspect_u64(".HostConfig.Memory"), 256 * MIB);
 }
 
-/// (forecast source, samples seen) of container `name` in a round.
-fn seen(r: &RoundReport, name: &str) -> Option<(Option<ForecastSource>, u64)> {
-    r.view
-        .containers
-        .iter()
-        .find(|c| c.name == name)
-        .map(|c| (c.forecast_source, c.samples))
-}
-
 /// The Podman twin of tests/agent_models_docker.rs: models survive an
 /// agent restart (the first round after it forecasts from the restored
 /// model, not from the request) and a container's re-creation under the
@@ -574,7 +565,7 @@ async fn podman_models_survive_restart_and_recreation() {
     let mut before = 0;
     for _ in 0..8 {
         let r = podman_round(&mut a).await;
-        if let Some((_, n)) = seen(&r, name) {
+        if let Some((_, n)) = agent_common::seen(&r, name) {
             before = n;
         }
     }
@@ -587,7 +578,7 @@ async fn podman_models_survive_restart_and_recreation() {
 
     let mut b = podman_agent(test, top, "", Some(dir.path())).await;
     let r = podman_round(&mut b).await;
-    let (source, n) = seen(&r, name).expect("container listed");
+    let (source, n) = agent_common::seen(&r, name).expect("container listed");
     assert_eq!(
         source,
         Some(ForecastSource::Own),
@@ -599,7 +590,7 @@ async fn podman_models_survive_restart_and_recreation() {
     podman_round(&mut b).await; // sees it gone: its history is kept under its name
     let _second = PodmanContainer::run(name, 256, 1.0, &labels, &["24:0.02:3600"]);
     let r = podman_round(&mut b).await;
-    let (source, n) = seen(&r, name).expect("recreated container listed");
+    let (source, n) = agent_common::seen(&r, name).expect("recreated container listed");
     assert!(n > 3, "inherited history: {n} samples");
     assert_eq!(
         source,

@@ -233,3 +233,12 @@ grace_period_s = 0.0
     );
     agent::config::check_toml(&text).unwrap_or_else(|e| panic!("test config: {e}"))
 }
+
+/// (forecast source, samples seen) of container `name` in a round.
+pub fn seen(r: &agent::RoundReport, name: &str) -> Option<(Option<shaper::ForecastSource>, u64)> {
+    r.view
+        .containers
+        .iter()
+        .find(|c| c.name == name)
+        .map(|c| (c.forecast_source, c.samples))
+}
