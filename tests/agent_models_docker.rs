@@ -12,24 +12,8 @@
 
 mod agent_common;
 
-use agent::docker::DockerRuntime;
-use agent::{Agent, AgentConfig, LocalShaper, RoundReport};
 use agent_common::*;
 use shaper::ForecastSource;
-use std::sync::Arc;
-use std::time::Duration;
-use tailor_core::SystemClock;
-
-fn new_agent(cfg: AgentConfig) -> Agent<DockerRuntime> {
-    let runtime = Arc::new(DockerRuntime::new(&cfg.docker_socket).expect("docker client"));
-    let source = Box::new(LocalShaper::new(cfg.shaper.clone()));
-    Agent::new(cfg, runtime, source, Arc::new(SystemClock)).expect("agent")
-}
-
-async fn round(agent: &mut Agent<DockerRuntime>) -> RoundReport {
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    agent.round().await.expect("round against the real dockerd")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn models_survive_restart_and_recreation() {
@@ -48,10 +32,10 @@ async fn models_survive_restart_and_recreation() {
     let labels = [("tailor.enable", "true"), sel];
     let first = TestContainer::run(name, 256, 1.0, &labels, &["24:0.02:3600"], &[]);
 
-    let mut a = new_agent(config());
+    let mut a = docker_agent(config());
     let mut before = 0;
     for _ in 0..8 {
-        let r = round(&mut a).await;
+        let r = round_in_1s(&mut a).await;
         if let Some((_, n)) = seen(&r, name) {
             before = n;
         }
@@ -63,8 +47,8 @@ async fn models_survive_restart_and_recreation() {
         "models checkpointed under the state directory"
     );
 
-    let mut b = new_agent(config());
-    let r = round(&mut b).await;
+    let mut b = docker_agent(config());
+    let r = round_in_1s(&mut b).await;
     let (source, n) = seen(&r, name).expect("container listed");
     assert_eq!(
         source,
@@ -84,9 +68,9 @@ async fn models_survive_restart_and_recreation() {
     );
 
     drop(first);
-    round(&mut b).await; // sees it gone: its history is kept under its name
+    round_in_1s(&mut b).await; // sees it gone: its history is kept under its name
     let _second = TestContainer::run(name, 256, 1.0, &labels, &["24:0.02:3600"], &[]);
-    let r = round(&mut b).await;
+    let r = round_in_1s(&mut b).await;
     let (source, n) = seen(&r, name).expect("recreated container listed");
     assert!(n > 3, "inherited history: {n} samples");
     assert_eq!(

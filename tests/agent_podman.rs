@@ -15,7 +15,7 @@
 mod agent_common;
 
 use agent::podman::PodmanRuntime;
-use agent::{Agent, LocalShaper, NodeActionKind, RoundReport};
+use agent::{Agent, NodeActionKind};
 use serde_json::Value;
 use shaper::ForecastSource;
 use std::io::{Read, Write};
@@ -23,7 +23,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tailor_core::SystemClock;
 
 const SOCK: &str = "/run/podman/podman.sock";
 const IMAGE: &str = "localhost/tailor-test:latest";
@@ -455,13 +454,7 @@ async fn podman_agent(
         cfg.state_file = dir.join("agent-state.json");
     }
     let runtime = Arc::new(PodmanRuntime::connect(SOCK).await.expect("podman client"));
-    let source = Box::new(LocalShaper::new(cfg.shaper.clone()));
-    Agent::new(cfg, runtime, source, Arc::new(SystemClock)).expect("agent")
-}
-
-async fn podman_round(agent: &mut Agent<PodmanRuntime>) -> RoundReport {
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    agent.round().await.expect("round against the real Podman")
+    agent_common::local_agent(cfg, runtime)
 }
 
 /// The Podman twin of tests/agent_unlimited_docker.rs: with the default
@@ -499,7 +492,7 @@ async fn podman_unlimited_container_gets_no_limit_and_causes_no_eviction() {
     let mut mem_targets: Vec<(String, f64)> = Vec::new();
     let mut free_seen = false;
     for _ in 0..10 {
-        let r = podman_round(&mut agent).await;
+        let r = agent_common::round_in_1s(&mut agent).await;
         free_seen |= r
             .view
             .containers
@@ -564,7 +557,7 @@ async fn podman_models_survive_restart_and_recreation() {
     let mut a = podman_agent(test, top, "", Some(dir.path())).await;
     let mut before = 0;
     for _ in 0..8 {
-        let r = podman_round(&mut a).await;
+        let r = agent_common::round_in_1s(&mut a).await;
         if let Some((_, n)) = agent_common::seen(&r, name) {
             before = n;
         }
@@ -577,7 +570,7 @@ async fn podman_models_survive_restart_and_recreation() {
     );
 
     let mut b = podman_agent(test, top, "", Some(dir.path())).await;
-    let r = podman_round(&mut b).await;
+    let r = agent_common::round_in_1s(&mut b).await;
     let (source, n) = agent_common::seen(&r, name).expect("container listed");
     assert_eq!(
         source,
@@ -587,9 +580,9 @@ async fn podman_models_survive_restart_and_recreation() {
     assert!(n >= 4, "restored history: {n} samples");
 
     drop(first);
-    podman_round(&mut b).await; // sees it gone: its history is kept under its name
+    agent_common::round_in_1s(&mut b).await; // sees it gone: its history is kept under its name
     let _second = PodmanContainer::run(name, 256, 1.0, &labels, &["24:0.02:3600"]);
-    let r = podman_round(&mut b).await;
+    let r = agent_common::round_in_1s(&mut b).await;
     let (source, n) = agent_common::seen(&r, name).expect("recreated container listed");
     assert!(n > 3, "inherited history: {n} samples");
     assert_eq!(

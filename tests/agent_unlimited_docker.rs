@@ -9,18 +9,9 @@
 
 mod agent_common;
 
-use agent::docker::DockerRuntime;
-use agent::{Agent, AgentConfig, LocalShaper, NodeActionKind};
+use agent::NodeActionKind;
 use agent_common::*;
-use std::sync::Arc;
 use std::time::Duration;
-use tailor_core::SystemClock;
-
-fn new_agent(cfg: AgentConfig) -> Agent<DockerRuntime> {
-    let runtime = Arc::new(DockerRuntime::new(&cfg.docker_socket).expect("docker client"));
-    let source = Box::new(LocalShaper::new(cfg.shaper.clone()));
-    Agent::new(cfg, runtime, source, Arc::new(SystemClock)).expect("agent")
-}
 
 /// `docker run` of the test image with no memory or CPU limit.
 fn run_unlimited(name: &str, labels: &[(&str, &str)], step: &str) -> TestContainer {
@@ -60,7 +51,7 @@ async fn unlimited_container_gets_no_limit_and_causes_no_eviction() {
         &format!("[capacity]\ncpu_cores = 2.0\nmem_bytes = {}\n", 400 * MIB),
     );
     assert!(!cfg.manage_unlimited);
-    let mut agent = new_agent(cfg);
+    let mut agent = docker_agent(cfg);
     for _ in 0..3 {
         agent.sample_only().await.expect("sample");
         tokio::time::sleep(Duration::from_secs(1)).await;

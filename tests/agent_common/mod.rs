@@ -242,3 +242,33 @@ pub fn seen(r: &agent::RoundReport, name: &str) -> Option<(Option<shaper::Foreca
         .find(|c| c.name == name)
         .map(|c| (c.forecast_source, c.samples))
 }
+
+/// An agent planning locally (its own kernel) over `runtime`, on the wall
+/// clock.
+pub fn local_agent<R: agent::ContainerRuntime>(
+    cfg: agent::AgentConfig,
+    runtime: std::sync::Arc<R>,
+) -> agent::Agent<R> {
+    let source = Box::new(agent::LocalShaper::new(cfg.shaper.clone()));
+    agent::Agent::new(
+        cfg,
+        runtime,
+        source,
+        std::sync::Arc::new(tailor_core::SystemClock),
+    )
+    .expect("agent")
+}
+
+/// One round, a second after the caller's last one.
+pub async fn round_in_1s<R: agent::ContainerRuntime>(
+    agent: &mut agent::Agent<R>,
+) -> agent::RoundReport {
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    agent.round().await.expect("round against the real engine")
+}
+
+/// An agent over the real dockerd at `cfg.docker_socket`.
+pub fn docker_agent(cfg: agent::AgentConfig) -> agent::Agent<agent::docker::DockerRuntime> {
+    let runtime = agent::docker::DockerRuntime::new(&cfg.docker_socket).expect("docker client");
+    local_agent(cfg, std::sync::Arc::new(runtime))
+}
