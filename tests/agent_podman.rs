@@ -113,6 +113,13 @@ fn podman_or_skip(test: &str) -> bool {
     }
 }
 
+/// The test image's load generator running `steps`.
+fn loadgen<'a>(steps: &[&'a str]) -> Vec<&'a str> {
+    let mut cmd = vec!["/bin/loadgen"];
+    cmd.extend_from_slice(steps);
+    cmd
+}
+
 /// A Podman container, removed when dropped.
 struct PodmanContainer {
     id: String,
@@ -126,19 +133,20 @@ impl Drop for PodmanContainer {
 
 impl PodmanContainer {
     fn run(name: &str, mem_mib: u64, cpus: f64, labels: &[(&str, &str)], steps: &[&str]) -> Self {
-        Self::start(name, Some((mem_mib, cpus)), labels, steps)
+        Self::start(name, Some((mem_mib, cpus)), labels, &loadgen(steps))
     }
 
     /// `podman run` without a memory or CPU limit.
     fn run_unlimited(name: &str, labels: &[(&str, &str)], steps: &[&str]) -> Self {
-        Self::start(name, None, labels, steps)
+        Self::start(name, None, labels, &loadgen(steps))
     }
 
+    /// `podman run` of `cmd` in the test image.
     fn start(
         name: &str,
         limits: Option<(u64, f64)>,
         labels: &[(&str, &str)],
-        steps: &[&str],
+        cmd: &[&str],
     ) -> Self {
         let _ = podman(&["rm", "-f", "-t", "0", name]);
         let mut args: Vec<String> = ["run", "-d", "--network", "none", "--name", name]
@@ -161,8 +169,7 @@ impl PodmanContainer {
             args.push(format!("{k}={v}"));
         }
         args.push(IMAGE.into());
-        args.push("/bin/loadgen".into());
-        args.extend(steps.iter().map(|s| s.to_string()));
+        args.extend(cmd.iter().map(|s| s.to_string()));
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let id = podman(&refs).unwrap_or_else(|e| panic!("cannot start {name} on Podman: {e}"));
         PodmanContainer { id }
@@ -589,5 +596,56 @@ async fn podman_models_survive_restart_and_recreation() {
         source,
         Some(ForecastSource::Own),
         "the recreated container starts from its predecessor's model"
+    );
+}
+
+/// The Podman twin of tests/agent_throttled_docker.rs, in recommend mode:
+/// Podman 4.3's compat stats report no throttling, so the agent reads the
+/// container's cgroup `cpu.stat`; a bursty container throttled under its
+/// 0.5-core limit is recommended no CPU cut (the recommendation says why),
+/// a quiet neighbour is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn podman_throttled_container_cpu_is_not_shrunk() {
+    let test = "podman_throttled";
+    if !podman_or_skip(test) {
+        return;
+    }
+    let labels = [("tailor.enable", "true"), ("tailor.test", test)];
+    let hot = "tailor-p-thr-hot";
+    let _hot = PodmanContainer::start(
+        hot,
+        Some((256, 0.5)),
+        &labels,
+        &["sh", "-c", agent_common::BURSTS],
+    );
+    let calm = "tailor-p-thr-calm";
+    let _calm = PodmanContainer::run(calm, 256, 0.5, &labels, &["16:0.05:3600"]);
+    let mut agent = podman_agent(test, "actuation = \"recommend\"", "", None).await;
+    let mut cuts: Vec<(String, Option<String>)> = Vec::new();
+    for _ in 0..10 {
+        let r = agent_common::round_in_1s(&mut agent).await;
+        for o in &r.outcomes {
+            if let NodeActionKind::Resize { from, to } = &o.action.kind {
+                if to.cpu_cores < from.cpu_cores {
+                    cuts.push((o.action.container_name.clone(), o.error.clone()));
+                }
+            }
+        }
+    }
+    assert!(
+        agent.shared().metrics.throttled_periods() > 0,
+        "throttled periods read from the cgroup"
+    );
+    let held = |name: &str| {
+        cuts.iter()
+            .any(|(n, note)| n == name && note.as_deref().is_some_and(|t| t.contains("throttled")))
+    };
+    assert!(
+        held(hot),
+        "the bursty container's CPU cut is held back: {cuts:?}"
+    );
+    assert!(
+        cuts.iter().any(|(n, _)| n == calm) && !held(calm),
+        "the quiet neighbour's CPU cut is recommended: {cuts:?}"
     );
 }

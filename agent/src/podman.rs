@@ -213,6 +213,46 @@ impl PodmanRuntime {
     }
 }
 
+/// A Podman container's CFS throttling counters (periods throttled,
+/// nanoseconds throttled) from its cgroup's `cpu.stat`: cgroup v1 and v2,
+/// cgroupfs (`libpod_parent/libpod-<id>`) and systemd
+/// (`machine.slice/libpod-<id>.scope`) drivers. `None` when none is
+/// readable (an agent without the host's /sys/fs/cgroup). `id` was checked
+/// by the stats call (ASCII letters, digits, `_-.`).
+fn read_cgroup_throttling(id: &str) -> Option<(u64, u64)> {
+    let dirs = [
+        format!("cpu/libpod_parent/libpod-{id}"),
+        format!("cpu/machine.slice/libpod-{id}.scope"),
+        format!("cpu,cpuacct/libpod_parent/libpod-{id}"),
+        format!("cpu,cpuacct/machine.slice/libpod-{id}.scope"),
+        format!("machine.slice/libpod-{id}.scope"),
+        format!("libpod_parent/libpod-{id}"),
+    ];
+    dirs.iter()
+        .find_map(|d| std::fs::read_to_string(format!("/sys/fs/cgroup/{d}/cpu.stat")).ok())
+        .and_then(|text| parse_cpu_stat(&text))
+}
+
+/// (`nr_throttled`, throttled ns) of a `cpu.stat` file: v1 `throttled_time`
+/// is in ns, v2 `throttled_usec` in us.
+fn parse_cpu_stat(text: &str) -> Option<(u64, u64)> {
+    let mut nr = None;
+    let mut ns = 0u64;
+    for line in text.lines() {
+        let mut it = line.split_whitespace();
+        let (Some(key), Some(Ok(v))) = (it.next(), it.next().map(str::parse::<u64>)) else {
+            continue;
+        };
+        match key {
+            "nr_throttled" => nr = Some(v),
+            "throttled_time" => ns = v,
+            "throttled_usec" => ns = v.saturating_mul(1000),
+            _ => {}
+        }
+    }
+    Some((nr?, ns))
+}
+
 #[async_trait::async_trait]
 impl ContainerRuntime for PodmanRuntime {
     async fn host_info(&self) -> Result<HostInfo, RuntimeError> {
@@ -231,7 +271,15 @@ impl ContainerRuntime for PodmanRuntime {
     }
 
     async fn stats(&self, id: &str) -> Result<ContainerStats, RuntimeError> {
-        self.inner.stats(id).await
+        let mut s = self.inner.stats(id).await?;
+        // Podman 4.3's compat stats report zero throttling: read the cgroup
+        if s.cpu_nr_throttled.unwrap_or(0) == 0 {
+            if let Some((nr, ns)) = read_cgroup_throttling(id) {
+                s.cpu_nr_throttled = Some(nr);
+                s.cpu_throttled_ns = Some(ns);
+            }
+        }
+        Ok(s)
     }
 
     async fn update(&self, id: &str, update: &ResourceUpdate) -> Result<(), RuntimeError> {
@@ -295,6 +343,20 @@ pub fn force_recommend<R: ContainerRuntime + ?Sized>(cfg: &mut AgentConfig, runt
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_stat_of_cgroup_v1_and_v2() {
+        let v1 = "nr_periods 22\nnr_throttled 7\nthrottled_time 868810261\nnr_bursts 0\n";
+        assert_eq!(parse_cpu_stat(v1), Some((7, 868_810_261)));
+        let v2 = "usage_usec 100\nnr_periods 5\nnr_throttled 2\nthrottled_usec 1500\n";
+        assert_eq!(parse_cpu_stat(v2), Some((2, 1_500_000)));
+        assert_eq!(
+            parse_cpu_stat("usage_usec 1\n"),
+            None,
+            "no counter: unknown"
+        );
+        assert_eq!(parse_cpu_stat("nr_throttled x\n"), None);
+    }
 
     #[test]
     fn update_route_probe_answers() {

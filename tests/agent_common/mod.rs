@@ -102,6 +102,20 @@ impl TestContainer {
         steps: &[&str],
         extra: &[&str],
     ) -> TestContainer {
+        let mut cmd = vec!["/bin/loadgen"];
+        cmd.extend_from_slice(steps);
+        Self::run_cmd(name, mem_mib, cpus, labels, extra, &cmd)
+    }
+
+    /// Like [`TestContainer::run`], running `cmd` in the test image.
+    pub fn run_cmd(
+        name: &str,
+        mem_mib: u64,
+        cpus: f64,
+        labels: &[(&str, &str)],
+        extra: &[&str],
+        cmd: &[&str],
+    ) -> TestContainer {
         let _ = docker(&["rm", "-f", name]);
         let mut args: Vec<String> = vec![
             "run".into(),
@@ -123,8 +137,7 @@ impl TestContainer {
         }
         args.extend(extra.iter().map(|s| s.to_string()));
         args.push(IMAGE.into());
-        args.push("/bin/loadgen".into());
-        args.extend(steps.iter().map(|s| s.to_string()));
+        args.extend(cmd.iter().map(|s| s.to_string()));
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let id = docker(&refs).unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
         TestContainer {
@@ -272,3 +285,8 @@ pub fn docker_agent(cfg: agent::AgentConfig) -> agent::Agent<agent::docker::Dock
     let runtime = agent::docker::DockerRuntime::new(&cfg.docker_socket).expect("docker client");
     local_agent(cfg, std::sync::Arc::new(runtime))
 }
+
+/// A busybox shell loop that bursts 4 processes for 50 ms every ~0.55 s:
+/// about 0.13 cores on average, but 4 cores within a CFS period, so a
+/// container limited to 0.5 cores is throttled while using far less.
+pub const BURSTS: &str = "while :; do p=''; for i in 1 2 3 4; do yes >/dev/null & p=\"$p $!\"; done; sleep 0.05; kill $p; wait; sleep 0.5; done";

@@ -185,15 +185,17 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                         ));
                         continue;
                     }
+                    // what shape mode would leave alone is said in recommend
+                    // mode too (e.g. a throttled container's CPU)
+                    let (update, notes) = self.limits_update(&t, *from, *to);
+                    let note = (!notes.is_empty()).then(|| notes.join("; "));
                     if !shape {
                         self.shared
                             .metrics
                             .action(kind, Outcome::Recommended.as_str());
-                        outcomes.push(outcome(Outcome::Recommended, None));
+                        outcomes.push(outcome(Outcome::Recommended, note));
                         continue;
                     }
-                    let (update, notes) = self.limits_update(&t, *from, *to);
-                    let note = (!notes.is_empty()).then(|| notes.join("; "));
                     if update.mem_bytes.is_none() && update.cpu.is_none() {
                         // nothing the agent may change
                         self.shared.metrics.action(kind, Outcome::Refused.as_str());
