@@ -366,7 +366,48 @@ window = 5
     let log_text = || std::fs::read_to_string(&log_path).unwrap_or_default();
     let r = last.unwrap_or_else(|| panic!("no round served on /v1/decisions:\n{}", log_text()));
     let (_, metrics) = agent_http(&listen, "/metrics").expect("metrics");
+    // `tailor recommendations --csv` against the running agent: every
+    // managed container, per resource, with target and bounds in cores/MiB
+    let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
+        .args([
+            "recommendations",
+            "--csv",
+            "--url",
+            &format!("http://{listen}"),
+        ])
+        .output()
+        .expect("run tailor recommendations");
+    let csv = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "recommendations failed: {csv}");
     drop(agent);
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("container,app,resource,unit,current_limit,request,usage,lower,target,upper,confidence,reason,applied"),
+        "{csv}"
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    for name in ["tailor-p-idle1", "tailor-p-idle2"] {
+        for (resource, unit) in [("cpu", "cores"), ("memory", "MiB")] {
+            let row = rows
+                .iter()
+                .find(|r| r[0] == name && r[2] == resource)
+                .unwrap_or_else(|| panic!("no {resource} row for {name}: {csv}"));
+            assert_eq!(row[3], unit, "{csv}");
+            let num = |i: usize| row[i].parse::<f64>().unwrap_or(f64::NAN);
+            let (lower, target, upper) = (num(7), num(8), num(9));
+            assert!(
+                lower <= target && target <= upper && target > 0.0,
+                "bounds around the target: {row:?}"
+            );
+            let request = if unit == "MiB" { 256.0 } else { 1.0 };
+            assert_eq!(num(5), request, "request in {unit}: {row:?}");
+        }
+    }
+    assert!(
+        !rows.iter().any(|r| r[0] == "tailor-p-stranger"),
+        "unmanaged container listed: {csv}"
+    );
     let log = log_text();
     println!("--- agent log ---\n{log}");
 
@@ -460,6 +501,10 @@ async fn podman_agent(
     if let Some(dir) = state_dir {
         cfg.state_file = dir.join("agent-state.json");
     }
+    podman_agent_with(cfg).await
+}
+
+async fn podman_agent_with(cfg: agent::AgentConfig) -> Agent<PodmanRuntime> {
     let runtime = Arc::new(PodmanRuntime::connect(SOCK).await.expect("podman client"));
     agent_common::local_agent(cfg, runtime)
 }
@@ -620,7 +665,12 @@ async fn podman_throttled_container_cpu_is_not_shrunk() {
     );
     let calm = "tailor-p-thr-calm";
     let _calm = PodmanContainer::run(calm, 256, 0.5, &labels, &["16:0.05:3600"]);
-    let mut agent = podman_agent(test, "actuation = \"recommend\"", "", None).await;
+    // no buffer: the plan follows the (peak) forecast, so a CPU cut is
+    // planned for both containers even on a loaded machine
+    let mut cfg = agent_common::agent_config(test, "actuation = \"recommend\"", "");
+    cfg.shaper.k1 = 0.0;
+    cfg.shaper.k2 = 0.0;
+    let mut agent = podman_agent_with(cfg).await;
     let mut cuts: Vec<(String, Option<String>)> = Vec::new();
     for _ in 0..10 {
         let r = agent_common::round_in_1s(&mut agent).await;

@@ -38,7 +38,12 @@ async fn throttled_container_cpu_is_not_shrunk_on_dockerd() {
         &["16:0.05:3600"],
         &[],
     );
-    let mut agent = docker_agent(agent_config(test, "", ""));
+    // no buffer: the plan follows the (peak) forecast, so a CPU cut is
+    // planned for both containers even on a loaded machine
+    let mut cfg = agent_config(test, "", "");
+    cfg.shaper.k1 = 0.0;
+    cfg.shaper.k2 = 0.0;
+    let mut agent = docker_agent(cfg);
     let mut cpu_cuts: Vec<(String, f64, f64)> = Vec::new();
     let mut held: Vec<String> = Vec::new();
     for _ in 0..10 {
