@@ -221,7 +221,7 @@ pub fn build(
                 Some(_) if c.samples < HIGH_CONFIDENCE_SAMPLES => Confidence::Medium,
                 Some(_) => Confidence::High,
             };
-            let ceiling = req * cfg.max_growth.max(1.0);
+            let ceiling = shaper::limits::ceiling(req, cfg.max_growth);
             let (lower, mut target, upper, reason) = match forecast {
                 None => (req, req, req, "no forecast yet: its request".to_string()),
                 Some(p) => {

@@ -34,6 +34,17 @@ pub(crate) fn sane(x: f64) -> f64 {
     }
 }
 
+/// A component's ceiling: `request * max_growth` (a `max_growth` below 1
+/// or not finite counts as 1).
+pub fn ceiling(request: f64, max_growth: f64) -> f64 {
+    let growth = if max_growth.is_finite() && max_growth >= 1.0 {
+        max_growth
+    } else {
+        1.0
+    };
+    request * growth
+}
+
 /// Bounds a raw target (forecast + buffer, or the request) for resource
 /// `r`. Returns the allocation and what bound it.
 pub fn bound_target(r: Resource, raw: f64, floor: f64, ceiling: f64, usage: f64) -> (f64, Bound) {

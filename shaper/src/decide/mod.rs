@@ -6,7 +6,7 @@
 //! maps); sort keys are packed integers.
 
 use crate::config::{Policy, ShaperConfig, VictimOrder};
-use crate::limits::{bound_target, sane};
+use crate::limits::{bound_target, ceiling, sane};
 use crate::model::{
     Application, Class, ClusterView, Component, Host, Predictive, Resource, Resources,
 };

@@ -60,11 +60,6 @@ pub fn component_target(
             _ => Basis::NoForecast,
         }
     };
-    let growth = if cfg.max_growth.is_finite() && cfg.max_growth >= 1.0 {
-        cfg.max_growth
-    } else {
-        1.0
-    };
     let k1 = sane(cfg.k1);
     let k2 = sane(cfg.k2);
     let risk_level = cfg.memory_risk.map(risk_to_level);
@@ -98,7 +93,7 @@ pub fn component_target(
             Resource::Cpu => cfg.min_cpu_cores,
             Resource::Mem => cfg.min_mem_bytes,
         };
-        let (t, bound) = bound_target(r, raw, floor, req * growth, usage);
+        let (t, bound) = bound_target(r, raw, floor, ceiling(req, cfg.max_growth), usage);
         Sizing {
             mean,
             sigma,
