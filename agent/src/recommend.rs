@@ -135,6 +135,7 @@ fn bound_str(b: Bound) -> &'static str {
         Bound::Floor => "raised to the floor",
         Bound::Ceiling => "cut to the ceiling (request x max_growth)",
         Bound::Usage => "raised to current use",
+        Bound::HostShare => "cut to what was left on the host",
     }
 }
 

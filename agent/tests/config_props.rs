@@ -46,6 +46,7 @@ const KEYS: &[&str] = &[
     "k2",
     "order",
     "victim_order",
+    "cpu_shortfall",
     "grace_period_s",
     "failure_limit",
     "max_growth",

@@ -82,7 +82,9 @@ pub mod record;
 pub mod synthetic;
 pub mod view;
 
-pub use config::{ConfigError, ConfigErrors, Policy, SchedulerOrder, ShaperConfig, VictimOrder};
+pub use config::{
+    ConfigError, ConfigErrors, CpuShortfall, Policy, SchedulerOrder, ShaperConfig, VictimOrder,
+};
 pub use decide::{component_target, decide, Decider, Target};
 pub use model::*;
 pub use models::{horizon_samples, ComponentModels, ForecastSource};

@@ -186,6 +186,9 @@ pub enum Bound {
     Ceiling,
     /// Raised to current usage.
     Usage,
+    /// CPU cut to what was left on its host (`cpu_shortfall = share`):
+    /// the component runs throttled instead of being evicted.
+    HostShare,
 }
 
 /// A host and resource that had no room.
@@ -216,6 +219,10 @@ pub struct PlanSummary {
     pub deferred_components: u64,
     /// Components whose host is not in the view: left alone.
     pub unknown_host_components: u64,
+    /// Components whose CPU was cut to what was left on their host
+    /// (`cpu_shortfall = share`).
+    #[serde(default)]
+    pub squeezed_cpu: u64,
 }
 
 /// The result of one shaping round.
@@ -272,6 +279,7 @@ impl fmt::Display for Sizing {
             Bound::Floor => f.write_str(", raised to the floor"),
             Bound::Ceiling => f.write_str(", cut to the ceiling"),
             Bound::Usage => f.write_str(", raised to current usage"),
+            Bound::HostShare => f.write_str(", cut to what was left on the host"),
         }
     }
 }

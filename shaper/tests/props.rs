@@ -65,8 +65,9 @@ fn cfg_strategy() -> impl Strategy<Value = ShaperConfig> {
         0.0f64..0.2,
         1.0f64..2.0,
         proptest::bool::ANY,
+        proptest::bool::ANY,
     )
-        .prop_map(|(k1, k2, o, v, m, g, floors)| ShaperConfig {
+        .prop_map(|(k1, k2, o, v, m, g, floors, share)| ShaperConfig {
             policy: Policy::Pessimistic,
             k1,
             k2,
@@ -82,6 +83,11 @@ fn cfg_strategy() -> impl Strategy<Value = ShaperConfig> {
             ][v],
             min_relative_change: m,
             max_growth: g,
+            cpu_shortfall: if share {
+                CpuShortfall::Share
+            } else {
+                CpuShortfall::Evict
+            },
             min_cpu_cores: if floors { 0.2 } else { 0.0 },
             min_mem_bytes: if floors { 0.5 } else { 0.0 },
             ..ShaperConfig::default()
@@ -282,11 +288,24 @@ proptest! {
                 }
             }
         }
+        // `share`: a squeezed component gets at least the CPU floor, even
+        // on a full host.
+        let mut squeezed_floor: HashMap<HostId, f64> = HashMap::new();
+        for a in plan.resizes() {
+            if let Action::Resize { host, explanation, .. } = a {
+                if explanation.cpu.bound == Bound::HostShare {
+                    *squeezed_floor.entry(*host).or_default() += cfg.min_cpu_cores.max(0.01);
+                }
+            }
+        }
         for (h, cap) in &hosts {
             let f = forced_sum.get(h).copied().unwrap_or_default();
             let o = other_sum.get(h).copied().unwrap_or_default();
             for r in Resource::ALL {
-                let room = (cap.get(r) - f.get(r)).max(0.0);
+                let mut room = (cap.get(r) - f.get(r)).max(0.0);
+                if r == Resource::Cpu {
+                    room += squeezed_floor.get(h).copied().unwrap_or(0.0);
+                }
                 prop_assert!(o.get(r) <= room + tol(cap.get(r)),
                     "host {:?} {}: non-forced {} > room {} (cap {}, forced {})", h, r, o.get(r), room, cap.get(r), f.get(r));
             }
@@ -300,11 +319,32 @@ proptest! {
         let plan = decide(&view, NOW_S, &cfg);
         let out = outcome(&view, &plan);
         let hosts = known_hosts(&view);
+        // `share` (pessimistic): CPU may be cut below usage, but only on a
+        // host whose CPU is planned in full (up to one CPU step per
+        // component of rounding, and the floors).
+        let share = cfg.policy == Policy::Pessimistic && cfg.cpu_shortfall == CpuShortfall::Share;
+        let mut planned_cpu: HashMap<HostId, (f64, f64)> = HashMap::new();
+        for a in &view.apps {
+            for c in &a.components {
+                if let Some(Some(r)) = out.get(&c.id) {
+                    let e = planned_cpu.entry(c.host).or_default();
+                    e.0 += r.cpu_cores;
+                    e.1 += 0.001;
+                }
+            }
+        }
         for a in &view.apps {
             for c in &a.components {
                 if !hosts.contains_key(&c.host) { continue; }
                 if let Some(Some(r)) = out.get(&c.id) {
                     for res in Resource::ALL {
+                        if share && res == Resource::Cpu && r.cpu_cores < c.usage.cpu_cores {
+                            let (sum, slack) = planned_cpu[&c.host];
+                            let cap = hosts[&c.host].cpu_cores;
+                            prop_assert!(sum + slack >= cap - tol(cap),
+                                "component {:?} squeezed below usage on a host with CPU left: {} of {}", c.id, sum, cap);
+                            continue;
+                        }
                         prop_assert!(r.get(res) >= c.usage.get(res) - tol(c.usage.get(res)),
                             "component {:?} {}: allocation {} < usage {}", c.id, res, r.get(res), c.usage.get(res));
                     }

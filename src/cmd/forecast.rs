@@ -203,6 +203,7 @@ fn bound_str(b: Bound) -> &'static str {
         Bound::Floor => "floor",
         Bound::Ceiling => "ceiling (request x max_growth)",
         Bound::Usage => "current usage",
+        Bound::HostShare => "what was left on the host",
     }
 }
 

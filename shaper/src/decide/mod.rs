@@ -5,8 +5,8 @@
 //! component gets one flat [`Slot`] (no per-component allocation, no hash
 //! maps); sort keys are packed integers.
 
-use crate::config::{Policy, ShaperConfig, VictimOrder};
-use crate::limits::{bound_target, ceiling, sane};
+use crate::config::{CpuShortfall, Policy, ShaperConfig, VictimOrder};
+use crate::limits::{bound_target, ceiling, sane, CPU_STEP_CORES};
 use crate::model::{
     Application, Class, ClusterView, Component, Host, Predictive, Resource, Resources,
 };
@@ -19,13 +19,16 @@ const NO_NEXT: u32 = u32::MAX;
 /// Relative tolerance when checking that a demand fits a host's free room,
 /// so that float rounding in long sums never evicts anything.
 const FIT_TOLERANCE: f64 = 1e-9;
+/// The smallest CPU limit a squeezed component gets (`cpu_shortfall =
+/// share`): Docker's smallest `--cpus`.
+const MIN_SHARE_CPU_CORES: f64 = 0.01;
 
 mod pessimistic;
 mod target;
 #[cfg(test)]
 mod tests;
 
-use pessimistic::{apply_eviction_cap, plan_pessimistic, AppInfo, GlobalKey};
+use pessimistic::{apply_eviction_cap, plan_pessimistic, AppInfo, GlobalKey, Squeezed};
 use target::settle;
 pub use target::{component_target, risk_to_level, Target};
 
@@ -42,6 +45,9 @@ enum State {
     AppEvicted,
     /// Evicted elastic component.
     Victim,
+    /// Kept, with its CPU cut to what was left on its host
+    /// (`cpu_shortfall = share`).
+    Squeezed,
     /// Would be evicted but the eviction cap was hit.
     Deferred,
     /// Host not in the view: left alone.
@@ -145,8 +151,10 @@ impl HostIndex {
     }
 }
 
-fn fits(free: &Resources, need: &Resources, tol: &Resources) -> Option<Resource> {
-    if free.cpu_cores - need.cpu_cores < -tol.cpu_cores {
+/// The resource that does not fit, if any; `share`: CPU always fits (it is
+/// squeezed instead).
+fn fits(free: &Resources, need: &Resources, tol: &Resources, share: bool) -> Option<Resource> {
+    if !share && free.cpu_cores - need.cpu_cores < -tol.cpu_cores {
         Some(Resource::Cpu)
     } else if free.mem_bytes - need.mem_bytes < -tol.mem_bytes {
         Some(Resource::Mem)
@@ -176,6 +184,7 @@ struct Scratch {
     growth_slots: Vec<u32>,
     app_elastic: Vec<(u64, u64, u32)>,
     global_elastic: Vec<GlobalKey>,
+    squeezed: Vec<Squeezed>,
 }
 
 /// [`decide`] for callers that plan round after round (the central shaper,
@@ -252,11 +261,11 @@ fn decide_with(
         growth_slots,
         app_elastic,
         global_elastic,
+        squeezed,
     } = scratch;
     // Per application (view index): its slots and elastic keep order.
     app_info.clear();
     app_info.reserve(apps.len());
-    let mut any_protected = false;
     slots.clear();
     slots.reserve(n_comp);
     // Reserved for the worst case up front (untouched capacity costs no
@@ -273,6 +282,7 @@ fn decide_with(
     growth_slots.reserve(n_comp);
     app_elastic.clear();
     global_elastic.clear();
+    squeezed.clear();
     let initial = if pessimistic {
         State::Pending
     } else {
@@ -359,7 +369,6 @@ fn decide_with(
                 }
             }
         }
-        any_protected |= has_protected;
         // Thread the elastic keep order (oldest first) through the slots.
         app_elastic.sort_unstable();
         let mut elastic_head = NO_NEXT;
@@ -390,7 +399,7 @@ fn decide_with(
         } else {
             Some(&global_elastic[..])
         };
-        victims = plan_pessimistic(view, &order, app_info, any_protected, global, slots);
+        victims = plan_pessimistic(view, &order, app_info, global, slots, cfg, squeezed);
         summary.deferred_components = apply_eviction_cap(apps, app_info, slots, &mut victims, cfg);
     }
 
@@ -474,6 +483,48 @@ fn decide_with(
             }
         }
     }
+    // Squeezed components: their planned resize is replaced by one to the
+    // squeezed allocation (a shrink with the shrinks, a growth at the end).
+    let mut squeezed_growths: Vec<Action> = Vec::new();
+    for q in squeezed.iter() {
+        let s = &slots[q.slot as usize];
+        if s.state != State::Squeezed || !s.changed {
+            continue;
+        }
+        summary.squeezed_cpu += 1;
+        let (app, c) = component_of(q.app, q.slot);
+        let t = component_target(app, c, now_s, cfg);
+        let mut cpu = t.cpu;
+        cpu.bound = Bound::HostShare;
+        let action = Action::Resize {
+            app: app.id,
+            component: c.id,
+            host: c.host,
+            from: c.allocation,
+            to: s.eff,
+            explanation: Explanation {
+                reason: if c.protected {
+                    Reason::Protected
+                } else {
+                    Reason::Shaped
+                },
+                basis: t.basis,
+                cpu,
+                mem: t.mem,
+                binding: Some(Box::new(Binding {
+                    host: c.host,
+                    resource: Resource::Cpu,
+                    needed: q.needed_cpu_cores,
+                    free: q.free_cpu_cores,
+                })),
+            },
+        };
+        if s.eff.fits_in(&c.allocation) {
+            actions.push(action);
+        } else {
+            squeezed_growths.push(action);
+        }
+    }
     // Evictions after the shrinks (both only free room, so this order is as
     // safe as the other one and spares moving every shrink once more).
     let n_evictions = evictions.len();
@@ -485,6 +536,7 @@ fn decide_with(
             .filter(|(_, g)| matches!(slots[*g as usize].state, State::Kept | State::Forced))
             .map(|(a, _)| a),
     );
+    actions.extend(squeezed_growths);
     summary.resized = (actions.len() - n_evictions) as u64;
     tracing::debug!(
         policy = cfg.policy.as_str(),

@@ -24,12 +24,19 @@ pub(super) fn plan_pessimistic(
     view: &ClusterView,
     order: &[u32],
     app_info: &[AppInfo],
-    any_pinned: bool,
     // Cluster-wide elastic keep order (slot last) for the victim orders
     // other than the thesis's; `None` for the thesis's per-app order.
     global: Option<&[GlobalKey]>,
     slots: &mut [Slot],
+    cfg: &ShaperConfig,
+    squeezed: &mut Vec<Squeezed>,
 ) -> Vec<Victim> {
+    let mut share = (cfg.cpu_shortfall == CpuShortfall::Share).then(|| Squeeze {
+        cfg,
+        cpu_floor: sane(cfg.min_cpu_cores).max(MIN_SHARE_CPU_CORES),
+        app_info,
+        out: squeezed,
+    });
     let mut free: Vec<Resources> = view
         .hosts
         .iter()
@@ -49,6 +56,7 @@ pub(super) fn plan_pessimistic(
     // such an application would kill its protected component). Taken in
     // scheduler order so that the float sums do not depend on the view's
     // order.
+    let any_pinned = app_info.iter().any(|a| a.pinned);
     for &ai in order.iter().filter(|_| any_pinned) {
         let protected_app = app_info[ai as usize].pinned;
         for s in &mut slots[range(ai)] {
@@ -81,12 +89,15 @@ pub(super) fn plan_pessimistic(
         undo.clear();
         let mut failed: Option<(usize, Binding)> = None;
         for g in r.clone() {
-            let s = &slots[g];
-            if !s.core || s.state != State::Pending {
+            if !slots[g].core || slots[g].state != State::Pending {
                 continue;
             }
-            let h = s.host as usize;
-            if let Some(res) = fits(&free[h], &s.eff, &tol[h]) {
+            let h = slots[g].host as usize;
+            if let Some(q) = share.as_mut() {
+                q.apply(view, ai, g, &free[h], slots);
+            }
+            let s = &slots[g];
+            if let Some(res) = fits(&free[h], &s.eff, &tol[h], share.is_some()) {
                 let host = view.hosts[h].id;
                 failed = Some((
                     g,
@@ -115,7 +126,7 @@ pub(super) fn plan_pessimistic(
                 binding,
             });
             for s in &mut slots[r] {
-                if s.state == State::Pending {
+                if matches!(s.state, State::Pending | State::Squeezed) {
                     s.state = State::AppEvicted;
                     s.victim = vi;
                 }
@@ -131,7 +142,16 @@ pub(super) fn plan_pessimistic(
             // Elastic components, oldest first (thesis line 25).
             let mut g = app_info[ai as usize].elastic_head;
             while g != NO_NEXT {
-                keep_or_evict(ai, g, slots, &mut free, &tol, &mut victims, view);
+                keep_or_evict(
+                    ai,
+                    g,
+                    slots,
+                    &mut free,
+                    &tol,
+                    &mut victims,
+                    view,
+                    &mut share,
+                );
                 g = slots[g as usize].next;
             }
         }
@@ -150,6 +170,7 @@ pub(super) fn plan_pessimistic(
                     &tol,
                     &mut victims,
                     view,
+                    &mut share,
                 );
             }
         }
@@ -157,6 +178,73 @@ pub(super) fn plan_pessimistic(
     victims
 }
 
+/// A component whose CPU was squeezed (`cpu_shortfall = share`): its
+/// application (view index), slot, and the CPU it needed and found.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Squeezed {
+    pub(super) app: u32,
+    pub(super) slot: u32,
+    pub(super) needed_cpu_cores: f64,
+    pub(super) free_cpu_cores: f64,
+}
+
+/// `cpu_shortfall = share`: what squeezing needs, and the squeezed
+/// components found so far.
+pub(super) struct Squeeze<'a> {
+    cfg: &'a ShaperConfig,
+    /// The smallest CPU a squeezed component gets.
+    cpu_floor: f64,
+    app_info: &'a [AppInfo],
+    out: &'a mut Vec<Squeezed>,
+}
+
+impl Squeeze<'_> {
+    /// When slot `g`'s CPU does not fit in what is left on its host
+    /// (`free`), cuts it to that (rounded down to the CPU step, at least
+    /// the floor), through the same hysteresis as any target, and marks the
+    /// slot [`State::Squeezed`].
+    fn apply(
+        &mut self,
+        view: &ClusterView,
+        ai: u32,
+        g: usize,
+        free: &Resources,
+        slots: &mut [Slot],
+    ) {
+        let s = &mut slots[g];
+        let room = (free.cpu_cores / CPU_STEP_CORES).floor() * CPU_STEP_CORES;
+        let room = if room.is_finite() {
+            room.max(self.cpu_floor)
+        } else {
+            self.cpu_floor
+        };
+        if s.eff.cpu_cores <= room {
+            return;
+        }
+        let app = &view.apps[ai as usize];
+        let c = &app.components[g - self.app_info[ai as usize].start as usize];
+        let planned = Resources::new(room, s.eff.mem_bytes);
+        // Hysteresis may keep the current allocation only when it fits too.
+        let (mut eff, mut changed, _) = settle(planned, c, self.cfg);
+        if eff.cpu_cores > room {
+            eff = planned;
+            changed = planned != c.allocation;
+        }
+        self.out.push(Squeezed {
+            app: ai,
+            slot: g as u32,
+            needed_cpu_cores: s.eff.cpu_cores,
+            free_cpu_cores: free.cpu_cores,
+        });
+        s.eff = eff;
+        s.changed = changed;
+        s.state = State::Squeezed;
+    }
+}
+
+/// Keeps elastic slot `g` if it fits on its host (`share`: after squeezing
+/// its CPU), else makes it a victim.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn keep_or_evict(
     ai: u32,
     g: u32,
@@ -165,13 +253,19 @@ pub(super) fn keep_or_evict(
     tol: &[Resources],
     victims: &mut Vec<Victim>,
     view: &ClusterView,
+    share: &mut Option<Squeeze<'_>>,
 ) {
+    let h = slots[g as usize].host as usize;
+    if let Some(q) = share.as_mut() {
+        q.apply(view, ai, g as usize, &free[h], slots);
+    }
     let s = &mut slots[g as usize];
-    let h = s.host as usize;
-    match fits(&free[h], &s.eff, &tol[h]) {
+    match fits(&free[h], &s.eff, &tol[h], share.is_some()) {
         None => {
             free[h] = free[h].sub(&s.eff);
-            s.state = State::Kept;
+            if s.state == State::Pending {
+                s.state = State::Kept;
+            }
         }
         Some(r) => {
             s.state = State::Victim;

@@ -507,3 +507,127 @@ fn plan_round_trips_through_json() {
     let back: Plan = serde_json::from_str(&json).expect("parses");
     assert_eq!(back, plan);
 }
+
+/// A host short of CPU only: `evict` (the thesis) evicts the later
+/// application; `share` keeps it, with its CPU cut to what is left and
+/// the binding named; memory still evicts under `share`.
+#[test]
+fn cpu_shortfall_shares_cpu_and_evicts_only_for_memory() {
+    let view = |mem_b: f64| ClusterView {
+        hosts: vec![host(0, 2.0, 8.0 * GIB)],
+        apps: vec![
+            app(
+                1,
+                0.0,
+                vec![comp(
+                    10,
+                    Class::Core,
+                    0,
+                    0.0,
+                    (2.0, 4.0 * GIB),
+                    (1.5, 2.0 * GIB),
+                )],
+            ),
+            app(
+                2,
+                10.0,
+                vec![comp(
+                    20,
+                    Class::Core,
+                    0,
+                    0.0,
+                    (2.0, 4.0 * GIB),
+                    (1.0, mem_b),
+                )],
+            ),
+        ],
+    };
+    let evict = ShaperConfig {
+        cpu_shortfall: CpuShortfall::Evict,
+        ..cfg0()
+    };
+    let plan = decide(&view(2.0 * GIB), 1000.0, &evict);
+    assert_eq!(plan.summary.evicted_apps, 1);
+    assert_eq!(plan.actions[1].app(), AppId(2));
+
+    let share = ShaperConfig {
+        cpu_shortfall: CpuShortfall::Share,
+        ..cfg0()
+    };
+    let plan = decide(&view(2.0 * GIB), 1000.0, &share);
+    assert_eq!(plan.evictions().count(), 0, "{plan:#?}");
+    assert_eq!(plan.summary.squeezed_cpu, 1);
+    let squeezed = plan
+        .resizes()
+        .find(|a| a.app() == AppId(2))
+        .expect("app 2 resized");
+    let Action::Resize {
+        to, explanation, ..
+    } = squeezed
+    else {
+        unreachable!()
+    };
+    assert!((to.cpu_cores - 0.5).abs() < 1e-9, "{to:?}");
+    assert_eq!(to.mem_bytes, 2.0 * GIB);
+    assert_eq!(explanation.cpu.bound, Bound::HostShare);
+    let b = explanation.binding.as_deref().expect("binding");
+    assert_eq!(b.resource, Resource::Cpu);
+    assert!((b.needed - 1.0).abs() < 1e-9 && (b.free - 0.5).abs() < 1e-9);
+    assert!(explanation.to_string().contains("left on the host"));
+
+    // Memory that does not fit evicts, whatever `cpu_shortfall` says.
+    let plan = decide(&view(7.0 * GIB), 1000.0, &share);
+    assert_eq!(plan.summary.evicted_apps, 1);
+    let Some(Action::EvictApplication { explanation, .. }) = plan.evictions().next() else {
+        panic!("no eviction: {plan:#?}")
+    };
+    assert_eq!(
+        explanation.binding.as_deref().map(|b| b.resource),
+        Some(Resource::Mem)
+    );
+}
+
+/// `share` never leaves a squeezed component without CPU: on a host with
+/// no CPU left it gets the floor (Docker's smallest `--cpus`).
+#[test]
+fn a_squeezed_component_keeps_the_cpu_floor() {
+    let view = ClusterView {
+        hosts: vec![host(0, 2.0, 8.0 * GIB)],
+        apps: vec![
+            app(
+                1,
+                0.0,
+                vec![comp(
+                    10,
+                    Class::Core,
+                    0,
+                    0.0,
+                    (2.0, 1.0 * GIB),
+                    (2.0, 1.0 * GIB),
+                )],
+            ),
+            app(
+                2,
+                10.0,
+                vec![comp(
+                    20,
+                    Class::Core,
+                    0,
+                    0.0,
+                    (2.0, 1.0 * GIB),
+                    (1.0, 1.0 * GIB),
+                )],
+            ),
+        ],
+    };
+    let plan = decide(&view, 1000.0, &cfg0());
+    assert_eq!(plan.evictions().count(), 0);
+    let to = plan
+        .resizes()
+        .find_map(|a| match a {
+            Action::Resize { component, to, .. } if *component == ComponentId(20) => Some(*to),
+            _ => None,
+        })
+        .expect("component 20 resized");
+    assert_eq!(to.cpu_cores, MIN_SHARE_CPU_CORES);
+}
