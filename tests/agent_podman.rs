@@ -699,3 +699,67 @@ async fn podman_throttled_container_cpu_is_not_shrunk() {
         "the quiet neighbour's CPU cut is recommended: {cuts:?}"
     );
 }
+
+/// Podman 4.3 never says that the kernel OOM-killed a container (no `oom`
+/// event, `OOMKilled` false, exit code 137; agent/PODMAN.md). The Podman
+/// adapter infers the kill from the SIGKILL exit of a memory-limited
+/// container it did not stop: the agent counts it once, as found by
+/// `inspect`, and raises the container's request to the OOM floor.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn podman_oom_kill_is_inferred_from_the_sigkill_exit() {
+    let test = "podman_oom";
+    if !podman_or_skip(test) {
+        return;
+    }
+    let labels = [("tailor.enable", "true"), ("tailor.test", test)];
+    // 8 MiB for 8 s, then 64 MiB in a 32 MiB container: OOM-killed
+    let c = PodmanContainer::run(
+        "tailor-p-oom",
+        32,
+        1.0,
+        &labels,
+        &["8:0.01:8", "64:0.01:3600"],
+    );
+    let mut agent = podman_agent(test, "actuation = \"recommend\"", "", None).await;
+    let mut seen_running = false;
+    let mut exited = false;
+    for _ in 0..60 {
+        let r = agent_common::round_in_1s(&mut agent).await;
+        seen_running |= r.view.containers.iter().any(|v| v.name == "tailor-p-oom");
+        if c.inspect_u64(".State.Pid") == 0 {
+            exited = true;
+            break;
+        }
+    }
+    assert!(seen_running, "the agent saw it running before the kill");
+    assert!(exited, "the container was not OOM-killed within 60 s");
+    assert_eq!(c.inspect_u64(".State.ExitCode"), 137, "killed by SIGKILL");
+    let podman_says =
+        podman(&["inspect", "--format", "{{.State.OOMKilled}}", &c.id]).expect("inspect");
+    for _ in 0..3 {
+        agent_common::round_in_1s(&mut agent).await;
+    }
+    let m = &agent.shared().metrics;
+    assert_eq!(
+        (m.oom_events(), m.oom_recovered()),
+        (1, 1),
+        "inferred once from inspect (Podman's OOMKilled: {podman_says})"
+    );
+    // restarted by the operator: its request is at least the OOM floor,
+    // max(32 MiB + 100 MiB, 32 MiB x 1.2)
+    podman(&["start", &c.id]).expect("podman start");
+    let floor = (32 * MIB + 100 * MIB) as f64;
+    let mut request = None;
+    for _ in 0..4 {
+        let r = agent_common::round_in_1s(&mut agent).await;
+        if let Some(v) = r.view.containers.iter().find(|v| v.name == "tailor-p-oom") {
+            request = Some(v.request.mem_bytes);
+            break;
+        }
+    }
+    let request = request.expect("the restarted container is in the view");
+    assert!(
+        request >= floor,
+        "request {request} B below the OOM floor {floor} B"
+    );
+}

@@ -13,18 +13,25 @@
 //! one without answers a plain `Not Found` (or 405). Without the route
 //! [`ContainerRuntime::can_update`] is false, [`ContainerRuntime::update`]
 //! fails without calling the engine, and the agent runs in recommend mode.
+//!
+//! Podman 4.3 also never says that the kernel OOM-killed a container (no
+//! `oom` event, `State.OOMKilled` false, exit code 137). [`PodmanRuntime`]
+//! infers it in `inspect`: a container with a memory limit that exited on
+//! SIGKILL (137), and that this adapter did not stop, counts as OOM-killed
+//! (see [`infer_oom_kill`]).
 //! See `agent/PODMAN.md` for what else differs from Docker.
 
 use crate::config::{Actuation, AgentConfig};
 use crate::docker::{raw_request, DockerRuntime};
 use crate::runtime::{
-    ContainerInfo, ContainerRuntime, ContainerStats, ContainerSummary, EngineInfo, HostInfo,
-    ResourceUpdate, RuntimeError, RuntimeEvent,
+    ContainerInfo, ContainerRuntime, ContainerState, ContainerStats, ContainerSummary, EngineInfo,
+    HostInfo, ResourceUpdate, RuntimeError, RuntimeEvent,
 };
 use futures_util::stream::BoxStream;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// Default socket of `podman system service` run as root.
 pub const DEFAULT_SOCKET: &str = "/run/podman/podman.sock";
@@ -113,6 +120,35 @@ pub struct PodmanRuntime {
     socket: PathBuf,
     engine: Option<EngineInfo>,
     update_route: UpdateRoute,
+    /// Containers this adapter was asked to stop, and when (Unix seconds):
+    /// their SIGKILL exit is not an OOM kill.
+    stopped_s: Mutex<HashMap<String, f64>>,
+}
+
+/// Stops remembered before old ones are forgotten.
+const MAX_STOPPED: usize = 4096;
+
+/// Exit code of a process killed by SIGKILL (128 + 9).
+const SIGKILL_EXIT: i64 = 137;
+
+/// Podman 4.3 reports an OOM kill only as exit code 137: a container with
+/// a memory limit that exited on SIGKILL, `stopped_at_s` (when the agent
+/// stopped it, if it did) not before its exit, counts as OOM-killed. An
+/// operator's `podman kill -s KILL` of a memory-limited container counts
+/// too: the agent then only holds its memory higher for a while, the safe
+/// direction.
+pub fn infer_oom_kill(info: &ContainerInfo, stopped_at_s: Option<f64>) -> bool {
+    if info.oom_killed {
+        return true;
+    }
+    let limited = info.limits.mem_bytes.is_some_and(|m| m > 0);
+    let exited = info.state != ContainerState::Running && info.exit_code == Some(SIGKILL_EXIT);
+    let ours = match (stopped_at_s, info.finished_s) {
+        (Some(stop), Some(fin)) => fin + 1.0 >= stop,
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    limited && exited && !ours
 }
 
 impl PodmanRuntime {
@@ -199,6 +235,7 @@ impl PodmanRuntime {
             socket,
             engine,
             update_route,
+            stopped_s: Mutex::new(HashMap::new()),
         })
     }
 
@@ -267,7 +304,21 @@ impl ContainerRuntime for PodmanRuntime {
     }
 
     async fn inspect(&self, id: &str) -> Result<ContainerInfo, RuntimeError> {
-        self.inner.inspect(id).await
+        let mut info = self.inner.inspect(id).await?;
+        let stopped_at_s = self
+            .stopped_s
+            .lock()
+            .ok()
+            .and_then(|m| m.get(id).or_else(|| m.get(&info.id)).copied());
+        if !info.oom_killed && infer_oom_kill(&info, stopped_at_s) {
+            tracing::info!(
+                container = %info.name,
+                exit_code = SIGKILL_EXIT,
+                "podman: SIGKILL exit of a memory-limited container counted as an OOM kill"
+            );
+            info.oom_killed = true;
+        }
+        Ok(info)
     }
 
     async fn stats(&self, id: &str) -> Result<ContainerStats, RuntimeError> {
@@ -296,10 +347,23 @@ impl ContainerRuntime for PodmanRuntime {
     }
 
     async fn stop(&self, id: &str, grace_s: u32) -> Result<(), RuntimeError> {
+        let now_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        if let Ok(mut m) = self.stopped_s.lock() {
+            if m.len() >= MAX_STOPPED {
+                // containers removed since: forget stops older than a day
+                m.retain(|_, &mut t| now_s - t < 86_400.0);
+            }
+            m.insert(id.to_string(), now_s);
+        }
         self.inner.stop(id, grace_s).await
     }
 
     async fn start(&self, id: &str) -> Result<(), RuntimeError> {
+        if let Ok(mut m) = self.stopped_s.lock() {
+            m.remove(id);
+        }
         self.inner.start(id).await
     }
 
@@ -343,6 +407,44 @@ pub fn force_recommend<R: ContainerRuntime + ?Sized>(cfg: &mut AgentConfig, runt
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sigkill_exit_of_a_memory_limited_container_is_an_oom_kill_unless_we_stopped_it() {
+        let info = |state: ContainerState, exit: Option<i64>, mem: Option<u64>| ContainerInfo {
+            id: "c1".into(),
+            name: "web".into(),
+            labels: BTreeMap::new(),
+            state,
+            started_s: Some(100.0),
+            limits: crate::runtime::Limits {
+                mem_bytes: mem,
+                cpu: crate::runtime::CpuLimit::Unlimited,
+                mem_swap_bytes: None,
+            },
+            oom_killed: false,
+            finished_s: Some(200.0),
+            exit_code: exit,
+        };
+        let killed = info(ContainerState::Exited, Some(137), Some(64 << 20));
+        assert!(infer_oom_kill(&killed, None));
+        // stopped by the agent before it exited: not an OOM kill
+        assert!(!infer_oom_kill(&killed, Some(199.5)));
+        assert!(!infer_oom_kill(&killed, Some(150.0)));
+        // a stop after it had exited: that exit was the kernel's
+        assert!(infer_oom_kill(&killed, Some(500.0)));
+        assert!(!infer_oom_kill(
+            &info(ContainerState::Exited, Some(0), Some(64 << 20)),
+            None
+        ));
+        assert!(!infer_oom_kill(
+            &info(ContainerState::Exited, Some(137), None),
+            None
+        ));
+        assert!(!infer_oom_kill(
+            &info(ContainerState::Running, Some(137), Some(64 << 20)),
+            None
+        ));
+    }
 
     #[test]
     fn cpu_stat_of_cgroup_v1_and_v2() {
