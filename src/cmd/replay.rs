@@ -90,7 +90,21 @@ fn check_parity(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Logs on stderr only when `RUST_LOG` asks for them (e.g.
+/// `RUST_LOG=sim=debug` prints every OOM kill with its forecast and band).
+fn init_logging() {
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .without_time()
+            .with_ansi(false)
+            .try_init();
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
+    init_logging();
     if args.check_parity {
         return check_parity(&args);
     }
