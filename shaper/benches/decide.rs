@@ -25,6 +25,13 @@ fn bench_decide(c: &mut Criterion) {
         for (name, cfg) in [
             ("pessimistic", ShaperConfig::default()),
             (
+                "pessimistic_cpu_evict",
+                ShaperConfig {
+                    cpu_shortfall: CpuShortfall::Evict,
+                    ..ShaperConfig::default()
+                },
+            ),
+            (
                 "pessimistic_least_work_lost",
                 ShaperConfig {
                     victim_order: VictimOrder::LeastWorkLost,
