@@ -41,7 +41,7 @@
 //! forecast came from the fitted GP, per such forecast.
 
 use datasets::workload::Workload;
-use shaper::Policy;
+use shaper::{CpuShortfall, Policy};
 use sim::{simulate, ForecasterSource, SimConfig, Summary};
 
 /// Shrinks and stretches a workload (see the module documentation).
@@ -99,6 +99,11 @@ fn config(policy: Policy, source: ForecasterSource, k1: f64, k2: f64) -> SimConf
     c.shaper.min_relative_change = 0.0;
     // The thesis's buffer alone: no memory hold on top of the forecast.
     c.shaper.mem_hold_s = 0.0;
+    // The thesis's Algorithm 3: CPU that does not fit evicts like memory
+    // (tailor's default squeezes it instead), and the OOM floor of the
+    // figures in the README (one hour).
+    c.shaper.cpu_shortfall = CpuShortfall::Evict;
+    c.shaper.oom_memory_s = 3600.0;
     c.forecaster.gp.history = 10;
     c.forecaster.gp.train_size = Some(10);
     c
