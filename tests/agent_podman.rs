@@ -763,3 +763,46 @@ async fn podman_oom_kill_is_inferred_from_the_sigkill_exit() {
         "request {request} B below the OOM floor {floor} B"
     );
 }
+
+/// The same container on Docker and on Podman, read through the agent's
+/// two adapters: the same limit, a working set within 15% (Podman 4.3's
+/// compat stats carry no `memory_stats.stats` nor `max_usage`: the adapter
+/// reads the inactive file cache and the peak from the cgroup, so the page
+/// cache is not counted as working set there either), and a peak on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn podman_stats_match_docker_field_by_field() {
+    use agent::ContainerRuntime;
+    let test = "podman_stats";
+    if !podman_or_skip(test) || agent_common::docker_or_skip(test).is_none() {
+        return;
+    }
+    let labels = [("tailor.test", test)];
+    let steps = ["48:0.2:3600"];
+    let p = PodmanContainer::run("tailor-p-stats", 128, 1.0, &labels, &steps);
+    let d = agent_common::TestContainer::run("tailor-d-stats", 128, 1.0, &labels, &steps, &[]);
+    let podman_rt = PodmanRuntime::connect(SOCK).await.expect("podman client");
+    let docker_rt =
+        agent::docker::DockerRuntime::new("/var/run/docker.sock").expect("docker client");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let ps = podman_rt.stats(&p.id).await.expect("podman stats");
+    let ds = docker_rt.stats(&d.id).await.expect("docker stats");
+    eprintln!("docker: {ds:?}\npodman: {ps:?}");
+    assert_eq!(ps.mem_limit_bytes, Some(128 * MIB));
+    assert_eq!(ds.mem_limit_bytes, Some(128 * MIB));
+    let (pw, dw) = (ps.working_set_bytes() as f64, ds.working_set_bytes() as f64);
+    assert!(dw >= (40 * MIB) as f64, "docker working set {dw} B");
+    assert!(
+        (pw - dw).abs() <= 0.15 * dw,
+        "working sets differ: podman {pw} B, docker {dw} B"
+    );
+    for (engine, s) in [("docker", &ds), ("podman", &ps)] {
+        let peak = s
+            .mem_peak_bytes
+            .unwrap_or_else(|| panic!("{engine}: no peak"));
+        assert!(
+            peak >= s.working_set_bytes(),
+            "{engine}: peak {peak} below the working set"
+        );
+        assert!(s.cpu_total_ns > 0, "{engine}: no CPU counter");
+    }
+}

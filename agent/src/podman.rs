@@ -270,6 +270,48 @@ fn read_cgroup_throttling(id: &str) -> Option<(u64, u64)> {
         .and_then(|text| parse_cpu_stat(&text))
 }
 
+/// A Podman container's inactive file cache and peak memory (bytes) from
+/// its cgroup: v1 `memory.stat` `total_inactive_file` and
+/// `memory.max_usage_in_bytes`, v2 `memory.stat` `inactive_file` and
+/// `memory.peak` (what Docker's stats carry and Podman 4.3's compat stats
+/// leave out). `None` when no memory cgroup of the container is readable.
+fn read_cgroup_memory(id: &str) -> Option<(Option<u64>, Option<u64>)> {
+    let v1 = [
+        format!("memory/libpod_parent/libpod-{id}"),
+        format!("memory/machine.slice/libpod-{id}.scope"),
+    ];
+    let v2 = [
+        format!("machine.slice/libpod-{id}.scope"),
+        format!("libpod_parent/libpod-{id}"),
+    ];
+    let read = |d: &str, f: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/{d}/{f}")).ok();
+    let number = |t: Option<String>| t.and_then(|t| t.trim().parse::<u64>().ok());
+    if let Some((d, stat)) = v1
+        .iter()
+        .find_map(|d| read(d, "memory.stat").map(|s| (d, s)))
+    {
+        let inactive = stat_value(&stat, "total_inactive_file");
+        return Some((inactive, number(read(d, "memory.max_usage_in_bytes"))));
+    }
+    let (d, stat) = v2
+        .iter()
+        .find_map(|d| read(d, "memory.stat").map(|s| (d, s)))?;
+    Some((
+        stat_value(&stat, "inactive_file"),
+        number(read(d, "memory.peak")),
+    ))
+}
+
+/// The value of `key` in a flat `key value` file (`memory.stat`).
+fn stat_value(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let mut it = line.split_whitespace();
+        (it.next() == Some(key))
+            .then(|| it.next().and_then(|v| v.parse().ok()))
+            .flatten()
+    })
+}
+
 /// (`nr_throttled`, throttled ns) of a `cpu.stat` file: v1 `throttled_time`
 /// is in ns, v2 `throttled_usec` in us.
 fn parse_cpu_stat(text: &str) -> Option<(u64, u64)> {
@@ -328,6 +370,16 @@ impl ContainerRuntime for PodmanRuntime {
             if let Some((nr, ns)) = read_cgroup_throttling(id) {
                 s.cpu_nr_throttled = Some(nr);
                 s.cpu_throttled_ns = Some(ns);
+            }
+        }
+        // ... and no memory breakdown nor peak: without the inactive file
+        // cache, the working set would count the page cache.
+        if s.mem_inactive_file_bytes == 0 || s.mem_peak_bytes.is_none() {
+            if let Some((inactive, peak)) = read_cgroup_memory(id) {
+                if s.mem_inactive_file_bytes == 0 {
+                    s.mem_inactive_file_bytes = inactive.unwrap_or(0);
+                }
+                s.mem_peak_bytes = s.mem_peak_bytes.or(peak.filter(|&p| p > 0));
             }
         }
         Ok(s)
@@ -444,6 +496,15 @@ mod tests {
             &info(ContainerState::Running, Some(137), Some(64 << 20)),
             None
         ));
+    }
+
+    #[test]
+    fn memory_stat_values() {
+        let v1 = "cache 724992\nrss 50397184\ninactive_file 0\ntotal_inactive_file 700416\n";
+        assert_eq!(stat_value(v1, "total_inactive_file"), Some(700416));
+        assert_eq!(stat_value(v1, "inactive_file"), Some(0));
+        assert_eq!(stat_value(v1, "anon"), None);
+        assert_eq!(stat_value("inactive_file x\n", "inactive_file"), None);
     }
 
     #[test]
