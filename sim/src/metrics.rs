@@ -167,6 +167,10 @@ pub struct RunMetrics {
     /// Components never run because no host can hold them.
     pub components_dropped: u64,
     pub resizes: u64,
+    /// In-place request changes of the trace that took effect (Google
+    /// 2019); the baseline's allocation follows them.
+    #[serde(default)]
+    pub request_changes: u64,
     /// Optimistic growths refused for lack of room (`optimistic_growth = "refuse"`).
     pub refused_growths: u64,
     pub events: u64,

@@ -275,3 +275,40 @@ fn cpu_below_demand_slows_down() {
         s.metrics.resizes
     );
 }
+
+/// An in-place request change of the trace (Google 2019) takes effect at
+/// its sample: the baseline's allocation follows it, and usage is clipped
+/// to the request in force, not to the first one.
+#[test]
+fn request_changes_move_the_baseline_allocation() {
+    let mut c = comp(
+        Class::Core,
+        1.0,
+        10.0,
+        1200.0,
+        &[0.5],
+        &[0.5, 0.5, 1.5, 1.5],
+    );
+    c.request_changes = vec![datasets::workload::RequestChange {
+        at_elapsed_s: 600.0,
+        request: Resources::new(1.0, 20.0),
+    }];
+    let wl = one_host(4.0, 100.0, vec![app(1, 0.0, vec![c])]);
+    let r = simulate(&wl, &cfg(Policy::Baseline, ForecasterSource::Oracle), None).expect("run");
+    assert_eq!(r.metrics.request_changes, 1);
+    assert_eq!(r.summary.oom_kills, 0, "the baseline never fails");
+    // 10 units for the first 600 s, 20 for the last 600 s
+    assert!(
+        (r.metrics.mem_alloc_byte_s - 18_000.0).abs() < 1e-6,
+        "{}",
+        r.metrics.mem_alloc_byte_s
+    );
+    // usage above the first request (15 of 20) is seen, not clipped to 10
+    let used_max = r
+        .metrics
+        .timeline
+        .iter()
+        .map(|p| p.used_mem_frac)
+        .fold(0.0, f64::max);
+    assert!((used_max - 0.15).abs() < 1e-9, "{used_max}");
+}

@@ -37,10 +37,13 @@ impl Engine<'_> {
     /// forecasters are built at its first shaping round (a component that
     /// finishes before one never needs them).
     pub(super) fn start(&mut self, c: usize, h: usize) {
-        let request = self.comps[c].request;
-        self.reserve(h, request);
         let spec =
             &self.wl.apps[self.comps[c].app as usize].components[self.comps[c].spec as usize];
+        // Every run starts at the trace's first request (a restart replays
+        // its request changes too).
+        let request = sane_res(spec.request);
+        self.comps[c].request = request;
+        self.reserve(h, request);
         let now = self.now;
         let slot = self.hosts[h].comps.len() as u32;
         self.hosts[h].comps.push(c as u32);
@@ -185,6 +188,24 @@ impl Engine<'_> {
         let u = spec.usage.interval_s;
         let comp = &mut self.comps[c];
         comp.sample += 1;
+        // An in-place request change of the trace (Google 2019) takes
+        // effect at the sample where it happened: the container is
+        // re-specified, so its allocation becomes the new request (as an
+        // operator's in-place resize sets the limits), under every policy;
+        // shaping resumes from there at the next round.
+        if !spec.request_changes.is_empty() {
+            let request = sane_res(spec.request_at(comp.sample as f64 * u));
+            if request != comp.request {
+                comp.request = request;
+                self.m.request_changes += 1;
+                let h = comp.host as usize;
+                let delta = request.sub(&comp.alloc);
+                comp.alloc = request;
+                self.reserve(h, delta);
+                self.dirty = true;
+            }
+        }
+        let comp = &mut self.comps[c];
         let new_usage = usage_at(spec, &comp.request, comp.sample);
         comp.mem_peak = mem_peak_at(spec, &comp.request, comp.sample);
         let peak = comp.mem_peak;
