@@ -311,4 +311,15 @@ fn request_changes_move_the_baseline_allocation() {
         .map(|p| p.used_mem_frac)
         .fold(0.0, f64::max);
     assert!((used_max - 0.15).abs() < 1e-9, "{used_max}");
+
+    // Shaped by the oracle: the change re-specifies the container at its
+    // new request and the models restart from it, so nothing is killed.
+    let mut shaped = cfg(Policy::Pessimistic, ForecasterSource::Oracle);
+    shaped.shaper.k1 = 0.0;
+    shaped.shaper.k2 = 0.0;
+    shaped.shaper.grace_period_s = 0.0;
+    let r = simulate(&wl, &shaped, None).expect("run");
+    assert_eq!(r.metrics.request_changes, 1);
+    assert_eq!(r.summary.oom_kills, 0);
+    assert!(r.metrics.mem_alloc_byte_s < 18_000.0, "{}", r.metrics.mem_alloc_byte_s);
 }

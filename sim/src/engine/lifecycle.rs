@@ -192,11 +192,15 @@ impl Engine<'_> {
         // effect at the sample where it happened: the container is
         // re-specified, so its allocation becomes the new request (as an
         // operator's in-place resize sets the limits), under every policy;
-        // shaping resumes from there at the next round.
+        // shaping resumes from there at the next round. Models work relative
+        // to the request: they are rebuilt at the next round from the whole
+        // history, normalised by the new request (an oracle from here).
         if !spec.request_changes.is_empty() {
             let request = sane_res(spec.request_at(comp.sample as f64 * u));
             if request != comp.request {
                 comp.request = request;
+                comp.fc = None;
+                comp.forecast = None;
                 self.m.request_changes += 1;
                 let h = comp.host as usize;
                 let delta = request.sub(&comp.alloc);
