@@ -321,5 +321,9 @@ fn request_changes_move_the_baseline_allocation() {
     let r = simulate(&wl, &shaped, None).expect("run");
     assert_eq!(r.metrics.request_changes, 1);
     assert_eq!(r.summary.oom_kills, 0);
-    assert!(r.metrics.mem_alloc_byte_s < 18_000.0, "{}", r.metrics.mem_alloc_byte_s);
+    assert!(
+        r.metrics.mem_alloc_byte_s < 18_000.0,
+        "{}",
+        r.metrics.mem_alloc_byte_s
+    );
 }
