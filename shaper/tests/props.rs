@@ -288,13 +288,15 @@ proptest! {
                 }
             }
         }
-        // `share`: a squeezed component gets at least the CPU floor, even
-        // on a full host.
+        // `share`: a component that does not fit still gets the CPU floor,
+        // so a host's CPU may be overcommitted by at most one floor per
+        // non-forced component on it.
+        let share = cfg.cpu_shortfall == CpuShortfall::Share;
         let mut squeezed_floor: HashMap<HostId, f64> = HashMap::new();
-        for a in plan.resizes() {
-            if let Action::Resize { host, explanation, .. } = a {
-                if explanation.cpu.bound == Bound::HostShare {
-                    *squeezed_floor.entry(*host).or_default() += cfg.min_cpu_cores.max(0.01);
+        for a in view.apps.iter().filter(|_| share) {
+            for c in &a.components {
+                if !forced.contains(&c.id) && matches!(out.get(&c.id), Some(Some(_))) {
+                    *squeezed_floor.entry(c.host).or_default() += cfg.min_cpu_cores.max(0.01);
                 }
             }
         }

@@ -212,15 +212,18 @@ impl Squeeze<'_> {
         slots: &mut [Slot],
     ) {
         let s = &mut slots[g];
-        let room = (free.cpu_cores / CPU_STEP_CORES).floor() * CPU_STEP_CORES;
-        let room = if room.is_finite() {
-            room.max(self.cpu_floor)
-        } else {
-            self.cpu_floor
-        };
-        if s.eff.cpu_cores <= room {
+        let host_cpu = view.hosts[s.host as usize].capacity.cpu_cores;
+        if s.eff.cpu_cores - free.cpu_cores <= host_cpu * FIT_TOLERANCE {
             return;
         }
+        // What is left, rounded down, but never below the floor (so a host
+        // may be overcommitted by floors, never by more).
+        let room = (free.cpu_cores / CPU_STEP_CORES).floor() * CPU_STEP_CORES;
+        let room = if room.is_finite() {
+            room.max(self.cpu_floor).min(s.eff.cpu_cores)
+        } else {
+            self.cpu_floor.min(s.eff.cpu_cores)
+        };
         let app = &view.apps[ai as usize];
         let c = &app.components[g - self.app_info[ai as usize].start as usize];
         let planned = Resources::new(room, s.eff.mem_bytes);
