@@ -163,6 +163,34 @@ fn fits(free: &Resources, need: &Resources, tol: &Resources, share: bool) -> Opt
     }
 }
 
+/// The resize of `c` to `to`, explained by its target `t`.
+fn resize_action(
+    app: &Application,
+    c: &Component,
+    to: Resources,
+    t: &Target,
+    binding: Option<Box<Binding>>,
+) -> Action {
+    Action::Resize {
+        app: app.id,
+        component: c.id,
+        host: c.host,
+        from: c.allocation,
+        to,
+        explanation: Explanation {
+            reason: if c.protected {
+                Reason::Protected
+            } else {
+                Reason::Shaped
+            },
+            basis: t.basis,
+            cpu: t.cpu,
+            mem: t.mem,
+            binding,
+        },
+    }
+}
+
 /// One shaping round: the cluster view, the time and the parameters in, the
 /// plan out. Pure and deterministic (same inputs, same plan; the order of
 /// hosts and applications in the view does not change which actions are
@@ -325,25 +353,7 @@ fn decide_with(
                 eff,
             });
             if changed {
-                let reason = if c.protected {
-                    Reason::Protected
-                } else {
-                    Reason::Shaped
-                };
-                let action = Action::Resize {
-                    app: app.id,
-                    component: c.id,
-                    host: c.host,
-                    from: c.allocation,
-                    to: eff,
-                    explanation: Explanation {
-                        reason,
-                        basis: t.basis,
-                        cpu: t.cpu,
-                        mem: t.mem,
-                        binding: None,
-                    },
-                };
+                let action = resize_action(app, c, eff, &t, None);
                 if eff.fits_in(&c.allocation) {
                     shrinks.push(action);
                     shrink_slots.push(g);
@@ -493,32 +503,15 @@ fn decide_with(
         }
         summary.squeezed_cpu += 1;
         let (app, c) = component_of(q.app, q.slot);
-        let t = component_target(app, c, now_s, cfg);
-        let mut cpu = t.cpu;
-        cpu.bound = Bound::HostShare;
-        let action = Action::Resize {
-            app: app.id,
-            component: c.id,
+        let mut t = component_target(app, c, now_s, cfg);
+        t.cpu.bound = Bound::HostShare;
+        let binding = Binding {
             host: c.host,
-            from: c.allocation,
-            to: s.eff,
-            explanation: Explanation {
-                reason: if c.protected {
-                    Reason::Protected
-                } else {
-                    Reason::Shaped
-                },
-                basis: t.basis,
-                cpu,
-                mem: t.mem,
-                binding: Some(Box::new(Binding {
-                    host: c.host,
-                    resource: Resource::Cpu,
-                    needed: q.needed_cpu_cores,
-                    free: q.free_cpu_cores,
-                })),
-            },
+            resource: Resource::Cpu,
+            needed: q.needed_cpu_cores,
+            free: q.free_cpu_cores,
         };
+        let action = resize_action(app, c, s.eff, &t, Some(Box::new(binding)));
         if s.eff.fits_in(&c.allocation) {
             actions.push(action);
         } else {
