@@ -62,7 +62,7 @@ async fn models_survive_restart_and_recreation() {
             .containers
             .iter()
             .find(|c| c.name == name)
-            .and_then(|c| c.forecast)
+            .and_then(|c| c.forecast.as_ref())
             .is_some(),
         "a forecast, not the request"
     );

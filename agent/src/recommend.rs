@@ -212,9 +212,9 @@ pub fn build(
                     no_mem,
                 ),
             };
-            let forecast = c.forecast.map(|f| match r {
-                ResourceKind::Cpu => f.cpu,
-                ResourceKind::Mem => f.mem,
+            let forecast = c.forecast.as_ref().map(|f| match r {
+                ResourceKind::Cpu => &f.cpu,
+                ResourceKind::Mem => &f.mem,
             });
             let confidence = match forecast {
                 None => Confidence::Low,

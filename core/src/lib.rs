@@ -208,12 +208,16 @@ impl Calibration {
 /// `mean` and `std` are the model's; `calibration`, when present, replaces the
 /// Gaussian `k * std` bands by learned ones. The shaper's dynamic buffer
 /// term is `upper(K2) - mean`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// The calibration is shared (`Arc`): a million-component cluster view
+/// copies each forecast once per round, and an inline table would make
+/// every component ten times larger.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Predictive {
     pub mean: f64,
     pub std: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub calibration: Option<Calibration>,
+    pub calibration: Option<std::sync::Arc<Calibration>>,
 }
 
 impl Predictive {
@@ -333,8 +337,8 @@ mod tests {
     fn gaussian_calibration_matches_plain_gaussian() {
         let plain = Predictive::gaussian(5.0, 1.5);
         let cal = Predictive {
-            calibration: Some(Calibration::gaussian()),
-            ..plain
+            calibration: Some(std::sync::Arc::new(Calibration::gaussian())),
+            ..plain.clone()
         };
         for k in [0.0, 0.3, 1.0, 2.0, 2.9, 3.0, 4.0] {
             assert!((plain.upper(k) - cal.upper(k)).abs() < 1e-6, "k={k}");
@@ -364,7 +368,7 @@ mod tests {
             let mut upper = [0.0f32; CALIBRATION_LEVELS];
             upper.copy_from_slice(&sorted);
             let c = Calibration { upper, lower: upper };
-            let p = Predictive { mean: 0.0, std: 1.0, calibration: Some(c) };
+            let p = Predictive { mean: 0.0, std: 1.0, calibration: Some(std::sync::Arc::new(c)) };
             let mut prev = f64::NEG_INFINITY;
             for i in 0..=40 {
                 let u = p.upper(i as f64 * 0.1);

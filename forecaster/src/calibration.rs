@@ -483,7 +483,7 @@ impl<F: Forecaster> Forecaster for Calibrated<F> {
         Predictive {
             mean: p.mean,
             std,
-            calibration: Some(table),
+            calibration: Some(std::sync::Arc::new(table)),
         }
     }
 
@@ -606,8 +606,8 @@ mod tests {
                     .copied()
                     .fold(f64::NEG_INFINITY, f64::max);
                 let one = Predictive {
-                    calibration: Some(c.table),
-                    ..p
+                    calibration: Some(std::sync::Arc::new(c.table)),
+                    ..p.clone()
                 };
                 n += 1;
                 above2 += (peak > p.upper(2.0)) as usize;
@@ -621,7 +621,10 @@ mod tests {
         assert!(a2_one > 0.06, "one-step table above upper(2): {a2_one}");
         assert!(a2 < 0.0228 + 0.01, "multi-step table above upper(2): {a2}");
         // one-step forecasts keep the one-step table
-        assert_eq!(c.forecast(1).calibration, Some(c.table));
+        assert_eq!(
+            c.forecast(1).calibration,
+            Some(std::sync::Arc::new(c.table))
+        );
     }
 
     #[test]

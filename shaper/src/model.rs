@@ -29,7 +29,7 @@ pub struct Host {
 }
 
 /// Per-resource forecasts of a component's usage.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Forecasts {
     pub cpu: Predictive,
     pub mem: Predictive,

@@ -74,7 +74,7 @@ pub enum ModelOrigin {
 }
 
 /// What the models said about one container this round.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ContainerForecast {
     pub forecast: Option<Forecasts>,
     pub source: ForecastSource,

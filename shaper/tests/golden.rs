@@ -458,7 +458,7 @@ fn calibrated_band_sets_the_dynamic_term() {
         cpu: Predictive {
             mean: 1.0,
             std: 0.1,
-            calibration: Some(cal),
+            calibration: Some(std::sync::Arc::new(cal)),
         },
         mem: Predictive::gaussian(2.0 * GIB, 0.1 * GIB),
     });

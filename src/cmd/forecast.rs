@@ -232,7 +232,7 @@ fn advise(
     let p = Predictive {
         mean: forecast.mean * base,
         std: forecast.std * base,
-        calibration: forecast.calibration,
+        calibration: forecast.calibration.clone(),
     };
     let idle = Predictive::gaussian(0.0, 0.0);
     let forecasts = match unit.resource {

@@ -450,7 +450,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             at_s: view.at_s,
             capacity: view.capacity,
             events,
-            forecasts: view.containers.iter().map(|c| c.forecast).collect(),
+            forecasts: view.containers.iter().map(|c| c.forecast.clone()).collect(),
             containers,
             labels,
             source: source.to_string(),

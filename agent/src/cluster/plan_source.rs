@@ -69,7 +69,7 @@ pub fn component_reports(agent_id: &str, view: &NodeView) -> Vec<ComponentReport
                 request: c.request,
                 allocation: c.allocation,
                 usage: c.usage,
-                forecast: c.forecast,
+                forecast: c.forecast.clone(),
                 started_s: c.started_s,
                 work_done_s: None,
                 app_submitted_s: None,

@@ -318,7 +318,7 @@ fn memory_risk_sizes_memory_from_the_predictive_tail() {
     let calibrated = Forecasts {
         cpu: Predictive::gaussian(1.0, 0.1),
         mem: Predictive {
-            calibration: Some(tailor_core::Calibration::gaussian()),
+            calibration: Some(std::sync::Arc::new(tailor_core::Calibration::gaussian())),
             ..Predictive::gaussian(400.0, 50.0)
         },
     };

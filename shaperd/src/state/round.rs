@@ -247,7 +247,7 @@ impl RoundSnapshot {
                         started_s: c.started_s,
                         allocation: c.allocation,
                         usage: c.usage,
-                        forecast: c.forecast,
+                        forecast: c.forecast.clone(),
                         protected: c.protected,
                         work_done_s,
                     }

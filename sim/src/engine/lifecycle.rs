@@ -272,8 +272,8 @@ impl Engine<'_> {
                 alloc_mem_bytes = cc.alloc.mem_bytes,
                 peak_mem_bytes = cc.mem_peak,
                 request_mem_bytes = cc.request.mem_bytes,
-                forecast_mem_bytes = cc.forecast.map_or(f64::NAN, |f| f.mem.mean),
-                forecast_mem_std_bytes = cc.forecast.map_or(f64::NAN, |f| f.mem.std),
+                forecast_mem_bytes = cc.forecast.as_ref().map_or(f64::NAN, |f| f.mem.mean),
+                forecast_mem_std_bytes = cc.forecast.as_ref().map_or(f64::NAN, |f| f.mem.std),
                 "oom kill"
             );
         }

@@ -231,7 +231,7 @@ impl Engine<'_> {
                         // Memory: the current interval's peak, what the OOM
                         // killer checks (the kernel never sizes below it).
                         usage: Resources::new(comp.usage.cpu_cores, comp.mem_peak),
-                        forecast: comp.forecast,
+                        forecast: comp.forecast.clone(),
                         protected: false,
                         work_done_s: comp.work_s - rem,
                     },
