@@ -23,7 +23,7 @@ use crate::protocol::{
     API_VERSION,
 };
 use serde::{Deserialize, Serialize};
-use shaper::{AppId, ClusterView, ComponentId, Plan, Resources, ShaperConfig};
+use shaper::{AppId, ClusterView, Plan, Resources, ShaperConfig};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -86,9 +86,9 @@ struct AgentRecord {
     first_seen_s: f64,
     last_seen_s: f64,
     reports: u64,
-    /// Component and application ids of `report`'s components, hashed
-    /// when the report arrived (off the round path).
-    ids: Arc<[(ComponentId, AppId)]>,
+    /// Application ids of `report`'s components, hashed when the report
+    /// arrived (off the round path).
+    ids: Arc<[AppId]>,
     pending: Pending,
 }
 
@@ -106,7 +106,7 @@ struct Origin {
 struct SnapAgent {
     name: Arc<str>,
     report: Arc<ReportRequest>,
-    ids: Arc<[(ComponentId, AppId)]>,
+    ids: Arc<[AppId]>,
     stale: bool,
 }
 
@@ -117,12 +117,15 @@ pub struct RoundInput {
     pub round: u64,
     pub now_s: f64,
     pub view: ClusterView,
-    origins: rustc_hash::FxHashMap<ComponentId, Origin>,
+    /// Indexed by the view's component ids (dense: `ComponentId(i)` is
+    /// the i-th component pushed).
+    origins: Vec<Origin>,
     agents: Vec<SnapAgent>,
     live_agents: Vec<Arc<str>>,
     pub stale_agents: Vec<String>,
-    /// Components left out of the view because their id collided (should
-    /// never happen with 64-bit hashes; counted to be sure).
+    /// Components left out of the view because their application id
+    /// collided with another application's (should never happen with
+    /// 64-bit hashes; counted to be sure).
     pub collisions: u64,
 }
 
@@ -439,15 +442,10 @@ impl ShaperState {
         for c in &mut req.components {
             c.app = protocol::app_key(&who.tenant, &c.app);
         }
-        let ids: Arc<[(ComponentId, AppId)]> = req
+        let ids: Arc<[AppId]> = req
             .components
             .iter()
-            .map(|c| {
-                (
-                    protocol::component_id(&req.agent_id, &c.container_id),
-                    protocol::app_id(&c.app),
-                )
-            })
+            .map(|c| protocol::app_id(&c.app))
             .collect();
         let new = Footprint {
             components: req.components.len() as u64,

@@ -11,7 +11,7 @@ use super::{
     ActionRecord, ActionStatus, Origin, PreparedRound, RoundInput, RoundOutcome, RoundSnapshot,
 };
 use crate::protocol::{self, ActionId, ActionKind, RejectedComponent, ReportRequest, WireAction};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use shaper::{
     Action, AppFacts, AppId, Component, ComponentId, HostId, Plan, Resources, ViewBuilder,
 };
@@ -158,10 +158,10 @@ impl RoundSnapshot {
         // scheduler order, so the view's application order changes nothing.
         let mut apps: ViewBuilder<AppId> = ViewBuilder::new(self.now_s);
         let n_components = self.agents.iter().map(|a| a.report.components.len()).sum();
-        let mut origins: FxHashMap<ComponentId, Origin> =
-            FxHashMap::with_capacity_and_hasher(n_components, Default::default());
-        let mut host_ids: FxHashSet<HostId> =
-            FxHashSet::with_capacity_and_hasher(self.agents.len(), Default::default());
+        // Dense ids: host i is the i-th agent, component k the k-th pushed
+        // (its origin is `origins[k]`), so that `decide()` indexes hosts
+        // directly and actions map back without hashing.
+        let mut origins: Vec<Origin> = Vec::with_capacity(n_components);
         // Each application's label (to catch id collisions) and the failure
         // count on record for it, looked up once per application.
         let mut app_labels: FxHashMap<AppId, (&str, u32)> = FxHashMap::default();
@@ -171,12 +171,7 @@ impl RoundSnapshot {
         for (ai, agent) in self.agents.iter().enumerate() {
             let name = &agent.name;
             let report = &agent.report;
-            let host = protocol::host_id(name);
-            if !host_ids.insert(host) {
-                tracing::error!(agent = %name, "host id collision: agent left out of this round");
-                collisions += report.components.len() as u64;
-                continue;
-            }
+            let host = HostId(ai as u64);
             let stale = agent.stale;
             if stale {
                 stale_agents.push(name.to_string());
@@ -184,16 +179,7 @@ impl RoundSnapshot {
                 live_agents.push(name.clone());
             }
             apps.host(host, report.capacity);
-            for (ci, (c, &(id, aid))) in report.components.iter().zip(agent.ids.iter()).enumerate()
-            {
-                let origin = match origins.entry(id) {
-                    Entry::Occupied(_) => {
-                        tracing::error!(agent = %name, container = %c.container_id, "component id collision: left out");
-                        collisions += 1;
-                        continue;
-                    }
-                    Entry::Vacant(v) => v,
-                };
+            for (ci, (c, &aid)) in report.components.iter().zip(agent.ids.iter()).enumerate() {
                 let recorded_failures = match app_labels.entry(aid) {
                     Entry::Occupied(o) if o.get().0 != c.app.as_str() => {
                         tracing::error!(app = %c.app, "application id collision: component left out");
@@ -208,7 +194,8 @@ impl RoundSnapshot {
                 };
                 // Indexes fit: agents and components per report are capped
                 // far below u32::MAX by the server limits.
-                origin.insert(Origin {
+                let id = ComponentId(origins.len() as u64);
+                origins.push(Origin {
                     agent: ai as u32,
                     comp: ci as u32,
                 });
@@ -270,6 +257,14 @@ impl RoundSnapshot {
 }
 
 impl RoundInput {
+    /// The agent and container of the view's component `id`.
+    pub fn origin(&self, id: ComponentId) -> Option<(&str, &str)> {
+        let o = self.origins.get(usize::try_from(id.0).ok()?)?;
+        let agent = self.agents.get(o.agent as usize)?;
+        let c = agent.report.components.get(o.comp as usize)?;
+        Some((&agent.name, &c.container_id))
+    }
+
     /// Turns `plan` into per-agent actions with fresh numbers (no lock
     /// needed); [`super::ShaperState::commit`] installs them. Actions for
     /// stale agents are dropped (counted).
@@ -292,7 +287,7 @@ impl RoundInput {
                 Action::EvictApplication { components, .. } => (components, Some(true)),
             };
             for id in components {
-                let Some(o) = self.origins.get(id) else {
+                let Some(o) = usize::try_from(id.0).ok().and_then(|i| self.origins.get(i)) else {
                     continue;
                 };
                 let Some(agent) = self.agents.get(o.agent as usize) else {

@@ -577,7 +577,7 @@ proptest! {
     fn delivered_actions_are_the_plans(cluster in arb_cluster()) {
         let mut s = state(0.0);
         let now_s = 40.0;
-        // Reference: component id -> (agent, container, app key, stale).
+        // Reference: (agent, container) -> (agent, container, app key, stale).
         let mut origin = std::collections::HashMap::new();
         for (i, (cap_gb, stale, comps)) in cluster.iter().enumerate() {
             let agent = format!("n{i}");
@@ -588,7 +588,7 @@ proptest! {
                 let cid = format!("c{i}-{j}");
                 cs.push(comp(&cid, &format!("app{app}"), class, req * GB, usage * GB, 0.0));
                 origin.insert(
-                    protocol::component_id(&agent, &cid),
+                    (agent.clone(), cid.clone()),
                     (agent.clone(), cid, format!("t/app{app}"), *stale),
                 );
             }
@@ -600,7 +600,11 @@ proptest! {
         let mut expected: BTreeMap<String, Vec<(String, ActionKind, String)>> = BTreeMap::new();
         let mut dropped = 0u64;
         for a in plan.component_actions() {
-            let (agent, cid, app, stale) = origin.get(&a.component()).expect("known component").clone();
+            let (agent, cid) = input.origin(a.component()).expect("known component");
+            let (agent, cid, app, stale) = origin
+                .get(&(agent.to_string(), cid.to_string()))
+                .expect("reported component")
+                .clone();
             if stale {
                 dropped += 1;
                 continue;
