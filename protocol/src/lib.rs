@@ -24,9 +24,11 @@
 //!   shaper would be exceeded). A refused request changes nothing.
 //!
 //! Ids: the shaper works on `u64` ids. Agents speak in names (their agent id,
-//! Docker container ids, application labels); the server maps them with a
-//! fixed 64-bit FNV-1a hash ([`host_id`], [`app_id`], [`component_id`]), so
-//! the mapping is deterministic and survives a server restart. Applications
+//! Docker container ids, application labels). An application's id is a
+//! fixed 64-bit FNV-1a hash of its key ([`app_id`]), so it is deterministic
+//! and survives a server restart; hosts and components are numbered afresh
+//! in each round's view (the agent's and the component's place in it), and
+//! actions go back to agents by container id, never by those numbers. Applications
 //! are keyed by (tenant, label): the server stores and plans a component's
 //! application as `<tenant>/<label>` (tenant names contain no `/`), so the
 //! same label reported by two agents of one tenant is one application
@@ -46,17 +48,18 @@
 //! # Example
 //!
 //! ```
-//! // Ids are a fixed hash of names: the same on every agent and server run.
-//! let a = protocol::component_id("node-1", "c0ffee");
-//! assert_eq!(a, protocol::component_id("node-1", "c0ffee"));
-//! assert_ne!(a, protocol::component_id("node-2", "c0ffee"));
-//! assert_eq!(protocol::app_key("team-a", "web"), "team-a/web");
+//! // Application ids are a fixed hash of tenant-qualified keys: the same
+//! // on every server run, and never shared by two tenants.
+//! let web = protocol::app_key("team-a", "web");
+//! assert_eq!(web, "team-a/web");
+//! assert_eq!(protocol::app_id(&web), protocol::app_id("team-a/web"));
+//! assert_ne!(protocol::app_id(&web), protocol::app_id(&protocol::app_key("team-b", "web")));
 //! ```
 
 pub mod auth;
 
 use serde::{Deserialize, Serialize};
-use shaper::{AppId, Class, ComponentId, Forecasts, HostId, Predictive, Resources};
+use shaper::{AppId, Class, Forecasts, Predictive, Resources};
 use std::path::PathBuf;
 
 /// The protocol version served under `/v1/`.
@@ -281,11 +284,6 @@ pub fn fnv1a64(parts: &[&[u8]]) -> u64 {
     h
 }
 
-/// The shaper's id for an agent's host.
-pub fn host_id(agent_id: &str) -> HostId {
-    HostId(fnv1a64(&[b"host", agent_id.as_bytes()]))
-}
-
 /// The shaper's key of an application: `<tenant>/<label>`.
 pub fn app_key(tenant: &str, app: &str) -> String {
     let mut k = String::with_capacity(tenant.len() + 1 + app.len());
@@ -298,15 +296,6 @@ pub fn app_key(tenant: &str, app: &str) -> String {
 /// The shaper's id for an application key (see [`app_key`]).
 pub fn app_id(app: &str) -> AppId {
     AppId(fnv1a64(&[b"app", app.as_bytes()]))
-}
-
-/// The shaper's id for a container on an agent.
-pub fn component_id(agent_id: &str, container_id: &str) -> ComponentId {
-    ComponentId(fnv1a64(&[
-        b"component",
-        agent_id.as_bytes(),
-        container_id.as_bytes(),
-    ]))
 }
 
 fn check_name(what: &str, s: &str, errors: &mut Vec<String>) {
@@ -539,13 +528,10 @@ mod tests {
 
     #[test]
     fn ids_are_deterministic_and_distinct() {
-        assert_eq!(host_id("n1"), host_id("n1"));
-        assert_ne!(host_id("n1"), host_id("n2"));
         assert_eq!(app_id("web"), app_id("web"));
-        assert_eq!(component_id("n1", "abc"), component_id("n1", "abc"));
-        assert_ne!(component_id("n1", "abc"), component_id("n2", "abc"));
+        assert_ne!(app_id("t/web"), app_id("t/db"));
         // The separator keeps ("ab", "c") and ("a", "bc") apart.
-        assert_ne!(component_id("ab", "c"), component_id("a", "bc"));
+        assert_ne!(fnv1a64(&[b"ab", b"c"]), fnv1a64(&[b"a", b"bc"]));
         // Known FNV-1a vector: empty input.
         assert_eq!(fnv1a64(&[b""]), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a64(&[b"a"]), 0xaf63_dc4c_8601_ec8c);
