@@ -764,6 +764,66 @@ async fn podman_oom_kill_is_inferred_from_the_sigkill_exit() {
     );
 }
 
+/// An OOM kill of a process that is not the container's main one (a child
+/// of a shell) leaves the container running and no exit code behind; Podman
+/// 4.3 sends no `oom` event either. The adapter reads the cgroup's OOM-kill
+/// counter with each sample and turns each rise into an `Oom` event: the
+/// agent counts the kills from its event stream while the container keeps
+/// running, and holds its memory at the OOM floor.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn podman_oom_kill_of_a_child_process_is_counted() {
+    let test = "podman_oom_child";
+    if !podman_or_skip(test) {
+        return;
+    }
+    let labels = [("tailor.enable", "true"), ("tailor.test", test)];
+    // the shell survives; each loadgen it starts asks for 64 MiB of 32
+    let c = PodmanContainer::start(
+        "tailor-p-oom-child",
+        Some((32, 1.0)),
+        &labels,
+        &[
+            "sh",
+            "-c",
+            "sleep 3; while :; do /bin/loadgen 64:0.01:3600; sleep 2; done",
+        ],
+    );
+    let mut agent = podman_agent(test, "actuation = \"recommend\"", "", None).await;
+    agent.start_event_listener();
+    let mut counted = 0;
+    for _ in 0..40 {
+        agent_common::round_in_1s(&mut agent).await;
+        counted = agent.shared().metrics.oom_events();
+        if counted >= 2 {
+            break;
+        }
+    }
+    assert!(counted >= 2, "{counted} OOM kills counted within 40 rounds");
+    assert_eq!(
+        agent.shared().metrics.oom_recovered(),
+        0,
+        "counted from the event stream, not from an exit"
+    );
+    assert!(
+        c.inspect_u64(".State.Pid") > 0,
+        "the container keeps running"
+    );
+    // the kernel's OOM floor: its next allocation is at least
+    // max(32 MiB + 100 MiB, 32 MiB x 1.2)
+    let r = agent_common::round_in_1s(&mut agent).await;
+    let v = r
+        .view
+        .containers
+        .iter()
+        .find(|v| v.name == "tailor-p-oom-child")
+        .expect("in the view");
+    assert!(
+        v.request.mem_bytes >= (132 * MIB) as f64,
+        "request {} B below the OOM floor",
+        v.request.mem_bytes
+    );
+}
+
 /// The same container on Docker and on Podman, read through the agent's
 /// two adapters: the same limit, a working set within 15% (Podman 4.3's
 /// compat stats carry no `memory_stats.stats` nor `max_usage`: the adapter

@@ -18,7 +18,12 @@
 //! `oom` event, `State.OOMKilled` false, exit code 137). [`PodmanRuntime`]
 //! infers it in `inspect`: a container with a memory limit that exited on
 //! SIGKILL (137), and that this adapter did not stop, counts as OOM-killed
-//! (see [`infer_oom_kill`]).
+//! (see [`infer_oom_kill`]). A kill of another process of a container
+//! that keeps running (a worker, a child of a shell) leaves no exit code:
+//! `stats` reads the cgroup's OOM-kill counter (v1 `memory.oom_control`,
+//! v2 `memory.events`, `oom_kill`) and each rise since the previous sample
+//! becomes an `Oom` event on the adapter's event stream, as Docker's `oom`
+//! event would.
 //! See `agent/PODMAN.md` for what else differs from Docker.
 
 use crate::config::{Actuation, AgentConfig};
@@ -123,7 +128,17 @@ pub struct PodmanRuntime {
     /// Containers this adapter was asked to stop, and when (Unix seconds):
     /// their SIGKILL exit is not an OOM kill.
     stopped_s: Mutex<HashMap<String, f64>>,
+    /// Each sampled container's cgroup OOM-kill counter at its last sample.
+    oom_kills: Mutex<HashMap<String, u64>>,
+    /// OOM kills found in the counters, merged into [`Self::events`].
+    oom_tx: tokio::sync::broadcast::Sender<RuntimeEvent>,
 }
+
+/// Containers whose OOM-kill counter is remembered before the map is reset
+/// (the next sample of each then only sets its baseline).
+const MAX_OOM_COUNTERS: usize = 4096;
+/// Most OOM events sent for one rise of one container's counter.
+const MAX_OOM_EVENTS_PER_SAMPLE: u64 = 16;
 
 /// Stops remembered before old ones are forgotten.
 const MAX_STOPPED: usize = 4096;
@@ -236,7 +251,45 @@ impl PodmanRuntime {
             engine,
             update_route,
             stopped_s: Mutex::new(HashMap::new()),
+            oom_kills: Mutex::new(HashMap::new()),
+            oom_tx: tokio::sync::broadcast::channel(1024).0,
         })
+    }
+
+    /// Compares container `id`'s cgroup OOM-kill counter with its last
+    /// sample and sends one `Oom` event per kill since (at most
+    /// [`MAX_OOM_EVENTS_PER_SAMPLE`]). The first sample of a container only
+    /// sets the baseline: kills from before the agent saw it are unknown.
+    fn check_oom_counter(&self, id: &str, count: u64) {
+        let Ok(mut m) = self.oom_kills.lock() else {
+            return;
+        };
+        if m.len() >= MAX_OOM_COUNTERS && !m.contains_key(id) {
+            m.clear();
+        }
+        let before = m.insert(id.to_string(), count);
+        let Some(before) = before else {
+            return;
+        };
+        let new = count.saturating_sub(before).min(MAX_OOM_EVENTS_PER_SAMPLE);
+        if new == 0 {
+            return;
+        }
+        let now_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        tracing::info!(
+            container = %id,
+            oom_kills = new,
+            "podman: the cgroup's OOM-kill counter rose while the container runs"
+        );
+        for _ in 0..new {
+            // no receiver (no event stream open): nothing to tell
+            let _ = self.oom_tx.send(RuntimeEvent::Oom {
+                id: id.to_string(),
+                at_s: Some(now_s),
+            });
+        }
     }
 
     /// What the start-up probe found.
@@ -300,6 +353,21 @@ fn read_cgroup_memory(id: &str) -> Option<(Option<u64>, Option<u64>)> {
         stat_value(&stat, "inactive_file"),
         number(read(d, "memory.peak")),
     ))
+}
+
+/// A Podman container's cgroup OOM-kill counter: v1 `memory.oom_control`,
+/// v2 `memory.events`, key `oom_kill`. `None` when none is readable.
+fn read_cgroup_oom_kills(id: &str) -> Option<u64> {
+    let files = [
+        format!("memory/libpod_parent/libpod-{id}/memory.oom_control"),
+        format!("memory/machine.slice/libpod-{id}.scope/memory.oom_control"),
+        format!("machine.slice/libpod-{id}.scope/memory.events"),
+        format!("libpod_parent/libpod-{id}/memory.events"),
+    ];
+    files.iter().find_map(|f| {
+        let text = std::fs::read_to_string(format!("/sys/fs/cgroup/{f}")).ok()?;
+        stat_value(&text, "oom_kill")
+    })
 }
 
 /// The value of `key` in a flat `key value` file (`memory.stat`).
@@ -382,6 +450,9 @@ impl ContainerRuntime for PodmanRuntime {
                 s.mem_peak_bytes = s.mem_peak_bytes.or(peak.filter(|&p| p > 0));
             }
         }
+        if let Some(count) = read_cgroup_oom_kills(id) {
+            self.check_oom_counter(id, count);
+        }
         Ok(s)
     }
 
@@ -419,8 +490,32 @@ impl ContainerRuntime for PodmanRuntime {
         self.inner.start(id).await
     }
 
+    /// The engine's events, with the OOM kills that `stats` found in the
+    /// cgroup counters merged in. Ends when the engine's stream ends (the
+    /// agent then reconnects).
     fn events(&self) -> BoxStream<'static, Result<RuntimeEvent, RuntimeError>> {
-        self.inner.events()
+        use futures_util::{future, stream, StreamExt};
+        use tokio::sync::broadcast::error::RecvError;
+        let engine = self
+            .inner
+            .events()
+            .map(Some)
+            .chain(stream::once(future::ready(None)));
+        let ooms = stream::unfold(self.oom_tx.subscribe(), |mut rx| async move {
+            loop {
+                match rx.recv().await {
+                    Ok(ev) => return Some((Some(Ok(ev)), rx)),
+                    Err(RecvError::Lagged(n)) => {
+                        tracing::warn!(lost = n, "podman: OOM events dropped (receiver lagged)");
+                    }
+                    Err(RecvError::Closed) => return None,
+                }
+            }
+        });
+        stream::select(engine, ooms)
+            .take_while(|x| future::ready(x.is_some()))
+            .filter_map(future::ready)
+            .boxed()
     }
 
     fn can_update(&self) -> bool {
@@ -459,6 +554,37 @@ pub fn force_recommend<R: ContainerRuntime + ?Sized>(cfg: &mut AgentConfig, runt
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn each_rise_of_the_oom_counter_is_one_event_after_the_baseline() {
+        // no engine is needed for this logic: a file that is not a socket
+        let not_a_socket = tempfile::NamedTempFile::new().expect("temp file");
+        let rt = PodmanRuntime::connect(not_a_socket.path())
+            .await
+            .expect("no connection at construction");
+        let mut rx = rt.oom_tx.subscribe();
+        rt.check_oom_counter("c1", 6); // kills before the agent saw it
+        rt.check_oom_counter("c1", 6);
+        assert!(rx.try_recv().is_err(), "the baseline is no kill");
+        rt.check_oom_counter("c1", 8);
+        for _ in 0..2 {
+            match rx.try_recv() {
+                Ok(RuntimeEvent::Oom { id, at_s }) => {
+                    assert_eq!(id, "c1");
+                    assert!(at_s.is_some());
+                }
+                other => panic!("expected an Oom event, got {other:?}"),
+            }
+        }
+        assert!(rx.try_recv().is_err(), "two kills, two events");
+        rt.check_oom_counter("c1", 0); // a new cgroup: a new baseline
+        rt.check_oom_counter("c1", 1000);
+        let mut n = 0;
+        while rx.try_recv().is_ok() {
+            n += 1;
+        }
+        assert_eq!(n as u64, MAX_OOM_EVENTS_PER_SAMPLE, "bounded per sample");
+    }
 
     #[test]
     fn sigkill_exit_of_a_memory_limited_container_is_an_oom_kill_unless_we_stopped_it() {
