@@ -63,6 +63,146 @@ fn config_check_reports_bad_etcd_settings() {
     }
 }
 
+/// etcd with TLS and `--client-cert-auth` (a one-member cluster on
+/// loopback, certificates from a test CA): the shaper's store works with
+/// `ca_file`, `cert_file` and `key_file`, and etcd refuses it without the
+/// client certificate; a key that others may read is refused before any
+/// connection.
+#[test]
+fn etcd_over_tls_needs_the_client_certificate() {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+    };
+    use shaperd::etcd::{EtcdConfig, EtcdStore};
+    use shaperd::store::StateStore;
+    let Some(bin) = etcd_or_skip("etcd over TLS") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = |name: &str| dir.path().join(name);
+    let ca_key = KeyPair::generate().expect("key");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "tailor test CA");
+    let ca = ca_params.self_signed(&ca_key).expect("CA");
+    let leaf = |names: Vec<String>, usages: Vec<ExtendedKeyUsagePurpose>, cn: &str| {
+        let key = KeyPair::generate().expect("key");
+        let mut p = CertificateParams::new(names).expect("params");
+        p.extended_key_usages = usages;
+        p.distinguished_name.push(DnType::CommonName, cn);
+        let cert = p.signed_by(&key, &ca, &ca_key).expect("signed");
+        (cert.pem(), key.serialize_pem())
+    };
+    // etcd's JSON gateway calls its own gRPC port with the server
+    // certificate: with --client-cert-auth that one needs clientAuth too
+    let (server_crt, server_key) = leaf(
+        vec!["127.0.0.1".into(), "localhost".into()],
+        vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ],
+        "etcd",
+    );
+    let (client_crt, client_key) = leaf(
+        vec![],
+        vec![ExtendedKeyUsagePurpose::ClientAuth],
+        "shaper-1",
+    );
+    std::fs::write(path("ca.crt"), ca.pem()).expect("write");
+    std::fs::write(path("server.crt"), server_crt).expect("write");
+    write_private(&path("server.key"), &server_key);
+    std::fs::write(path("client.crt"), client_crt).expect("write");
+    write_private(&path("client.key"), &client_key);
+
+    let (client_port, peer_port) = (free_port(), free_port());
+    let log = path("etcd.log");
+    let _etcd = Proc {
+        child: std::process::Command::new(&bin)
+            .arg("--name=tls0")
+            .arg(format!("--data-dir={}", path("data").display()))
+            .arg(format!(
+                "--listen-client-urls=https://127.0.0.1:{client_port}"
+            ))
+            .arg(format!(
+                "--advertise-client-urls=https://127.0.0.1:{client_port}"
+            ))
+            .arg(format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"))
+            .arg(format!(
+                "--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"
+            ))
+            .arg(format!(
+                "--initial-cluster=tls0=http://127.0.0.1:{peer_port}"
+            ))
+            .arg(format!("--cert-file={}", path("server.crt").display()))
+            .arg(format!("--key-file={}", path("server.key").display()))
+            .arg(format!("--trusted-ca-file={}", path("ca.crt").display()))
+            .arg("--client-cert-auth")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log"))
+            .spawn()
+            .expect("spawn etcd"),
+    };
+    let cfg = |cert: bool| EtcdConfig {
+        endpoints: vec![format!("https://127.0.0.1:{client_port}")],
+        prefix: "/tls-test".into(),
+        lease_ttl_s: 5,
+        advertise_url: "https://127.0.0.1:9848".into(),
+        request_timeout_s: 2.0,
+        ca_file: Some(path("ca.crt")),
+        cert_file: cert.then(|| path("client.crt")),
+        key_file: cert.then(|| path("client.key")),
+    };
+    for c in [cfg(true), cfg(false)] {
+        c.validate().expect("valid [etcd]");
+        c.check_files().expect("files as the client reads them");
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let with_cert = EtcdStore::new(&cfg(true)).expect("client with a certificate");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let epoch = loop {
+            match with_cert.init_epoch("ep-tls").await {
+                Ok(e) => break e,
+                Err(e) => {
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "etcd over TLS never answered: {e}\n{}",
+                        tail(&log)
+                    );
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+            }
+        };
+        assert_eq!(epoch, "ep-tls");
+        let without = EtcdStore::new(&cfg(false)).expect("client without a certificate");
+        let err = without
+            .init_epoch("ep-other")
+            .await
+            .expect_err("etcd refuses a client without a certificate");
+        eprintln!("without a client certificate: {err}");
+        assert_eq!(
+            with_cert.init_epoch("ep-again").await.expect("epoch"),
+            "ep-tls",
+            "the certified client still works"
+        );
+    });
+    // a key that others may read: refused before any connection
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path("client.key"), std::fs::Permissions::from_mode(0o644))
+        .expect("chmod");
+    let err = EtcdStore::new(&cfg(true)).expect_err("world-readable key");
+    assert!(err.to_string().contains("key_file"), "{err}");
+    let errs = cfg(true)
+        .check_files()
+        .expect_err("config check sees it too");
+    assert!(errs.to_string().contains("key_file"), "{errs}");
+}
+
 #[test]
 fn etcd_store_keeps_state_and_fences_a_deposed_leader() {
     use shaperd::etcd::{EtcdConfig, EtcdStore};
@@ -80,6 +220,9 @@ fn etcd_store_keeps_state_and_fences_a_deposed_leader() {
         lease_ttl_s: 2,
         advertise_url: url.into(),
         request_timeout_s: 2.0,
+        ca_file: None,
+        cert_file: None,
+        key_file: None,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

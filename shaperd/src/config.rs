@@ -196,6 +196,9 @@ impl ShaperServerConfig {
                 }
             }
         }
+        if let Some(etcd) = &self.etcd {
+            errors.nested("etcd", etcd.check_files());
+        }
         errors.into_result()
     }
 

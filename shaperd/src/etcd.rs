@@ -8,7 +8,16 @@
 //! lease_ttl_s = 5                     # the leader's lease: a dead leader is replaced after this
 //! advertise_url = "http://10.0.0.5:9848"  # where followers send agents (this replica's URL)
 //! request_timeout_s = 2.0
+//! # with https:// endpoints (etcd --client-cert-auth):
+//! # ca_file = "/etc/tailor/etcd-ca.crt"     # PEM CA of the members' certificates
+//! # cert_file = "/etc/tailor/etcd-client.crt"  # PEM client certificate; both or neither
+//! # key_file = "/etc/tailor/etcd-client.key"   #   its key, mode 0600
 //! ```
+//!
+//! With `--client-cert-auth`, the members' own server certificates need
+//! the `clientAuth` key usage as well as `serverAuth`: etcd's JSON gateway
+//! calls the member's gRPC port with that certificate (without it every
+//! request answers 503).
 //!
 //! The client speaks etcd's v3 JSON API (the gRPC gateway every etcd 3.4+
 //! serves on its client URLs: `/v3/kv/range`, `/v3/kv/txn`,
@@ -34,6 +43,7 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use shaper::ConfigErrors;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -74,6 +84,17 @@ pub struct EtcdConfig {
     /// Timeout of one etcd request, seconds, in (0, 60]. Default 2.
     #[serde(default = "default_request_timeout_s")]
     pub request_timeout_s: f64,
+    /// PEM certificate(s) of the CA that signed the members' server
+    /// certificates (https endpoints). Absent: the built-in web roots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
+    /// PEM client certificate presented to etcd (members started with
+    /// `--client-cert-auth`); with `key_file`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert_file: Option<PathBuf>,
+    /// PEM private key of `cert_file`; mode 0600 or stricter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_file: Option<PathBuf>,
 }
 
 fn check_url(errors: &mut ConfigErrors, key: &str, url: &str) {
@@ -137,8 +158,67 @@ impl EtcdConfig {
                 format!("must be in (0, 60] (got {})", self.request_timeout_s),
             );
         }
+        match (&self.cert_file, &self.key_file) {
+            (Some(_), None) => errors.push("key_file", "cert_file is set but key_file is not"),
+            (None, Some(_)) => errors.push("cert_file", "key_file is set but cert_file is not"),
+            _ => {}
+        }
+        let tls = [&self.ca_file, &self.cert_file, &self.key_file];
+        if tls.iter().any(|f| f.is_some()) {
+            for e in self.endpoints.iter().filter(|e| !e.starts_with("https://")) {
+                errors.push(
+                    "endpoints",
+                    format!("{e:?} is not https:// but ca_file/cert_file/key_file are set"),
+                );
+            }
+        }
         errors.into_result()
     }
+
+    /// Checks the TLS files as the client will read them: readable PEM
+    /// files, the key private (mode 0600 or stricter). Keys relative to
+    /// `[etcd]`.
+    pub fn check_files(&self) -> Result<(), ConfigErrors> {
+        let mut errors = ConfigErrors::new();
+        for (key, file) in [
+            ("ca_file", &self.ca_file),
+            ("cert_file", &self.cert_file),
+            ("key_file", &self.key_file),
+        ] {
+            if let Some(f) = file {
+                if let Err(e) = read_pem(f) {
+                    errors.push(key, e);
+                }
+            }
+        }
+        if let Some(f) = &self.key_file {
+            if let Err(e) = crate::auth::check_private_key_file(f) {
+                errors.push("key_file", e.to_string());
+            }
+        }
+        errors.into_result()
+    }
+}
+
+/// Most bytes of a PEM file read.
+const MAX_PEM_BYTES: u64 = 1 << 20;
+
+/// A PEM file's bytes: readable, at most 1 MiB, with a PEM block.
+fn read_pem(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let f =
+        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_PEM_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if bytes.len() as u64 > MAX_PEM_BYTES {
+        return Err(format!("{} is larger than 1 MiB", path.display()));
+    }
+    if !bytes.windows(11).any(|w| w == b"-----BEGIN ") {
+        return Err(format!("{} holds no PEM block", path.display()));
+    }
+    Ok(bytes)
 }
 
 fn b64(bytes: &[u8]) -> String {
@@ -220,10 +300,32 @@ pub struct EtcdClient {
 impl EtcdClient {
     pub fn new(cfg: &EtcdConfig) -> Result<Self, StoreError> {
         let timeout = Duration::from_secs_f64(cfg.request_timeout_s);
-        let http = reqwest::Client::builder()
+        let tls_err = |key: &str, e: String| StoreError::Tls(format!("[etcd] {key}: {e}"));
+        let mut builder = reqwest::Client::builder()
             .use_rustls_tls()
             .timeout(timeout)
-            .connect_timeout(timeout)
+            .connect_timeout(timeout);
+        if let Some(f) = &cfg.ca_file {
+            let pem = read_pem(f).map_err(|e| tls_err("ca_file", e))?;
+            let roots = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| tls_err("ca_file", format!("{}: {e}", f.display())))?;
+            builder = builder.tls_built_in_root_certs(false);
+            for c in roots {
+                builder = builder.add_root_certificate(c);
+            }
+        }
+        if let (Some(cert), Some(key)) = (&cfg.cert_file, &cfg.key_file) {
+            crate::auth::check_private_key_file(key)
+                .map_err(|e| tls_err("key_file", e.to_string()))?;
+            let mut pem = read_pem(cert).map_err(|e| tls_err("cert_file", e))?;
+            pem.push(b'\n');
+            pem.extend(read_pem(key).map_err(|e| tls_err("key_file", e))?);
+            let id = reqwest::Identity::from_pem(&pem).map_err(|e| {
+                tls_err("cert_file", format!("{} with its key: {e}", cert.display()))
+            })?;
+            builder = builder.identity(id);
+        }
+        let http = builder
             .build()
             .map_err(|e| StoreError::Unreachable(e.to_string()))?;
         Ok(Self {
@@ -691,6 +793,9 @@ mod tests {
             lease_ttl_s: 1,
             advertise_url: "http://x/y".into(),
             request_timeout_s: f64::NAN,
+            ca_file: None,
+            cert_file: Some("/etc/tailor/etcd.crt".into()),
+            key_file: None,
         };
         let e = bad.validate().expect_err("invalid");
         assert_eq!(
@@ -700,10 +805,21 @@ mod tests {
                 "prefix",
                 "lease_ttl_s",
                 "advertise_url",
-                "request_timeout_s"
+                "request_timeout_s",
+                "key_file",
+                "endpoints"
             ],
             "{e}"
         );
+        assert!(e.to_string().contains("is not https://"), "{e}");
+        let tls = EtcdConfig {
+            endpoints: vec!["https://10.0.0.1:2379".into()],
+            ca_file: Some("/nonexistent/ca.crt".into()),
+            ..cfg()
+        };
+        assert!(tls.validate().is_ok());
+        let files = tls.check_files().expect_err("missing CA file");
+        assert_eq!(files.keys(), vec!["ca_file"], "{files}");
         let none = EtcdConfig {
             endpoints: Vec::new(),
             ..cfg()

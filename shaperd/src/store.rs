@@ -41,6 +41,9 @@ pub enum StoreError {
     /// A stored value or an answer that does not decode.
     #[error("cannot decode {key}: {message}")]
     Decode { key: String, message: String },
+    /// The client's TLS settings cannot be used (files, certificates).
+    #[error("etcd TLS: {0}")]
+    Tls(String),
 }
 
 /// One issued action as stored.
