@@ -611,7 +611,7 @@ impl AgentConfig {
             }
         }
         errors.into_result()?;
-        check_table(&merged)
+        check_table(&merged, false)
     }
 }
 
@@ -652,7 +652,13 @@ pub fn merge_tables(base: &mut toml::Table, over: toml::Table) {
 /// Checks one TOML text (syntax, unknown keys, types, missing keys, values)
 /// and reports every problem at once with its dotted key path.
 pub fn check_toml(text: &str) -> Result<AgentConfig, ConfigErrors> {
-    check_table(&parse_text(text)?)
+    check_table(&parse_text(text)?, false)
+}
+
+/// As [`check_toml`], with the files' errors ([`AgentConfig::check_files`])
+/// in the same list: what `tailor config check` reports for one file.
+pub fn check_toml_and_files(text: &str) -> Result<AgentConfig, ConfigErrors> {
+    check_table(&parse_text(text)?, true)
 }
 
 static CAPACITY: Schema = leaf(probe::<CapacityConfig>);
@@ -699,13 +705,16 @@ pub static AGENT: Schema = Schema {
     ],
 };
 
-fn check_table(table: &toml::Table) -> Result<AgentConfig, ConfigErrors> {
+fn check_table(table: &toml::Table, files: bool) -> Result<AgentConfig, ConfigErrors> {
     let mut checked = check_value::<AgentConfig>(table, &AGENT);
     let Some(mut cfg) = checked.config.take() else {
         return Err(checked.errors);
     };
     cfg.apply_agent_defaults();
     checked.add_validation(cfg.validate());
+    if files {
+        checked.add_validation(cfg.check_files());
+    }
     checked.errors.into_result().map(|()| cfg)
 }
 

@@ -310,17 +310,44 @@ static SERVER: Schema = Schema {
 /// missing keys, values) and reports every problem at once with its dotted
 /// key path.
 pub fn check_toml(text: &str) -> Result<ShaperServerConfig, ConfigErrors> {
+    check(text, false)
+}
+
+/// As [`check_toml`], with the files' errors
+/// ([`ShaperServerConfig::check_files`]) in the same list: what `tailor
+/// config check` reports.
+pub fn check_toml_and_files(text: &str) -> Result<ShaperServerConfig, ConfigErrors> {
+    check(text, true)
+}
+
+fn check(text: &str, files: bool) -> Result<ShaperServerConfig, ConfigErrors> {
     let mut checked = check_value::<ShaperServerConfig>(&parse_text(text)?, &SERVER);
     let Some(cfg) = checked.config.take() else {
         return Err(checked.errors);
     };
     checked.add_validation(cfg.validate());
+    if files {
+        checked.add_validation(cfg.check_files());
+    }
     checked.errors.into_result().map(|()| cfg)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn config_check_lists_value_and_file_errors_together() {
+        let text = "token_file = \"/nonexistent/token\"\ninterval_s = 0.0\n";
+        assert_eq!(
+            check_toml(text).expect_err("bad interval").keys(),
+            vec!["interval_s"]
+        );
+        assert_eq!(
+            check_toml_and_files(text).expect_err("both").keys(),
+            vec!["interval_s", "token_file"]
+        );
+    }
 
     #[test]
     fn minimal_server_config_gets_defaults() {

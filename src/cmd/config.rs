@@ -16,7 +16,6 @@
 use agent::config::{read_config_text, AgentConfig};
 use agent::toml_check::{check_value, leaf, parse_text, probe, Schema};
 use agent::ConfigErrors;
-use shaperd::ShaperServerConfig;
 use sim::SimConfig;
 use std::path::{Path, PathBuf};
 
@@ -95,16 +94,19 @@ fn check(files: &[PathBuf], kind: Kind, print: bool) -> anyhow::Result<()> {
                         out.line(&message);
                         errors += 1;
                     }
-                    Ok(text) => match agent::config::check_toml(&text) {
-                        Err(e) => errors += out.errors(&name, &e),
-                        Ok(cfg) if files.len() == 1 => {
-                            if let Err(e) = cfg.check_files() {
-                                errors += out.errors(&name, &e);
-                            }
-                            effective = Some(toml::to_string_pretty(&cfg)?);
+                    // one file: its values and its files' errors at once;
+                    // several: the files are checked on the merged result
+                    Ok(text) if files.len() == 1 => {
+                        match agent::config::check_toml_and_files(&text) {
+                            Err(e) => errors += out.errors(&name, &e),
+                            Ok(cfg) => effective = Some(toml::to_string_pretty(&cfg)?),
                         }
-                        Ok(_) => {}
-                    },
+                    }
+                    Ok(text) => {
+                        if let Err(e) = agent::config::check_toml(&text) {
+                            errors += out.errors(&name, &e);
+                        }
+                    }
                 }
             }
             if errors == 0 && files.len() > 1 {
@@ -132,10 +134,7 @@ fn check(files: &[PathBuf], kind: Kind, print: bool) -> anyhow::Result<()> {
                     }
                 };
                 let result = if kind == Kind::Shaper {
-                    check_shaper(&text).and_then(|c| {
-                        c.check_files()?;
-                        Ok(toml::to_string_pretty(&c))
-                    })
+                    shaperd::config::check_toml_and_files(&text).map(|c| toml::to_string_pretty(&c))
                 } else {
                     check_sim(&text).map(|c| toml::to_string_pretty(&c))
                 };
@@ -158,10 +157,6 @@ fn check(files: &[PathBuf], kind: Kind, print: bool) -> anyhow::Result<()> {
         out.line(&format!("{}: ok", f.display()));
     }
     Ok(())
-}
-
-fn check_shaper(text: &str) -> Result<ShaperServerConfig, ConfigErrors> {
-    shaperd::config::check_toml(text)
 }
 
 static SIM_SHAPER: Schema = leaf(probe::<shaper::ShaperConfig>);

@@ -86,7 +86,7 @@ fn merge_overrides_table_by_table() {
         .expect("toml");
     let b: toml::Table = "[shaper]\nk1 = 0.3".parse().expect("toml");
     merge_tables(&mut a, b);
-    let c = check_table(&a).expect("valid");
+    let c = check_table(&a, false).expect("valid");
     assert_eq!(
         (c.interval_s, c.shaper.k1, c.shaper.grace_period_s),
         (5.0, 0.3, 10.0)
