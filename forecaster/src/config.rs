@@ -182,6 +182,57 @@ impl ModelConfig {
         self.build_scaled(resource, unit)
     }
 
+    /// A workload aggregate of the faithful VPA for `resource`, shared by
+    /// the models of one application's components
+    /// ([`ModelConfig::build_vpa_attached`]): the VPA keeps one state per
+    /// workload, fed by all its containers, one sample every
+    /// `sample_interval_s`.
+    pub fn vpa_aggregate(
+        &self,
+        resource: tailor_core::Resource,
+        sample_interval_s: f64,
+    ) -> Result<crate::vpa::SharedVpa, ForecastError> {
+        self.validate()?;
+        let resource = match resource {
+            tailor_core::Resource::Cpu => VpaResource::Cpu,
+            tailor_core::Resource::Mem => VpaResource::Mem,
+        };
+        VpaForecaster::shared(VpaRecommenderConfig {
+            resource,
+            sample_interval_s,
+            ..self.vpa.clone()
+        })
+    }
+
+    /// The model of one component attached to its workload's aggregate
+    /// `shared` (a `vpa` config only): component number `container`, its
+    /// first sample at `start_s` on the aggregate's clock, `unit` bytes or
+    /// cores per observed unit (its request). A memory model also keeps the
+    /// aggregate's sample count (the VPA's confidence), as the CPU samples
+    /// of the real VPA would. Wrapped in [`Calibrated`] when `calibrated`.
+    pub fn build_vpa_attached(
+        &self,
+        shared: crate::vpa::SharedVpa,
+        container: u64,
+        start_s: f64,
+        unit: f64,
+    ) -> Result<Box<dyn Forecaster>, ForecastError> {
+        if self.kind != ModelKind::Vpa {
+            return Err(ForecastError::InvalidConfig(format!(
+                "a shared VPA aggregate needs kind = \"vpa\" (got {:?})",
+                self.kind.as_str()
+            )));
+        }
+        let f = VpaForecaster::attach(shared, container, start_s)?.with_unit(unit)?;
+        let mem = f.resource() == VpaResource::Mem;
+        let model: Box<dyn Forecaster> = Box::new(f.with_cpu_clock(mem));
+        if self.calibrated {
+            Ok(Box::new(Calibrated::new(model, self.calibration.clone())?))
+        } else {
+            Ok(model)
+        }
+    }
+
     fn build_vpa_resource(
         &self,
         resource: VpaResource,

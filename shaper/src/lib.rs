@@ -81,6 +81,7 @@ pub mod prior;
 pub mod record;
 pub mod synthetic;
 pub mod view;
+pub mod workloads;
 
 pub use config::{
     ConfigError, ConfigErrors, CpuShortfall, Policy, SchedulerOrder, ShaperConfig, VictimOrder,
@@ -94,3 +95,4 @@ pub use plan::{Action, Basis, Binding, Bound, Explanation, Plan, PlanSummary, Re
 pub use prior::{PairMoments, PriorBook, PriorSettings, RelPrior};
 pub use tailor_core::Calibration;
 pub use view::{AppFacts, ViewBuilder};
+pub use workloads::VpaWorkloads;

@@ -20,7 +20,8 @@ use crate::model::Forecasts;
 use crate::models::{ComponentModels, ForecastSource};
 use crate::node::ContainerSample;
 use crate::prior::PriorBook;
-use forecaster::config::ModelConfig;
+use crate::workloads::VpaWorkloads;
+use forecaster::config::{ModelConfig, ModelKind};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 
@@ -105,6 +106,16 @@ pub struct NodeModels {
     /// Histories of containers that went away, by lineage.
     retired: HashMap<String, Vec<RelSample>>,
     prior: PriorBook<String>,
+    /// Seconds between two samples of a container.
+    sample_interval_s: f64,
+    /// The caller's time of the first sample seen (the VPA aggregates'
+    /// clock starts there).
+    origin_s: Option<f64>,
+    /// `vpa` models only: each application's workload aggregates, shared
+    /// by its containers' models.
+    vpa_apps: VpaWorkloads<String>,
+    /// Next container number in the VPA aggregates.
+    vpa_next: u64,
 }
 
 impl std::fmt::Debug for NodeModels {
@@ -154,6 +165,10 @@ impl NodeModels {
             restored: HashMap::new(),
             retired: HashMap::new(),
             prior: PriorBook::new(),
+            sample_interval_s,
+            origin_s: None,
+            vpa_apps: VpaWorkloads::new(cfg.prior_max_keys),
+            vpa_next: 0,
         }
     }
 
@@ -176,17 +191,8 @@ impl NodeModels {
         cfg: &ShaperConfig,
     ) -> Option<ContainerForecast> {
         let settings = cfg.prior_settings();
+        let origin_s = *self.origin_s.get_or_insert(now_s);
         if !self.live.contains_key(&c.id) {
-            let models =
-                match ComponentModels::build(c.request, |r, unit| self.model.build_for(r, unit)) {
-                    Ok(m) => m
-                        .with_warm_samples(self.warm_samples)
-                        .with_mem_hold(self.mem_hold),
-                    Err(e) => {
-                        tracing::error!(container = %c.name, error = %e, "model not built");
-                        return None;
-                    }
-                };
             let keys = prior_keys(c);
             let (origin, history) = if let Some(h) = self.restored.remove(&c.id) {
                 (ModelOrigin::Restored, h)
@@ -194,6 +200,31 @@ impl NodeModels {
                 (ModelOrigin::Inherited, h)
             } else {
                 (ModelOrigin::Fresh, Vec::new())
+            };
+            let built = if self.model.kind == ModelKind::Vpa {
+                // the history replayed below ends now
+                let start_s = now_s - origin_s - history.len() as f64 * self.sample_interval_s;
+                let build = self.vpa_next;
+                self.vpa_next += 1;
+                self.vpa_apps.models(
+                    &self.model,
+                    &keys[1],
+                    build,
+                    start_s.max(0.0),
+                    self.sample_interval_s,
+                    c.request,
+                )
+            } else {
+                ComponentModels::build(c.request, |r, unit| self.model.build_for(r, unit))
+            };
+            let models = match built {
+                Ok(m) => m
+                    .with_warm_samples(self.warm_samples)
+                    .with_mem_hold(self.mem_hold),
+                Err(e) => {
+                    tracing::error!(container = %c.name, error = %e, "model not built");
+                    return None;
+                }
             };
             let mut live = Live {
                 models,

@@ -99,7 +99,7 @@ pub mod tune;
 
 pub use config::{ForecasterSource, SimConfig};
 pub use engine::{
-    Engine, EngineConfig, ForecasterFactory, Forecasting, OptimisticGrowth, Progress,
+    Engine, EngineConfig, ForecasterFactory, Forecasting, ModelSite, OptimisticGrowth, Progress,
 };
 pub use metrics::{AppOutcome, RunMetrics, Summary, TimePoint, WeightedHist};
 pub use placement::Placement;

@@ -1,12 +1,15 @@
 //! One-call runs: a [`SimConfig`] over a workload, optionally against the
 //! baseline, summarised.
 
+use std::sync::{Mutex, PoisonError};
+
 use datasets::workload::Workload;
+use forecaster::config::ModelKind;
 use forecaster::{ForecastError, Forecaster};
-use shaper::Policy;
+use shaper::{Policy, VpaWorkloads};
 
 use crate::config::{ForecasterSource, SimConfig};
-use crate::engine::{Engine, Forecasting, Progress};
+use crate::engine::{Engine, Forecasting, ModelSite, Progress};
 use crate::metrics::{RunMetrics, Summary};
 use crate::SimError;
 
@@ -26,15 +29,43 @@ pub fn simulate(
 ) -> Result<RunResult, SimError> {
     cfg.validate()?;
     let model = cfg.forecaster.clone();
-    let factory =
-        move |r: shaper::Resource, unit: f64| -> Result<Box<dyn Forecaster>, ForecastError> {
-            model.build_for(r, unit)
+    let shared_vpa = model.kind == ModelKind::Vpa;
+    // The faithful VPA keeps one state per workload: every component of an
+    // application feeds its aggregates (CPU, memory), in real units.
+    let vpa_apps: Mutex<VpaWorkloads<u32>> = Mutex::new(VpaWorkloads::new(usize::MAX));
+    let factory = move |site: &ModelSite,
+                        r: shaper::Resource,
+                        unit: f64|
+          -> Result<Box<dyn Forecaster>, ForecastError> {
+        if !shared_vpa {
+            return model.build_for(r, unit);
+        }
+        let interval_s = if site.interval_s.is_finite() && site.interval_s > 0.0 {
+            site.interval_s
+        } else {
+            model.vpa.sample_interval_s
         };
+        vpa_apps
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .model(
+                &model,
+                &site.app,
+                r,
+                site.build,
+                site.start_s,
+                interval_s,
+                unit,
+            )
+    };
     let forecasting = match cfg.forecaster_source {
         ForecasterSource::Oracle => Forecasting::Oracle,
         ForecasterSource::Model => Forecasting::Model(&factory),
     };
-    let metrics = Engine::new(wl, cfg.engine(), cfg.shaper.clone())?.run(forecasting, progress)?;
+    let mut engine_cfg = cfg.engine();
+    // components of one application share state: feed them in order
+    engine_cfg.parallel_forecasts &= !shared_vpa;
+    let metrics = Engine::new(wl, engine_cfg, cfg.shaper.clone())?.run(forecasting, progress)?;
     let forecaster = if cfg.shaper.policy == Policy::Baseline {
         "none".to_string()
     } else {

@@ -30,11 +30,25 @@ mod lifecycle;
 mod round;
 mod sched;
 
-/// Builds one forecaster (one per component and resource).
-/// Builds one resource's model; the `f64` is the absolute units per observed
-/// unit (the component's request).
+/// Builds one resource's model of one component (see [`ModelSite`]); the
+/// `f64` is the absolute units per observed unit (the component's request).
 pub type ForecasterFactory =
-    dyn Fn(Resource, f64) -> Result<Box<dyn Forecaster>, ForecastError> + Sync;
+    dyn Fn(&ModelSite, Resource, f64) -> Result<Box<dyn Forecaster>, ForecastError> + Sync;
+
+/// Where a model is built: what a factory needs to share state between the
+/// components of one application (the faithful VPA's workload aggregate).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModelSite {
+    /// The component's application (its index in the workload).
+    pub app: u32,
+    /// A number unique to this model (one per resource of each build of
+    /// a component's models) within the run.
+    pub build: u64,
+    /// Simulated time of the model's first sample (seconds).
+    pub start_s: f64,
+    /// Seconds between two of its samples.
+    pub interval_s: f64,
+}
 
 /// Where the forecasts the shaper sees come from.
 #[derive(Clone, Copy)]
@@ -318,6 +332,8 @@ pub struct Engine<'w> {
     next_arrival: usize,
     heap: BinaryHeap<Reverse<Ev>>,
     seq: u64,
+    /// Model builds so far ([`ModelSite::build`]).
+    model_builds: std::sync::atomic::AtomicU64,
     now: f64,
     dirty: bool,
     queue: BTreeSet<Key>,
@@ -417,6 +433,7 @@ impl<'w> Engine<'w> {
             next_arrival: 0,
             heap: BinaryHeap::new(),
             seq: 0,
+            model_builds: std::sync::atomic::AtomicU64::new(0),
             now: 0.0,
             dirty: false,
             queue: BTreeSet::new(),

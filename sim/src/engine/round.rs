@@ -40,6 +40,7 @@ impl Engine<'_> {
         let warm_samples = self.cfg.warm_samples;
         let is_oracle = matches!(forecasting, Forecasting::Oracle);
         // (forecaster updates)
+        let builds = &self.model_builds;
         let feed = |c: &mut Comp| -> Result<u64, SimError> {
             if c.state != CState::Running {
                 return Ok(0);
@@ -66,9 +67,17 @@ impl Engine<'_> {
                         Some(Box::new(oracle_fc_from(spec, &req, c.work_s, cur, h)?))
                     }
                     Forecasting::Model(f) => Some(Box::new(CompFc {
-                        models: ComponentModels::build(req, f)?
-                            .with_warm_samples(warm_samples)
-                            .with_mem_hold(hold_samples(kernel, u)),
+                        models: ComponentModels::build(req, |r, unit| {
+                            let site = ModelSite {
+                                app: c.app,
+                                build: builds.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                                start_s: c.started_s,
+                                interval_s: u,
+                            };
+                            f(&site, r, unit)
+                        })?
+                        .with_warm_samples(warm_samples)
+                        .with_mem_hold(hold_samples(kernel, u)),
                         fed: 0,
                         base: 0,
                         joined: false,
