@@ -64,7 +64,7 @@ pub struct Args {
         default_value = "gp,arima,peak,last,vpa"
     )]
     pub forecasters: Vec<FamilyArg>,
-    /// K1 values for gp, arima, peak, last (default 0,0.05,0.1,0.2,0.3,0.4).
+    /// K1 values for gp, arima, peak, last (default 0,0.05,0.1,0.15,0.2,0.3,0.4).
     #[arg(long, value_delimiter = ',')]
     pub k1: Option<Vec<f64>>,
     /// K2 values (default 0,1,2,3).

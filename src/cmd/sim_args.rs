@@ -44,8 +44,8 @@ pub enum ForecasterArg {
     Last,
     /// Moving-window peak.
     Peak,
-    /// The Kubernetes VPA recommender (faithful port: decaying histograms,
-    /// P90 + 15%, memory peaks per 24 h).
+    /// The Kubernetes VPA recommender (faithful port: one state per
+    /// application, decaying histograms, P90 + 15%, memory peaks per 24 h).
     Vpa,
     /// The older simplified VPA-style decaying percentile.
     VpaSimple,

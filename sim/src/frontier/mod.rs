@@ -45,7 +45,7 @@ mod report;
 pub use report::{budget_rows, markdown, write_outputs};
 
 /// Default K1 values of the frontier.
-pub const DEFAULT_K1: [f64; 6] = [0.0, 0.05, 0.1, 0.2, 0.3, 0.4];
+pub const DEFAULT_K1: [f64; 7] = [0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4];
 /// Default K2 values of the frontier.
 pub const DEFAULT_K2: [f64; 4] = [0.0, 1.0, 2.0, 3.0];
 /// Default `memory_risk` values.
