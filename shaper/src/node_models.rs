@@ -223,6 +223,16 @@ impl NodeModels {
                     .with_mem_hold(self.mem_hold),
                 Err(e) => {
                     tracing::error!(container = %c.name, error = %e, "model not built");
+                    // keep the history for the next try
+                    match origin {
+                        ModelOrigin::Restored => {
+                            self.restored.insert(c.id.clone(), history);
+                        }
+                        ModelOrigin::Inherited => {
+                            self.retired.insert(keys[0].clone(), history);
+                        }
+                        ModelOrigin::Fresh => {}
+                    }
                     return None;
                 }
             };
@@ -458,6 +468,25 @@ mod tests {
             .observe(&sample("c", "db", "db", 0.5), 5.0, 1, &cfg)
             .expect("models");
         assert_eq!((f.forecast, f.source), (None, ForecastSource::Fallback));
+    }
+
+    #[test]
+    fn vpa_models_of_one_application_share_its_aggregates() {
+        let cfg = cfg();
+        let vpa = ModelConfig {
+            kind: ModelKind::Vpa,
+            calibrated: false,
+            ..ModelConfig::default()
+        };
+        let mut m = NodeModels::new(vpa, &cfg, 10.0);
+        for t in 0..3 {
+            let now = f64::from(t) * 10.0;
+            for (id, app) in [("a", "web"), ("b", "web"), ("c", "db")] {
+                m.observe(&sample(id, id, app, 0.5), now, 1, &cfg)
+                    .expect("vpa models");
+            }
+        }
+        assert_eq!(m.vpa_apps.len(), 2, "web and db");
     }
 
     #[test]
