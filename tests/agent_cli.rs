@@ -71,6 +71,14 @@ fn config_check_accepts_example_and_tune_snippet() {
         stdout.contains("k1 = 0.1"),
         "merged config shows the tuned k1:\n{stdout}"
     );
+    // a shaper config checked as an agent's: its errors, then which kind it is
+    let shaper = workspace_root().join("packaging/shaper.toml");
+    let (ok, stdout, stderr) = tailor(&["config", "check", shaper.to_str().expect("utf8")]);
+    assert!(!ok, "not an agent config");
+    assert!(
+        format!("{stdout}{stderr}").contains("check it with `tailor config check --kind shaper`"),
+        "{stdout}{stderr}"
+    );
 }
 
 #[test]

@@ -264,4 +264,17 @@ fn files_that_are_no_trace_are_named_not_failed() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("not a trace table this tool knows"), "{err}");
+    // a directory is named as one, with what to do instead
+    let out = tailor()
+        .args(["trace", "inspect"])
+        .arg(dir.path())
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("is a directory") && err.contains("--workload google2019:"),
+        "{err}"
+    );
 }

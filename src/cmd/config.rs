@@ -79,6 +79,21 @@ impl Out {
         }
         errors.len()
     }
+
+    /// A file checked as an agent config that is a valid shaper or
+    /// simulator config: says which `--kind` it is.
+    fn kind_hint(&self, file: &str, text: &str) {
+        let kind = if shaperd::config::check_toml(text).is_ok() {
+            "shaper"
+        } else if check_sim(text).is_ok() {
+            "sim"
+        } else {
+            return;
+        };
+        self.line(&format!(
+            "{file}: hint: this is a valid {kind} config; check it with `tailor config check --kind {kind}`"
+        ));
+    }
 }
 
 fn check(files: &[PathBuf], kind: Kind, print: bool) -> anyhow::Result<()> {
@@ -98,13 +113,17 @@ fn check(files: &[PathBuf], kind: Kind, print: bool) -> anyhow::Result<()> {
                     // several: the files are checked on the merged result
                     Ok(text) if files.len() == 1 => {
                         match agent::config::check_toml_and_files(&text) {
-                            Err(e) => errors += out.errors(&name, &e),
+                            Err(e) => {
+                                errors += out.errors(&name, &e);
+                                out.kind_hint(&name, &text);
+                            }
                             Ok(cfg) => effective = Some(toml::to_string_pretty(&cfg)?),
                         }
                     }
                     Ok(text) => {
                         if let Err(e) = agent::config::check_toml(&text) {
                             errors += out.errors(&name, &e);
+                            out.kind_hint(&name, &text);
                         }
                     }
                 }

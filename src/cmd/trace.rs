@@ -61,6 +61,15 @@ fn run_inspect(a: InspectArgs) -> anyhow::Result<()> {
         })?),
     };
     for (i, f) in a.files.iter().enumerate() {
+        if f.is_dir() {
+            anyhow::bail!(
+                "{} is a directory: `trace inspect` reads files (e.g. {}/*/*.csv); \
+                 to replay a directory of Google 2019 task CSVs use `tailor replay --workload google2019:{}`",
+                f.display(),
+                f.display(),
+                f.display()
+            );
+        }
         let s =
             inspect(f, table, a.lenient).with_context(|| format!("inspecting {}", f.display()))?;
         if a.json {
