@@ -213,8 +213,9 @@ pub struct ShaperConfig {
     pub oom_memory_s: f64,
     /// Risk-targeted memory sizing: the probability that a component's
     /// memory peak crosses its allocation before the next round. When set,
-    /// memory is sized from the calibrated predictive distribution instead
-    /// of `k1`/`k2`; absent = the thesis's K1/K2 buffer.
+    /// memory is sized from the forecasts' conformal calibration pooled
+    /// over the node's components ([`crate::risk`]) instead of `k1`/`k2`;
+    /// absent = the thesis's K1/K2 buffer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_risk: Option<f64>,
     /// Size components whose own model is not warm yet from their
@@ -274,6 +275,8 @@ pub use tailor_core::{ConfigError, ConfigErrors};
 pub const MAX_PRIOR_KEYS: usize = 10_000_000;
 /// Smallest `memory_risk` (per component and round).
 pub const MIN_MEMORY_RISK: f64 = 1e-9;
+/// Largest `memory_risk`: a quarter of the rounds (band level 0.67).
+pub const MAX_MEMORY_RISK: f64 = 0.25;
 /// Largest `k1` (buffer as a fraction of the request).
 pub const MAX_K1: f64 = 10.0;
 /// Largest `k2` (band level in sigmas).
@@ -301,7 +304,7 @@ impl ShaperConfig {
     /// | `min_relative_change` | [0, 1) |
     /// | `min_cpu_cores` | [0, 1e6] |
     /// | `min_mem_bytes` | [0, 2^50] (1 PiB) |
-    /// | `memory_risk` | [1e-9, 0.5] |
+    /// | `memory_risk` | [1e-9, 0.25] |
     /// | `prior_half_life_s` | [1, 1e9] |
     /// | `prior_max_keys` | [1, 10000000] |
     /// | `mem_hold_s` | [0, 1e9] |
@@ -342,7 +345,12 @@ impl ShaperConfig {
         e.range("oom_bump_bytes", self.oom_bump_bytes, 0.0, 1e15);
         e.range("oom_bump_factor", self.oom_bump_factor, 1.0, 100.0);
         e.range("oom_memory_s", self.oom_memory_s, 0.0, 1e9);
-        e.range_opt("memory_risk", self.memory_risk, MIN_MEMORY_RISK, 0.5);
+        e.range_opt(
+            "memory_risk",
+            self.memory_risk,
+            MIN_MEMORY_RISK,
+            MAX_MEMORY_RISK,
+        );
         e.range("prior_half_life_s", self.prior_half_life_s, 1.0, 1e9);
         e.range("prior_max_keys", self.prior_max_keys, 1, MAX_PRIOR_KEYS);
         e.range("mem_hold_s", self.mem_hold_s, 0.0, 1e9);

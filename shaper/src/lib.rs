@@ -79,6 +79,7 @@ pub mod order;
 pub mod plan;
 pub mod prior;
 pub mod record;
+pub mod risk;
 pub mod synthetic;
 pub mod view;
 pub mod workloads;

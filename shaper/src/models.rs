@@ -115,6 +115,18 @@ pub struct ComponentModels {
     last: (Option<f64>, Option<f64>),
     /// The peak of the recent relative memory samples ([`hold_samples`]).
     mem_hold: Hold,
+    /// The latest memory forecast handed out, waiting for its score.
+    tracked: Option<Tracked>,
+}
+
+/// A memory forecast (relative to the request) and the largest relative
+/// memory sample seen since: its score for [`crate::risk`].
+#[derive(Clone, Copy, Debug)]
+struct Tracked {
+    source: ForecastSource,
+    mean_rel: f64,
+    std_rel: f64,
+    peak_rel: Option<f64>,
 }
 
 /// The memory hold in samples: `[shaper] mem_hold_s / sample_interval_s`,
@@ -158,6 +170,7 @@ impl ComponentModels {
             pending: PairMoments::default(),
             last: (None, None),
             mem_hold: Hold::default(),
+            tracked: None,
         })
     }
 
@@ -186,6 +199,7 @@ impl ComponentModels {
             pending: PairMoments::default(),
             last: (None, None),
             mem_hold: Hold::default(),
+            tracked: None,
         }
     }
 
@@ -224,6 +238,9 @@ impl ComponentModels {
                 }
                 self.last.1 = Some(mem);
                 self.mem_hold.push(mem);
+                if let Some(t) = self.tracked.as_mut() {
+                    t.peak_rel = Some(t.peak_rel.map_or(mem, |p| p.max(mem)));
+                }
             }
             Err(e) => tracing::debug!(error = %e, "memory sample rejected"),
         }
@@ -232,6 +249,49 @@ impl ComponentModels {
     /// The relative samples seen since the last call, for a prior book.
     pub fn take_pending(&mut self) -> PairMoments {
         std::mem::take(&mut self.pending)
+    }
+
+    /// The score of the latest memory forecast against the largest sample
+    /// seen since ([`crate::risk::score`]), once a sample followed it;
+    /// each forecast is scored once. `killed_at_bytes`: the component was
+    /// OOM-killed at this peak (absolute), which counts as a sample.
+    pub fn take_score(
+        &mut self,
+        killed_at_bytes: Option<f64>,
+        request_mem_bytes: f64,
+    ) -> Option<(ForecastSource, f64)> {
+        let mut t = self.tracked?;
+        if let Some(b) = killed_at_bytes {
+            let k = normalise(b, request_mem_bytes);
+            t.peak_rel = Some(t.peak_rel.map_or(k, |p| p.max(k)));
+        }
+        let peak = t.peak_rel?;
+        self.tracked = None;
+        crate::risk::score(peak, t.mean_rel, t.std_rel).map(|z| (t.source, z))
+    }
+
+    /// [`ComponentModels::forecast_with`], remembered for its score, then
+    /// with memory calibrated to `[shaper] memory_risk` by `risk` (when it
+    /// has enough scores; see [`crate::risk`]).
+    pub fn forecast_calibrated(
+        &mut self,
+        horizon: usize,
+        request: Resources,
+        cfg: &ShaperConfig,
+        prior: Option<&RelPrior>,
+        risk: &crate::risk::RiskCalibration,
+    ) -> (Option<Forecasts>, ForecastSource) {
+        let (mut f, source) = self.forecast_with(horizon, request, cfg, prior);
+        self.tracked = f.as_ref().map(|f| Tracked {
+            source,
+            mean_rel: normalise(f.mem.mean, request.mem_bytes),
+            std_rel: normalise(f.mem.std, request.mem_bytes),
+            peak_rel: None,
+        });
+        if let Some(f) = f.as_mut() {
+            risk.calibrate(source, &mut f.mem, request.mem_bytes, (cfg.k1, cfg.k2));
+        }
+        (f, source)
     }
 
     /// Samples seen by the model that has seen fewer.

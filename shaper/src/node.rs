@@ -240,7 +240,8 @@ impl NodeKernel {
     pub fn oom_kill(&mut self, id: &str, limit_bytes: f64, now_s: f64) -> OomFloor {
         let f = OomFloor::after_kill(limit_bytes, now_s, &self.cfg);
         self.floors.insert(id.to_string(), f);
-        self.models.oom_kill(id, f.mem_bytes, now_s, &self.cfg);
+        self.models
+            .oom_kill(id, limit_bytes, f.mem_bytes, now_s, &self.cfg);
         f
     }
 
@@ -287,6 +288,7 @@ impl NodeKernel {
         containers: Vec<ContainerSample>,
     ) -> NodeView {
         let mut reports = Vec::with_capacity(containers.len());
+        self.models.begin_round(&self.cfg);
         for c in containers {
             let f = self.models.observe(&c, now_s, self.horizon, &self.cfg);
             let mut usage = c.usage;

@@ -20,6 +20,7 @@ use crate::model::Forecasts;
 use crate::models::{ComponentModels, ForecastSource};
 use crate::node::ContainerSample;
 use crate::prior::PriorBook;
+use crate::risk::RiskCalibration;
 use crate::workloads::VpaWorkloads;
 use forecaster::config::{ModelConfig, ModelKind};
 use serde::{Deserialize, Serialize};
@@ -116,6 +117,9 @@ pub struct NodeModels {
     vpa_apps: VpaWorkloads<String>,
     /// Next container number in the VPA aggregates.
     vpa_next: u64,
+    /// Memory forecasts' scores, pooled over the node's containers
+    /// (`[shaper] memory_risk`).
+    risk: RiskCalibration,
 }
 
 impl std::fmt::Debug for NodeModels {
@@ -169,6 +173,7 @@ impl NodeModels {
             origin_s: None,
             vpa_apps: VpaWorkloads::new(cfg.prior_max_keys),
             vpa_next: 0,
+            risk: RiskCalibration::new(),
         }
     }
 
@@ -278,14 +283,17 @@ impl NodeModels {
             }
             live.recent.push_back(rel);
         }
+        if let Some((source, z)) = live.models.take_score(None, c.request.mem_bytes) {
+            self.risk.observe(source, z);
+        }
         let pending = live.models.take_pending();
         for k in &live.keys {
             self.prior.absorb(k, &pending, now_s, &settings);
         }
         let prior = self.prior.prior(&live.keys, now_s, &settings);
-        let (forecast, source) = live
-            .models
-            .forecast_with(horizon, c.request, cfg, prior.as_ref());
+        let (forecast, source) =
+            live.models
+                .forecast_calibrated(horizon, c.request, cfg, prior.as_ref(), &self.risk);
         Some(ContainerForecast {
             forecast,
             source,
@@ -294,15 +302,35 @@ impl NodeModels {
         })
     }
 
-    /// Container `id` was OOM-killed; `floor_bytes` is its OOM floor
-    /// ([`crate::oom::OomFloor`]). Its lineage's and application's memory
-    /// high-water marks rise to the floor (relative to its request), as in
-    /// the simulator: a recreated container and its young siblings start
-    /// above the peak that killed it.
-    pub fn oom_kill(&mut self, id: &str, floor_bytes: f64, now_s: f64, cfg: &ShaperConfig) {
-        let Some(live) = self.live.get(id) else {
+    /// Starts a round: the memory calibration's quantiles for
+    /// `[shaper] memory_risk` are computed from the scores so far.
+    pub fn begin_round(&mut self, cfg: &ShaperConfig) {
+        self.risk.refresh(cfg.memory_risk);
+    }
+
+    /// Container `id` was OOM-killed at `limit_bytes`; `floor_bytes` is
+    /// its OOM floor ([`crate::oom::OomFloor`]). The kill scores its latest
+    /// memory forecast (a peak at the limit). Its lineage's and
+    /// application's memory high-water marks rise to the floor (relative to
+    /// its request), as in the simulator: a recreated container and its
+    /// young siblings start above the peak that killed it.
+    pub fn oom_kill(
+        &mut self,
+        id: &str,
+        limit_bytes: f64,
+        floor_bytes: f64,
+        now_s: f64,
+        cfg: &ShaperConfig,
+    ) {
+        let Some(live) = self.live.get_mut(id) else {
             return;
         };
+        if let Some((source, z)) = live
+            .models
+            .take_score(Some(limit_bytes), live.request_mem_bytes)
+        {
+            self.risk.observe(source, z);
+        }
         let rel = crate::models::normalise(floor_bytes, live.request_mem_bytes);
         let settings = cfg.prior_settings();
         for k in &live.keys {

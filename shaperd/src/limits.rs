@@ -20,7 +20,7 @@ use crate::protocol::{ComponentReport, ReportRequest};
 use crate::serve::ServeLimits;
 use serde::{Deserialize, Serialize};
 use shaper::ConfigErrors;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -289,9 +289,18 @@ impl Usage {
 /// The last accepted (boot id, sequence) of every agent: a report must
 /// come after it. Kept for agents with a credential (even after their
 /// record is forgotten), so old reports cannot be replayed later.
+///
+/// A guard restored by a new leader ([`ReplayGuard::from_snapshot`]) is
+/// as of the old leader's last round: the old leader may have accepted
+/// later reports of the same boots, which a captured copy could replay.
+/// So a restored agent's next report must come from a **newer boot**; the
+/// agent's client starts one when its report is refused as stale
+/// (`agent::cluster::ClusterClient::report`), once per failover.
 #[derive(Clone, Debug, Default)]
 pub struct ReplayGuard {
     last: HashMap<Arc<str>, (u64, u64)>,
+    /// Restored agents whose boot has not changed since the restore.
+    needs_new_boot: HashSet<Arc<str>>,
 }
 
 impl ReplayGuard {
@@ -305,11 +314,17 @@ impl ReplayGuard {
             } else {
                 format!("seq {seq} of boot {boot_id} is not after the last accepted seq {s}")
             })),
+            Some(&(b, _)) if boot_id <= b && self.needs_new_boot.contains(agent) => {
+                Err(Refusal::Replay(format!(
+                    "the shaper changed leader: reports of boot {b} are no longer accepted, start a new boot"
+                )))
+            }
             _ => Ok(()),
         }
     }
 
     pub fn accept(&mut self, agent: &Arc<str>, boot_id: u64, seq: u64) {
+        self.needs_new_boot.remove(agent);
         self.last.insert(agent.clone(), (boot_id, seq));
     }
 
@@ -318,16 +333,22 @@ impl ReplayGuard {
         self.last.iter().map(|(a, &v)| (a.to_string(), v)).collect()
     }
 
-    /// A guard from a stored snapshot (a new leader's).
+    /// A guard from a stored snapshot (a new leader's): every agent in it
+    /// must start a new boot.
     pub fn from_snapshot(s: crate::store::ReplaySnapshot) -> Self {
+        let last: HashMap<Arc<str>, (u64, u64)> =
+            s.into_iter().map(|(a, v)| (Arc::from(a), v)).collect();
         Self {
-            last: s.into_iter().map(|(a, v)| (Arc::from(a), v)).collect(),
+            needs_new_boot: last.keys().cloned().collect(),
+            last,
         }
     }
 
     /// Keeps only agents for which `keep` is true (e.g. with a credential).
     pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
         self.last.retain(|a, _| keep(a));
+        let last = &self.last;
+        self.needs_new_boot.retain(|a| last.contains_key(a));
     }
 
     pub fn len(&self) -> usize {

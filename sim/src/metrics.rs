@@ -302,6 +302,9 @@ pub struct Summary {
     /// OOM kills of components whose latest forecast came from a model past
     /// its warm-up (for the GP: a fitted GP, not its last-value fallback).
     pub oom_kills_warm: u64,
+    /// OOM kills per component round sized from a forecast: what
+    /// `[shaper] memory_risk` targets (NaN when nothing was forecast).
+    pub oom_kills_per_forecast_round: f64,
     /// Share of the forecasts shown to the shaper that came from a model
     /// past its warm-up (1 for the oracle; NaN when none was shown).
     pub warm_forecast_fraction: f64,
@@ -411,6 +414,11 @@ impl Summary {
             oom_kills: m.oom_kills,
             host_oom_kills: m.host_oom_kills,
             oom_kills_warm: m.oom_kills_warm,
+            oom_kills_per_forecast_round: if m.forecasts_shown > 0 {
+                m.oom_kills as f64 / m.forecasts_shown as f64
+            } else {
+                f64::NAN
+            },
             warm_forecast_fraction: if m.forecasts_shown > 0 {
                 m.forecasts_warm as f64 / m.forecasts_shown as f64
             } else {

@@ -71,7 +71,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',')]
     pub k2: Option<Vec<f64>>,
     /// `[shaper] memory_risk` values for risk-targeted sizing (default
-    /// 0.001,0.01,0.05); `--memory-risk none` sweeps none.
+    /// 0.0001,0.001,0.01); `--memory-risk none` sweeps none.
     #[arg(long, value_delimiter = ',')]
     pub memory_risk: Option<Vec<String>>,
     /// VPA target memory percentiles (default 0.5,0.8,0.9,0.95).

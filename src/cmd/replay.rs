@@ -449,6 +449,13 @@ fn print_human(wl: &datasets::workload::Workload, baseline: Option<&Summary>, ru
         format!("{:.1} GiB-h", s.mem_alloc_gib_h)
     });
     row("OOM component-days", &|s| pct(s.oom_component_day_fraction));
+    row("OOM kills per forecast round", &|s| {
+        if s.oom_kills_per_forecast_round.is_finite() {
+            format!("{:.3}%", 100.0 * s.oom_kills_per_forecast_round)
+        } else {
+            "-".to_string()
+        }
+    });
     row("forecasts own/prior/fallback", &|s| {
         if s.forecast_own_fraction.is_finite() {
             format!(

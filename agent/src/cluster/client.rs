@@ -233,8 +233,36 @@ impl ClusterClient {
         Ok(Hop::Done(bytes.to_vec()))
     }
 
-    /// `POST /v1/report`.
+    /// `POST /v1/report`. A report refused as stale (409: a new shaper
+    /// leader no longer accepts this boot's reports, see
+    /// `shaperd::limits::ReplayGuard`) is sent again once, from a new boot.
     pub async fn report(
+        &mut self,
+        capacity: Resources,
+        components: &[ComponentReport],
+        acks: &[Ack],
+    ) -> Result<ReportResponse, ClusterError> {
+        match self.report_once(capacity, components, acks).await {
+            Err(ClusterError::Rejected {
+                status: 409,
+                message,
+            }) => {
+                let old = self.boot_id;
+                self.boot_id = next_boot_id();
+                self.seq = 0;
+                tracing::info!(
+                    old_boot_id = old,
+                    boot_id = self.boot_id,
+                    reason = %message,
+                    "report refused as stale: starting a new boot"
+                );
+                self.report_once(capacity, components, acks).await
+            }
+            other => other,
+        }
+    }
+
+    async fn report_once(
         &mut self,
         capacity: Resources,
         components: &[ComponentReport],

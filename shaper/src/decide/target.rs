@@ -16,19 +16,7 @@ fn usable(p: &Predictive) -> bool {
     p.mean.is_finite() && p.std.is_finite()
 }
 
-/// The band level `k` whose one-sided Gaussian tail is `risk`:
-/// `Phi^-1(1 - risk)`. A calibrated predictive's `upper(k)` is crossed with
-/// probability `1 - Phi(k)` (see `forecaster::calibration`), so
-/// `upper(risk_to_level(p))` is crossed with probability `p`.
-pub fn risk_to_level(risk: f64) -> f64 {
-    use statrs::distribution::{ContinuousCDF, Normal};
-    let risk = if risk.is_finite() {
-        risk.clamp(crate::config::MIN_MEMORY_RISK, 0.5)
-    } else {
-        0.5
-    };
-    Normal::standard().inverse_cdf(1.0 - risk)
-}
+pub use crate::risk::risk_to_level;
 
 /// The target allocation of one component under `cfg` at `now_s`:
 /// `mean + k1 * request + (upper(k2) - mean)` per resource (memory, when

@@ -301,7 +301,7 @@ fn memory_risk_sizes_memory_from_the_predictive_tail() {
     assert!((t.alloc.cpu_cores - 1.5).abs() < 1e-12);
     // A smaller risk never gives a smaller allocation.
     let mut last = 0.0;
-    for risk in [0.5, 0.1, 0.01, 1e-3, 1e-5, 1e-9] {
+    for risk in [0.25, 0.1, 0.01, 1e-3, 1e-5, 1e-9] {
         let t = component_target(
             &a,
             &c,

@@ -786,6 +786,19 @@ fn a_new_leader_refuses_reports_replayed_from_before_the_last_round() {
         matches!(b.report_as(&w, req.clone(), 3.0), Err(Refusal::Replay(_))),
         "a replayed report is refused by the new leader"
     );
+    // A later report of the same boot may have been accepted by the old
+    // leader after its last round: refused until the agent starts a boot.
     req.seq = 6;
-    b.report_as(&w, req, 3.0).expect("the agent's next report");
+    assert!(
+        matches!(b.report_as(&w, req.clone(), 3.0), Err(Refusal::Replay(_))),
+        "the old boot ends with the old leader"
+    );
+    let old = req.clone();
+    req.boot_id = 8;
+    req.seq = 1;
+    b.report_as(&w, req, 3.0).expect("the agent's new boot");
+    assert!(
+        matches!(b.report_as(&w, old, 4.0), Err(Refusal::Replay(_))),
+        "and the old boot stays refused"
+    );
 }

@@ -155,3 +155,86 @@ async fn nothing_is_handed_out_or_acknowledged_unless_stored() {
         Some(crate::state::ActionStatus::Applied)
     );
 }
+
+/// After a failover the new leader refuses the rest of the old boot: the
+/// old leader may have accepted reports after its last stored round, and a
+/// captured one could be replayed. The agent's client starts a new boot
+/// and its next report goes through at once.
+#[tokio::test]
+async fn after_a_failover_the_agent_starts_a_new_boot() {
+    use crate::store::StateStore;
+    let fx = fixture();
+    let clock = Arc::new(ManualClock::new(1000.0));
+    let store = Arc::new(MemoryStore::new());
+    let old = ShaperServer::start_with_store(
+        server_config(&fx),
+        clock.clone(),
+        false,
+        Some(store.clone()),
+    )
+    .await
+    .expect("old leader");
+    let new = ShaperServer::start_with_store(
+        server_config(&fx),
+        clock.clone(),
+        false,
+        Some(store.clone()),
+    )
+    .await
+    .expect("new leader");
+    new.shared().set_role(Role::Follower, Some(old.url()));
+    let mut cfg = client_config(&old.url(), &fx.agent_token_file("n1"), "n1");
+    cfg.shaper_url = agent::cluster::ShaperUrls(vec![old.url(), new.url()]);
+    let mut client = ClusterClient::new(&cfg).expect("client");
+    let caps = Resources::new(4.0, 8.0 * GB);
+    let comps = vec![comp("c1", "web", Class::Core, 2.0 * GB, 1.0 * GB, 0.0)];
+    client.report(caps, &comps, &[]).await.expect("seq 1");
+    old.shared()
+        .run_round()
+        .await
+        .expect("round: guard stored at seq 1");
+    client
+        .report(caps, &comps, &[])
+        .await
+        .expect("seq 2, after the round");
+    let boot = client.boot_id();
+
+    old.shutdown().await;
+    let durable = store.load().await.expect("load");
+    new.shared()
+        .with_state(|s| s.restore("e2".into(), durable, 1010.0));
+    new.shared().set_role(Role::Leader, None);
+    let n1 = fx.agent_token("n1");
+    let (status, _) = post_raw(
+        &new.url(),
+        "/v1/report",
+        Some(&n1),
+        report_json("n1", boot, 2),
+    )
+    .await;
+    assert_eq!(status, 409, "a copy of seq 2 is refused by the new leader");
+    let (status, _) = post_raw(
+        &new.url(),
+        "/v1/report",
+        Some(&n1),
+        report_json("n1", boot, 3),
+    )
+    .await;
+    assert_eq!(status, 409, "and so is the rest of the old boot");
+
+    client
+        .report(caps, &comps, &[])
+        .await
+        .expect("the agent goes on");
+    assert!(client.boot_id() > boot, "from a new boot");
+    assert_eq!(client.current_url(), new.url());
+    let (status, _) = post_raw(
+        &new.url(),
+        "/v1/report",
+        Some(&n1),
+        report_json("n1", boot, 9),
+    )
+    .await;
+    assert_eq!(status, 409, "the old boot stays refused");
+    new.shutdown().await;
+}

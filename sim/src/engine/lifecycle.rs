@@ -278,6 +278,12 @@ impl Engine<'_> {
             );
         }
         self.m.oom_kills += 1;
+        let (peak, req) = (self.comps[c].mem_peak, self.comps[c].request.mem_bytes);
+        if let Some(fc) = self.comps[c].fc.as_mut() {
+            if let Some((source, z)) = fc.models.take_score(Some(peak), req) {
+                self.risk.observe(source, z);
+            }
+        }
         if self.comp_days[c].oom(self.now) {
             self.m.oom_component_days += 1;
         }

@@ -20,6 +20,7 @@ use shaper::{
 };
 
 use shaper::models::{hold_samples, normalise};
+use shaper::risk::RiskCalibration;
 
 use crate::metrics::{AppOutcome, ComponentDays, RunMetrics, TimePoint};
 use crate::placement::{fits, FreeTree, Placement, UnfitCache};
@@ -345,6 +346,9 @@ pub struct Engine<'w> {
     plan: Plan,
     /// Siblings' and predecessors' pooled usage (the kernel's priors).
     prior: PriorBook<PriorKey>,
+    /// Memory forecasts' scores, pooled over every component (`[shaper]
+    /// memory_risk`, [`shaper::risk`]).
+    risk: RiskCalibration,
     m: RunMetrics,
     util_weight: f64,
     /// Sum of every host's memory allocation, and when it was last
@@ -444,6 +448,7 @@ impl<'w> Engine<'w> {
             decider: Decider::new(),
             plan: Plan::default(),
             prior: PriorBook::new(),
+            risk: RiskCalibration::new(),
             m: RunMetrics {
                 apps: Vec::with_capacity(wl.apps.len()),
                 ..RunMetrics::default()

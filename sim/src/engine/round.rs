@@ -136,20 +136,25 @@ impl Engine<'_> {
                 for k in &keys {
                     self.prior.absorb(k, &m, now, &settings);
                 }
+                if let Some((source, z)) = fc.models.take_score(None, c.request.mem_bytes) {
+                    self.risk.observe(source, z);
+                }
             }
+            self.risk.refresh(kernel.memory_risk);
         }
         // (forecasts shown, of which warm, own, prior, fallback)
         type Counts = [u64; 5];
         let book = &self.prior;
+        let risk = &self.risk;
         let settings = kernel.prior_settings();
         let forecast = |(i, c): (usize, &mut Comp)| -> Counts {
             if c.state != CState::Running {
                 return [0; 5];
             }
-            let Some(fc) = c.fc.as_ref() else {
+            if c.fc.is_none() {
                 c.forecast = None;
                 return [0, 0, 0, 0, 1];
-            };
+            }
             let prior = if is_oracle {
                 None
             } else {
@@ -159,9 +164,12 @@ impl Engine<'_> {
                     &settings,
                 )
             };
-            let (forecast, source) = fc
-                .models
-                .forecast_with(h, c.request, kernel, prior.as_ref());
+            let Some(fc) = c.fc.as_mut() else {
+                return [0, 0, 0, 0, 1];
+            };
+            let (forecast, source) =
+                fc.models
+                    .forecast_calibrated(h, c.request, kernel, prior.as_ref(), risk);
             c.forecast = forecast;
             c.warm = c.forecast.is_some() && (is_oracle || fc.models.observed() >= warm_samples);
             let mut k = [u64::from(c.forecast.is_some()), u64::from(c.warm), 0, 0, 0];

@@ -49,7 +49,7 @@ pub const DEFAULT_K1: [f64; 7] = [0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4];
 /// Default K2 values of the frontier.
 pub const DEFAULT_K2: [f64; 4] = [0.0, 1.0, 2.0, 3.0];
 /// Default `memory_risk` values.
-pub const DEFAULT_MEMORY_RISK: [f64; 3] = [0.001, 0.01, 0.05];
+pub const DEFAULT_MEMORY_RISK: [f64; 3] = [0.0001, 0.001, 0.01];
 /// Default VPA target memory percentiles.
 pub const DEFAULT_VPA_PERCENTILE: [f64; 4] = [0.5, 0.8, 0.9, 0.95];
 /// Default VPA safety margins.
@@ -205,7 +205,7 @@ impl Default for FrontierGrid {
 
 impl FrontierGrid {
     /// Every problem at once. Ranges: K1 [0, shaper MAX_K1], K2 [0,
-    /// MAX_K2], memory_risk [1e-9, 0.5], VPA percentile (0, 1), margin
+    /// MAX_K2], memory_risk [1e-9, 0.25], VPA percentile (0, 1), margin
     /// [0, 10]; at most [`MAX_LIST`] values per list, K1/K2/percentile/margin
     /// lists non-empty when their family is swept.
     pub fn validate(&self) -> Result<(), ConfigErrors> {
@@ -217,7 +217,7 @@ impl FrontierGrid {
                 "memory_risk",
                 &self.memory_risk,
                 shaper::config::MIN_MEMORY_RISK,
-                0.5,
+                shaper::config::MAX_MEMORY_RISK,
                 false,
             ),
             (
