@@ -80,6 +80,10 @@ pub struct ReportRequest {
     pub boot_id: u64,
     /// Report counter within the boot; `(boot_id, seq)` must increase from
     /// one accepted report to the next, else the report is refused (409).
+    /// A new shaper leader refuses the rest of every boot it restored (the
+    /// old leader may have accepted reports after its last stored round):
+    /// the agent then starts a new boot (a new `boot_id`, `seq` from 1) and
+    /// sends the report again.
     #[serde(default)]
     pub seq: u64,
     /// What the host can give to managed containers.

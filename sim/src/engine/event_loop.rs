@@ -45,6 +45,7 @@ impl Engine<'_> {
                 }
                 EvKind::Finish { comp, gen } => self.on_finish(comp as usize, gen),
                 EvKind::Sample { comp, inst } => self.on_sample(comp as usize, inst),
+                EvKind::Submit { comp, inst } => self.on_submit(comp as usize, inst),
                 EvKind::Round => {
                     self.round(forecasting)?;
                     if let Some(cb) = progress {

@@ -147,9 +147,23 @@ type Key = (SchedulerKey, u32);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum EvKind {
-    Finish { comp: u32, gen: u32 },
-    Sample { comp: u32, inst: u32 },
-    Arrival { app: u32 },
+    Finish {
+        comp: u32,
+        gen: u32,
+    },
+    Sample {
+        comp: u32,
+        inst: u32,
+    },
+    Arrival {
+        app: u32,
+    },
+    /// A component with a start delay is submitted (its application was
+    /// admitted `start_delay_s` before; `inst`: the incarnation then).
+    Submit {
+        comp: u32,
+        inst: u32,
+    },
     Round,
 }
 
@@ -160,7 +174,7 @@ impl EvKind {
         match self {
             EvKind::Finish { .. } => 0,
             EvKind::Sample { .. } => 1,
-            EvKind::Arrival { .. } => 2,
+            EvKind::Arrival { .. } | EvKind::Submit { .. } => 2,
             EvKind::Round => 3,
         }
     }
@@ -543,6 +557,14 @@ impl<'w> Engine<'w> {
             let mut ok = n > 0;
             for c in first..first + n {
                 let req = self.comps[c].request;
+                if self.comps[c].class == Class::Core && self.start_delay_s(c) > 0.0 {
+                    // Submitted later, alone: it must fit some host.
+                    if !self.hosts.iter().any(|h| req.fits_in(&h.cap)) {
+                        ok = false;
+                        break;
+                    }
+                    continue;
+                }
                 match self.comps[c].class {
                     Class::Core => match scratch.find(&req, self.cfg.placement) {
                         Some(h) => {

@@ -71,15 +71,16 @@ impl Engine<'_> {
         }
     }
 
-    /// Places every core component of `a` (all or nothing), then queues its
-    /// elastic components as pending. True when admitted.
+    /// Places every core component of `a` without a start delay (all or
+    /// nothing), then queues its elastic components as pending and
+    /// schedules the submission of its delayed ones. True when admitted.
     pub(super) fn try_admit(&mut self, a: usize) -> bool {
         let (first, n) = (self.apps[a].first as usize, self.apps[a].n as usize);
         // Quick necessary conditions.
         let mut need = Resources::ZERO;
         let max = self.tree.max_free();
         for c in first..first + n {
-            if self.comps[c].class == Class::Core {
+            if self.comps[c].class == Class::Core && self.start_delay_s(c) == 0.0 {
                 let r = self.comps[c].request;
                 if !fits(&r, max.cpu_cores, max.mem_bytes) || self.unfit.known_unfit(&r, &self.tree)
                 {
@@ -99,7 +100,7 @@ impl Engine<'_> {
         let mut placed: Vec<(usize, usize)> = Vec::new();
         let mut ok = true;
         for c in first..first + n {
-            if self.comps[c].class != Class::Core {
+            if self.comps[c].class != Class::Core || self.start_delay_s(c) > 0.0 {
                 continue;
             }
             let r = self.comps[c].request;
@@ -142,7 +143,20 @@ impl Engine<'_> {
         app.state = AState::Running;
         app.queued_s += (self.now - app.queued_since).max(0.0);
         for c in first..first + n {
-            if self.comps[c].class == Class::Elastic && self.comps[c].state == CState::Idle {
+            if self.comps[c].state != CState::Idle {
+                continue;
+            }
+            let delay = self.start_delay_s(c);
+            if delay > 0.0 {
+                let inst = self.comps[c].inst;
+                self.push(
+                    self.now + delay,
+                    EvKind::Submit {
+                        comp: c as u32,
+                        inst,
+                    },
+                );
+            } else if self.comps[c].class == Class::Elastic {
                 self.comps[c].state = CState::Pending;
                 self.apps[a].pending.push(c as u32);
             }
@@ -156,6 +170,36 @@ impl Engine<'_> {
             }
         }
         true
+    }
+
+    /// Seconds after its application's admission at which component `c`
+    /// is submitted (the trace's start delay; 0 when not a finite
+    /// positive number).
+    pub(super) fn start_delay_s(&self, c: usize) -> f64 {
+        let comp = &self.comps[c];
+        let d = self.wl.apps[comp.app as usize].components[comp.spec as usize].start_delay_s;
+        if d.is_finite() && d > 0.0 {
+            d
+        } else {
+            0.0
+        }
+    }
+
+    /// A delayed component's submission: it waits for room like a pending
+    /// elastic one (core or not), unless its application was reset since.
+    pub(super) fn on_submit(&mut self, c: usize, inst: u32) {
+        let a = self.comps[c].app as usize;
+        if self.comps[c].inst != inst
+            || self.comps[c].state != CState::Idle
+            || self.apps[a].state != AState::Running
+        {
+            return;
+        }
+        self.comps[c].state = CState::Pending;
+        self.apps[a].pending.push(c as u32);
+        let key = self.apps[a].key;
+        self.elastic_wait.insert(key);
+        self.dirty = true;
     }
 
     /// A host for a component needing `r` (None when none fits); remembers
