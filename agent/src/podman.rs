@@ -153,9 +153,6 @@ const SIGKILL_EXIT: i64 = 137;
 /// too: the agent then only holds its memory higher for a while, the safe
 /// direction.
 pub fn infer_oom_kill(info: &ContainerInfo, stopped_at_s: Option<f64>) -> bool {
-    if info.oom_killed {
-        return true;
-    }
     let limited = info.limits.mem_bytes.is_some_and(|m| m > 0);
     let exited = info.state != ContainerState::Running && info.exit_code == Some(SIGKILL_EXIT);
     let ours = match (stopped_at_s, info.finished_s) {
