@@ -115,6 +115,9 @@ pub struct ComponentModels {
     last: (Option<f64>, Option<f64>),
     /// The peak of the recent relative memory samples ([`hold_samples`]).
     mem_hold: Hold,
+    /// Samples before which the siblings' high-water mark still holds
+    /// ([`sibling_hold_samples`]).
+    sibling_hold: usize,
     /// The latest memory forecast handed out, waiting for its score.
     tracked: Option<Tracked>,
 }
@@ -129,17 +132,30 @@ struct Tracked {
     peak_rel: Option<f64>,
 }
 
-/// The memory hold in samples: `[shaper] mem_hold_s / sample_interval_s`,
-/// rounded up, at most 1e9 (0 when the hold is off or the interval
-/// unknown). A hold costs the same bounded memory at any length
-/// ([`crate::hold`]).
-pub fn hold_samples(cfg: &ShaperConfig, sample_interval_s: f64) -> usize {
-    let n = cfg.mem_hold_s / sample_interval_s;
+/// `seconds / sample_interval_s` rounded up, at most 1e9 (0 when the
+/// result is not a positive number).
+fn samples_in(seconds: f64, sample_interval_s: f64) -> usize {
+    let n = seconds / sample_interval_s;
     if n.is_finite() && n > 0.0 {
         n.ceil().min(1e9) as usize
     } else {
         0
     }
+}
+
+/// The memory hold in samples: `[shaper] mem_hold_s / sample_interval_s`,
+/// rounded up, at most 1e9 (0 when the hold is off or the interval
+/// unknown). A hold costs the same bounded memory at any length
+/// ([`crate::hold`]).
+pub fn hold_samples(cfg: &ShaperConfig, sample_interval_s: f64) -> usize {
+    samples_in(cfg.mem_hold_s, sample_interval_s)
+}
+
+/// The samples for which a component's memory is held at its siblings'
+/// high-water mark: `[shaper] sibling_hold_s / sample_interval_s`, rounded
+/// up (0 when off or the interval unknown).
+pub fn sibling_hold_samples(cfg: &ShaperConfig, sample_interval_s: f64) -> usize {
+    samples_in(cfg.sibling_hold_s, sample_interval_s)
 }
 
 impl std::fmt::Debug for ComponentModels {
@@ -170,6 +186,7 @@ impl ComponentModels {
             pending: PairMoments::default(),
             last: (None, None),
             mem_hold: Hold::default(),
+            sibling_hold: 0,
             tracked: None,
         })
     }
@@ -188,6 +205,14 @@ impl ComponentModels {
         self
     }
 
+    /// Holds memory forecasts at the siblings' high-water mark for the
+    /// first `n` samples (see [`sibling_hold_samples`]); default 0: only
+    /// while sized from the prior.
+    pub fn with_sibling_hold(mut self, n: usize) -> Self {
+        self.sibling_hold = n;
+        self
+    }
+
     /// Models that forecast from the start (the simulator's oracle).
     pub fn always_warm(cpu: Box<dyn Forecaster>, mem: Box<dyn Forecaster>) -> Self {
         Self {
@@ -199,6 +224,7 @@ impl ComponentModels {
             pending: PairMoments::default(),
             last: (None, None),
             mem_hold: Hold::default(),
+            sibling_hold: 0,
             tracked: None,
         }
     }
@@ -342,11 +368,11 @@ impl ComponentModels {
             return (None, source);
         };
         // Memory grows at once and shrinks only after it stayed lower for
-        // the hold; a young component starts at its siblings' high-water
-        // mark (an OOM kill is never the way to learn a peak).
+        // the hold; a young component stays at least at its siblings'
+        // high-water mark (an OOM kill is never the way to learn a peak).
         if self.mem_hold.is_on() && !self.always_warm {
             let mut floor = self.mem_hold.max();
-            if source == ForecastSource::Prior {
+            if source == ForecastSource::Prior || self.observed() < self.sibling_hold {
                 if let Some(p) = prior {
                     floor = floor.max(p.mem.high);
                 }
@@ -512,6 +538,25 @@ mod tests {
         );
         let young = young.with_mem_hold(3);
         assert!((mem(&young, &cfg, Some(&prior)) - 7e8).abs() < 1.0);
+
+        // Once its own model is warm, only for its first sibling-hold
+        // samples (`[shaper] sibling_hold_s`).
+        let cfg = ShaperConfig {
+            sibling_hold_s: 900.0,
+            ..cfg
+        };
+        assert_eq!(sibling_hold_samples(&cfg, 300.0), 3);
+        let mut own = ComponentModels::build(req, last)
+            .expect("models")
+            .with_mem_hold(1)
+            .with_sibling_hold(3);
+        for n in 1..=4 {
+            own.observe(Some(0.1), 2e8, req);
+            let (f, src) = own.forecast_with(1, req, &cfg, Some(&prior));
+            assert_eq!(src, ForecastSource::Own);
+            let want = if n < 3 { 7e8 } else { 2e8 };
+            assert!((f.expect("own").mem.mean - want).abs() < 1.0, "sample {n}");
+        }
     }
 
     #[test]

@@ -100,6 +100,8 @@ pub struct NodeModels {
     warm_samples: usize,
     /// The memory hold in samples ([`crate::models::hold_samples`]).
     mem_hold: usize,
+    /// [`crate::models::sibling_hold_samples`].
+    sibling_hold: usize,
     history_cap: usize,
     live: HashMap<String, Live>,
     /// Histories from a checkpoint, by container id, used once.
@@ -164,6 +166,7 @@ impl NodeModels {
             model,
             warm_samples,
             mem_hold: crate::models::hold_samples(cfg, sample_interval_s),
+            sibling_hold: crate::models::sibling_hold_samples(cfg, sample_interval_s),
             history_cap,
             live: HashMap::new(),
             restored: HashMap::new(),
@@ -225,7 +228,8 @@ impl NodeModels {
             let models = match built {
                 Ok(m) => m
                     .with_warm_samples(self.warm_samples)
-                    .with_mem_hold(self.mem_hold),
+                    .with_mem_hold(self.mem_hold)
+                    .with_sibling_hold(self.sibling_hold),
                 Err(e) => {
                     tracing::error!(container = %c.name, error = %e, "model not built");
                     // keep the history for the next try

@@ -19,7 +19,7 @@ use shaper::{
     Resources, SchedulerKey, ShaperConfig, ViewBuilder,
 };
 
-use shaper::models::{hold_samples, normalise};
+use shaper::models::{hold_samples, normalise, sibling_hold_samples};
 use shaper::risk::RiskCalibration;
 
 use crate::metrics::{AppOutcome, ComponentDays, RunMetrics, TimePoint};

@@ -77,7 +77,8 @@ impl Engine<'_> {
                             f(&site, r, unit)
                         })?
                         .with_warm_samples(warm_samples)
-                        .with_mem_hold(hold_samples(kernel, u)),
+                        .with_mem_hold(hold_samples(kernel, u))
+                        .with_sibling_hold(sibling_hold_samples(kernel, u)),
                         fed: 0,
                         base: 0,
                         joined: false,
