@@ -30,6 +30,8 @@
 //!
 //! Before [`MIN_SCORES`] scores in all, memory is sized by the K1/K2
 //! buffer (`k1 request + upper(k2)`), as without `memory_risk`.
+//! Scores are not checkpointed: after an agent restart the calibration
+//! starts again from there.
 //!
 //! The calibrated band is handed to `decide()` inside the memory forecast:
 //! its `std` becomes `band / Phi^-1(1 - P)`, so `upper(Phi^-1(1 - P))` is
