@@ -296,9 +296,9 @@ impl ComponentModels {
         crate::risk::score(peak, t.mean_rel, t.std_rel).map(|z| (t.source, z))
     }
 
-    /// [`ComponentModels::forecast_with`], remembered for its score, then
-    /// with memory calibrated to `[shaper] memory_risk` by `risk` (when it
-    /// has enough scores; see [`crate::risk`]).
+    /// [`ComponentModels::forecast_with`]; with `[shaper] memory_risk` set,
+    /// remembered for its score, then with memory calibrated by `risk`
+    /// (see [`crate::risk`]).
     pub fn forecast_calibrated(
         &mut self,
         horizon: usize,
@@ -308,6 +308,10 @@ impl ComponentModels {
         risk: &crate::risk::RiskCalibration,
     ) -> (Option<Forecasts>, ForecastSource) {
         let (mut f, source) = self.forecast_with(horizon, request, cfg, prior);
+        if cfg.memory_risk.is_none() {
+            // nothing to calibrate: no scores kept
+            return (f, source);
+        }
         self.tracked = f.as_ref().map(|f| Tracked {
             source,
             mean_rel: normalise(f.mem.mean, request.mem_bytes),

@@ -140,12 +140,7 @@ impl EtcdStore {
         let (won, v) = self
             .client
             .txn(
-                vec![json!({
-                    "target": "CREATE",
-                    "result": "EQUAL",
-                    "key": b64(key.as_bytes()),
-                    "create_revision": "0",
-                })],
+                vec![absent(&key)],
                 vec![json!({ "request_put": {
                     "key": b64(key.as_bytes()),
                     "value": b64(self.advertise_url.as_bytes()),
@@ -252,12 +247,7 @@ impl StateStore for EtcdStore {
         let (_, _) = self
             .client
             .txn(
-                vec![json!({
-                    "target": "CREATE",
-                    "result": "EQUAL",
-                    "key": b64(key.as_bytes()),
-                    "create_revision": "0",
-                })],
+                vec![absent(&key)],
                 vec![put(&key, &encode(&proposed))],
                 Vec::new(),
             )
@@ -360,6 +350,16 @@ impl StateStore for EtcdStore {
         })?;
         Ok(Some(file))
     }
+}
+
+/// A transaction compare that holds while `key` does not exist.
+fn absent(key: &str) -> Value {
+    json!({
+        "target": "CREATE",
+        "result": "EQUAL",
+        "key": b64(key.as_bytes()),
+        "create_revision": "0",
+    })
 }
 
 #[cfg(test)]
