@@ -14,7 +14,8 @@
 # for CPU: pin them apart with SHAPER_CPUS / LOADGEN_CPUS (taskset lists)
 # when there are cores to spare, and state the machine's load with the figures.
 # SHAPER_LOG=FILE keeps the shaper's log (RUST_LOG=info: one line per round
-# with its latency_s and planned_s, the part before the store and commit).
+# with its latency_s, planned_s (the part before the store and commit) and
+# its phases view_s, decide_s and prepare_s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

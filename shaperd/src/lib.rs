@@ -20,9 +20,10 @@
 //! A round builds the view from the agents' latest reports (component and
 //! application ids are hashed when a report arrives, not in the round),
 //! runs `decide()` with a reused [`shaper::Decider`], and keeps the plan's
-//! actions lazily: each agent's wire actions (ids, summary lines) are
-//! rendered when it collects them; the previous round's actions (and the
-//! reports only they still refer to) are freed off the lock.
+//! actions lazily: each agent's wire actions (ids, structured
+//! explanations; the agent renders the summary line) are built when it
+//! collects them; the previous round's actions (and the reports only they
+//! still refer to) are freed off the lock.
 //! `cargo bench -p shaperd --bench round`
 //! times the phases at 1M components; `scripts/bench-10k.sh` runs the load
 //! generator (10,000 agents x 100 containers) against the release binary.

@@ -52,6 +52,8 @@ use tailor_core::{Clock, SystemClock};
 const LOOP_MANUAL: u8 = 0;
 const LOOP_RUNNING: u8 = 1;
 const LOOP_DEAD: u8 = 2;
+/// Stopped on purpose (server shutdown).
+const LOOP_STOPPED: u8 = 3;
 
 /// State shared by the handlers and the round task.
 pub struct Shared {
@@ -85,8 +87,12 @@ struct LoopGuard(Arc<Shared>);
 
 impl Drop for LoopGuard {
     fn drop(&mut self) {
-        self.0.round_loop.store(LOOP_DEAD, Ordering::SeqCst);
-        tracing::error!("the shaping round loop stopped: /healthz now answers 503");
+        let was = self.0.round_loop.swap(LOOP_DEAD, Ordering::SeqCst);
+        if was == LOOP_STOPPED {
+            tracing::info!("the shaping round loop stopped for the shutdown");
+        } else {
+            tracing::error!("the shaping round loop stopped: /healthz now answers 503");
+        }
     }
 }
 
@@ -720,6 +726,7 @@ impl ShaperServer {
     /// Stops planning, lets in-flight requests finish (up to 5 s), stops.
     pub async fn shutdown(self) {
         if let Some(t) = &self.round_task {
+            self.shared.round_loop.store(LOOP_STOPPED, Ordering::SeqCst);
             t.abort();
         }
         self.watch_task.abort();

@@ -451,6 +451,7 @@ impl ClusterSession {
                         });
                         continue;
                     }
+                    let reason = w.summary();
                     let (container_id, kind) = match w.action {
                         ActionKind::Resize {
                             container_id,
@@ -466,7 +467,7 @@ impl ClusterSession {
                         id: Some(w.id),
                         container_id,
                         kind,
-                        reason: w.summary,
+                        reason,
                     });
                 }
                 RoundDecision {

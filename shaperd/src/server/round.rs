@@ -33,12 +33,21 @@ impl Shared {
         };
         let decider = self.decider.clone();
         let prepared = tokio::task::spawn_blocking(move || {
+            let t = Instant::now();
             let input = snap.build();
+            let built_s = t.elapsed().as_secs_f64();
             let plan = lock(&decider).decide(&input.view, now_s, &cfg);
-            input.prepare(plan)
+            let decided_s = t.elapsed().as_secs_f64() - built_s;
+            let prepared = input.prepare(plan);
+            let phases = [
+                built_s,
+                decided_s,
+                t.elapsed().as_secs_f64() - built_s - decided_s,
+            ];
+            (prepared, phases)
         })
         .await;
-        let prepared = match prepared {
+        let (prepared, [view_s, decide_s, prepare_s]) = match prepared {
             Ok(p) => p,
             Err(e) => {
                 tracing::error!(error = %e, "round task failed; round skipped");
@@ -72,6 +81,9 @@ impl Shared {
             evict_application = out.evict_application,
             latency_s = elapsed,
             planned_s,
+            view_s,
+            decide_s,
+            prepare_s,
             "shaping round"
         );
         Ok(out)

@@ -3,9 +3,10 @@
 //!
 //! Actions are kept lazily: a round stores, per agent, the plan (shared)
 //! and for each action its number, its place in the plan and the report it
-//! was planned from. The wire form (id, container, summary line) is
-//! rendered when the agent collects it with its next report, so a round at
-//! 1M components does not format 1M strings that agents may never fetch.
+//! was planned from. The wire form (id, container, structured explanation)
+//! is rendered when the agent collects it with its next report, so a round
+//! at 1M components does not build 1M actions that agents may never fetch;
+//! the agent formats the human-readable line (`WireAction::summary`).
 
 use super::{
     ActionRecord, ActionStatus, Origin, PreparedRound, RoundInput, RoundOutcome, RoundSnapshot,
@@ -98,24 +99,11 @@ impl LazyAction {
                 explanation,
             ),
         };
-        let summary = match &action {
-            ActionKind::Resize { container_id, from, to } => format!(
-                "resize {container_id} (app {}): cpu {:.3} -> {:.3} cores, mem {:.0} -> {:.0} bytes: {explanation}",
-                c.app, from.cpu_cores, to.cpu_cores, from.mem_bytes, to.mem_bytes
-            ),
-            ActionKind::Evict { container_id, whole_app: true } => {
-                format!("evict {container_id}: its whole application {} is preempted: {explanation}", c.app)
-            }
-            ActionKind::Evict { container_id, whole_app: false } => {
-                format!("evict {container_id} (elastic component of app {}): {explanation}", c.app)
-            }
-        };
         Some(WireAction {
             id: action_id(epoch, round, self.n),
             app: c.app.clone(),
             action,
             explanation: explanation.clone(),
-            summary,
         })
     }
 }
