@@ -81,7 +81,7 @@ async fn idle_containers_are_cut_protected_and_unlabelled_untouched() {
             .view
             .containers
             .iter()
-            .all(|c| c.name != "tailor-t-stranger"));
+            .all(|c| c.meta.name != "tailor-t-stranger"));
     })
     .await;
     assert_eq!(managed, 3, "idle1, idle2 and vip are managed");
@@ -237,8 +237,13 @@ async fn default_forecaster_cuts_idle_limits_and_raises_a_ramp_ahead() {
     assert_eq!(cfg.forecaster, forecaster::config::ModelConfig::default());
     assert_eq!(cfg.forecaster.kind, forecaster::config::ModelKind::Gp);
     let mut agent = new_agent(cfg);
-    let find =
-        |r: &RoundReport, name: &str| r.view.containers.iter().find(|c| c.name == name).cloned();
+    let find = |r: &RoundReport, name: &str| {
+        r.view
+            .containers
+            .iter()
+            .find(|c| c.meta.name == name)
+            .cloned()
+    };
     let mut idle_min_limit = u64::MAX;
     let mut samples = 0;
     rounds(&mut agent, 35, |r| {
@@ -335,7 +340,7 @@ async fn oom_kill_missed_by_the_event_stream_is_recovered() {
         waited += 1;
         assert!(waited < 60, "the container was not OOM-killed");
         rounds(&mut agent, 1, |r| {
-            seen_running |= r.view.containers.iter().any(|v| v.name == c.name)
+            seen_running |= r.view.containers.iter().any(|v| v.meta.name == c.name)
         })
         .await;
     }
@@ -357,7 +362,7 @@ async fn oom_kill_missed_by_the_event_stream_is_recovered() {
     docker(&["start", &c.id]).expect("start");
     let mut kills = 0;
     rounds(&mut agent, 8, |r| {
-        if let Some(v) = r.view.containers.iter().find(|v| v.name == c.name) {
+        if let Some(v) = r.view.containers.iter().find(|v| v.meta.name == c.name) {
             kills = v.oom_kills;
             assert!(
                 v.request.mem_bytes >= floor as f64,

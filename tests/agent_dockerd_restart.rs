@@ -115,7 +115,7 @@ async fn agent_survives_a_dockerd_restart() {
     while t0.elapsed() < Duration::from_secs(90) {
         tokio::time::sleep(Duration::from_secs(1)).await;
         if let Some(r) = shared.last_report() {
-            if r.at_s > restarted_at && r.view.containers.iter().any(|v| v.id == c.id) {
+            if r.at_s > restarted_at && r.view.containers.iter().any(|v| v.meta.id == c.id) {
                 seen_again = true;
                 break;
             }

@@ -61,7 +61,7 @@ async fn models_survive_restart_and_recreation() {
         r.view
             .containers
             .iter()
-            .find(|c| c.name == name)
+            .find(|c| c.meta.name == name)
             .and_then(|c| c.forecast.as_ref())
             .is_some(),
         "a forecast, not the request"

@@ -549,7 +549,7 @@ async fn podman_unlimited_container_gets_no_limit_and_causes_no_eviction() {
             .view
             .containers
             .iter()
-            .any(|c| c.name == "tailor-p-unl-free");
+            .any(|c| c.meta.name == "tailor-p-unl-free");
         for o in &r.outcomes {
             match &o.action.kind {
                 NodeActionKind::Evict { .. } => evictions.push(o.action.container_name.clone()),
@@ -725,7 +725,11 @@ async fn podman_oom_kill_is_inferred_from_the_sigkill_exit() {
     let mut exited = false;
     for _ in 0..60 {
         let r = agent_common::round_in_1s(&mut agent).await;
-        seen_running |= r.view.containers.iter().any(|v| v.name == "tailor-p-oom");
+        seen_running |= r
+            .view
+            .containers
+            .iter()
+            .any(|v| v.meta.name == "tailor-p-oom");
         if c.inspect_u64(".State.Pid") == 0 {
             exited = true;
             break;
@@ -752,7 +756,12 @@ async fn podman_oom_kill_is_inferred_from_the_sigkill_exit() {
     let mut request = None;
     for _ in 0..4 {
         let r = agent_common::round_in_1s(&mut agent).await;
-        if let Some(v) = r.view.containers.iter().find(|v| v.name == "tailor-p-oom") {
+        if let Some(v) = r
+            .view
+            .containers
+            .iter()
+            .find(|v| v.meta.name == "tailor-p-oom")
+        {
             request = Some(v.request.mem_bytes);
             break;
         }
@@ -815,7 +824,7 @@ async fn podman_oom_kill_of_a_child_process_is_counted() {
         .view
         .containers
         .iter()
-        .find(|v| v.name == "tailor-p-oom-child")
+        .find(|v| v.meta.name == "tailor-p-oom-child")
         .expect("in the view");
     assert!(
         v.request.mem_bytes >= (132 * MIB) as f64,

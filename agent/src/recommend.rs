@@ -177,7 +177,7 @@ pub fn build(
         let applied = report
             .outcomes
             .iter()
-            .find(|o| o.action.container_id == c.id)
+            .find(|o| o.action.container_id == c.meta.id)
             .map(|o| {
                 let what = match o.action.kind {
                     NodeActionKind::Resize { .. } => "resize",
@@ -192,7 +192,7 @@ pub fn build(
                 }
             })
             .unwrap_or_else(|| "none".to_string());
-        let (no_cpu, no_mem) = unlimited(&c.name);
+        let (no_cpu, no_mem) = unlimited(&c.meta.name);
         for r in [ResourceKind::Cpu, ResourceKind::Mem] {
             let (scale, req, alloc, used, floor, unlimited) = match r {
                 ResourceKind::Cpu => (
@@ -259,12 +259,12 @@ pub fn build(
                     }
                 }
             };
-            let shown_target = shown.settle(&c.name, r, target / scale);
+            let shown_target = shown.settle(&c.meta.name, r, target / scale);
             let shift = shown_target - target / scale;
             target = shown_target;
             items.push(Recommendation {
-                container: c.name.clone(),
-                app: c.app.clone(),
+                container: c.meta.name.clone(),
+                app: c.meta.app.clone(),
                 resource: r,
                 unit: r.unit().to_string(),
                 current_limit: (!unlimited).then_some(alloc / scale),
@@ -279,7 +279,11 @@ pub fn build(
             });
         }
     }
-    let names = view.containers.iter().map(|c| c.name.as_str()).collect();
+    let names = view
+        .containers
+        .iter()
+        .map(|c| c.meta.name.as_str())
+        .collect();
     shown.retain(&names);
     Recommendations {
         node: view.node.clone(),

@@ -10,7 +10,8 @@
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 pub use shaper::node::{
-    ContainerReport, ContainerSample, NodeAction, NodeActionKind, NodePlan, NodeView, Sample,
+    ContainerMeta, ContainerReport, ContainerSample, NodeAction, NodeActionKind, NodePlan,
+    NodeView, Sample,
 };
 use shaper::{Decider, ShaperConfig};
 

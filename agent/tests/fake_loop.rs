@@ -245,7 +245,7 @@ async fn unlabelled_and_protected_containers_are_never_touched() {
             ])
             .await;
         assert!(
-            rep.view.containers.iter().all(|c| c.id != "stranger"),
+            rep.view.containers.iter().all(|c| c.meta.id != "stranger"),
             "unlabelled container is not managed"
         );
     }
@@ -433,7 +433,7 @@ async fn one_failing_container_does_not_stop_the_round() {
     // a vanishing container is not an error either
     r.fake.remove("good");
     let rep = r.step(&[]).await;
-    assert!(rep.view.containers.iter().all(|c| c.id != "good"));
+    assert!(rep.view.containers.iter().all(|c| c.meta.id != "good"));
 }
 
 #[tokio::test]
@@ -708,7 +708,7 @@ async fn unlimited_container_counts_at_its_use_and_gets_no_limit() {
         .view
         .containers
         .iter()
-        .find(|c| c.id == "free")
+        .find(|c| c.meta.id == "free")
         .expect("reported");
     assert!(
         c.request.cpu_cores < 1.0 && c.allocation.cpu_cores < 1.0,

@@ -7,7 +7,7 @@
 //! what happens to the resulting actions.
 //!
 //! ```
-//! use shaper::node::{ContainerSample, NodeKernel, Sample};
+//! use shaper::node::{ContainerMeta, ContainerSample, NodeKernel, Sample};
 //! use shaper::{Class, Decider, Resources, ShaperConfig};
 //!
 //! let cfg = ShaperConfig { grace_period_s: 0.0, k1: 0.05, ..ShaperConfig::default() };
@@ -19,13 +19,15 @@
 //! let mut plan = None;
 //! for round in 0..4 {
 //!     let web = ContainerSample {
-//!         id: "c1".into(),
-//!         name: "web".into(),
-//!         app: "web".into(),
-//!         class: Class::Core,
-//!         priority: 0,
-//!         protected: false,
-//!         started_s: 0.0,
+//!         meta: ContainerMeta {
+//!             id: "c1".into(),
+//!             name: "web".into(),
+//!             app: "web".into(),
+//!             class: Class::Core,
+//!             priority: 0,
+//!             protected: false,
+//!             started_s: 0.0,
+//!         },
 //!         request: Resources::new(2.0, 2.0 * gib),
 //!         allocation: Resources::new(2.0, 2.0 * gib),
 //!         usage: Resources::new(0.2, 0.25 * gib),
@@ -81,10 +83,10 @@ pub struct Sample {
     pub mem_peak_bytes: Option<f64>,
 }
 
-/// One running container as the caller saw it this round, before any
-/// kernel rule. This is also what an agent recording stores.
+/// Who a container is and how it is scheduled: the same in a sample and
+/// in the node's view (flattened into both on the wire).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ContainerSample {
+pub struct ContainerMeta {
     pub id: String,
     pub name: String,
     /// Application key (`tailor.app`, else the container name).
@@ -93,6 +95,14 @@ pub struct ContainerSample {
     pub priority: i32,
     pub protected: bool,
     pub started_s: f64,
+}
+
+/// One running container as the caller saw it this round, before any
+/// kernel rule. This is also what an agent recording stores.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContainerSample {
+    #[serde(flatten)]
+    pub meta: ContainerMeta,
     /// What it asked for (labels, else the limits it was started with).
     pub request: Resources,
     /// Its limits now.
@@ -111,13 +121,8 @@ pub struct ContainerSample {
 /// kernel's forecast. Reported to the central shaper in cluster mode.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ContainerReport {
-    pub id: String,
-    pub name: String,
-    pub app: String,
-    pub class: Class,
-    pub priority: i32,
-    pub protected: bool,
-    pub started_s: f64,
+    #[serde(flatten)]
+    pub meta: ContainerMeta,
     /// Request, raised to the OOM floor while it holds.
     pub request: Resources,
     pub allocation: Resources,
@@ -293,17 +298,11 @@ impl NodeKernel {
             let f = self.models.observe(&c, now_s, self.horizon, &self.cfg);
             let mut usage = c.usage;
             let mut request = c.request;
-            if let Some(f) = self.floors.get(&c.id) {
+            if let Some(f) = self.floors.get(&c.meta.id) {
                 f.raise(now_s, &mut usage, &mut request);
             }
             reports.push(ContainerReport {
-                id: c.id,
-                name: c.name,
-                app: c.app,
-                class: c.class,
-                priority: c.priority,
-                protected: c.protected,
-                started_s: c.started_s,
+                meta: c.meta,
                 request,
                 allocation: c.allocation,
                 usage,
@@ -335,7 +334,11 @@ impl NodeKernel {
 /// application per application key (ids in key order), one component per
 /// container (id = its position in the view).
 pub fn node_cluster_view(view: &NodeView) -> ClusterView {
-    let names: BTreeSet<&str> = view.containers.iter().map(|c| c.app.as_str()).collect();
+    let names: BTreeSet<&str> = view
+        .containers
+        .iter()
+        .map(|c| c.meta.app.as_str())
+        .collect();
     let app_ids: BTreeMap<&str, AppId> = names
         .into_iter()
         .enumerate()
@@ -345,25 +348,25 @@ pub fn node_cluster_view(view: &NodeView) -> ClusterView {
     b.host(HostId(0), view.capacity);
     for (i, c) in view.containers.iter().enumerate() {
         let facts = AppFacts {
-            id: app_ids[c.app.as_str()],
+            id: app_ids[c.meta.app.as_str()],
             submitted_s: None,
-            priority: c.priority,
+            priority: c.meta.priority,
             failures: c.app_failures,
             expected_remaining_s: None,
         };
         b.component(
-            c.app.as_str(),
+            c.meta.app.as_str(),
             facts,
             Component {
                 id: ComponentId(i as u64),
-                class: c.class,
+                class: c.meta.class,
                 host: HostId(0),
                 request: c.request,
-                started_s: c.started_s,
+                started_s: c.meta.started_s,
                 allocation: c.allocation,
                 usage: c.usage,
                 forecast: c.forecast.clone(),
-                protected: c.protected,
+                protected: c.meta.protected,
                 work_done_s: f64::NAN,
             },
             None,
@@ -396,7 +399,7 @@ pub fn plan_node(view: &NodeView, cfg: &ShaperConfig, decider: &mut Decider) -> 
             } => (
                 NodeActionKind::Evict { whole_app },
                 if whole_app {
-                    format!("application {} evicted: {explanation}", c.app)
+                    format!("application {} evicted: {explanation}", c.meta.app)
                 } else {
                     explanation.to_string()
                 },
@@ -404,8 +407,8 @@ pub fn plan_node(view: &NodeView, cfg: &ShaperConfig, decider: &mut Decider) -> 
         };
         actions.push(NodeAction {
             action_id: None,
-            container_id: c.id.clone(),
-            container_name: c.name.clone(),
+            container_id: c.meta.id.clone(),
+            container_name: c.meta.name.clone(),
             kind,
             explanation,
         });
@@ -433,13 +436,15 @@ mod tests {
         mem_req: f64,
     ) -> ContainerReport {
         ContainerReport {
-            id: id.to_string(),
-            name: id.to_string(),
-            app: app.to_string(),
-            class,
-            priority: 0,
-            protected: false,
-            started_s,
+            meta: ContainerMeta {
+                id: id.to_string(),
+                name: id.to_string(),
+                app: app.to_string(),
+                class,
+                priority: 0,
+                protected: false,
+                started_s,
+            },
             request: Resources::new(1.0, mem_req),
             allocation: Resources::new(1.0, mem_req),
             usage: Resources::new(0.1, mem_use),

@@ -135,7 +135,10 @@ impl std::fmt::Debug for NodeModels {
 }
 
 fn prior_keys(c: &ContainerSample) -> [String; 2] {
-    [format!("name:{}", c.name), format!("app:{}", c.app)]
+    [
+        format!("name:{}", c.meta.name),
+        format!("app:{}", c.meta.app),
+    ]
 }
 
 fn clean(samples: Vec<RelSample>, cap: usize) -> Vec<RelSample> {
@@ -200,9 +203,9 @@ impl NodeModels {
     ) -> Option<ContainerForecast> {
         let settings = cfg.prior_settings();
         let origin_s = *self.origin_s.get_or_insert(now_s);
-        if !self.live.contains_key(&c.id) {
+        if !self.live.contains_key(&c.meta.id) {
             let keys = prior_keys(c);
-            let (origin, history) = if let Some(h) = self.restored.remove(&c.id) {
+            let (origin, history) = if let Some(h) = self.restored.remove(&c.meta.id) {
                 (ModelOrigin::Restored, h)
             } else if let Some(h) = self.retired.remove(&keys[0]) {
                 (ModelOrigin::Inherited, h)
@@ -231,11 +234,11 @@ impl NodeModels {
                     .with_mem_hold(self.mem_hold)
                     .with_sibling_hold(self.sibling_hold),
                 Err(e) => {
-                    tracing::error!(container = %c.name, error = %e, "model not built");
+                    tracing::error!(container = %c.meta.name, error = %e, "model not built");
                     // keep the history for the next try
                     match origin {
                         ModelOrigin::Restored => {
-                            self.restored.insert(c.id.clone(), history);
+                            self.restored.insert(c.meta.id.clone(), history);
                         }
                         ModelOrigin::Inherited => {
                             self.retired.insert(keys[0].clone(), history);
@@ -263,15 +266,15 @@ impl NodeModels {
             }
             if origin != ModelOrigin::Fresh {
                 tracing::info!(
-                    container = %c.name,
+                    container = %c.meta.name,
                     origin = ?origin,
                     samples = live.recent.len(),
                     "container models rebuilt from history"
                 );
             }
-            self.live.insert(c.id.clone(), live);
+            self.live.insert(c.meta.id.clone(), live);
         }
-        let live = self.live.get_mut(&c.id)?;
+        let live = self.live.get_mut(&c.meta.id)?;
         live.request_mem_bytes = c.request.mem_bytes;
         if let Some(s) = c.sample {
             let mem = s.mem_peak_bytes.map_or(s.mem_bytes, |p| p.max(s.mem_bytes));
@@ -436,7 +439,7 @@ pub enum CheckpointError {
 mod tests {
     use super::*;
     use crate::model::{Class, Resources};
-    use crate::node::Sample;
+    use crate::node::{ContainerMeta, Sample};
 
     const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
@@ -453,13 +456,15 @@ mod tests {
 
     fn sample(id: &str, name: &str, app: &str, mem_gib: f64) -> ContainerSample {
         ContainerSample {
-            id: id.into(),
-            name: name.into(),
-            app: app.into(),
-            class: Class::Core,
-            priority: 0,
-            protected: false,
-            started_s: 0.0,
+            meta: ContainerMeta {
+                id: id.into(),
+                name: name.into(),
+                app: app.into(),
+                class: Class::Core,
+                priority: 0,
+                protected: false,
+                started_s: 0.0,
+            },
             request: Resources::new(1.0, 2.0 * GIB),
             allocation: Resources::new(1.0, 2.0 * GIB),
             usage: Resources::new(0.1, mem_gib * GIB),

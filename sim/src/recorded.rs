@@ -210,7 +210,7 @@ pub fn check_parity(rec: &Recording, shaper: Option<&ShaperConfig>) -> Result<Pa
             if !same_forecast(&c.forecast, recorded) {
                 p.mismatches.push(Mismatch {
                     round: r.round,
-                    container: c.name.clone(),
+                    container: c.meta.name.clone(),
                     recorded: Some(format!("forecast {recorded:?}")),
                     replayed: Some(format!("forecast {:?}", c.forecast)),
                 });
@@ -238,7 +238,7 @@ pub fn check_parity(rec: &Recording, shaper: Option<&ShaperConfig>) -> Result<Pa
         let names: BTreeMap<&str, &str> = r
             .containers
             .iter()
-            .map(|c| (c.id.as_str(), c.name.as_str()))
+            .map(|c| (c.meta.id.as_str(), c.meta.name.as_str()))
             .collect();
         let mut ids: Vec<&String> = rec_map.keys().chain(rep_map.keys()).collect();
         ids.sort();
@@ -299,10 +299,10 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
             capacity.mem_bytes.max(r.capacity.mem_bytes),
         );
         for c in &r.containers {
-            let s = seen.entry(c.id.clone()).or_insert_with(|| Seen {
-                app: c.app.clone(),
-                class: c.class,
-                priority: c.priority,
+            let s = seen.entry(c.meta.id.clone()).or_insert_with(|| Seen {
+                app: c.meta.app.clone(),
+                class: c.meta.class,
+                priority: c.meta.priority,
                 request: c.request,
                 first_s: r.at_s - origin,
                 cpu: Vec::new(),

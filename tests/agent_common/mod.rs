@@ -252,7 +252,7 @@ pub fn seen(r: &agent::RoundReport, name: &str) -> Option<(Option<shaper::Foreca
     r.view
         .containers
         .iter()
-        .find(|c| c.name == name)
+        .find(|c| c.meta.name == name)
         .map(|c| (c.forecast_source, c.samples))
 }
 

@@ -128,7 +128,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                             let request = view
                                 .containers
                                 .iter()
-                                .find(|c| c.id == a.container_id)
+                                .find(|c| c.meta.id == a.container_id)
                                 .map(|c| c.request)
                                 .unwrap_or_else(|| self.request_of(&t, cap));
                             self.state.evicted.push(Eviction {

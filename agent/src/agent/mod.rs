@@ -34,8 +34,8 @@ use crate::runtime::{
 };
 use crate::state::{Eviction, PersistedState, StateStore};
 use crate::view::{
-    ActionOutcome, ContainerSample, NodeAction, NodeActionKind, NodePlan, NodeView, Outcome,
-    PlanSource, PlanSourceError, Sample,
+    ActionOutcome, ContainerMeta, ContainerSample, NodeAction, NodeActionKind, NodePlan, NodeView,
+    Outcome, PlanSource, PlanSourceError, Sample,
 };
 use crate::AgentError;
 use datasets::recording::RecordWriter;

@@ -401,13 +401,15 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             .values()
             .filter(|t| t.info.state == ContainerState::Running)
             .map(|t| ContainerSample {
-                id: t.info.id.clone(),
-                name: t.info.name.clone(),
-                app: t.labels.app.clone(),
-                class: t.labels.class,
-                priority: t.labels.priority,
-                protected: t.labels.protected,
-                started_s: t.info.started_s.unwrap_or(now_s),
+                meta: ContainerMeta {
+                    id: t.info.id.clone(),
+                    name: t.info.name.clone(),
+                    app: t.labels.app.clone(),
+                    class: t.labels.class,
+                    priority: t.labels.priority,
+                    protected: t.labels.protected,
+                    started_s: t.info.started_s.unwrap_or(now_s),
+                },
                 request: self.request_of(t, cap),
                 allocation: self.allocation_of(t, cap),
                 usage: t.usage,
@@ -439,9 +441,9 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         };
         let mut labels = BTreeMap::new();
         for c in &containers {
-            if self.recorded_labels.insert(c.id.clone()) {
-                if let Some(t) = self.tracked.get(&c.id) {
-                    labels.insert(c.id.clone(), t.info.labels.clone());
+            if self.recorded_labels.insert(c.meta.id.clone()) {
+                if let Some(t) = self.tracked.get(&c.meta.id) {
+                    labels.insert(c.meta.id.clone(), t.info.labels.clone());
                 }
             }
         }

@@ -49,28 +49,28 @@ impl ClusterPlanSource {
 pub fn component_reports(agent_id: &str, view: &NodeView) -> Vec<ComponentReport> {
     let mut per_app: HashMap<&str, usize> = HashMap::new();
     for c in &view.containers {
-        *per_app.entry(c.app.as_str()).or_insert(0) += 1;
+        *per_app.entry(c.meta.app.as_str()).or_insert(0) += 1;
     }
     view.containers
         .iter()
         .map(|c| {
-            let node_local =
-                c.app == c.name && per_app.get(c.app.as_str()).copied().unwrap_or(0) <= 1;
+            let node_local = c.meta.app == c.meta.name
+                && per_app.get(c.meta.app.as_str()).copied().unwrap_or(0) <= 1;
             ComponentReport {
-                container_id: c.id.clone(),
+                container_id: c.meta.id.clone(),
                 app: if node_local {
-                    format!("{agent_id}/{}", c.name)
+                    format!("{agent_id}/{}", c.meta.name)
                 } else {
-                    c.app.clone()
+                    c.meta.app.clone()
                 },
-                class: c.class,
-                priority: c.priority,
-                protected: c.protected,
+                class: c.meta.class,
+                priority: c.meta.priority,
+                protected: c.meta.protected,
                 request: c.request,
                 allocation: c.allocation,
                 usage: c.usage,
                 forecast: c.forecast.clone(),
-                started_s: c.started_s,
+                started_s: c.meta.started_s,
                 work_done_s: None,
                 app_submitted_s: None,
                 failures: c.app_failures,
@@ -95,7 +95,7 @@ impl PlanSource for ClusterPlanSource {
             let names: HashMap<&str, &str> = view
                 .containers
                 .iter()
-                .map(|c| (c.id.as_str(), c.name.as_str()))
+                .map(|c| (c.meta.id.as_str(), c.meta.name.as_str()))
                 .collect();
             let actions = decision
                 .actions
@@ -162,18 +162,20 @@ impl PlanSource for ClusterPlanSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::ContainerReport;
+    use crate::view::{ContainerMeta, ContainerReport};
     use shaper::{Class, Resources};
 
     fn c(id: &str, name: &str, app: &str) -> ContainerReport {
         ContainerReport {
-            id: id.into(),
-            name: name.into(),
-            app: app.into(),
-            class: Class::Core,
-            priority: 0,
-            protected: false,
-            started_s: 1.0,
+            meta: ContainerMeta {
+                id: id.into(),
+                name: name.into(),
+                app: app.into(),
+                class: Class::Core,
+                priority: 0,
+                protected: false,
+                started_s: 1.0,
+            },
             request: Resources::new(1.0, 1.0),
             allocation: Resources::new(1.0, 1.0),
             usage: Resources::new(0.5, 0.5),
