@@ -292,6 +292,9 @@ pub const MAX_PRIOR_KEYS: usize = 10_000_000;
 pub const MIN_MEMORY_RISK: f64 = 1e-9;
 /// Largest `memory_risk`: a quarter of the rounds (band level 0.67).
 pub const MAX_MEMORY_RISK: f64 = 0.25;
+/// Largest `sibling_hold_s` (about 31 years: bounded only so that sums of
+/// times stay finite).
+pub const MAX_SIBLING_HOLD_S: f64 = 1e9;
 /// Largest `k1` (buffer as a fraction of the request).
 pub const MAX_K1: f64 = 10.0;
 /// Largest `k2` (band level in sigmas).
@@ -370,7 +373,12 @@ impl ShaperConfig {
         e.range("prior_half_life_s", self.prior_half_life_s, 1.0, 1e9);
         e.range("prior_max_keys", self.prior_max_keys, 1, MAX_PRIOR_KEYS);
         e.range("mem_hold_s", self.mem_hold_s, 0.0, 1e9);
-        e.range("sibling_hold_s", self.sibling_hold_s, 0.0, 1e9);
+        e.range(
+            "sibling_hold_s",
+            self.sibling_hold_s,
+            0.0,
+            MAX_SIBLING_HOLD_S,
+        );
         e.into_result()
     }
 

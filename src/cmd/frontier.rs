@@ -74,6 +74,10 @@ pub struct Args {
     /// 0.0001,0.001,0.01); `--memory-risk none` sweeps none.
     #[arg(long, value_delimiter = ',')]
     pub memory_risk: Option<Vec<String>>,
+    /// `[shaper] sibling_hold_s` values for the tailor families (default:
+    /// the config's value only), e.g. `0,3600,7200`.
+    #[arg(long, value_delimiter = ',')]
+    pub sibling_hold_s: Option<Vec<f64>>,
     /// VPA target memory percentiles (default 0.5,0.8,0.9,0.95).
     #[arg(long, value_delimiter = ',')]
     pub vpa_percentile: Option<Vec<f64>>,
@@ -124,6 +128,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         k1: sorted(args.k1.clone().unwrap_or_else(|| DEFAULT_K1.to_vec())),
         k2: sorted(args.k2.clone().unwrap_or_else(|| DEFAULT_K2.to_vec())),
         memory_risk: risk_list(&args.memory_risk)?,
+        sibling_hold_s: sorted(args.sibling_hold_s.clone().unwrap_or_default()),
         vpa_percentile: sorted(
             args.vpa_percentile
                 .clone()

@@ -184,6 +184,9 @@ pub struct FrontierGrid {
     pub k2: Vec<f64>,
     /// Empty: no risk-targeted points.
     pub memory_risk: Vec<f64>,
+    /// `[shaper] sibling_hold_s` values for the tailor families' points.
+    /// Empty: the base config's value only (and no `sibling_hold_s` param).
+    pub sibling_hold_s: Vec<f64>,
     pub vpa_percentile: Vec<f64>,
     pub vpa_margin: Vec<f64>,
     /// Families to sweep (baseline and oracle always run).
@@ -196,6 +199,7 @@ impl Default for FrontierGrid {
             k1: DEFAULT_K1.to_vec(),
             k2: DEFAULT_K2.to_vec(),
             memory_risk: DEFAULT_MEMORY_RISK.to_vec(),
+            sibling_hold_s: Vec::new(),
             vpa_percentile: DEFAULT_VPA_PERCENTILE.to_vec(),
             vpa_margin: DEFAULT_VPA_MARGIN.to_vec(),
             families: Family::SWEPT.to_vec(),
@@ -205,12 +209,13 @@ impl Default for FrontierGrid {
 
 impl FrontierGrid {
     /// Every problem at once. Ranges: K1 [0, shaper MAX_K1], K2 [0,
-    /// MAX_K2], memory_risk [1e-9, 0.25], VPA percentile (0, 1), margin
-    /// [0, 10]; at most [`MAX_LIST`] values per list, K1/K2/percentile/margin
-    /// lists non-empty when their family is swept.
+    /// MAX_K2], memory_risk [1e-9, 0.25], sibling_hold_s [0, 1e9], VPA
+    /// percentile (0, 1), margin [0, 10]; at most [`MAX_LIST`] values per
+    /// list, K1/K2/percentile/margin lists non-empty when their family is
+    /// swept.
     pub fn validate(&self) -> Result<(), ConfigErrors> {
         let mut e = ConfigErrors::new();
-        let lists: [(&str, &Vec<f64>, f64, f64, bool); 5] = [
+        let lists: [(&str, &Vec<f64>, f64, f64, bool); 6] = [
             ("k1", &self.k1, 0.0, shaper::config::MAX_K1, true),
             ("k2", &self.k2, 0.0, shaper::config::MAX_K2, true),
             (
@@ -218,6 +223,13 @@ impl FrontierGrid {
                 &self.memory_risk,
                 shaper::config::MIN_MEMORY_RISK,
                 shaper::config::MAX_MEMORY_RISK,
+                false,
+            ),
+            (
+                "sibling_hold_s",
+                &self.sibling_hold_s,
+                0.0,
+                shaper::config::MAX_SIBLING_HOLD_S,
                 false,
             ),
             (
@@ -234,7 +246,9 @@ impl FrontierGrid {
                 format!("at most {MAX_LIST} values, got {}", values.len())
             });
             let used = match name {
-                "k1" | "k2" | "memory_risk" => self.families.iter().any(|f| f.is_tailor()),
+                "k1" | "k2" | "memory_risk" | "sibling_hold_s" => {
+                    self.families.iter().any(|f| f.is_tailor())
+                }
                 _ => self.families.contains(&Family::Vpa),
             };
             if needed && used {
@@ -330,28 +344,48 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
             continue;
         }
         m.forecaster.kind = kind;
-        for &k2 in &grid.k2 {
-            for &k1 in &grid.k1 {
+        // The hold is a param only when swept, so default outputs keep
+        // their labels.
+        let holds: Vec<Option<f64>> = if grid.sibling_hold_s.is_empty() {
+            vec![None]
+        } else {
+            grid.sibling_hold_s.iter().copied().map(Some).collect()
+        };
+        for hold in holds {
+            let mut m = m.clone();
+            let mut kv: Vec<(&str, f64)> = Vec::with_capacity(4);
+            if let Some(h) = hold {
+                m.shaper.sibling_hold_s = h;
+                kv.push(("sibling_hold_s", h));
+            }
+            let with = |extra: &[(&str, f64)]| {
+                let mut all = kv.clone();
+                all.extend_from_slice(extra);
+                params(&all)
+            };
+            for &k2 in &grid.k2 {
+                for &k1 in &grid.k1 {
+                    let mut c = m.clone();
+                    c.shaper.k1 = k1;
+                    c.shaper.k2 = k2;
+                    out.push(PointSpec {
+                        family: fam,
+                        sizing: Sizing::K1k2,
+                        params: with(&[("k1", k1), ("k2", k2)]),
+                        cfg: c,
+                    });
+                }
+            }
+            for &r in &grid.memory_risk {
                 let mut c = m.clone();
-                c.shaper.k1 = k1;
-                c.shaper.k2 = k2;
+                c.shaper.memory_risk = Some(r);
                 out.push(PointSpec {
                     family: fam,
-                    sizing: Sizing::K1k2,
-                    params: params(&[("k1", k1), ("k2", k2)]),
+                    sizing: Sizing::MemoryRisk,
+                    params: with(&[("memory_risk", r), ("k1", c.shaper.k1), ("k2", c.shaper.k2)]),
                     cfg: c,
                 });
             }
-        }
-        for &r in &grid.memory_risk {
-            let mut c = m.clone();
-            c.shaper.memory_risk = Some(r);
-            out.push(PointSpec {
-                family: fam,
-                sizing: Sizing::MemoryRisk,
-                params: params(&[("memory_risk", r), ("k1", c.shaper.k1), ("k2", c.shaper.k2)]),
-                cfg: c,
-            });
         }
     }
     for p in &out {

@@ -128,12 +128,20 @@ fn grid_validation_names_every_bad_list() {
         k1: vec![-1.0],
         k2: vec![],
         memory_risk: vec![0.9],
+        sibling_hold_s: vec![-1.0],
         vpa_percentile: vec![1.0],
         vpa_margin: vec![0.1; MAX_LIST + 1],
         families: Family::SWEPT.to_vec(),
     };
     let e = g.validate().expect_err("invalid").to_string();
-    for k in ["k1", "k2", "memory_risk", "vpa_percentile", "vpa_margin"] {
+    for k in [
+        "k1",
+        "k2",
+        "memory_risk",
+        "sibling_hold_s",
+        "vpa_percentile",
+        "vpa_margin",
+    ] {
         assert!(e.contains(k), "{k} missing: {e}");
     }
     assert!(FrontierGrid::default().validate().is_ok());
@@ -153,6 +161,7 @@ fn specs_put_no_buffer_on_the_vpa() {
         k1: vec![0.1],
         k2: vec![2.0],
         memory_risk: vec![0.01],
+        sibling_hold_s: Vec::new(),
         vpa_percentile: vec![0.9],
         vpa_margin: vec![0.15, 0.3],
         families: vec![Family::Gp, Family::Vpa],
@@ -177,4 +186,44 @@ fn specs_put_no_buffer_on_the_vpa() {
     let mut b = base.clone();
     b.shaper.policy = Policy::Baseline;
     assert!(point_specs(&b, &grid).is_err());
+}
+
+#[test]
+fn a_swept_sibling_hold_multiplies_the_tailor_points_only() {
+    let base = SimConfig::default();
+    let grid = FrontierGrid {
+        k1: vec![0.1, 0.2],
+        k2: vec![1.0],
+        memory_risk: vec![0.01],
+        sibling_hold_s: vec![0.0, 7200.0],
+        vpa_percentile: vec![0.9],
+        vpa_margin: vec![0.15],
+        families: vec![Family::Last, Family::Vpa],
+    };
+    let specs = point_specs(&base, &grid).expect("specs");
+    // baseline + oracle + 2 holds x (2 K1 + 1 risk) + 1 VPA
+    assert_eq!(specs.len(), 2 + 2 * 3 + 1);
+    for h in [0.0, 7200.0] {
+        let n = specs
+            .iter()
+            .filter(|s| s.family == Family::Last && s.params.get("sibling_hold_s") == Some(&h))
+            .inspect(|s| assert_eq!(s.cfg.shaper.sibling_hold_s, h))
+            .count();
+        assert_eq!(n, 3, "hold {h}");
+    }
+    let vpa = specs.iter().find(|s| s.family == Family::Vpa).expect("vpa");
+    assert!(!vpa.params.contains_key("sibling_hold_s"));
+    // Not swept: the config's value, and no param.
+    let plain = point_specs(
+        &base,
+        &FrontierGrid {
+            sibling_hold_s: Vec::new(),
+            ..grid.clone()
+        },
+    )
+    .expect("specs");
+    assert!(plain
+        .iter()
+        .all(|s| !s.params.contains_key("sibling_hold_s")));
+    assert_eq!(plain.len(), 2 + 3 + 1);
 }
