@@ -24,6 +24,7 @@
 //! prior_max_keys = 1000000
 //! mem_hold_s = 86400.0             # memory shrinks only below the peak of the last day
 //! sibling_hold_s = 0.0             # own-model components: at least their siblings' peak this long
+//! mem_shrink_max_fraction = 1.0    # a memory shrink takes at most this share of the limit a round
 //! oom_bump_bytes = 104857600       # OOM floor: max(L + bump, L * factor)
 //! oom_bump_factor = 1.2
 //! oom_memory_s = 86400.0           #   held this long after a kill
@@ -251,6 +252,11 @@ pub struct ShaperConfig {
     /// everything for the slice's whole length and the frontier's best
     /// at a 1% budget falls from 578.2 to 336.3 GiB-h.
     pub sibling_hold_s: f64,
+    /// A memory shrink takes at most this fraction of the current
+    /// allocation in one round (growths are never held back). Default 1.0:
+    /// a shrink goes to its target at once (the memory hold already waits
+    /// a day before any shrink).
+    pub mem_shrink_max_fraction: f64,
 }
 
 impl Default for ShaperConfig {
@@ -280,6 +286,7 @@ impl Default for ShaperConfig {
             prior_max_keys: 1_000_000,
             mem_hold_s: 86_400.0,
             sibling_hold_s: 0.0,
+            mem_shrink_max_fraction: 1.0,
         }
     }
 }
@@ -327,6 +334,7 @@ impl ShaperConfig {
     /// | `prior_max_keys` | [1, 10000000] |
     /// | `mem_hold_s` | [0, 1e9] |
     /// | `sibling_hold_s` | [0, 1e9] |
+    /// | `mem_shrink_max_fraction` | (0, 1] |
     pub fn validate(&self) -> Result<(), ConfigErrors> {
         let mut e = ConfigErrors::new();
         e.range("k1", self.k1, 0.0, MAX_K1);
@@ -378,6 +386,11 @@ impl ShaperConfig {
             self.sibling_hold_s,
             0.0,
             MAX_SIBLING_HOLD_S,
+        );
+        e.check(
+            "mem_shrink_max_fraction",
+            self.mem_shrink_max_fraction > 0.0 && self.mem_shrink_max_fraction <= 1.0,
+            || format!("must be in (0, 1], got {}", self.mem_shrink_max_fraction),
         );
         e.into_result()
     }

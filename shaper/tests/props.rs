@@ -66,8 +66,9 @@ fn cfg_strategy() -> impl Strategy<Value = ShaperConfig> {
         1.0f64..2.0,
         proptest::bool::ANY,
         proptest::bool::ANY,
+        prop_oneof![Just(1.0f64), 0.05f64..1.0],
     )
-        .prop_map(|(k1, k2, o, v, m, g, floors, share)| ShaperConfig {
+        .prop_map(|(k1, k2, o, v, m, g, floors, share, shrink)| ShaperConfig {
             policy: Policy::Pessimistic,
             k1,
             k2,
@@ -90,6 +91,7 @@ fn cfg_strategy() -> impl Strategy<Value = ShaperConfig> {
             },
             min_cpu_cores: if floors { 0.2 } else { 0.0 },
             min_mem_bytes: if floors { 0.5 } else { 0.0 },
+            mem_shrink_max_fraction: shrink,
             ..ShaperConfig::default()
         })
 }

@@ -154,8 +154,15 @@ pub(super) fn settle(
         .iter()
         .all(|&r| rel_change(p.get(r), cur.get(r)) < m);
     if small && !need_growth {
-        (cur, false, true)
-    } else {
-        (p, true, false)
+        return (cur, false, true);
     }
+    // Hysteresis judged the whole change; a memory shrink then takes at
+    // most `mem_shrink_max_fraction` of the current allocation this round.
+    if p.mem_bytes < cur.mem_bytes {
+        let f = cfg.mem_shrink_max_fraction.clamp(f64::MIN_POSITIVE, 1.0);
+        let step = crate::limits::MEM_STEP_BYTES;
+        let least = (cur.mem_bytes * (1.0 - f) / step).ceil() * step;
+        p.mem_bytes = p.mem_bytes.max(least.min(cur.mem_bytes));
+    }
+    (p, true, false)
 }

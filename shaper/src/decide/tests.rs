@@ -366,6 +366,50 @@ fn hysteresis_skips_small_changes_but_not_needed_growth() {
 }
 
 #[test]
+fn a_memory_shrink_takes_a_bounded_fraction_a_round() {
+    // Request 1 GiB, forecast 0.1 GiB: the target is ~0.1 GiB.
+    let c = comp(1, Class::Core, 0, 0.0, (1.0, GIB), (0.5, 0.1 * GIB));
+    let view = ClusterView {
+        hosts: vec![host(0, 8.0, 8.0 * GIB)],
+        apps: vec![app(1, 0.0, vec![c])],
+    };
+    // f = 0.02 is below the 5% hysteresis: the whole change is judged,
+    // then the shrink is bounded (it is not skipped for being small).
+    for f in [1.0, 0.25, 0.02] {
+        let cfg = ShaperConfig {
+            mem_shrink_max_fraction: f,
+            min_relative_change: 0.05,
+            ..cfg0()
+        };
+        let plan = decide(&view, 10_000.0, &cfg);
+        let to = match plan.resizes().next() {
+            Some(Action::Resize { to, .. }) => *to,
+            other => panic!("f = {f}: expected a resize, got {other:?}"),
+        };
+        let pages = |b: f64| (b / 4096.0).ceil() * 4096.0;
+        assert_eq!(
+            to.mem_bytes,
+            pages((1.0 - f) * GIB).max(pages(0.1 * GIB)),
+            "f = {f}"
+        );
+        // CPU is not bounded.
+        assert!(to.cpu_cores <= 0.5 + 1e-9, "f = {f}: {to:?}");
+    }
+    // Growths are never held back.
+    let mut grow = view.clone();
+    grow.apps[0].components[0].allocation = Resources::new(1.0, 0.05 * GIB);
+    let cfg = ShaperConfig {
+        mem_shrink_max_fraction: 0.1,
+        ..cfg0()
+    };
+    let plan = decide(&grow, 10_000.0, &cfg);
+    match plan.resizes().next() {
+        Some(Action::Resize { to, .. }) => assert!(to.mem_bytes >= 0.1 * GIB),
+        other => panic!("expected a growth, got {other:?}"),
+    };
+}
+
+#[test]
 fn protected_is_never_shrunk_nor_evicted() {
     let mut p = comp(1, Class::Elastic, 0, 0.0, (4.0, 100.0), (1.0, 10.0));
     p.protected = true;
