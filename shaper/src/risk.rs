@@ -15,18 +15,32 @@
 //!
 //! (the forecast's own spread plus 1% of the request, so a flat series
 //! still gets a band of its own size). Scores are kept per forecast source
-//! (own model, prior, fallback) in a window of the last [`MAX_SCORES`]; a
-//! source with fewer than [`MIN_SCORES`] uses the window of all sources.
+//! (own model, prior, fallback), plus one window of all sources for a
+//! source with fewer than [`MIN_SCORES`]. A window holds
+//! * the last [`MAX_SCORES`] scores (the recent ring), and
+//! * a long window of the last [`BUCKETS`] x [`MAX_SCORES`] scores (about
+//!   4.2 million) in buckets of [`MAX_SCORES`], each keeping its count and
+//!   its [`TOP_PER_BUCKET`] largest scores. A small `P` is a rare event:
+//!   a cluster that scores 100,000 forecasts a round fills the ring in
+//!   less than a round, and the jumps that kill (a whole job's components
+//!   crossing at once) happen a few times a day. The long window keeps
+//!   them in view at bounded memory (1 MiB a window).
+//!
 //! Each round, per source, the `1 - P` quantile `q` of the scores makes
-//! the allocation `mean + q (std_rel + SCALE_FLOOR_REL) request`:
-//! * while `P` is at least the tail share (5% of the scores, at least 20
-//!   of them), `q` is the conformal order statistic, the `ceil((n + 1)(1 -
-//!   P))`-th smallest: the next peak crosses the allocation with
-//!   probability at most `P`, marginally over component-rounds, whatever
-//!   the models (as long as recent scores are exchangeable with the next);
-//! * below it (`P` = 0.001 needs 5,000 scores of its own), `q` comes from a
-//!   generalised Pareto tail fitted to the largest 5% by probability-
-//!   weighted moments, its shape kept in [0, 0.5].
+//! the allocation `mean + q (std_rel + SCALE_FLOOR_REL) request`. With `n`
+//! scores in the long window and `t = n + 1 - ceil((n + 1)(1 - P))` (the
+//! conformal rank counted from the top):
+//! * `1 <= t <= TOP_PER_BUCKET`: `q` is that order statistic of the long
+//!   window, exact (the `t` largest of the window are among the buckets'
+//!   largest): the next peak crosses the allocation with probability at
+//!   most `P`, marginally over component-rounds, whatever the models (as
+//!   long as the window's scores are exchangeable with the next);
+//! * `t < 1` (`P` below `1 / (n + 1)`): a generalised Pareto tail fitted
+//!   by probability-weighted moments to the long window's largest scores
+//!   (5% of them, at most [`TOP_PER_BUCKET`]), its shape kept in [0, 0.5];
+//! * `t > TOP_PER_BUCKET`: the recent ring, as the conformal order
+//!   statistic while `P` is at least its tail share (5% of its scores, at
+//!   least 20), else its fitted Pareto tail.
 //!
 //! Before [`MIN_SCORES`] scores in all, memory is sized by the K1/K2
 //! buffer (`k1 request + upper(k2)`), as without `memory_risk`.
@@ -39,11 +53,18 @@
 
 use crate::model::Predictive;
 use crate::models::ForecastSource;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// Part of the request added to a forecast's spread in a score's scale.
 pub const SCALE_FLOOR_REL: f64 = 0.01;
-/// Scores kept per forecast source (the most recent).
+/// Scores in the recent ring of a source, and in each bucket of its long
+/// window.
 pub const MAX_SCORES: usize = 65_536;
+/// Buckets of the long window.
+pub const BUCKETS: usize = 64;
+/// Largest scores kept per bucket of the long window.
+pub const TOP_PER_BUCKET: usize = 4_096;
 /// A source's quantile is used once it has this many scores.
 pub const MIN_SCORES: usize = 200;
 
@@ -71,11 +92,44 @@ pub fn score(peak_rel: f64, mean_rel: f64, std_rel: f64) -> Option<f64> {
     z.is_finite().then_some(z)
 }
 
-/// The last [`MAX_SCORES`] scores of one source (a ring).
+/// An `f32` as an `i32` whose integer order is `f32::total_cmp`'s.
+fn order_key(x: f32) -> i32 {
+    let b = x.to_bits() as i32;
+    b ^ ((((b >> 31) as u32) >> 1) as i32)
+}
+
+fn from_order_key(k: i32) -> f32 {
+    f32::from_bits((k ^ ((((k >> 31) as u32) >> 1) as i32)) as u32)
+}
+
+/// One bucket of the long window: how many scores, and the largest.
+#[derive(Clone, Debug, Default)]
+struct Bucket {
+    count: usize,
+    /// Min-heap of the [`TOP_PER_BUCKET`] largest ([`order_key`]s).
+    top: BinaryHeap<Reverse<i32>>,
+}
+
+impl Bucket {
+    fn push(&mut self, z: f32) {
+        self.count += 1;
+        let k = order_key(z);
+        if self.top.len() < TOP_PER_BUCKET {
+            self.top.push(Reverse(k));
+        } else if self.top.peek().is_some_and(|Reverse(min)| k > *min) {
+            self.top.pop();
+            self.top.push(Reverse(k));
+        }
+    }
+}
+
+/// The scores of one source: the recent ring and the long window.
 #[derive(Clone, Debug, Default)]
 struct Window {
     scores: Vec<f32>,
     next: usize,
+    /// Oldest first; the last one fills.
+    buckets: VecDeque<Bucket>,
 }
 
 impl Window {
@@ -87,44 +141,88 @@ impl Window {
             self.scores[self.next] = z;
             self.next = (self.next + 1) % MAX_SCORES;
         }
+        if self.buckets.back().is_none_or(|b| b.count >= MAX_SCORES) {
+            if self.buckets.len() >= BUCKETS {
+                self.buckets.pop_front();
+            }
+            self.buckets.push_back(Bucket::default());
+        }
+        if let Some(b) = self.buckets.back_mut() {
+            b.push(z);
+        }
     }
 
-    /// The `1 - risk` quantile of the scores: conformal (an order
-    /// statistic) when `risk` is at least the tail share (see the module
-    /// docs), else extrapolated with a generalised Pareto tail fitted to
-    /// the largest scores; `None` below [`MIN_SCORES`].
+    /// The `1 - risk` quantile of the scores (see the module docs); `None`
+    /// below [`MIN_SCORES`].
     fn quantile(&self, risk: f64, sorted: &mut Vec<f32>) -> Option<f64> {
-        let n = self.scores.len();
+        let n: usize = self.buckets.iter().map(|b| b.count).sum();
         if n < MIN_SCORES {
             return None;
         }
+        // the conformal rank from the bottom, then from the top
+        let rank = (((n + 1) as f64) * (1.0 - risk)).ceil();
+        let t = (n + 1) as f64 - rank;
+        if t > TOP_PER_BUCKET as f64 {
+            return ring_quantile(&self.scores, risk, sorted);
+        }
         sorted.clear();
-        sorted.extend_from_slice(&self.scores);
-        let m = tail_size(n);
-        let tail_share = m as f64 / n as f64;
-        if risk >= tail_share {
-            // rank ceil((n + 1)(1 - risk)), 1-based; at most n.
-            let rank = (((n + 1) as f64) * (1.0 - risk)).ceil() as usize;
-            let i = rank.clamp(1, n) - 1;
+        for b in &self.buckets {
+            sorted.extend(b.top.iter().map(|Reverse(k)| from_order_key(*k)));
+        }
+        let len = sorted.len();
+        if t >= 1.0 {
+            // the t-th largest (t <= TOP_PER_BUCKET <= len)
+            let i = len - (t as usize).min(len);
             let (_, q, _) = sorted.select_nth_unstable_by(i, f32::total_cmp);
             return Some(f64::from(*q));
         }
-        // The m largest scores: the threshold u is the smallest of them,
-        // the others' excesses over u fit the tail.
-        sorted.select_nth_unstable_by(n - m, f32::total_cmp);
-        let top = &mut sorted[n - m..];
-        top.sort_unstable_by(f32::total_cmp);
-        let u = f64::from(top[0]);
-        let excess: Vec<f64> = top[1..].iter().map(|&x| f64::from(x) - u).collect();
-        let (shape, scale) = gpd_pwm(&excess)?;
-        let ratio = tail_share / risk;
-        let q = if shape.abs() < 1e-9 {
-            u + scale * ratio.ln()
-        } else {
-            u + scale / shape * (ratio.powf(shape) - 1.0)
-        };
-        q.is_finite().then_some(q)
+        gpd_quantile(sorted, tail_size(n).min(TOP_PER_BUCKET).min(len), n, risk)
     }
+}
+
+/// The `1 - risk` quantile of the recent ring: conformal (an order
+/// statistic) when `risk` is at least the tail share, else extrapolated
+/// with a generalised Pareto tail fitted to the largest scores; `None`
+/// below [`MIN_SCORES`].
+fn ring_quantile(scores: &[f32], risk: f64, sorted: &mut Vec<f32>) -> Option<f64> {
+    let n = scores.len();
+    if n < MIN_SCORES {
+        return None;
+    }
+    sorted.clear();
+    sorted.extend_from_slice(scores);
+    let m = tail_size(n);
+    if risk >= m as f64 / n as f64 {
+        // rank ceil((n + 1)(1 - risk)), 1-based; at most n.
+        let rank = (((n + 1) as f64) * (1.0 - risk)).ceil() as usize;
+        let i = rank.clamp(1, n) - 1;
+        let (_, q, _) = sorted.select_nth_unstable_by(i, f32::total_cmp);
+        return Some(f64::from(*q));
+    }
+    gpd_quantile(sorted, m, n, risk)
+}
+
+/// The `1 - risk` quantile of `n` scores whose `m` largest are in
+/// `candidates` (which may hold more): a generalised Pareto tail over the
+/// smallest of those `m`, fitted to the others' excesses.
+fn gpd_quantile(candidates: &mut [f32], m: usize, n: usize, risk: f64) -> Option<f64> {
+    let len = candidates.len();
+    if m < 2 || m > len || n == 0 {
+        return None;
+    }
+    candidates.select_nth_unstable_by(len - m, f32::total_cmp);
+    let top = &mut candidates[len - m..];
+    top.sort_unstable_by(f32::total_cmp);
+    let u = f64::from(top[0]);
+    let excess: Vec<f64> = top[1..].iter().map(|&x| f64::from(x) - u).collect();
+    let (shape, scale) = gpd_pwm(&excess)?;
+    let ratio = (m as f64 / n as f64) / risk;
+    let q = if shape.abs() < 1e-9 {
+        u + scale * ratio.ln()
+    } else {
+        u + scale / shape * (ratio.powf(shape) - 1.0)
+    };
+    q.is_finite().then_some(q)
 }
 
 /// Scores in the tail fit: 5% of them, at least 20.
@@ -226,7 +324,11 @@ impl RiskCalibration {
                 tracing::debug!(
                     memory_risk = r,
                     source = source.as_str(),
-                    scores = self.windows[slot(source)].scores.len(),
+                    scores = self.windows[slot(source)]
+                        .buckets
+                        .iter()
+                        .map(|b| b.count)
+                        .sum::<usize>(),
                     quantile = self.quantiles[slot(source)].unwrap_or(f64::NAN),
                     all_quantile = self.quantiles[ALL].unwrap_or(f64::NAN),
                     "memory risk calibration"
@@ -354,7 +456,7 @@ mod tests {
     }
 
     #[test]
-    fn the_window_keeps_the_latest_scores() {
+    fn the_ring_serves_common_risks_and_the_long_window_rare_ones() {
         let mut r = RiskCalibration::new();
         for _ in 0..MAX_SCORES {
             r.observe(ForecastSource::Own, 100.0);
@@ -362,9 +464,46 @@ mod tests {
         for _ in 0..MAX_SCORES {
             r.observe(ForecastSource::Own, 1.0);
         }
-        r.refresh(Some(0.01));
+        // P = 0.25: rank 32,768 from the top, past the buckets' tops: the
+        // recent ring, which holds only the 1.0s
+        r.refresh(Some(0.25));
         assert_eq!(r.quantile(ForecastSource::Own), Some(1.0));
+        // P = 0.001: the 132nd largest of the long window, an old 100
+        r.refresh(Some(0.001));
+        assert_eq!(r.quantile(ForecastSource::Own), Some(100.0));
         assert_eq!(r.scored, 2 * MAX_SCORES as u64);
+        // a whole long window later the 100s are gone
+        for _ in 0..BUCKETS * MAX_SCORES {
+            r.observe(ForecastSource::Own, 1.0);
+        }
+        r.refresh(Some(0.001));
+        assert_eq!(r.quantile(ForecastSource::Own), Some(1.0));
+    }
+
+    #[test]
+    fn one_rare_jump_among_a_million_scores_stays_in_view() {
+        let mut r = RiskCalibration::new();
+        r.observe(ForecastSource::Own, 1_000.0);
+        for i in 0..1_000_000u32 {
+            r.observe(ForecastSource::Own, f64::from(i % 10));
+        }
+        // n + 1 = 1,000,002: P = 1e-6 is the conformal rank of the largest
+        r.refresh(Some(1e-6));
+        assert_eq!(r.quantile(ForecastSource::Own), Some(1_000.0));
+        // below 1 / (n + 1): the fitted tail, above the largest score
+        r.refresh(Some(1e-7));
+        assert!(r.quantile(ForecastSource::Own).is_some_and(|q| q > 9.0));
+    }
+
+    #[test]
+    fn order_keys_sort_like_total_cmp() {
+        let xs = [-1e30f32, -2.5, -0.0, 0.0, 1e-30, 3.0, 1e30];
+        for w in xs.windows(2) {
+            assert!(order_key(w[0]) < order_key(w[1]), "{w:?}");
+        }
+        for x in xs {
+            assert_eq!(from_order_key(order_key(x)).to_bits(), x.to_bits());
+        }
     }
 
     proptest! {
