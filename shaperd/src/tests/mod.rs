@@ -85,13 +85,15 @@ fn server_config(fx: &Fixture) -> ShaperServerConfig {
     cfg
 }
 
-fn comp(
+/// A component report with a point forecast at its usage (1 core
+/// requested, 0.1 used). Shared with the state tests.
+pub(crate) fn component(
     id: &str,
     app: &str,
     class: Class,
     req_mem: f64,
     use_mem: f64,
-    submitted_s: f64,
+    started_s: f64,
 ) -> ComponentReport {
     ComponentReport {
         container_id: id.into(),
@@ -106,11 +108,26 @@ fn comp(
             cpu: Predictive::gaussian(0.1, 0.0),
             mem: Predictive::gaussian(use_mem, 0.0),
         }),
-        started_s: submitted_s,
+        started_s,
         work_done_s: None,
-        app_submitted_s: Some(submitted_s),
+        app_submitted_s: None,
         failures: 0,
         expected_remaining_s: None,
+    }
+}
+
+/// [`component`], its application submitted when it started.
+fn comp(
+    id: &str,
+    app: &str,
+    class: Class,
+    req_mem: f64,
+    use_mem: f64,
+    submitted_s: f64,
+) -> ComponentReport {
+    ComponentReport {
+        app_submitted_s: Some(submitted_s),
+        ..component(id, app, class, req_mem, use_mem, submitted_s)
     }
 }
 

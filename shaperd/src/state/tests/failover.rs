@@ -2,6 +2,15 @@
 //! replayed report can no longer do.
 
 use super::*;
+use crate::store::{MemoryStore, StateStore};
+
+/// A single-threaded runtime and an empty in-memory store.
+fn runtime_and_store() -> (tokio::runtime::Runtime, MemoryStore) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    (rt, MemoryStore::new())
+}
 
 /// Two states sharing one store behave like a leader and its successor:
 /// acks of the old leader's actions are known to the new one, failure
@@ -9,25 +18,12 @@ use super::*;
 /// repeat old ones.
 #[test]
 fn a_new_leader_continues_from_the_store() {
-    use crate::store::{MemoryStore, StateStore};
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
-    let store = MemoryStore::new();
+    let (rt, store) = runtime_and_store();
     let mut a = state(0.0);
     let epoch = rt.block_on(store.init_epoch("cluster-1")).expect("epoch");
     let d = rt.block_on(store.load()).expect("load");
     a.restore(epoch.clone(), d, 0.0);
-    let mut early = comp("e1", "early", Class::Core, 8.0 * GB, 7.5 * GB, 0.0);
-    early.app_submitted_s = Some(0.0);
-    let mut late_core = comp("l1", "late", Class::Core, 4.0 * GB, 3.0 * GB, 50.0);
-    late_core.app_submitted_s = Some(50.0);
-    let mut late_el = comp("l2", "late", Class::Elastic, 2.0 * GB, 1.0 * GB, 50.0);
-    late_el.app_submitted_s = Some(50.0);
-    a.report(report("b", 10.0 * GB, vec![early, late_core]), 11.0)
-        .expect("ok");
-    a.report(report("a", 10.0 * GB, vec![late_el]), 11.0)
-        .expect("ok");
+    report_early_and_late(&mut a, 11.0);
     // One round, written through before it is installed.
     let input = a.snapshot(12.0).expect("round");
     let plan = shaper::decide(&input.view, 12.0, a.shaper_config());
@@ -126,11 +122,7 @@ fn a_new_leader_continues_from_the_store() {
 /// refuses a report captured before it, and takes the next one.
 #[test]
 fn a_new_leader_refuses_reports_replayed_from_before_the_last_round() {
-    use crate::store::{MemoryStore, StateStore};
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
-    let store = MemoryStore::new();
+    let (rt, store) = runtime_and_store();
     let mut a = state(0.0);
     let w = who("n1", "t");
     let mut req = report("n1", 10.0 * GB, vec![]);

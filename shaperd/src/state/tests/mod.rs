@@ -1,7 +1,8 @@
 use super::*;
 use crate::protocol::{ActionKind, ComponentReport};
+use crate::tests::component as comp;
 use proptest::prelude::*;
-use shaper::{Class, ComponentAction, Forecasts, Predictive};
+use shaper::{Class, ComponentAction};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 mod failover;
@@ -50,33 +51,20 @@ fn state(now_s: f64) -> ShaperState {
     ShaperState::new(cfg, shaper, "e1", now_s)
 }
 
-fn comp(
-    id: &str,
-    app: &str,
-    class: Class,
-    req_mem: f64,
-    use_mem: f64,
-    started_s: f64,
-) -> ComponentReport {
-    ComponentReport {
-        container_id: id.into(),
-        app: app.into(),
-        class,
-        priority: 0,
-        protected: false,
-        request: Resources::new(1.0, req_mem),
-        allocation: Resources::new(1.0, req_mem),
-        usage: Resources::new(0.1, use_mem),
-        forecast: Some(Forecasts {
-            cpu: Predictive::gaussian(0.1, 0.0),
-            mem: Predictive::gaussian(use_mem, 0.0),
-        }),
-        started_s,
-        work_done_s: None,
-        app_submitted_s: None,
-        failures: 0,
-        expected_remaining_s: None,
-    }
+/// Host b holds app "early" (submitted first, 7.5 of 8 GB used) and the
+/// core of app "late" (submitted at 50 s); host a holds late's elastic
+/// component. Both hosts have 10 GB: late's core cannot fit.
+fn report_early_and_late(s: &mut ShaperState, now_s: f64) {
+    let mut early = comp("e1", "early", Class::Core, 8.0 * GB, 7.5 * GB, 0.0);
+    early.app_submitted_s = Some(0.0);
+    let mut late_core = comp("l1", "late", Class::Core, 4.0 * GB, 3.0 * GB, 50.0);
+    late_core.app_submitted_s = Some(50.0);
+    let mut late_el = comp("l2", "late", Class::Elastic, 2.0 * GB, 1.0 * GB, 50.0);
+    late_el.app_submitted_s = Some(50.0);
+    s.report(report("b", 10.0 * GB, vec![early, late_core]), now_s)
+        .expect("ok");
+    s.report(report("a", 10.0 * GB, vec![late_el]), now_s)
+        .expect("ok");
 }
 
 fn report(agent: &str, mem_capacity: f64, components: Vec<ComponentReport>) -> ReportRequest {
@@ -242,16 +230,7 @@ fn multi_host_app_is_evicted_everywhere_when_its_core_does_not_fit() {
     // App "early" (submitted first) fills host b; app "late" has its core
     // on b and an elastic component on a: its core cannot fit, so both of
     // its components go, on both hosts.
-    let mut early = comp("e1", "early", Class::Core, 8.0 * GB, 7.5 * GB, 0.0);
-    early.app_submitted_s = Some(0.0);
-    let mut late_core = comp("l1", "late", Class::Core, 4.0 * GB, 3.0 * GB, 50.0);
-    late_core.app_submitted_s = Some(50.0);
-    let mut late_el = comp("l2", "late", Class::Elastic, 2.0 * GB, 1.0 * GB, 50.0);
-    late_el.app_submitted_s = Some(50.0);
-    s.report(report("b", 10.0 * GB, vec![early, late_core]), 11.0)
-        .expect("ok");
-    s.report(report("a", 10.0 * GB, vec![late_el]), 11.0)
-        .expect("ok");
+    report_early_and_late(&mut s, 11.0);
     let out = s.plan_round(12.0).expect("round");
     assert_eq!(out.evict_application, 2, "{out:?}");
     let ra = s.report(report("a", 10.0 * GB, vec![]), 13.0).expect("ok");
