@@ -16,6 +16,10 @@
 # SHAPER_LOG=FILE keeps the shaper's log (RUST_LOG=info: one line per round
 # with its latency_s, planned_s (the part before the store and commit) and
 # its phases view_s, decide_s and prepare_s).
+# ETCD=1 runs the shaper with an [etcd] store: a local single-member etcd
+# (`etcd` on PATH, Debian's etcd-server) under the temporary directory, so
+# every round commits its plan and action records to etcd as in a
+# replicated deployment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +29,8 @@ INTERVAL_S=${INTERVAL_S:-10}
 DURATION_S=${DURATION_S:-120}
 HOSTS_PER_APP=${HOSTS_PER_APP:-10}
 PORT=${PORT:-19848}
+ETCD=${ETCD:-0}
+ETCD_PORT=${ETCD_PORT:-23790}
 
 if [[ -z "${TAILOR_BIN:-}" ]]; then
   cargo build --release --bin tailor
@@ -39,10 +45,15 @@ loadgen_pin=(); [[ -n "${LOADGEN_CPUS:-}" ]] && loadgen_pin=(taskset -c "$LOADGE
 
 dir=$(mktemp -d)
 shaper_pid=""
+etcd_pid=""
 cleanup() {
   if [[ -n "$shaper_pid" ]]; then
     kill "$shaper_pid" 2>/dev/null || true
     wait "$shaper_pid" 2>/dev/null || true
+  fi
+  if [[ -n "$etcd_pid" ]]; then
+    kill "$etcd_pid" 2>/dev/null || true
+    wait "$etcd_pid" 2>/dev/null || true
   fi
   rm -rf "$dir"
 }
@@ -62,6 +73,31 @@ sed -e "s#^listen = .*#listen = \"127.0.0.1:$PORT\"#" \
     -e "s#^max_state_mem_bytes = .*#max_state_mem_bytes = 8589934592#" \
     packaging/shaper.toml > "$dir/shaper.toml"
 
+if [[ "$ETCD" == 1 ]]; then
+  command -v etcd >/dev/null || { echo "bench-10k: ETCD=1 needs etcd on PATH (apt-get install etcd-server)" >&2; exit 1; }
+  etcd --name=bench --data-dir="$dir/etcd" \
+    --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls="http://127.0.0.1:$((ETCD_PORT + 1))" \
+    --initial-advertise-peer-urls="http://127.0.0.1:$((ETCD_PORT + 1))" \
+    --initial-cluster="bench=http://127.0.0.1:$((ETCD_PORT + 1))" \
+    --quota-backend-bytes=8589934592 > "$dir/etcd.log" 2>&1 &
+  etcd_pid=$!
+  for _ in $(seq 100); do
+    curl -fsS "http://127.0.0.1:$ETCD_PORT/health" >/dev/null 2>&1 && break
+    kill -0 "$etcd_pid" 2>/dev/null || { cat "$dir/etcd.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  # The [etcd] table goes before [shaper] (TOML: a table runs to the next).
+  awk -v port="$ETCD_PORT" -v me="$PORT" '
+    /^\[shaper\]/ && !done {
+      print "[etcd]"; print "endpoints = [\"http://127.0.0.1:" port "\"]"
+      print "prefix = \"/bench\""; print "advertise_url = \"http://127.0.0.1:" me "\""; print ""
+      done = 1
+    }
+    { print }' "$dir/shaper.toml" > "$dir/shaper-etcd.toml"
+  mv "$dir/shaper-etcd.toml" "$dir/shaper.toml"
+fi
+
 echo "bench-10k: $AGENTS agents x $CONTAINERS containers every $INTERVAL_S s for $DURATION_S s; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 log=${SHAPER_LOG:-$dir/shaper.log}
 RUST_LOG=${RUST_LOG:-warn} "${shaper_pin[@]}" "$TAILOR_BIN" shaper --config "$dir/shaper.toml" 2> "$log" &
@@ -77,4 +113,7 @@ done
   --agents "$AGENTS" --containers "$CONTAINERS" --interval-s "$INTERVAL_S" \
   --duration-s "$DURATION_S" --hosts-per-app "$HOSTS_PER_APP"
 echo "shaper peak RSS (VmHWM): $(awk '/VmHWM/ {print $2, $3}' "/proc/$shaper_pid/status")"
+if [[ -n "$etcd_pid" ]]; then
+  echo "etcd peak RSS (VmHWM): $(awk '/VmHWM/ {print $2, $3}' "/proc/$etcd_pid/status"); data dir $(du -sh "$dir/etcd" | cut -f1)"
+fi
 echo "machine load after the run: $(cut -d' ' -f1-3 /proc/loadavg)"

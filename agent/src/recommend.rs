@@ -5,14 +5,17 @@
 //!
 //! * `target`: the kernel's planned allocation when this round's plan
 //!   resized the container (its explanation's `target`), else the same rule
-//!   computed from the forecast: `mean + k1 * request + (upper(k2) - mean)`
-//!   through the kernel's bounds ([`shaper::limits::bound_target`]: floor,
-//!   rounding, ceiling `request * max_growth`, current use);
-//! * `lower`: `upper(k2)` of the forecast without the `k1` headroom (below
-//!   it shortfalls are expected more often than `k2` allows), at least the
-//!   floor, at most the target;
-//! * `upper`: `upper(2 * k2) + k1 * request`, at most the ceiling, at least
-//!   the target;
+//!   computed from the forecast: `mean` plus the kernel's buffer
+//!   ([`shaper::buffer`]: `k1 * request + (upper(k2) - mean)`, plus
+//!   `mem_margin * mean` for memory, or the `memory_risk` band) through the
+//!   kernel's bounds ([`shaper::limits::bound_target`]: floor, rounding,
+//!   ceiling `request * max_growth`, current use);
+//! * `lower`: the mean plus the dynamic band alone (`upper(k2) - mean`),
+//!   without the constant headroom (below it shortfalls are expected more
+//!   often than `k2` allows), at least the floor, at most the target;
+//! * `upper`: the target's buffer with the dynamic band counted twice
+//!   (`upper(2 * k2) + k1 * request` for a Gaussian forecast), at most the
+//!   ceiling, at least the target;
 //! * without a forecast (warm-up, too little history) all three are the
 //!   request and the confidence is `low`.
 //!
@@ -226,22 +229,24 @@ pub fn build(
             let (lower, mut target, upper, reason) = match forecast {
                 None => (req, req, req, "no forecast yet: its request".to_string()),
                 Some(p) => {
-                    let k1_term = cfg.k1 * req;
-                    // the kernel's bounds: floor, rounding, the ceiling
-                    // (`request * max_growth`), current use
                     let resource = match r {
                         ResourceKind::Cpu => shaper::Resource::Cpu,
                         ResourceKind::Mem => shaper::Resource::Mem,
                     };
+                    // the kernel's buffer and bounds: floor, rounding, the
+                    // ceiling (`request * max_growth`), current use
+                    let b = shaper::buffer(resource, p, req, cfg);
                     let (computed, bound) = shaper::limits::bound_target(
                         resource,
-                        p.upper(cfg.k2) + k1_term,
+                        p.mean + b.total(),
                         floor,
                         ceiling,
                         used,
                     );
-                    let lower = p.upper(cfg.k2).max(floor).min(computed);
-                    let upper = (p.upper(2.0 * cfg.k2) + k1_term).min(ceiling).max(computed);
+                    // the band: without the constant terms, and with the
+                    // dynamic term doubled
+                    let lower = (p.mean + b.k2_term).max(floor).min(computed);
+                    let upper = (p.mean + b.total() + b.k2_term).min(ceiling).max(computed);
                     match planned.get(&i) {
                         Some(e) => {
                             let s = match r {

@@ -165,6 +165,14 @@ pub struct ShaperConfig {
     /// Dynamic buffer term: `forecast.upper(k2) - forecast.mean` (`k2 * sigma`
     /// for a Gaussian forecast). Default 3.0.
     pub k2: f64,
+    /// Memory buffer proportional to the forecast: `mem_margin *
+    /// forecast.mean`, added to the K1/K2 buffer (not to risk-targeted
+    /// memory). The Kubernetes VPA's safety margin has this form: a jump
+    /// in a task's memory scales with its level, so a margin on the level
+    /// covers a small and a large task alike, where `k1 * request` gives a
+    /// task using a fifth of its request four times the room of one using
+    /// nearly all of it. Default 0 (the thesis's K1/K2 only).
+    pub mem_margin: f64,
     /// Application order. Default `fifo`.
     pub order: SchedulerOrder,
     /// Elastic keep/victim order. Default `oldest_first_keep` (the thesis).
@@ -265,6 +273,7 @@ impl Default for ShaperConfig {
             policy: Policy::Pessimistic,
             k1: 0.3,
             k2: 3.0,
+            mem_margin: 0.0,
             order: SchedulerOrder::Fifo,
             victim_order: VictimOrder::OldestFirstKeep,
             cpu_shortfall: CpuShortfall::Share,
@@ -304,6 +313,8 @@ pub const MAX_MEMORY_RISK: f64 = 0.25;
 pub const MAX_SIBLING_HOLD_S: f64 = 1e9;
 /// Largest `k1` (buffer as a fraction of the request).
 pub const MAX_K1: f64 = 10.0;
+/// Largest `mem_margin` (buffer as a fraction of the forecast).
+pub const MAX_MEM_MARGIN: f64 = 10.0;
 /// Largest `k2` (band level in sigmas).
 pub const MAX_K2: f64 = 100.0;
 /// Longest grace period: one year.
@@ -323,6 +334,7 @@ impl ShaperConfig {
     /// |---|---|
     /// | `k1` | [0, 10] |
     /// | `k2` | [0, 100] |
+    /// | `mem_margin` | [0, 10] |
     /// | `grace_period_s` | [0, 31536000] (one year) |
     /// | `failure_limit` | [1, 1000000] |
     /// | `max_growth` | [1, 1000] |
@@ -339,6 +351,7 @@ impl ShaperConfig {
         let mut e = ConfigErrors::new();
         e.range("k1", self.k1, 0.0, MAX_K1);
         e.range("k2", self.k2, 0.0, MAX_K2);
+        e.range("mem_margin", self.mem_margin, 0.0, MAX_MEM_MARGIN);
         e.range(
             "grace_period_s",
             self.grace_period_s,
@@ -498,6 +511,7 @@ mod tests {
         let c = ShaperConfig {
             k1: 1e300,
             k2: 1e9,
+            mem_margin: 1e300,
             grace_period_s: 1e300,
             failure_limit: u32::MAX,
             max_growth: f64::MAX,
@@ -511,6 +525,7 @@ mod tests {
             vec![
                 "k1",
                 "k2",
+                "mem_margin",
                 "grace_period_s",
                 "failure_limit",
                 "max_growth",

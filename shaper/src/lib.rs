@@ -87,7 +87,7 @@ pub mod workloads;
 pub use config::{
     ConfigError, ConfigErrors, CpuShortfall, Policy, SchedulerOrder, ShaperConfig, VictimOrder,
 };
-pub use decide::{component_target, decide, Decider, Target};
+pub use decide::{buffer, component_target, decide, Buffer, Decider, Target};
 pub use model::*;
 pub use models::{horizon_samples, ComponentModels, ForecastSource};
 pub use oom::OomFloor;

@@ -168,6 +168,9 @@ pub struct Sizing {
     pub k1_term: f64,
     /// `forecast.upper(k2) - mean` (`k2 * sigma` for a Gaussian forecast).
     pub k2_term: f64,
+    /// `mem_margin * mean` (memory only; 0 otherwise).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub margin_term: f64,
     /// The planned allocation before hysteresis and protection.
     pub target: f64,
     /// Which limit decided `target`.
@@ -263,17 +266,24 @@ fn num(x: f64) -> String {
     }
 }
 
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
 impl fmt::Display for Sizing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "target {} = mean {} + k1_term {} + k2_term {} (sigma {})",
+            "target {} = mean {} + k1_term {} + k2_term {}",
             num(self.target),
             num(self.mean),
             num(self.k1_term),
             num(self.k2_term),
-            num(self.sigma)
         )?;
+        if self.margin_term != 0.0 {
+            write!(f, " + margin_term {}", num(self.margin_term))?;
+        }
+        write!(f, " (sigma {})", num(self.sigma))?;
         match self.bound {
             Bound::Buffer => Ok(()),
             Bound::Floor => f.write_str(", raised to the floor"),

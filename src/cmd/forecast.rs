@@ -186,6 +186,8 @@ pub struct LimitAdvice {
     pub k1_term: f64,
     /// Forecast upper band at level `k2` minus the mean.
     pub k2_term: f64,
+    /// `mem_margin * forecast mean` (memory; 0 for CPU).
+    pub margin_term: f64,
     pub last_usage: f64,
     pub request: f64,
     pub current_limit: f64,
@@ -276,6 +278,7 @@ fn advise(
         k2: cfg.k2,
         k1_term: back(s.k1_term),
         k2_term: back(s.k2_term),
+        margin_term: back(s.margin_term),
         last_usage: unit.shown(last_usage),
         request: unit.shown(request),
         current_limit: unit.shown(current_limit),
@@ -519,8 +522,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                         100.0 * a.change_fraction,
                         a.bound
                     );
+                    let margin = if a.margin_term != 0.0 {
+                        format!(" + margin {}", show(a.margin_term))
+                    } else {
+                        String::new()
+                    };
                     println!(
-                        "                    = mean {} + K1 {} x request {} + K2 {} sigma band {}",
+                        "                    = mean {} + K1 {} x request {} + K2 {} sigma band {}{margin}",
                         show(a.forecast_mean),
                         a.k1,
                         show(a.request),

@@ -78,6 +78,10 @@ pub struct Args {
     /// the config's value only), e.g. `0,3600,7200`.
     #[arg(long, value_delimiter = ',')]
     pub sibling_hold_s: Option<Vec<f64>>,
+    /// `[shaper] mem_margin` values for the tailor families' K1/K2 points
+    /// (default: the config's value only), e.g. `0,0.1,0.2`.
+    #[arg(long, value_delimiter = ',')]
+    pub mem_margin: Option<Vec<f64>>,
     /// VPA target memory percentiles (default 0.5,0.8,0.9,0.95).
     #[arg(long, value_delimiter = ',')]
     pub vpa_percentile: Option<Vec<f64>>,
@@ -129,6 +133,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         k2: sorted(args.k2.clone().unwrap_or_else(|| DEFAULT_K2.to_vec())),
         memory_risk: risk_list(&args.memory_risk)?,
         sibling_hold_s: sorted(args.sibling_hold_s.clone().unwrap_or_default()),
+        mem_margin: sorted(args.mem_margin.clone().unwrap_or_default()),
         vpa_percentile: sorted(
             args.vpa_percentile
                 .clone()

@@ -30,7 +30,7 @@ mod tests;
 
 use pessimistic::{apply_eviction_cap, plan_pessimistic, AppInfo, GlobalKey, Squeezed};
 use target::settle;
-pub use target::{component_target, risk_to_level, Target};
+pub use target::{buffer, component_target, risk_to_level, Buffer, Target};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {

@@ -19,9 +19,10 @@ fn usable(p: &Predictive) -> bool {
 pub use crate::risk::risk_to_level;
 
 /// The target allocation of one component under `cfg` at `now_s`:
-/// `mean + k1 * request + (upper(k2) - mean)` per resource (memory, when
-/// `memory_risk = P` is set: `upper(risk_to_level(P))`, the allocation its
-/// forecast peak crosses with probability `P`), raised to the
+/// `mean + k1 * request + (upper(k2) - mean)` per resource, plus
+/// `mem_margin * mean` for memory (when `memory_risk = P` is set, memory
+/// is `upper(risk_to_level(P))`, the allocation its forecast peak crosses
+/// with probability `P`; see [`buffer`]), raised to the
 /// floor, cut to the ceiling (`request * max_growth`), raised to current
 /// usage. Components in the grace period, without a usable forecast, or in an
 /// application over the failure limit target their request (same clamps);
@@ -48,9 +49,6 @@ pub fn component_target(
             _ => Basis::NoForecast,
         }
     };
-    let k1 = sane(cfg.k1);
-    let k2 = sane(cfg.k2);
-    let risk_level = cfg.memory_risk.map(risk_to_level);
     let one = |r: Resource| -> Sizing {
         let req = sane(c.request.get(r));
         let usage = sane(c.usage.get(r));
@@ -60,22 +58,18 @@ pub fn component_target(
                 sigma: 0.0,
                 k1_term: 0.0,
                 k2_term: 0.0,
+                margin_term: 0.0,
                 target: req,
                 bound: Bound::Buffer,
             };
         }
-        let (mean, sigma, k1_term, k2_term, raw) = match (&c.forecast, basis) {
+        let (mean, sigma, b, raw) = match (&c.forecast, basis) {
             (Some(f), Basis::Forecast) => {
                 let p = f.get(r);
-                let (k1_term, k2_term) = match (r, risk_level) {
-                    // Risk-targeted memory: the (calibrated) upper band at
-                    // the level whose one-sided tail is `memory_risk`.
-                    (Resource::Mem, Some(k)) => (0.0, p.band_above(k)),
-                    _ => (k1 * req, p.band_above(k2)),
-                };
-                (p.mean, p.std, k1_term, k2_term, p.mean + k1_term + k2_term)
+                let b = buffer(r, p, req, cfg);
+                (p.mean, p.std, b, p.mean + b.total())
             }
-            _ => (0.0, 0.0, 0.0, 0.0, req),
+            _ => (0.0, 0.0, Buffer::default(), req),
         };
         let floor = match r {
             Resource::Cpu => cfg.min_cpu_cores,
@@ -85,8 +79,9 @@ pub fn component_target(
         Sizing {
             mean,
             sigma,
-            k1_term,
-            k2_term,
+            k1_term: b.k1_term,
+            k2_term: b.k2_term,
+            margin_term: b.margin_term,
             target: t,
             bound,
         }
@@ -98,6 +93,49 @@ pub fn component_target(
         basis,
         cpu,
         mem,
+    }
+}
+
+/// The safety buffer above a forecast, per term (see [`buffer`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Buffer {
+    /// `k1 * request` (0 for risk-targeted memory).
+    pub k1_term: f64,
+    /// `upper(k2) - mean`, or for risk-targeted memory `upper(level(P)) -
+    /// mean`.
+    pub k2_term: f64,
+    /// `mem_margin * max(mean, 0)` (memory under K1/K2 only).
+    pub margin_term: f64,
+}
+
+impl Buffer {
+    pub fn total(&self) -> f64 {
+        self.k1_term + self.k2_term + self.margin_term
+    }
+}
+
+/// The buffer that resource `r`'s forecast `p` gets under `cfg` at request
+/// `req` (the target before the floor, the ceiling and current usage is
+/// `p.mean + buffer.total()`): `k1 * req + (upper(k2) - mean)`, plus
+/// `mem_margin * mean` for memory; with `memory_risk = P`, memory gets
+/// `upper(risk_to_level(P)) - mean` alone.
+pub fn buffer(r: Resource, p: &Predictive, req: f64, cfg: &ShaperConfig) -> Buffer {
+    match (r, cfg.memory_risk) {
+        // Risk-targeted memory: the (calibrated) upper band at the level
+        // whose one-sided tail is `memory_risk`.
+        (Resource::Mem, Some(risk)) => Buffer {
+            k1_term: 0.0,
+            k2_term: p.band_above(risk_to_level(risk)),
+            margin_term: 0.0,
+        },
+        _ => Buffer {
+            k1_term: sane(cfg.k1) * req,
+            k2_term: p.band_above(sane(cfg.k2)),
+            margin_term: match r {
+                Resource::Mem => sane(cfg.mem_margin) * sane(p.mean),
+                Resource::Cpu => 0.0,
+            },
+        },
     }
 }
 

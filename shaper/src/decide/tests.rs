@@ -274,6 +274,62 @@ fn buffer_terms_and_clamps() {
 }
 
 #[test]
+fn the_memory_margin_scales_with_the_forecast_not_the_request() {
+    let mut c = comp(1, Class::Core, 0, 0.0, (4.0, 1000.0), (1.0, 400.0));
+    c.forecast = Some(Forecasts {
+        cpu: Predictive::gaussian(1.0, 0.1),
+        mem: Predictive::gaussian(400.0, 50.0),
+    });
+    let a = app(1, 0.0, vec![c.clone()]);
+    let cfg = ShaperConfig {
+        k1: 0.05,
+        k2: 1.0,
+        mem_margin: 0.2,
+        ..unfloored()
+    };
+    let t = component_target(&a, &c, 10_000.0, &cfg);
+    // memory: 400 + 0.05 * 1000 + 50 + 0.2 * 400; CPU has no margin
+    assert!((t.mem.margin_term - 80.0).abs() < 1e-9, "{:?}", t.mem);
+    assert!(
+        (t.alloc.mem_bytes - 580.0).abs() < 1e-9,
+        "{}",
+        t.alloc.mem_bytes
+    );
+    assert_eq!(t.cpu.margin_term, 0.0);
+    assert!((t.alloc.cpu_cores - 1.3).abs() < 1e-12);
+    assert!(t.mem.to_string().contains("margin_term 80"), "{}", t.mem);
+    // Twice the level, twice the margin; the K1 term stays with the request.
+    let mut twice = c.clone();
+    twice.forecast = Some(Forecasts {
+        cpu: Predictive::gaussian(1.0, 0.1),
+        mem: Predictive::gaussian(800.0, 50.0),
+    });
+    let t2 = component_target(&a, &twice, 10_000.0, &cfg);
+    assert!((t2.mem.margin_term - 160.0).abs() < 1e-9);
+    assert_eq!(t2.mem.k1_term, t.mem.k1_term);
+    // Risk-targeted memory ignores it.
+    let risk = ShaperConfig {
+        memory_risk: Some(0.01),
+        ..cfg.clone()
+    };
+    assert_eq!(
+        component_target(&a, &c, 10_000.0, &risk).mem.margin_term,
+        0.0
+    );
+    // Off by default: the sizing line is unchanged.
+    let off = component_target(
+        &a,
+        &c,
+        10_000.0,
+        &ShaperConfig {
+            mem_margin: 0.0,
+            ..cfg
+        },
+    );
+    assert!(!off.mem.to_string().contains("margin"), "{}", off.mem);
+}
+
+#[test]
 fn memory_risk_sizes_memory_from_the_predictive_tail() {
     let mut c = comp(1, Class::Core, 0, 0.0, (4.0, 1000.0), (1.0, 400.0));
     c.forecast = Some(Forecasts {

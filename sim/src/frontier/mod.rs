@@ -187,6 +187,9 @@ pub struct FrontierGrid {
     /// `[shaper] sibling_hold_s` values for the tailor families' points.
     /// Empty: the base config's value only (and no `sibling_hold_s` param).
     pub sibling_hold_s: Vec<f64>,
+    /// `[shaper] mem_margin` values for the tailor families' K1/K2 points.
+    /// Empty: the base config's value only (and no `mem_margin` param).
+    pub mem_margin: Vec<f64>,
     pub vpa_percentile: Vec<f64>,
     pub vpa_margin: Vec<f64>,
     /// Families to sweep (baseline and oracle always run).
@@ -200,6 +203,7 @@ impl Default for FrontierGrid {
             k2: DEFAULT_K2.to_vec(),
             memory_risk: DEFAULT_MEMORY_RISK.to_vec(),
             sibling_hold_s: Vec::new(),
+            mem_margin: Vec::new(),
             vpa_percentile: DEFAULT_VPA_PERCENTILE.to_vec(),
             vpa_margin: DEFAULT_VPA_MARGIN.to_vec(),
             families: Family::SWEPT.to_vec(),
@@ -209,13 +213,14 @@ impl Default for FrontierGrid {
 
 impl FrontierGrid {
     /// Every problem at once. Ranges: K1 [0, shaper MAX_K1], K2 [0,
-    /// MAX_K2], memory_risk [1e-9, 0.25], sibling_hold_s [0, 1e9], VPA
+    /// MAX_K2], memory_risk [1e-9, 0.25], sibling_hold_s [0, 1e9],
+    /// mem_margin [0, shaper MAX_MEM_MARGIN], VPA
     /// percentile (0, 1), margin [0, 10]; at most [`MAX_LIST`] values per
     /// list, K1/K2/percentile/margin lists non-empty when their family is
     /// swept.
     pub fn validate(&self) -> Result<(), ConfigErrors> {
         let mut e = ConfigErrors::new();
-        let lists: [(&str, &Vec<f64>, f64, f64, bool); 6] = [
+        let lists: [(&str, &Vec<f64>, f64, f64, bool); 7] = [
             ("k1", &self.k1, 0.0, shaper::config::MAX_K1, true),
             ("k2", &self.k2, 0.0, shaper::config::MAX_K2, true),
             (
@@ -233,6 +238,13 @@ impl FrontierGrid {
                 false,
             ),
             (
+                "mem_margin",
+                &self.mem_margin,
+                0.0,
+                shaper::config::MAX_MEM_MARGIN,
+                false,
+            ),
+            (
                 "vpa_percentile",
                 &self.vpa_percentile,
                 1e-6,
@@ -246,7 +258,7 @@ impl FrontierGrid {
                 format!("at most {MAX_LIST} values, got {}", values.len())
             });
             let used = match name {
-                "k1" | "k2" | "memory_risk" | "sibling_hold_s" => {
+                "k1" | "k2" | "memory_risk" | "sibling_hold_s" | "mem_margin" => {
                     self.families.iter().any(|f| f.is_tailor())
                 }
                 _ => self.families.contains(&Family::Vpa),
@@ -301,6 +313,7 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
     oracle.forecaster_source = ForecasterSource::Oracle;
     oracle.shaper.k1 = 0.0;
     oracle.shaper.k2 = 0.0;
+    oracle.shaper.mem_margin = 0.0;
     out.push(PointSpec {
         family: Family::Oracle,
         sizing: Sizing::K1k2,
@@ -323,6 +336,7 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
             };
             m.shaper.k1 = 0.0;
             m.shaper.k2 = 0.0;
+            m.shaper.mem_margin = 0.0;
             // The VPA's own memory window, not tailor's hold on top.
             m.shaper.mem_hold_s = 0.0;
             for &p in &grid.vpa_percentile {
@@ -363,17 +377,30 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
                 all.extend_from_slice(extra);
                 params(&all)
             };
-            for &k2 in &grid.k2 {
-                for &k1 in &grid.k1 {
-                    let mut c = m.clone();
-                    c.shaper.k1 = k1;
-                    c.shaper.k2 = k2;
-                    out.push(PointSpec {
-                        family: fam,
-                        sizing: Sizing::K1k2,
-                        params: with(&[("k1", k1), ("k2", k2)]),
-                        cfg: c,
-                    });
+            // The margin, like the hold, is a param only when swept.
+            let margins: Vec<Option<f64>> = if grid.mem_margin.is_empty() {
+                vec![None]
+            } else {
+                grid.mem_margin.iter().copied().map(Some).collect()
+            };
+            for &margin in &margins {
+                for &k2 in &grid.k2 {
+                    for &k1 in &grid.k1 {
+                        let mut c = m.clone();
+                        c.shaper.k1 = k1;
+                        c.shaper.k2 = k2;
+                        let mut kv = vec![("k1", k1), ("k2", k2)];
+                        if let Some(x) = margin {
+                            c.shaper.mem_margin = x;
+                            kv.push(("mem_margin", x));
+                        }
+                        out.push(PointSpec {
+                            family: fam,
+                            sizing: Sizing::K1k2,
+                            params: with(&kv),
+                            cfg: c,
+                        });
+                    }
                 }
             }
             for &r in &grid.memory_risk {

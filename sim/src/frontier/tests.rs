@@ -129,6 +129,7 @@ fn grid_validation_names_every_bad_list() {
         k2: vec![],
         memory_risk: vec![0.9],
         sibling_hold_s: vec![-1.0],
+        mem_margin: vec![f64::NAN],
         vpa_percentile: vec![1.0],
         vpa_margin: vec![0.1; MAX_LIST + 1],
         families: Family::SWEPT.to_vec(),
@@ -139,6 +140,7 @@ fn grid_validation_names_every_bad_list() {
         "k2",
         "memory_risk",
         "sibling_hold_s",
+        "mem_margin",
         "vpa_percentile",
         "vpa_margin",
     ] {
@@ -162,6 +164,7 @@ fn specs_put_no_buffer_on_the_vpa() {
         k2: vec![2.0],
         memory_risk: vec![0.01],
         sibling_hold_s: Vec::new(),
+        mem_margin: Vec::new(),
         vpa_percentile: vec![0.9],
         vpa_margin: vec![0.15, 0.3],
         families: vec![Family::Gp, Family::Vpa],
@@ -196,6 +199,7 @@ fn a_swept_sibling_hold_multiplies_the_tailor_points_only() {
         k2: vec![1.0],
         memory_risk: vec![0.01],
         sibling_hold_s: vec![0.0, 7200.0],
+        mem_margin: Vec::new(),
         vpa_percentile: vec![0.9],
         vpa_margin: vec![0.15],
         families: vec![Family::Last, Family::Vpa],
@@ -226,4 +230,45 @@ fn a_swept_sibling_hold_multiplies_the_tailor_points_only() {
         .iter()
         .all(|s| !s.params.contains_key("sibling_hold_s")));
     assert_eq!(plain.len(), 2 + 3 + 1);
+}
+
+#[test]
+fn a_swept_margin_multiplies_the_k1k2_points_only() {
+    let mut base = SimConfig::default();
+    base.shaper.mem_margin = 0.5;
+    let grid = FrontierGrid {
+        k1: vec![0.1, 0.2],
+        k2: vec![1.0],
+        memory_risk: vec![0.01],
+        sibling_hold_s: Vec::new(),
+        mem_margin: vec![0.0, 0.2],
+        vpa_percentile: vec![0.9],
+        vpa_margin: vec![0.15],
+        families: vec![Family::Peak, Family::Vpa],
+    };
+    let specs = point_specs(&base, &grid).expect("specs");
+    // baseline + oracle + 2 margins x 2 K1 + 1 risk + 1 VPA
+    assert_eq!(specs.len(), 2 + 2 * 2 + 1 + 1);
+    for x in [0.0, 0.2] {
+        let n = specs
+            .iter()
+            .filter(|s| s.family == Family::Peak && s.params.get("mem_margin") == Some(&x))
+            .inspect(|s| {
+                assert_eq!(s.sizing, Sizing::K1k2);
+                assert_eq!(s.cfg.shaper.mem_margin, x);
+            })
+            .count();
+        assert_eq!(n, 2, "margin {x}");
+    }
+    // The oracle and the VPA never carry tailor's margin; the risk point
+    // keeps the config's (memory_risk sizes memory without it).
+    assert_eq!(specs[1].cfg.shaper.mem_margin, 0.0);
+    let vpa = specs.iter().find(|s| s.family == Family::Vpa).expect("vpa");
+    assert_eq!(vpa.cfg.shaper.mem_margin, 0.0);
+    assert!(!vpa.params.contains_key("mem_margin"));
+    let risk = specs
+        .iter()
+        .find(|s| s.sizing == Sizing::MemoryRisk)
+        .expect("risk point");
+    assert!(!risk.params.contains_key("mem_margin"));
 }
