@@ -335,6 +335,101 @@ fn etcd_store_keeps_state_and_fences_a_deposed_leader() {
     });
 }
 
+/// A 10,000-node round (a million actions), ack batches that repeat keys,
+/// and 10,000 credentials: each is far above etcd's 1.5 MiB request limit
+/// written naively, and all of them must land and read back.
+#[test]
+fn etcd_store_holds_a_10k_node_round_and_its_credentials() {
+    use shaperd::etcd::{EtcdConfig, EtcdStore};
+    use shaperd::state::ActionStatus;
+    use shaperd::store::{AckWrite, DurableAction, PendingWrites, StateStore};
+    let Some(bin) = etcd_or_skip("etcd store at 10k nodes") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let etcd = Etcd::start(&bin, dir.path());
+    let cfg = EtcdConfig {
+        endpoints: etcd.endpoints(),
+        prefix: "/scale".into(),
+        lease_ttl_s: 10,
+        advertise_url: "http://a:1".into(),
+        request_timeout_s: 10.0,
+        ca_file: None,
+        cert_file: None,
+        key_file: None,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let a = EtcdStore::new(&cfg).expect("store");
+        let lease = a.client().grant(10).await.expect("lease");
+        assert!(a.campaign(lease).await.expect("campaign").mine);
+        a.set_fence(lease);
+        // Actions in plan order: agents interleaved, as the shaper issues them.
+        let round: Vec<DurableAction> = (0..1_000_000u32)
+            .map(|i| DurableAction {
+                agent: format!("sim-agent-{:05}", (i * 7) % 10_000),
+                evicted_app: (i % 5 == 0).then(|| format!("loadgen/app-{}", i % 2_000)),
+                status: ActionStatus::Pending,
+            })
+            .collect();
+        a.put_round(1, &round, 0).await.expect("a 1M-action round");
+        // Acks: an agent retrying (the same action twice) and two counts of
+        // one application in one batch.
+        a.put_acks(&PendingWrites {
+            acks: vec![
+                AckWrite {
+                    round: 1,
+                    n: 5,
+                    status: ActionStatus::Applied,
+                },
+                AckWrite {
+                    round: 1,
+                    n: 5,
+                    status: ActionStatus::Applied,
+                },
+                AckWrite {
+                    round: 1,
+                    n: 999_999,
+                    status: ActionStatus::Failed {
+                        error: "gone".into(),
+                    },
+                },
+            ],
+            app_failures: vec![("loadgen/app-5".into(), 1), ("loadgen/app-5".into(), 2)],
+        })
+        .await
+        .expect("acks with repeated keys");
+        let d = a.load().await.expect("load");
+        let mut want = round.clone();
+        want[5].status = ActionStatus::Applied;
+        want[999_999].status = ActionStatus::Failed {
+            error: "gone".into(),
+        };
+        assert!(d.rounds[&1] == want, "the round reads back as written");
+        assert_eq!(d.app_failures["loadgen/app-5"], 2);
+        // 10,000 credentials, then a smaller file replaces them whole.
+        let mut file = shaperd::credentials::CredentialsFile::default();
+        for i in 0..10_000 {
+            file.add(&format!("sim-agent-{i:05}"), "loadgen", 0.0)
+                .expect("add");
+        }
+        a.put_credentials(&file).await.expect("10k credentials");
+        assert_eq!(a.credentials().await.expect("read"), Some(file.clone()));
+        file.credentials.truncate(3);
+        a.put_credentials(&file).await.expect("3 credentials");
+        assert_eq!(a.credentials().await.expect("read"), Some(file));
+        let stored = a
+            .client()
+            .range_prefix("/scale/credentials/")
+            .await
+            .expect("range");
+        assert_eq!(stored.len(), 1, "the older generation is gone");
+    });
+}
+
 /// A shaper replica: its port, config and log.
 struct Replica {
     port: u16,

@@ -26,15 +26,19 @@
 //! machine that builds tailor. It tries the endpoints in turn.
 //!
 //! Keys (under `prefix`): `epoch`, `round`, `rounds/<round>/<chunk>` (the
-//! round's actions), `acks/<round>/<n>` (their acked status),
-//! `app_failures/<app>`, `credentials`, `leader` (the leader's advertised
-//! URL, attached to its lease). Election: a replica holding a lease puts
+//! round's actions, per agent: [`codec::AgentActions`]), `acks/<round>/<n>`
+//! (their acked status), `replay/<chunk>`, `app_failures/<app>`,
+//! `credentials` (the generation in force) and
+//! `credentials/<generation>/<chunk>`, `leader` (the leader's advertised
+//! URL, attached to its lease). Values and transactions stay within etcd's
+//! request limits ([`codec`]). Election: a replica holding a lease puts
 //! `leader` only if it does not exist (a txn on its create revision); it is
 //! the leader while `leader` carries its lease. Every write of the leader is
 //! a txn that first compares `leader`'s lease with its own (fencing): a
 //! replica that lost its lease cannot overwrite its successor's state.
 
 mod client;
+mod codec;
 mod config;
 
 pub use client::{parse_kvs, EtcdClient, Kv};
@@ -46,11 +50,11 @@ use crate::store::{
     decode, encode, Durable, DurableAction, PendingWrites, ReplaySnapshot, StateStore, StoreError,
 };
 use client::{b64, delete_range, put};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
-/// Actions per stored chunk of a round.
-pub const ACTIONS_PER_CHUNK: usize = 5_000;
 /// Operations per txn (etcd's default `--max-txn-ops` is 128).
 pub const OPS_PER_TXN: usize = 100;
 
@@ -73,6 +77,8 @@ pub struct EtcdStore {
     /// The lease this replica leads with (0: not leading): every write is
     /// fenced on it.
     fence: AtomicI64,
+    /// Ack batches written ([`EtcdStore::next_batch`]).
+    batches: AtomicU64,
 }
 
 impl EtcdStore {
@@ -83,6 +89,7 @@ impl EtcdStore {
             advertise_url: cfg.advertise_url.trim_end_matches('/').to_string(),
             lease_ttl_s: cfg.lease_ttl_s,
             fence: AtomicI64::new(0),
+            batches: AtomicU64::new(0),
         })
     }
 
@@ -120,12 +127,23 @@ impl EtcdStore {
         }
     }
 
-    /// Runs `ops` in fenced txns of at most [`OPS_PER_TXN`] operations.
+    /// A name for the next batch of acks that sorts after this replica's
+    /// earlier ones: wall-clock milliseconds and a counter.
+    fn next_batch(&self) -> String {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let n = self.batches.fetch_add(1, Ordering::SeqCst);
+        format!("{ms:013}-{n:010}")
+    }
+
+    /// Runs `ops` in order in fenced txns of at most [`OPS_PER_TXN`]
+    /// operations and [`codec::MAX_TXN_BYTES`].
     async fn fenced(&self, ops: Vec<Value>) -> Result<(), StoreError> {
-        for chunk in ops.chunks(OPS_PER_TXN) {
+        for batch in codec::txn_batches(ops, OPS_PER_TXN) {
             let (ok, _) = self
                 .client
-                .txn(self.fence_compare(), chunk.to_vec(), Vec::new())
+                .txn(self.fence_compare(), batch, Vec::new())
                 .await?;
             if !ok {
                 return Err(StoreError::NotLeader);
@@ -175,15 +193,18 @@ impl EtcdStore {
     }
 }
 
-/// `<prefix>/<what>/<round>/<n>`: (round, n).
-fn two_numbers(key: &str, what: &str) -> Result<(u64, u64), StoreError> {
+/// `<prefix>/<what>/<round>/<rest>`: the round.
+fn round_of(key: &str, what: &str) -> Result<u64, StoreError> {
     let bad = || StoreError::Decode {
         key: key.to_string(),
-        message: format!("expected {what}/<round>/<number>"),
+        message: format!("expected {what}/<round>/..."),
     };
     let rest = key.split_once(&format!("/{what}/")).ok_or_else(bad)?.1;
     let (a, b) = rest.split_once('/').ok_or_else(bad)?;
-    Ok((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?))
+    if b.is_empty() {
+        return Err(bad());
+    }
+    a.parse().map_err(|_| bad())
 }
 
 #[async_trait::async_trait]
@@ -206,24 +227,28 @@ impl StateStore for EtcdStore {
         {
             d.round = decode(&kv.key, &kv.value)?;
         }
-        // Chunks come back in key order: rounds and chunks zero-padded.
+        let mut rounds: std::collections::BTreeMap<u64, Vec<codec::AgentActions>> =
+            std::collections::BTreeMap::new();
         for kv in self.client.range_prefix(&self.key("rounds/")).await? {
-            let (round, _) = two_numbers(&kv.key, "rounds")?;
-            let mut chunk: Vec<DurableAction> = decode(&kv.key, &kv.value)?;
-            d.rounds.entry(round).or_default().append(&mut chunk);
+            let round = round_of(&kv.key, "rounds")?;
+            let mut chunk: Vec<codec::AgentActions> = decode(&kv.key, &kv.value)?;
+            rounds.entry(round).or_default().append(&mut chunk);
+        }
+        for (round, groups) in rounds {
+            let key = self.key(&format!("rounds/{round:020}"));
+            d.rounds.insert(round, codec::ungroup(&key, groups)?);
         }
         let mut acks = Vec::new();
+        // Batches come back in key order, which is the order they were
+        // written in ([`EtcdStore::next_batch`]).
         for kv in self.client.range_prefix(&self.key("acks/")).await? {
-            let (round, n) = two_numbers(&kv.key, "acks")?;
-            let status: ActionStatus = decode(&kv.key, &kv.value)?;
-            acks.push(crate::store::AckWrite {
+            let round = round_of(&kv.key, "acks")?;
+            let batch: Vec<(u32, ActionStatus)> = decode(&kv.key, &kv.value)?;
+            acks.extend(batch.into_iter().map(|(n, status)| crate::store::AckWrite {
                 round,
-                n: u32::try_from(n).map_err(|_| StoreError::Decode {
-                    key: kv.key.clone(),
-                    message: "action number out of range".into(),
-                })?,
+                n,
                 status,
-            });
+            }));
         }
         crate::store::apply_acks(&mut d, &acks);
         for kv in self.client.range_prefix(&self.key("replay/")).await? {
@@ -266,15 +291,10 @@ impl StateStore for EtcdStore {
         actions: &[DurableAction],
         keep_from: u64,
     ) -> Result<(), StoreError> {
-        let mut ops: Vec<Value> = actions
-            .chunks(ACTIONS_PER_CHUNK)
+        let mut ops: Vec<Value> = codec::pack(&codec::group(actions))
+            .iter()
             .enumerate()
-            .map(|(i, c)| {
-                put(
-                    &self.key(&format!("rounds/{round:020}/{i:06}")),
-                    &encode(&c),
-                )
-            })
+            .map(|(i, v)| put(&self.key(&format!("rounds/{round:020}/{i:06}")), v))
             .collect();
         // Forget old rounds and their acks, then mark the round as the last
         // (after its chunks: a reader never sees a round without actions).
@@ -291,10 +311,10 @@ impl StateStore for EtcdStore {
     async fn put_replay_guard(&self, guard: &ReplaySnapshot) -> Result<(), StoreError> {
         let entries: Vec<(&String, u64, u64)> =
             guard.iter().map(|(a, &(b, s))| (a, b, s)).collect();
-        let mut ops: Vec<Value> = entries
-            .chunks(ACTIONS_PER_CHUNK)
+        let mut ops: Vec<Value> = codec::pack(&entries)
+            .iter()
             .enumerate()
-            .map(|(i, c)| put(&self.key(&format!("replay/{i:06}")), &encode(&c)))
+            .map(|(i, v)| put(&self.key(&format!("replay/{i:06}")), v))
             .collect();
         // Drop chunks a larger guard left (etcd refuses a put inside a
         // range deleted by the same transaction, so only past the last).
@@ -307,29 +327,72 @@ impl StateStore for EtcdStore {
         self.fenced(ops).await
     }
 
+    /// One value per round and batch (`acks/<round>/<batch>-<i>`), not
+    /// one key per ack: a round's acks are about as many as its actions.
+    /// An application's failure count is written once per batch (its
+    /// latest value): etcd refuses a transaction that puts a key twice.
     async fn put_acks(&self, writes: &PendingWrites) -> Result<(), StoreError> {
-        let mut ops: Vec<Value> = writes
-            .acks
+        let mut by_round: BTreeMap<u64, Vec<(u32, &ActionStatus)>> = BTreeMap::new();
+        for a in &writes.acks {
+            by_round.entry(a.round).or_default().push((a.n, &a.status));
+        }
+        let batch = self.next_batch();
+        let mut ops: Vec<Value> = Vec::new();
+        for (round, acks) in by_round {
+            for (i, v) in codec::pack(&acks).iter().enumerate() {
+                ops.push(put(
+                    &self.key(&format!("acks/{round:020}/{batch}-{i:06}")),
+                    v,
+                ));
+            }
+        }
+        let failures: BTreeMap<&str, u32> = writes
+            .app_failures
             .iter()
-            .map(|a| {
-                put(
-                    &self.key(&format!("acks/{:020}/{:010}", a.round, a.n)),
-                    &encode(&a.status),
-                )
-            })
+            .map(|(app, n)| (app.as_str(), *n))
             .collect();
-        for (app, n) in &writes.app_failures {
-            ops.push(put(&self.key(&format!("app_failures/{app}")), &encode(n)));
+        for (app, n) in failures {
+            ops.push(put(&self.key(&format!("app_failures/{app}")), &encode(&n)));
         }
         self.fenced(ops).await
     }
 
+    /// The credentials go under a new generation (`credentials/<g>/<i>`,
+    /// as many values as their size needs), then `credentials` switches to
+    /// it in the last transaction, which also drops the other generations:
+    /// a reader sees the old file or the new one, never a mix.
     async fn put_credentials(&self, file: &CredentialsFile) -> Result<(), StoreError> {
-        let key = self.key("credentials");
-        self.client
-            .txn(Vec::new(), vec![put(&key, &encode(file))], Vec::new())
-            .await
-            .map(|_| ())
+        let generation = match self
+            .client
+            .range(self.key("credentials").as_bytes(), None)
+            .await?
+            .first()
+        {
+            Some(kv) => decode::<CredentialsHead>(&kv.key, &kv.value)?.generation + 1,
+            None => 1,
+        };
+        let dir = |g: u64| self.key(&format!("credentials/{g:020}/"));
+        let values = codec::pack(&file.credentials);
+        let chunks = values.len() as u64;
+        let ops: Vec<Value> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| put(&format!("{}{i:06}", dir(generation)), v))
+            .collect();
+        let head = CredentialsHead { generation, chunks };
+        let mut last = vec![put(&self.key("credentials"), &encode(&head))];
+        // Every other generation: those before this one, and any after it
+        // that a racing writer left.
+        last.push(delete_range(&self.key("credentials/"), &dir(generation)));
+        last.push(delete_range(
+            &self.key(&format!("credentials/{:020}/", generation + 1)),
+            &self.key("credentials0"),
+        ));
+        for batch in codec::txn_batches(ops, OPS_PER_TXN) {
+            self.client.txn(Vec::new(), batch, Vec::new()).await?;
+        }
+        self.client.txn(Vec::new(), last, Vec::new()).await?;
+        Ok(())
     }
 
     async fn credentials(&self) -> Result<Option<CredentialsFile>, StoreError> {
@@ -343,13 +406,34 @@ impl StateStore for EtcdStore {
         else {
             return Ok(None);
         };
-        let file: CredentialsFile = decode(&kv.key, &kv.value)?;
+        let head: CredentialsHead = decode(&kv.key, &kv.value)?;
+        let dir = self.key(&format!("credentials/{:020}/", head.generation));
+        let mut file = CredentialsFile::default();
+        let kvs = self.client.range_prefix(&dir).await?;
+        if kvs.len() as u64 != head.chunks {
+            return Err(StoreError::Decode {
+                key: dir,
+                message: format!("{} chunks stored, {} expected", kvs.len(), head.chunks),
+            });
+        }
+        for kv in kvs {
+            let mut chunk: Vec<crate::credentials::CredentialRecord> = decode(&kv.key, &kv.value)?;
+            file.credentials.append(&mut chunk);
+        }
         file.validate().map_err(|e| StoreError::Decode {
-            key: kv.key.clone(),
+            key: key.clone(),
             message: e.join("; "),
         })?;
         Ok(Some(file))
     }
+}
+
+/// The `credentials` key: the generation in force and its value count.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CredentialsHead {
+    generation: u64,
+    chunks: u64,
 }
 
 /// A transaction compare that holds while `key` does not exist.
@@ -450,11 +534,21 @@ mod tests {
     #[test]
     fn action_keys_decode() {
         assert_eq!(
-            two_numbers("/t/acks/00000000000000000012/0000000003", "acks").expect("ok"),
-            (12, 3)
+            round_of(
+                "/t/acks/00000000000000000012/0001795673226-0000000003-000000",
+                "acks"
+            )
+            .expect("ok"),
+            12
         );
-        for bad in ["/t/acks/x/1", "/t/acks/1", "/t/other/1/2", "/t/acks/1/-2"] {
-            assert!(two_numbers(bad, "acks").is_err(), "{bad}");
+        for bad in [
+            "/t/acks/x/1",
+            "/t/acks/1",
+            "/t/other/1/2",
+            "/t/acks/-1/2",
+            "/t/acks/1/",
+        ] {
+            assert!(round_of(bad, "acks").is_err(), "{bad}");
         }
     }
 
@@ -464,7 +558,7 @@ mod tests {
         fn arbitrary_answers_never_panic(key in "\\PC{0,30}", value in "\\PC{0,30}", lease in "\\PC{0,10}") {
             let v = json!({"kvs": [{"key": key, "value": value, "lease": lease}]});
             let _ = parse_kvs(&v);
-            let _ = two_numbers(&key, "acks");
+            let _ = round_of(&key, "acks");
             let _ = int(&v, "lease");
         }
     }
