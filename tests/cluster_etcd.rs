@@ -427,6 +427,24 @@ fn etcd_store_holds_a_10k_node_round_and_its_credentials() {
             .await
             .expect("range");
         assert_eq!(stored.len(), 1, "the older generation is gone");
+        // Every tenth round compacts the history: the 1M-action round's
+        // revision is no longer readable.
+        for r in 2..=10 {
+            a.put_round(r, &round[..10], 0).await.expect("round");
+        }
+        let old = a
+            .client()
+            .call(
+                "/v3/kv/range",
+                &serde_json::json!({"key": base64_of("/scale/round"), "revision": "2"}),
+            )
+            .await;
+        assert!(
+            old.as_ref()
+                .is_err_and(|e| e.to_string().contains("compacted")),
+            "{old:?}"
+        );
+        assert_eq!(a.load().await.expect("load").round, 10);
     });
 }
 

@@ -212,6 +212,17 @@ impl EtcdClient {
         ))
     }
 
+    /// Drops the history before `revision` (current values stay): without
+    /// it etcd keeps every overwritten value until its space quota.
+    pub async fn compact(&self, revision: i64) -> Result<(), StoreError> {
+        self.call(
+            "/v3/kv/compaction",
+            &json!({ "revision": revision.to_string() }),
+        )
+        .await
+        .map(|_| ())
+    }
+
     /// A lease of `ttl_s` seconds: its id.
     pub async fn grant(&self, ttl_s: u32) -> Result<i64, StoreError> {
         let v = self

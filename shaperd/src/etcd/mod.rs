@@ -55,6 +55,8 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
+/// The leader compacts etcd's history every this many rounds.
+pub const COMPACT_EVERY_ROUNDS: u64 = 10;
 /// Operations per txn (etcd's default `--max-txn-ops` is 128).
 pub const OPS_PER_TXN: usize = 100;
 
@@ -138,18 +140,23 @@ impl EtcdStore {
     }
 
     /// Runs `ops` in order in fenced txns of at most [`OPS_PER_TXN`]
-    /// operations and [`codec::MAX_TXN_BYTES`].
-    async fn fenced(&self, ops: Vec<Value>) -> Result<(), StoreError> {
+    /// operations and [`codec::MAX_TXN_BYTES`]; returns the store's
+    /// revision after the last one (0 when there was none).
+    async fn fenced(&self, ops: Vec<Value>) -> Result<i64, StoreError> {
+        let mut revision = 0;
         for batch in codec::txn_batches(ops, OPS_PER_TXN) {
-            let (ok, _) = self
+            let (ok, answer) = self
                 .client
                 .txn(self.fence_compare(), batch, Vec::new())
                 .await?;
             if !ok {
                 return Err(StoreError::NotLeader);
             }
+            revision = answer
+                .get("header")
+                .map_or(0, |h| client::int(h, "revision"));
         }
-        Ok(())
+        Ok(revision)
     }
 
     /// Takes the lead with `lease` when nobody holds it; reports who leads.
@@ -305,7 +312,16 @@ impl StateStore for EtcdStore {
             ));
         }
         ops.push(put(&self.key("round"), &encode(&round)));
-        self.fenced(ops).await
+        let revision = self.fenced(ops).await?;
+        // Each round overwrites about as many bytes as it holds: compact
+        // the history up to this round now and then. A failure only
+        // delays it (etcd refuses a revision already compacted).
+        if round % COMPACT_EVERY_ROUNDS == 0 && revision > 0 {
+            if let Err(e) = self.client.compact(revision).await {
+                tracing::debug!(round, revision, error = %e, "etcd compaction skipped");
+            }
+        }
+        Ok(())
     }
 
     async fn put_replay_guard(&self, guard: &ReplaySnapshot) -> Result<(), StoreError> {
@@ -324,7 +340,7 @@ impl StateStore for EtcdStore {
             &self.key(&format!("replay/{n:06}")),
             &self.key("replay0"),
         ));
-        self.fenced(ops).await
+        self.fenced(ops).await.map(|_| ())
     }
 
     /// One value per round and batch (`acks/<round>/<batch>-<i>`), not
@@ -354,7 +370,7 @@ impl StateStore for EtcdStore {
         for (app, n) in failures {
             ops.push(put(&self.key(&format!("app_failures/{app}")), &encode(&n)));
         }
-        self.fenced(ops).await
+        self.fenced(ops).await.map(|_| ())
     }
 
     /// The credentials go under a new generation (`credentials/<g>/<i>`,
