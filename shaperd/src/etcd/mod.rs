@@ -316,7 +316,7 @@ impl StateStore for EtcdStore {
         // Each round overwrites about as many bytes as it holds: compact
         // the history up to this round now and then. A failure only
         // delays it (etcd refuses a revision already compacted).
-        if round % COMPACT_EVERY_ROUNDS == 0 && revision > 0 {
+        if round.is_multiple_of(COMPACT_EVERY_ROUNDS) && revision > 0 {
             if let Err(e) = self.client.compact(revision).await {
                 tracing::debug!(round, revision, error = %e, "etcd compaction skipped");
             }
