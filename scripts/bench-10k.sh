@@ -59,6 +59,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# wait_ready URL PID LOG: until URL answers (10 s at most); the log and
+# exit if PID dies first.
+wait_ready() {
+  for _ in $(seq 100); do
+    curl -fsS "$1" >/dev/null 2>&1 && return 0
+    kill -0 "$2" 2>/dev/null || { cat "$3" >&2; exit 1; }
+    sleep 0.1
+  done
+}
+
 "$TAILOR_BIN" shaper gen-token "$dir/token" >/dev/null
 : > "$dir/credentials.toml"
 chmod 600 "$dir/credentials.toml"
@@ -82,11 +92,7 @@ if [[ "$ETCD" == 1 ]]; then
     --initial-cluster="bench=http://127.0.0.1:$((ETCD_PORT + 1))" \
     --quota-backend-bytes=8589934592 > "$dir/etcd.log" 2>&1 &
   etcd_pid=$!
-  for _ in $(seq 100); do
-    curl -fsS "http://127.0.0.1:$ETCD_PORT/health" >/dev/null 2>&1 && break
-    kill -0 "$etcd_pid" 2>/dev/null || { cat "$dir/etcd.log" >&2; exit 1; }
-    sleep 0.1
-  done
+  wait_ready "http://127.0.0.1:$ETCD_PORT/health" "$etcd_pid" "$dir/etcd.log"
   # The [etcd] table goes before [shaper] (TOML: a table runs to the next).
   awk -v port="$ETCD_PORT" -v me="$PORT" '
     /^\[shaper\]/ && !done {
@@ -102,11 +108,7 @@ echo "bench-10k: $AGENTS agents x $CONTAINERS containers every $INTERVAL_S s for
 log=${SHAPER_LOG:-$dir/shaper.log}
 RUST_LOG=${RUST_LOG:-warn} "${shaper_pin[@]}" "$TAILOR_BIN" shaper --config "$dir/shaper.toml" 2> "$log" &
 shaper_pid=$!
-for _ in $(seq 100); do
-  curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break
-  kill -0 "$shaper_pid" 2>/dev/null || { cat "$log" >&2; exit 1; }
-  sleep 0.1
-done
+wait_ready "http://127.0.0.1:$PORT/healthz" "$shaper_pid" "$log"
 
 "${loadgen_pin[@]}" "$TAILOR_BIN" shaper loadgen --url "http://127.0.0.1:$PORT" \
   --token-file "$dir/token" --credentials-file "$dir/credentials.toml" \

@@ -205,7 +205,7 @@ fn etcd_over_tls_needs_the_client_certificate() {
 
 #[test]
 fn etcd_store_keeps_state_and_fences_a_deposed_leader() {
-    use shaperd::etcd::{EtcdConfig, EtcdStore};
+    use shaperd::etcd::EtcdStore;
     use shaperd::state::ActionStatus;
     use shaperd::store::{AckWrite, DurableAction, PendingWrites, StateStore, StoreError};
     let Some(bin) = etcd_or_skip("etcd store") else {
@@ -214,20 +214,8 @@ fn etcd_store_keeps_state_and_fences_a_deposed_leader() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut etcd = Etcd::start(&bin, dir.path());
     let endpoints = etcd.endpoints();
-    let cfg = |url: &str| EtcdConfig {
-        endpoints: endpoints.clone(),
-        prefix: "/store-test".into(),
-        lease_ttl_s: 2,
-        advertise_url: url.into(),
-        request_timeout_s: 2.0,
-        ca_file: None,
-        cert_file: None,
-        key_file: None,
-    };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let cfg = |url: &str| store_config(&endpoints, "/store-test", 2, url);
+    let rt = runtime();
     rt.block_on(async {
         let a = EtcdStore::new(&cfg("http://a:1")).expect("a");
         let b = EtcdStore::new(&cfg("http://b:2")).expect("b");
@@ -340,7 +328,7 @@ fn etcd_store_keeps_state_and_fences_a_deposed_leader() {
 /// written naively, and all of them must land and read back.
 #[test]
 fn etcd_store_holds_a_10k_node_round_and_its_credentials() {
-    use shaperd::etcd::{EtcdConfig, EtcdStore};
+    use shaperd::etcd::EtcdStore;
     use shaperd::state::ActionStatus;
     use shaperd::store::{AckWrite, DurableAction, PendingWrites, StateStore};
     let Some(bin) = etcd_or_skip("etcd store at 10k nodes") else {
@@ -348,20 +336,8 @@ fn etcd_store_holds_a_10k_node_round_and_its_credentials() {
     };
     let dir = tempfile::tempdir().expect("tempdir");
     let etcd = Etcd::start(&bin, dir.path());
-    let cfg = EtcdConfig {
-        endpoints: etcd.endpoints(),
-        prefix: "/scale".into(),
-        lease_ttl_s: 10,
-        advertise_url: "http://a:1".into(),
-        request_timeout_s: 10.0,
-        ca_file: None,
-        cert_file: None,
-        key_file: None,
-    };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let cfg = store_config(&etcd.endpoints(), "/scale", 10, "http://a:1");
+    let rt = runtime();
     rt.block_on(async {
         let a = EtcdStore::new(&cfg).expect("store");
         let lease = a.client().grant(10).await.expect("lease");
@@ -446,6 +422,32 @@ fn etcd_store_holds_a_10k_node_round_and_its_credentials() {
         );
         assert_eq!(a.load().await.expect("load").round, 10);
     });
+}
+
+/// A plain-HTTP `[etcd]` table for a store test (request timeout = TTL).
+fn store_config(
+    endpoints: &[String],
+    prefix: &str,
+    lease_ttl_s: u32,
+    url: &str,
+) -> shaperd::etcd::EtcdConfig {
+    shaperd::etcd::EtcdConfig {
+        endpoints: endpoints.to_vec(),
+        prefix: prefix.into(),
+        lease_ttl_s,
+        advertise_url: url.into(),
+        request_timeout_s: f64::from(lease_ttl_s),
+        ca_file: None,
+        cert_file: None,
+        key_file: None,
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
 }
 
 /// A shaper replica: its port, config and log.
