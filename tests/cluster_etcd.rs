@@ -421,6 +421,25 @@ fn etcd_store_holds_a_10k_node_round_and_its_credentials() {
             "{old:?}"
         );
         assert_eq!(a.load().await.expect("load").round, 10);
+        // A round whose write stopped part way (some agents' chunks, no
+        // `round` update) loads without its actions, and its number stays
+        // taken.
+        let partial = serde_json::json!([{"agent": "sim-agent-00001", "n": [7]}]);
+        a.client()
+            .txn(
+                vec![],
+                vec![serde_json::json!({"request_put": {
+                    "key": base64_of("/scale/rounds/00000000000000000011/000003"),
+                    "value": base64_of(&partial.to_string()),
+                }})],
+                vec![],
+            )
+            .await
+            .expect("put a partial round");
+        let d = a.load().await.expect("a partial round loads");
+        assert_eq!(d.round, 10);
+        assert!(d.rounds[&11].is_empty());
+        assert_eq!(d.rounds[&10].len(), 10);
     });
 }
 

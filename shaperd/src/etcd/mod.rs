@@ -26,8 +26,8 @@
 //! machine that builds tailor. It tries the endpoints in turn.
 //!
 //! Keys (under `prefix`): `epoch`, `round`, `rounds/<round>/<chunk>` (the
-//! round's actions, per agent: [`codec::AgentActions`]), `acks/<round>/<n>`
-//! (their acked status), `replay/<chunk>`, `app_failures/<app>`,
+//! round's actions, per agent: [`codec::AgentActions`]), `acks/<round>/<batch>`
+//! (acked statuses), `replay/<chunk>`, `app_failures/<app>`,
 //! `credentials` (the generation in force) and
 //! `credentials/<generation>/<chunk>`, `leader` (the leader's advertised
 //! URL, attached to its lease). Values and transactions stay within etcd's
@@ -234,16 +234,22 @@ impl StateStore for EtcdStore {
         {
             d.round = decode(&kv.key, &kv.value)?;
         }
-        let mut rounds: std::collections::BTreeMap<u64, Vec<codec::AgentActions>> =
-            std::collections::BTreeMap::new();
+        let mut rounds: BTreeMap<u64, Vec<codec::AgentActions>> = BTreeMap::new();
         for kv in self.client.range_prefix(&self.key("rounds/")).await? {
             let round = round_of(&kv.key, "rounds")?;
             let mut chunk: Vec<codec::AgentActions> = decode(&kv.key, &kv.value)?;
             rounds.entry(round).or_default().append(&mut chunk);
         }
         for (round, groups) in rounds {
-            let key = self.key(&format!("rounds/{round:020}"));
-            d.rounds.insert(round, codec::ungroup(&key, groups)?);
+            // A round after the stored `round` is one whose write failed
+            // part way: its actions were never handed out. It is kept
+            // without actions, so that its number is not issued again.
+            let actions = if round > d.round {
+                Vec::new()
+            } else {
+                codec::ungroup(&self.key(&format!("rounds/{round:020}")), groups)?
+            };
+            d.rounds.insert(round, actions);
         }
         let mut acks = Vec::new();
         // Batches come back in key order, which is the order they were
