@@ -19,15 +19,7 @@
 //! let mut plan = None;
 //! for round in 0..4 {
 //!     let web = ContainerSample {
-//!         meta: ContainerMeta {
-//!             id: "c1".into(),
-//!             name: "web".into(),
-//!             app: "web".into(),
-//!             class: Class::Core,
-//!             priority: 0,
-//!             protected: false,
-//!             started_s: 0.0,
-//!         },
+//!         meta: ContainerMeta::core("c1", "web", "web", 0.0),
 //!         request: Resources::new(2.0, 2.0 * gib),
 //!         allocation: Resources::new(2.0, 2.0 * gib),
 //!         usage: Resources::new(0.2, 0.25 * gib),
@@ -95,6 +87,22 @@ pub struct ContainerMeta {
     pub priority: i32,
     pub protected: bool,
     pub started_s: f64,
+}
+
+impl ContainerMeta {
+    /// A core container of application `app`, started at `started_s`,
+    /// with the default scheduling: priority 0, not protected.
+    pub fn core(id: &str, name: &str, app: &str, started_s: f64) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            app: app.into(),
+            class: Class::Core,
+            priority: 0,
+            protected: false,
+            started_s,
+        }
+    }
 }
 
 /// One running container as the caller saw it this round, before any
@@ -437,13 +445,8 @@ mod tests {
     ) -> ContainerReport {
         ContainerReport {
             meta: ContainerMeta {
-                id: id.to_string(),
-                name: id.to_string(),
-                app: app.to_string(),
                 class,
-                priority: 0,
-                protected: false,
-                started_s,
+                ..ContainerMeta::core(id, id, app, started_s)
             },
             request: Resources::new(1.0, mem_req),
             allocation: Resources::new(1.0, mem_req),

@@ -438,7 +438,7 @@ pub enum CheckpointError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Class, Resources};
+    use crate::model::Resources;
     use crate::node::{ContainerMeta, Sample};
 
     const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
@@ -456,15 +456,7 @@ mod tests {
 
     fn sample(id: &str, name: &str, app: &str, mem_gib: f64) -> ContainerSample {
         ContainerSample {
-            meta: ContainerMeta {
-                id: id.into(),
-                name: name.into(),
-                app: app.into(),
-                class: Class::Core,
-                priority: 0,
-                protected: false,
-                started_s: 0.0,
-            },
+            meta: ContainerMeta::core(id, name, app, 0.0),
             request: Resources::new(1.0, 2.0 * GIB),
             allocation: Resources::new(1.0, 2.0 * GIB),
             usage: Resources::new(0.1, mem_gib * GIB),

@@ -163,19 +163,11 @@ impl PlanSource for ClusterPlanSource {
 mod tests {
     use super::*;
     use crate::view::{ContainerMeta, ContainerReport};
-    use shaper::{Class, Resources};
+    use shaper::Resources;
 
     fn c(id: &str, name: &str, app: &str) -> ContainerReport {
         ContainerReport {
-            meta: ContainerMeta {
-                id: id.into(),
-                name: name.into(),
-                app: app.into(),
-                class: Class::Core,
-                priority: 0,
-                protected: false,
-                started_s: 1.0,
-            },
+            meta: ContainerMeta::core(id, name, app, 1.0),
             request: Resources::new(1.0, 1.0),
             allocation: Resources::new(1.0, 1.0),
             usage: Resources::new(0.5, 0.5),
