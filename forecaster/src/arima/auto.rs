@@ -211,49 +211,16 @@ pub(crate) fn search_d(
     let allow_mean = cfg.allow_mean && d == 0;
     let mut constant = allow_drift || allow_mean;
 
-    let keep = keep.max(1);
-    let mut best: Option<ArimaFit> = None;
-    let mut best_ic = f64::INFINITY;
-    // runners-up (finite criterion), kept when keep > 1
-    let mut others: Vec<(ArimaFit, f64)> = Vec::new();
-    let mut tried: Vec<(usize, usize, bool)> = Vec::with_capacity(NMODELS);
-    let try_model = |p: usize,
-                     q: usize,
-                     c: bool,
-                     best: &mut Option<ArimaFit>,
-                     best_ic: &mut f64,
-                     tried: &mut Vec<(usize, usize, bool)>,
-                     others: &mut Vec<(ArimaFit, f64)>|
-     -> bool {
-        tried.push((p, q, c));
-        let (fit, v) = score(
-            y,
-            Spec {
-                p,
-                d,
-                q,
-                constant: c,
-            },
-            ic,
-            cfg.optimizer,
-        );
-        if v < *best_ic {
-            if keep > 1 {
-                if let Some(old) = best.take() {
-                    others.push((old, *best_ic));
-                }
-            }
-            *best_ic = v;
-            *best = fit;
-            true
-        } else {
-            if keep > 1 && v.is_finite() {
-                if let Some(f) = fit {
-                    others.push((f, v));
-                }
-            }
-            false
-        }
+    let mut s = Stepwise {
+        y,
+        d,
+        ic,
+        optimizer: cfg.optimizer,
+        keep: keep.max(1),
+        best: None,
+        best_ic: f64::INFINITY,
+        others: Vec::new(),
+        tried: Vec::with_capacity(NMODELS),
     };
 
     if !cfg.stepwise {
@@ -264,7 +231,7 @@ pub(crate) fn search_d(
                 }
                 let consts: &[bool] = if constant { &[true, false] } else { &[false] };
                 for &c in consts {
-                    try_model(p, q, c, &mut best, &mut best_ic, &mut tried, &mut others);
+                    s.try_model(p, q, c);
                 }
             }
         }
@@ -272,103 +239,40 @@ pub(crate) fn search_d(
         let (sp, sq) = if n < 10 { (1, 1) } else { (2, 2) };
         let mut p = sp.min(max_p);
         let mut q = sq.min(max_q);
-        try_model(
-            p,
-            q,
-            constant,
-            &mut best,
-            &mut best_ic,
-            &mut tried,
-            &mut others,
-        );
-        if try_model(
-            0,
-            0,
-            constant,
-            &mut best,
-            &mut best_ic,
-            &mut tried,
-            &mut others,
-        ) {
-            p = 0;
-            q = 0;
+        s.try_model(p, q, constant);
+        if s.try_model(0, 0, constant) {
+            (p, q) = (0, 0);
         }
-        if max_p > 0
-            && try_model(
-                1,
-                0,
-                constant,
-                &mut best,
-                &mut best_ic,
-                &mut tried,
-                &mut others,
-            )
-        {
-            p = 1;
-            q = 0;
+        if max_p > 0 && s.try_model(1, 0, constant) {
+            (p, q) = (1, 0);
         }
-        if max_q > 0
-            && try_model(
-                0,
-                1,
-                constant,
-                &mut best,
-                &mut best_ic,
-                &mut tried,
-                &mut others,
-            )
-        {
-            p = 0;
-            q = 1;
+        if max_q > 0 && s.try_model(0, 1, constant) {
+            (p, q) = (0, 1);
         }
-        if constant
-            && try_model(
-                0,
-                0,
-                false,
-                &mut best,
-                &mut best_ic,
-                &mut tried,
-                &mut others,
-            )
-        {
+        if constant && s.try_model(0, 0, false) {
             // statsforecast keeps `constant` as is here
-            p = 0;
-            q = 0;
+            (p, q) = (0, 0);
         }
         let mut startk = 0;
-        while startk < tried.len() && tried.len() < NMODELS {
-            startk = tried.len();
-            let is_new = |tried: &Vec<(usize, usize, bool)>, p: usize, q: usize, c: bool| {
-                !tried.contains(&(p, q, c))
-            };
+        while startk < s.tried.len() && s.tried.len() < NMODELS {
+            startk = s.tried.len();
             // neighbours in statsforecast's order: (dp, dq)
-            let moves = NEIGHBOUR_MOVES;
             let mut moved = false;
-            for (dp, dq) in moves {
+            for (dp, dq) in NEIGHBOUR_MOVES {
                 let np = p as i32 + dp;
                 let nq = q as i32 + dq;
                 if np < 0 || nq < 0 || np as usize > max_p || nq as usize > max_q {
                     continue;
                 }
                 let (np, nq) = (np as usize, nq as usize);
-                if !is_new(&tried, np, nq, constant) {
+                if !s.is_new(np, nq, constant) {
                     continue;
                 }
-                if tried.len() >= NMODELS {
+                if s.tried.len() >= NMODELS {
                     break;
                 }
-                if try_model(
-                    np,
-                    nq,
-                    constant,
-                    &mut best,
-                    &mut best_ic,
-                    &mut tried,
-                    &mut others,
-                ) {
-                    p = np;
-                    q = nq;
+                if s.try_model(np, nq, constant) {
+                    (p, q) = (np, nq);
                     moved = true;
                     break;
                 }
@@ -377,34 +281,91 @@ pub(crate) fn search_d(
                 continue;
             }
             if (allow_drift || allow_mean)
-                && is_new(&tried, p, q, !constant)
-                && tried.len() < NMODELS
-                && try_model(
-                    p,
-                    q,
-                    !constant,
-                    &mut best,
-                    &mut best_ic,
-                    &mut tried,
-                    &mut others,
-                )
+                && s.is_new(p, q, !constant)
+                && s.tried.len() < NMODELS
+                && s.try_model(p, q, !constant)
             {
                 constant = !constant;
             }
         }
     }
-    match best {
-        Some(fit) if best_ic.is_finite() => {
-            tracing::debug!(order = ?fit.order(), constant = fit.constant, ic = best_ic, models = tried.len(), "auto_arima selected");
-            let mut out = vec![(fit, best_ic)];
-            if keep > 1 {
-                others.retain(|(_, v)| v.is_finite());
-                others.sort_by(|a, b| a.1.total_cmp(&b.1));
-                out.extend(others.into_iter().take(keep - 1));
+    s.finish()
+}
+
+/// The state of one order search: the best fit so far and, when more than
+/// one candidate is kept, the runners-up.
+struct Stepwise<'a> {
+    y: &'a [f64],
+    d: usize,
+    ic: InformationCriterion,
+    optimizer: Optimizer,
+    keep: usize,
+    best: Option<ArimaFit>,
+    best_ic: f64,
+    /// Runners-up (finite criterion), kept when `keep > 1`.
+    others: Vec<(ArimaFit, f64)>,
+    tried: Vec<(usize, usize, bool)>,
+}
+
+impl Stepwise<'_> {
+    fn is_new(&self, p: usize, q: usize, constant: bool) -> bool {
+        !self.tried.contains(&(p, q, constant))
+    }
+
+    /// Fits ARIMA(p, d, q) (with a constant when `constant`); true when it
+    /// is the new best.
+    fn try_model(&mut self, p: usize, q: usize, constant: bool) -> bool {
+        self.tried.push((p, q, constant));
+        let spec = Spec {
+            p,
+            d: self.d,
+            q,
+            constant,
+        };
+        let (fit, v) = score(self.y, spec, self.ic, self.optimizer);
+        if v < self.best_ic {
+            if self.keep > 1 {
+                if let Some(old) = self.best.take() {
+                    self.others.push((old, self.best_ic));
+                }
             }
-            Ok(out)
+            self.best_ic = v;
+            self.best = fit;
+            true
+        } else {
+            if self.keep > 1 && v.is_finite() {
+                if let Some(f) = fit {
+                    self.others.push((f, v));
+                }
+            }
+            false
         }
-        _ => Err(ArimaError::NoSuitableModel),
+    }
+
+    /// The best fit first, then up to `keep - 1` runners-up by criterion.
+    fn finish(self) -> Result<Vec<(ArimaFit, f64)>, ArimaError> {
+        match self.best {
+            Some(fit) if self.best_ic.is_finite() => {
+                tracing::debug!(
+                    p = fit.order().0,
+                    d = fit.order().1,
+                    q = fit.order().2,
+                    constant = fit.constant,
+                    ic = self.best_ic,
+                    models = self.tried.len(),
+                    "auto_arima selected"
+                );
+                let mut out = vec![(fit, self.best_ic)];
+                if self.keep > 1 {
+                    let mut others = self.others;
+                    others.retain(|(_, v)| v.is_finite());
+                    others.sort_by(|a, b| a.1.total_cmp(&b.1));
+                    out.extend(others.into_iter().take(self.keep - 1));
+                }
+                Ok(out)
+            }
+            _ => Err(ArimaError::NoSuitableModel),
+        }
     }
 }
 
