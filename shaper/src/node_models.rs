@@ -75,6 +75,18 @@ pub enum ModelOrigin {
     Inherited,
 }
 
+impl ModelOrigin {
+    /// The name used in configs, logs and the API (`fresh`, `restored`,
+    /// `inherited`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Fresh => "fresh",
+            Self::Restored => "restored",
+            Self::Inherited => "inherited",
+        }
+    }
+}
+
 /// What the models said about one container this round.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ContainerForecast {
@@ -267,7 +279,7 @@ impl NodeModels {
             if origin != ModelOrigin::Fresh {
                 tracing::info!(
                     container = %c.meta.name,
-                    origin = ?origin,
+                    origin = origin.as_str(),
                     samples = live.recent.len(),
                     "container models rebuilt from history"
                 );

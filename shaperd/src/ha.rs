@@ -153,7 +153,10 @@ pub async fn run_election(sh: Arc<Shared>, etcd: Arc<EtcdStore>, local_creds: Cr
                     step_down(&sh, "another replica leads");
                     let (_, known) = sh.role();
                     if known != info.url {
-                        tracing::info!(leader = ?info.url, "shaper leader");
+                        tracing::info!(
+                            leader = info.url.as_deref().unwrap_or("unknown"),
+                            "shaper leader"
+                        );
                     }
                     sh.set_role(Role::Follower, info.url);
                 }

@@ -187,7 +187,7 @@ async fn run_async(args: Args, mut cfg: AgentConfig) -> anyhow::Result<()> {
         manage_unlimited = cfg.manage_unlimited,
         max_evictions_per_round = cfg.shaper.max_evictions_per_round,
         interval_s = cfg.interval_s,
-        forecaster = ?cfg.forecaster.kind,
+        forecaster = cfg.forecaster.kind.as_str(),
         k1 = cfg.shaper.k1,
         k2 = cfg.shaper.k2,
         "tailor agent starting"
