@@ -120,15 +120,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .ok_or_else(|| anyhow::anyhow!("no workload loaded"))?;
     let (baseline, runs) = run_workload(&args, &cfg, &wl)?;
     if let Some(dir) = &args.out {
-        let mut all: Vec<&sim::RunResult> = Vec::new();
-        if let Some(b) = &baseline {
-            all.push(b);
-        }
-        all.extend(
-            runs.iter()
-                .filter(|r| r.summary.policy != "baseline" || baseline.is_none()),
-        );
-        sim::report::write_report(dir, &wl.name, &all)?;
+        write_report(dir, &wl.name, baseline.as_ref(), &runs)?;
         eprintln!("report written to {}", dir.join("report.md").display());
     }
     if args.json {
@@ -210,15 +202,7 @@ fn run_seeds(args: &Args, cfg: &SimConfig, seeds: &[u64]) -> anyhow::Result<()> 
         let (baseline, runs) = run_workload(args, cfg, wl)?;
         if i == 0 {
             if let Some(dir) = &args.out {
-                let mut all: Vec<&sim::RunResult> = Vec::new();
-                if let Some(b) = &baseline {
-                    all.push(b);
-                }
-                all.extend(
-                    runs.iter()
-                        .filter(|r| r.summary.policy != "baseline" || baseline.is_none()),
-                );
-                sim::report::write_report(dir, &wl.name, &all)?;
+                write_report(dir, &wl.name, baseline.as_ref(), &runs)?;
                 eprintln!(
                     "report of the first seed ({}) written to {}",
                     seeds[0],
@@ -226,21 +210,10 @@ fn run_seeds(args: &Args, cfg: &SimConfig, seeds: &[u64]) -> anyhow::Result<()> 
                 );
             }
         }
-        let all = baseline
-            .iter()
-            .chain(
-                runs.iter()
-                    .filter(|r| r.summary.policy != "baseline" || baseline.is_none()),
-            )
-            .map(|r| &r.summary);
+        let all = report_runs(baseline.as_ref(), &runs).map(|r| &r.summary);
         for (col, s) in all.enumerate() {
             if columns.len() <= col {
-                let label = if s.policy == "baseline" {
-                    "baseline".to_string()
-                } else {
-                    format!("{}+{}", s.policy, s.forecaster)
-                };
-                columns.push((label, Vec::new()));
+                columns.push((column_label(s), Vec::new()));
             }
             columns[col].1.push(s.clone());
         }
@@ -361,6 +334,15 @@ fn fmt_s(x: f64) -> String {
     }
 }
 
+/// A run's column heading: `baseline`, else `policy+forecaster`.
+fn column_label(s: &Summary) -> String {
+    if s.policy == "baseline" {
+        "baseline".to_string()
+    } else {
+        format!("{}+{}", s.policy, s.forecaster)
+    }
+}
+
 fn pct(x: f64) -> String {
     if x.is_finite() {
         format!("{:.1}%", 100.0 * x)
@@ -387,16 +369,7 @@ fn print_human(wl: &datasets::workload::Workload, baseline: Option<&Summary>, ru
             .copied()
             .filter(|r| r.policy != "baseline" || baseline.is_none()),
     );
-    let header: Vec<String> = cols
-        .iter()
-        .map(|s| {
-            if s.policy == "baseline" {
-                "baseline".to_string()
-            } else {
-                format!("{}+{}", s.policy, s.forecaster)
-            }
-        })
-        .collect();
+    let header: Vec<String> = cols.iter().map(|s| column_label(s)).collect();
     let row = |name: &str, f: &dyn Fn(&Summary) -> String| {
         let mut line = format!("  {name:<26}");
         for s in &cols {
@@ -473,4 +446,27 @@ fn print_human(wl: &datasets::workload::Workload, baseline: Option<&Summary>, ru
     row("forecast updates/s", &|s| {
         format!("{:.0}", s.forecast_updates_per_s)
     });
+}
+
+/// The runs in report order: the baseline first (once), then the others.
+fn report_runs<'a>(
+    baseline: Option<&'a sim::RunResult>,
+    runs: &'a [sim::RunResult],
+) -> impl Iterator<Item = &'a sim::RunResult> {
+    baseline.into_iter().chain(
+        runs.iter()
+            .filter(move |r| r.summary.policy != "baseline" || baseline.is_none()),
+    )
+}
+
+/// Writes the Markdown report and plots of one workload's runs to `dir`.
+fn write_report(
+    dir: &std::path::Path,
+    name: &str,
+    baseline: Option<&sim::RunResult>,
+    runs: &[sim::RunResult],
+) -> anyhow::Result<()> {
+    let all: Vec<&sim::RunResult> = report_runs(baseline, runs).collect();
+    sim::report::write_report(dir, name, &all)?;
+    Ok(())
 }

@@ -23,6 +23,21 @@ const NEIGHBOUR_MOVES: [(i32, i32); 8] = [
     (1, -1),
     (1, 1),
 ];
+
+/// The orders next to (p, q) within (max_p, max_q), in
+/// [`NEIGHBOUR_MOVES`] order.
+fn neighbours(
+    p: usize,
+    q: usize,
+    max_p: usize,
+    max_q: usize,
+) -> impl Iterator<Item = (usize, usize)> {
+    NEIGHBOUR_MOVES.into_iter().filter_map(move |(dp, dq)| {
+        let np = p.checked_add_signed(dp as isize)?;
+        let nq = q.checked_add_signed(dq as isize)?;
+        (np <= max_p && nq <= max_q).then_some((np, nq))
+    })
+}
 /// Iteration limit of cold fits (R / statsforecast use 100).
 const COLD_MAX_ITER: usize = 100;
 
@@ -258,13 +273,7 @@ pub(crate) fn search_d(
             startk = s.tried.len();
             // neighbours in statsforecast's order: (dp, dq)
             let mut moved = false;
-            for (dp, dq) in NEIGHBOUR_MOVES {
-                let np = p as i32 + dp;
-                let nq = q as i32 + dq;
-                if np < 0 || nq < 0 || np as usize > max_p || nq as usize > max_q {
-                    continue;
-                }
-                let (np, nq) = (np as usize, nq as usize);
+            for (np, nq) in neighbours(p, q, max_p, max_q) {
                 if !s.is_new(np, nq, constant) {
                     continue;
                 }
@@ -458,19 +467,12 @@ pub(crate) fn search_local(
     let mut best_ic = first.1;
     let mut best_idx = 0;
     all.push(first);
-    let moves = NEIGHBOUR_MOVES;
     loop {
         if tried.len() >= NMODELS {
             break;
         }
         let mut moved = false;
-        for (dp, dq) in moves {
-            let np = p as i32 + dp;
-            let nq = q as i32 + dq;
-            if np < 0 || nq < 0 || np as usize > max_p || nq as usize > max_q {
-                continue;
-            }
-            let (np, nq) = (np as usize, nq as usize);
+        for (np, nq) in neighbours(p, q, max_p, max_q) {
             if tried.contains(&(np, nq, constant)) {
                 continue;
             }
