@@ -47,6 +47,7 @@ const KEYS: &[&str] = &[
     "order",
     "victim_order",
     "cpu_shortfall",
+    "mem_shortfall",
     "grace_period_s",
     "failure_limit",
     "max_growth",

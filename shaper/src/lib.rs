@@ -85,7 +85,8 @@ pub mod view;
 pub mod workloads;
 
 pub use config::{
-    ConfigError, ConfigErrors, CpuShortfall, Policy, SchedulerOrder, ShaperConfig, VictimOrder,
+    ConfigError, ConfigErrors, CpuShortfall, MemShortfall, Policy, SchedulerOrder, ShaperConfig,
+    VictimOrder,
 };
 pub use decide::{buffer, component_target, decide, Buffer, Decider, Target};
 pub use model::*;

@@ -189,8 +189,10 @@ pub enum Bound {
     Ceiling,
     /// Raised to current usage.
     Usage,
-    /// CPU cut to what was left on its host (`cpu_shortfall = share`):
-    /// the component runs throttled instead of being evicted.
+    /// Cut to what was left on its host instead of being evicted: CPU
+    /// (`cpu_shortfall = share`: the component runs throttled) or memory
+    /// (`mem_shortfall = buffer`: it keeps less buffer, never less than
+    /// its current usage and forecast).
     HostShare,
 }
 
@@ -226,6 +228,10 @@ pub struct PlanSummary {
     /// (`cpu_shortfall = share`).
     #[serde(default)]
     pub squeezed_cpu: u64,
+    /// Components whose memory was cut into their buffer, to what was left
+    /// on their host (`mem_shortfall = buffer`).
+    #[serde(default)]
+    pub squeezed_mem: u64,
 }
 
 /// The result of one shaping round.

@@ -37,7 +37,7 @@ proptest! {
     fn shaper_table_never_panics_and_accepted_is_bounded(
         kv in prop::collection::btree_map(
             prop::sample::select(vec![
-                "policy", "k1", "k2", "order", "victim_order", "cpu_shortfall", "grace_period_s",
+                "policy", "k1", "k2", "order", "victim_order", "cpu_shortfall", "mem_shortfall", "grace_period_s",
                 "failure_limit", "max_growth", "min_relative_change",
                 "max_evictions_per_round", "min_cpu_cores", "min_mem_bytes", "bogus",
             ]),

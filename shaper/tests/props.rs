@@ -67,33 +67,41 @@ fn cfg_strategy() -> impl Strategy<Value = ShaperConfig> {
         proptest::bool::ANY,
         proptest::bool::ANY,
         prop_oneof![Just(1.0f64), 0.05f64..1.0],
+        proptest::bool::ANY,
     )
-        .prop_map(|(k1, k2, o, v, m, g, floors, share, shrink)| ShaperConfig {
-            policy: Policy::Pessimistic,
-            k1,
-            k2,
-            order: [
-                SchedulerOrder::Fifo,
-                SchedulerOrder::Sjf,
-                SchedulerOrder::Priority,
-            ][o],
-            victim_order: [
-                VictimOrder::OldestFirstKeep,
-                VictimOrder::LowestPriorityFirst,
-                VictimOrder::LeastWorkLost,
-            ][v],
-            min_relative_change: m,
-            max_growth: g,
-            cpu_shortfall: if share {
-                CpuShortfall::Share
-            } else {
-                CpuShortfall::Evict
+        .prop_map(
+            |(k1, k2, o, v, m, g, floors, share, shrink, buffer)| ShaperConfig {
+                policy: Policy::Pessimistic,
+                k1,
+                k2,
+                order: [
+                    SchedulerOrder::Fifo,
+                    SchedulerOrder::Sjf,
+                    SchedulerOrder::Priority,
+                ][o],
+                victim_order: [
+                    VictimOrder::OldestFirstKeep,
+                    VictimOrder::LowestPriorityFirst,
+                    VictimOrder::LeastWorkLost,
+                ][v],
+                min_relative_change: m,
+                max_growth: g,
+                cpu_shortfall: if share {
+                    CpuShortfall::Share
+                } else {
+                    CpuShortfall::Evict
+                },
+                mem_shortfall: if buffer {
+                    MemShortfall::Buffer
+                } else {
+                    MemShortfall::Evict
+                },
+                min_cpu_cores: if floors { 0.2 } else { 0.0 },
+                min_mem_bytes: if floors { 0.5 } else { 0.0 },
+                mem_shrink_max_fraction: shrink,
+                ..ShaperConfig::default()
             },
-            min_cpu_cores: if floors { 0.2 } else { 0.0 },
-            min_mem_bytes: if floors { 0.5 } else { 0.0 },
-            mem_shrink_max_fraction: shrink,
-            ..ShaperConfig::default()
-        })
+        )
 }
 
 fn case_strategy() -> impl Strategy<Value = Case> {

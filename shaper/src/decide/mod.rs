@@ -5,8 +5,8 @@
 //! component gets one flat [`Slot`] (no per-component allocation, no hash
 //! maps); sort keys are packed integers.
 
-use crate::config::{CpuShortfall, Policy, ShaperConfig, VictimOrder};
-use crate::limits::{bound_target, ceiling, sane, CPU_STEP_CORES};
+use crate::config::{CpuShortfall, MemShortfall, Policy, ShaperConfig, VictimOrder};
+use crate::limits::{bound_target, ceiling, sane, CPU_STEP_CORES, MEM_STEP_BYTES};
 use crate::model::{
     Application, Class, ClusterView, Component, Host, Predictive, Resource, Resources,
 };
@@ -501,17 +501,31 @@ fn decide_with(
         if s.state != State::Squeezed || !s.changed {
             continue;
         }
-        summary.squeezed_cpu += 1;
         let (app, c) = component_of(q.app, q.slot);
         let mut t = component_target(app, c, now_s, cfg);
-        t.cpu.bound = Bound::HostShare;
-        let binding = Binding {
-            host: c.host,
-            resource: Resource::Cpu,
-            needed: q.needed_cpu_cores,
-            free: q.free_cpu_cores,
-        };
-        let action = resize_action(app, c, s.eff, &t, Some(Box::new(binding)));
+        let mut binding = None;
+        if let Some((needed, free)) = q.cpu {
+            summary.squeezed_cpu += 1;
+            t.cpu.bound = Bound::HostShare;
+            binding = Some(Binding {
+                host: c.host,
+                resource: Resource::Cpu,
+                needed,
+                free,
+            });
+        }
+        if let Some((needed, free)) = q.mem {
+            summary.squeezed_mem += 1;
+            t.mem.bound = Bound::HostShare;
+            // Memory is the binding one: it is what could have evicted.
+            binding = Some(Binding {
+                host: c.host,
+                resource: Resource::Mem,
+                needed,
+                free,
+            });
+        }
+        let action = resize_action(app, c, s.eff, &t, binding.map(Box::new));
         if s.eff.fits_in(&c.allocation) {
             actions.push(action);
         } else {

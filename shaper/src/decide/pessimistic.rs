@@ -31,7 +31,8 @@ pub(super) fn plan_pessimistic(
     cfg: &ShaperConfig,
     squeezed: &mut Vec<Squeezed>,
 ) -> Vec<Victim> {
-    let mut share = (cfg.cpu_shortfall == CpuShortfall::Share).then(|| Squeeze {
+    let cpu_shared = cfg.cpu_shortfall == CpuShortfall::Share;
+    let mut share = cpu_shared.then(|| Squeeze {
         cfg,
         cpu_floor: sane(cfg.min_cpu_cores).max(MIN_SHARE_CPU_CORES),
         app_info,
@@ -46,6 +47,18 @@ pub(super) fn plan_pessimistic(
         .iter()
         .map(|c| Resources::new(c.cpu_cores * FIT_TOLERANCE, c.mem_bytes * FIT_TOLERANCE))
         .collect();
+    // `mem_shortfall = buffer`: every component's memory need, placed in
+    // the first pass; buffers are given out in a second.
+    let need: Option<Vec<f64>> = (cfg.mem_shortfall == MemShortfall::Buffer).then(|| {
+        let mut n = vec![0.0; slots.len()];
+        for (ai, a) in app_info.iter().enumerate() {
+            let comps = &view.apps[ai].components;
+            for (j, g) in (a.start as usize..a.end as usize).enumerate() {
+                n[g] = mem_need(&comps[j], cfg);
+            }
+        }
+        n
+    });
     let range = |ai: u32| {
         let a = &app_info[ai as usize];
         a.start as usize..a.end as usize
@@ -96,22 +109,22 @@ pub(super) fn plan_pessimistic(
             if let Some(q) = share.as_mut() {
                 q.apply(view, ai, g, &free[h], slots);
             }
-            let s = &slots[g];
-            if let Some(res) = fits(&free[h], &s.eff, &tol[h], share.is_some()) {
+            let d = demand(&slots[g], g, need.as_deref());
+            if let Some(res) = fits(&free[h], &d, &tol[h], cpu_shared) {
                 let host = view.hosts[h].id;
                 failed = Some((
                     g,
                     Binding {
                         host,
                         resource: res,
-                        needed: s.eff.get(res),
+                        needed: d.get(res),
                         free: free[h].get(res),
                     },
                 ));
                 break;
             }
             undo.push((h as u32, free[h]));
-            free[h] = free[h].sub(&s.eff);
+            free[h] = free[h].sub(&d);
         }
         if let Some((culprit, binding)) = failed {
             for &(h, before) in undo.iter().rev() {
@@ -151,6 +164,7 @@ pub(super) fn plan_pessimistic(
                     &mut victims,
                     view,
                     &mut share,
+                    need.as_deref(),
                 );
                 g = slots[g as usize].next;
             }
@@ -171,21 +185,27 @@ pub(super) fn plan_pessimistic(
                     &mut victims,
                     view,
                     &mut share,
+                    need.as_deref(),
                 );
             }
         }
     }
+    if let Some(need) = &need {
+        give_buffers(view, order, app_info, need, slots, &mut free, cfg, squeezed);
+    }
     victims
 }
 
-/// A component whose CPU was squeezed (`cpu_shortfall = share`): its
-/// application (view index), slot, and the CPU it needed and found.
+/// A component cut to what was left on its host: its application (view
+/// index), slot, and per squeezed resource what it needed and found.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Squeezed {
     pub(super) app: u32,
     pub(super) slot: u32,
-    pub(super) needed_cpu_cores: f64,
-    pub(super) free_cpu_cores: f64,
+    /// `cpu_shortfall = share`: (needed, free) cores.
+    pub(super) cpu: Option<(f64, f64)>,
+    /// `mem_shortfall = buffer`: (needed, free) bytes.
+    pub(super) mem: Option<(f64, f64)>,
 }
 
 /// `cpu_shortfall = share`: what squeezing needs, and the squeezed
@@ -227,22 +247,102 @@ impl Squeeze<'_> {
         let app = &view.apps[ai as usize];
         let c = &app.components[g - self.app_info[ai as usize].start as usize];
         let planned = Resources::new(room, s.eff.mem_bytes);
-        // Hysteresis may keep the current allocation only when it fits too.
-        let (mut eff, mut changed, _) = settle(planned, c, self.cfg);
-        if eff.cpu_cores > room {
-            eff = planned;
-            changed = planned != c.allocation;
-        }
+        let (eff, changed) = settle_within(planned, c, self.cfg);
         self.out.push(Squeezed {
             app: ai,
             slot: g as u32,
-            needed_cpu_cores: s.eff.cpu_cores,
-            free_cpu_cores: free.cpu_cores,
+            cpu: Some((s.eff.cpu_cores, free.cpu_cores)),
+            mem: None,
         });
         s.eff = eff;
         s.changed = changed;
         s.state = State::Squeezed;
     }
+}
+
+/// `planned` through the hysteresis, which may keep the current
+/// allocation only when it fits in `planned` too: (allocation, changed).
+fn settle_within(planned: Resources, c: &Component, cfg: &ShaperConfig) -> (Resources, bool) {
+    let (eff, changed, _) = settle(planned, c, cfg);
+    if eff.fits_in(&planned) {
+        (eff, changed)
+    } else {
+        (planned, planned != c.allocation)
+    }
+}
+
+/// `mem_shortfall = buffer`, second pass: in scheduler order, every kept
+/// component gets its memory buffer (target above its need) as far as
+/// its host has room; one that gets less is cut to need + what was left
+/// and marked [`State::Squeezed`].
+#[allow(clippy::too_many_arguments)]
+fn give_buffers(
+    view: &ClusterView,
+    order: &[u32],
+    app_info: &[AppInfo],
+    need: &[f64],
+    slots: &mut [Slot],
+    free: &mut [Resources],
+    cfg: &ShaperConfig,
+    squeezed: &mut Vec<Squeezed>,
+) {
+    let mut cpu_record: std::collections::HashMap<u32, usize> = squeezed
+        .iter()
+        .enumerate()
+        .map(|(i, q)| (q.slot, i))
+        .collect();
+    for &ai in order {
+        let a = app_info[ai as usize];
+        for g in a.start as usize..a.end as usize {
+            let s = &mut slots[g];
+            if !matches!(s.state, State::Kept | State::Squeezed) {
+                continue;
+            }
+            let placed = need[g].min(s.eff.mem_bytes);
+            let wanted = s.eff.mem_bytes - placed;
+            if wanted <= 0.0 {
+                continue;
+            }
+            let f = &mut free[s.host as usize];
+            let room = ((f.mem_bytes / MEM_STEP_BYTES).floor() * MEM_STEP_BYTES).max(0.0);
+            if room >= wanted {
+                f.mem_bytes -= wanted;
+                continue;
+            }
+            f.mem_bytes -= room;
+            let c = &view.apps[ai as usize].components[g - a.start as usize];
+            let planned = Resources::new(s.eff.cpu_cores, placed + room);
+            let (eff, changed) = settle_within(planned, c, cfg);
+            let mem = Some((s.eff.mem_bytes, placed + room));
+            match cpu_record.remove(&(g as u32)) {
+                Some(i) => squeezed[i].mem = mem,
+                None => squeezed.push(Squeezed {
+                    app: ai,
+                    slot: g as u32,
+                    cpu: None,
+                    mem,
+                }),
+            }
+            s.eff = eff;
+            s.changed = changed;
+            s.state = State::Squeezed;
+        }
+    }
+}
+
+/// The least memory a squeezed component keeps: its current peak usage
+/// (raised to the OOM floor by the view), its forecast's mean when it has
+/// one, and the memory floor.
+fn mem_need(c: &Component, cfg: &ShaperConfig) -> f64 {
+    let mean = c
+        .forecast
+        .as_ref()
+        .map(|f| f.mem.mean)
+        .filter(|m| m.is_finite())
+        .unwrap_or(0.0);
+    sane(c.usage.mem_bytes)
+        .max(mean)
+        .max(sane(cfg.min_mem_bytes))
 }
 
 /// Keeps elastic slot `g` if it fits on its host (`share`: after squeezing
@@ -257,15 +357,17 @@ pub(super) fn keep_or_evict(
     victims: &mut Vec<Victim>,
     view: &ClusterView,
     share: &mut Option<Squeeze<'_>>,
+    need: Option<&[f64]>,
 ) {
     let h = slots[g as usize].host as usize;
     if let Some(q) = share.as_mut() {
         q.apply(view, ai, g as usize, &free[h], slots);
     }
     let s = &mut slots[g as usize];
-    match fits(&free[h], &s.eff, &tol[h], share.is_some()) {
+    let d = demand(s, g as usize, need);
+    match fits(&free[h], &d, &tol[h], share.is_some()) {
         None => {
-            free[h] = free[h].sub(&s.eff);
+            free[h] = free[h].sub(&d);
             if s.state == State::Pending {
                 s.state = State::Kept;
             }
@@ -281,11 +383,21 @@ pub(super) fn keep_or_evict(
                 binding: Binding {
                     host: view.hosts[h].id,
                     resource: r,
-                    needed: s.eff.get(r),
+                    needed: d.get(r),
                     free: free[h].get(r),
                 },
             });
         }
+    }
+}
+
+/// What slot `g` takes of its host in the first pass: its planned
+/// allocation, or with `mem_shortfall = buffer` (`need` given) its memory
+/// need in place of its memory target (buffers come in the second pass).
+fn demand(s: &Slot, g: usize, need: Option<&[f64]>) -> Resources {
+    match need {
+        Some(n) => Resources::new(s.eff.cpu_cores, n[g].min(s.eff.mem_bytes)),
+        None => s.eff,
     }
 }
 

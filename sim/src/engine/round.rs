@@ -264,6 +264,21 @@ impl Engine<'_> {
     pub(super) fn apply(&mut self, plan: &Plan) {
         let mut resized: Vec<usize> = Vec::new();
         for act in plan.component_actions() {
+            if let ComponentAction::Evict {
+                app,
+                component,
+                whole_app,
+                explanation,
+            } = act
+            {
+                tracing::debug!(
+                    app = app.0,
+                    component = component.0,
+                    whole_app,
+                    %explanation,
+                    "eviction"
+                );
+            }
             match act {
                 ComponentAction::Evict {
                     app,
