@@ -13,53 +13,16 @@
 //! they skip loudly (see tests/agent_common).
 
 mod agent_common;
+mod loopback_common;
 
 use agent_common::*;
+use loopback_common::*;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "cluster-docker-test-token-0123456789";
-
-/// A child process, killed when dropped.
-struct Proc {
-    child: Child,
-}
-
-impl Proc {
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    fn alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-fn write_private(path: &Path, text: &str) {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .expect("create file");
-    f.write_all(text.as_bytes()).expect("write");
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
 
 struct Cluster {
     dir: tempfile::TempDir,
@@ -234,82 +197,19 @@ regrow_fraction = 0.5
         serde_json::from_str(&body).expect("status json")
     }
 
+    /// The shaper's status entry of agent `id` (`Null` when absent).
+    fn agent_status(&self, id: &str) -> serde_json::Value {
+        self.status()["agents"]
+            .as_array()
+            .and_then(|v| v.iter().find(|x| x["agent_id"] == id).cloned())
+            .unwrap_or_default()
+    }
+
     fn metrics(&self) -> String {
         http_get(self.port, "/metrics", Some(TOKEN))
             .map(|(_, b)| b)
             .unwrap_or_default()
     }
-}
-
-/// Minimal HTTP/1.1 POST of a JSON body over loopback.
-fn http_post(port: u16, path: &str, token: &str, body: &str) -> Option<(u16, String)> {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    write!(
-        s,
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .ok()?;
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).ok()?;
-    let code = raw.split_whitespace().nth(1)?.parse().ok()?;
-    let body = raw
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Some((code, body))
-}
-
-/// Minimal HTTP/1.1 GET over loopback (the root crate has no HTTP client).
-fn http_get(port: u16, path: &str, token: Option<&str>) -> Option<(u16, String)> {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Connection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).ok()?;
-    let code = raw.split_whitespace().nth(1)?.parse().ok()?;
-    let body = raw
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Some((code, body))
-}
-
-fn wait_until(
-    what: &str,
-    timeout: Duration,
-    mut cond: impl FnMut() -> bool,
-    diag: impl Fn() -> String,
-) {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for: {what}\n{}",
-            diag()
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
-}
-
-fn labels<'a>(label: &'a str, app: &'a str, class: &'a str) -> Vec<(&'a str, &'a str)> {
-    vec![
-        ("tailor.enable", "true"),
-        ("tailor.test", label),
-        ("tailor.app", app),
-        ("tailor.class", class),
-    ]
 }
 
 /// Not a test: the agent process of the tests above (run by them as a
@@ -546,16 +446,7 @@ fn killing_and_restarting_an_agent_recovers() {
     );
 
     a.kill();
-    let stale = |cl: &Cluster| {
-        cl.status()["agents"]
-            .as_array()
-            .and_then(|v| {
-                v.iter()
-                    .find(|x| x["agent_id"] == "cl-ar")
-                    .map(|x| x["stale"] == true)
-            })
-            .unwrap_or(false)
-    };
+    let stale = |cl: &Cluster| cl.agent_status("cl-ar")["stale"] == true;
     wait_until(
         "the shaper marks the agent stale",
         Duration::from_secs(20),
@@ -740,12 +631,11 @@ fn cross_tenant_attack_cannot_evict_another_tenants_application() {
     let st = cl.status();
     assert!(st["app_failures"].get("tenant-a/web").is_none(), "{st}");
     assert!(c.running() && !c.oom_killed());
-    let agents = st["agents"].as_array().cloned().unwrap_or_default();
-    let a = agents
-        .iter()
-        .find(|x| x["agent_id"] == "cl-xt-a")
-        .expect("agent a on record");
-    assert_eq!(a["tenant"], "tenant-a");
+    assert_eq!(
+        cl.agent_status("cl-xt-a")["tenant"],
+        "tenant-a",
+        "agent a on record"
+    );
     let m = cl.metrics();
     assert!(
         m.contains("tailor_shaper_components_rejected_total{reason=\"exceeds_host_capacity\"} "),
@@ -781,11 +671,7 @@ fn impersonation_is_refused_and_the_victim_keeps_its_capacity_and_actions() {
             cl.log("agent-cl-im-a.log")
         )
     };
-    let victim = |cl: &Cluster| {
-        cl.status()["agents"]
-            .as_array()
-            .and_then(|v| v.iter().find(|x| x["agent_id"] == "cl-im-a").cloned())
-    };
+    let victim = |cl: &Cluster| Some(cl.agent_status("cl-im-a")).filter(|v| !v.is_null());
     wait_until(
         "the victim has reported",
         Duration::from_secs(30),
@@ -811,10 +697,7 @@ fn impersonation_is_refused_and_the_victim_keeps_its_capacity_and_actions() {
     assert_eq!(after["capacity"], before["capacity"], "capacity unchanged");
     assert_eq!(after["tenant"], "tenant-a");
     assert!(
-        cl.status()["agents"]
-            .as_array()
-            .map(|v| v.iter().all(|x| x["agent_id"] != "cl-im-b"))
-            .unwrap_or(false),
+        cl.agent_status("cl-im-b").is_null(),
         "the impersonator was not recorded"
     );
     // The victim still gets and applies its actions.
@@ -858,16 +741,7 @@ fn slow_header_connections_do_not_starve_a_real_agent() {
             cl.log("agent-cl-sh.log")
         )
     };
-    let reports = |cl: &Cluster| {
-        cl.status()["agents"]
-            .as_array()
-            .and_then(|v| {
-                v.iter()
-                    .find(|x| x["agent_id"] == "cl-sh")
-                    .and_then(|x| x["reports"].as_u64())
-            })
-            .unwrap_or(0)
-    };
+    let reports = |cl: &Cluster| cl.agent_status("cl-sh")["reports"].as_u64().unwrap_or(0);
     wait_until(
         "the agent reports",
         Duration::from_secs(30),

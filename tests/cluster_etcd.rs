@@ -17,9 +17,11 @@
 
 mod agent_common;
 mod etcd_common;
+mod loopback_common;
 
 use agent_common::*;
 use etcd_common::*;
+use loopback_common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -646,15 +648,6 @@ regrow_fraction = 0.5
         .spawn()
         .expect("spawn agent child");
     Proc { child }
-}
-
-fn labels<'a>(label: &'a str, app: &'a str, class: &'a str) -> Vec<(&'a str, &'a str)> {
-    vec![
-        ("tailor.enable", "true"),
-        ("tailor.test", label),
-        ("tailor.app", app),
-        ("tailor.class", class),
-    ]
 }
 
 /// Not a test: the agent process of the failover test (run by it as a

@@ -8,67 +8,15 @@
 //! installs it). When it is missing the promtool test FAILS with CI=true
 //! and skips loudly otherwise.
 
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod loopback_common;
+
+use loopback_common::*;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "cluster-hardening-operator-token-0123456789";
-
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn write_private(path: &Path, text: &str) {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .expect("create file");
-    f.write_all(text.as_bytes()).expect("write");
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
-
-fn http(
-    port: u16,
-    method: &str,
-    path: &str,
-    token: Option<&str>,
-    body: &str,
-) -> Option<(u16, String)> {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(60))).ok()?;
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes()).ok()?;
-    s.write_all(body.as_bytes()).ok()?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).ok()?;
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let code = raw.split_whitespace().nth(1)?.parse().ok()?;
-    let body = raw
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Some((code, body))
-}
 
 struct Shaper {
     dir: tempfile::TempDir,
@@ -134,7 +82,7 @@ impl Shaper {
             .stderr(Stdio::from(log))
             .spawn()
             .expect("spawn tailor shaper");
-        self.proc = Some(Proc(child));
+        self.proc = Some(Proc { child });
         let deadline = Instant::now() + Duration::from_secs(30);
         while http(self.port, "GET", "/healthz", None, "").map(|r| r.0) != Some(200) {
             assert!(
@@ -147,7 +95,7 @@ impl Shaper {
     }
 
     fn pid(&self) -> u32 {
-        self.proc.as_ref().map(|p| p.0.id()).unwrap_or(0)
+        self.proc.as_ref().map(|p| p.child.id()).unwrap_or(0)
     }
 
     fn log(&self) -> String {

@@ -1,20 +1,14 @@
 //! Helpers of the etcd tests: a three-member etcd cluster on loopback
-//! (temporary data directories, killed on drop), child processes killed on
-//! drop, minimal loopback HTTP. `etcd_or_skip` FAILS in CI (CI=true) when
+//! (temporary data directories, killed on drop; the process and HTTP
+//! helpers are in `loopback_common`). `etcd_or_skip` FAILS in CI (CI=true) when
 //! etcd is missing and skips loudly elsewhere.
 
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
+use crate::loopback_common::{free_port, http_get, in_ci, tail, wait_until, Proc};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-pub fn in_ci() -> bool {
-    std::env::var("CI")
-        .map(|v| !v.is_empty() && v != "false" && v != "0")
-        .unwrap_or(false)
-}
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// The etcd binary, or `None` after a loud message (a panic in CI).
 pub fn etcd_or_skip(test: &str) -> Option<PathBuf> {
@@ -35,97 +29,6 @@ pub fn etcd_or_skip(test: &str) -> Option<PathBuf> {
             None
         }
     }
-}
-
-/// A child process, killed when dropped.
-pub struct Proc {
-    pub child: Child,
-}
-
-impl Proc {
-    pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    pub fn alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-pub fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
-
-pub fn write_private(path: &Path, text: &str) {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .expect("create file");
-    f.write_all(text.as_bytes()).expect("write");
-}
-
-/// Minimal HTTP/1.1 GET over loopback.
-pub fn http_get(port: u16, path: &str, token: Option<&str>) -> Option<(u16, String)> {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Connection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).ok()?;
-    let code = raw.split_whitespace().nth(1)?.parse().ok()?;
-    let body = raw
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Some((code, body))
-}
-
-pub fn wait_until(
-    what: &str,
-    timeout: Duration,
-    mut cond: impl FnMut() -> bool,
-    diag: impl Fn() -> String,
-) {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for: {what}\n{}",
-            diag()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-pub fn tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let start = text.len().saturating_sub(3000);
-    let mut start = start;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    format!("--- {}:\n{}", path.display(), &text[start..])
 }
 
 /// Three etcd members on loopback.
