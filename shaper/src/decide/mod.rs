@@ -504,23 +504,21 @@ fn decide_with(
         let (app, c) = component_of(q.app, q.slot);
         let mut t = component_target(app, c, now_s, cfg);
         let mut binding = None;
-        if let Some((needed, free)) = q.cpu {
-            summary.squeezed_cpu += 1;
-            t.cpu.bound = Bound::HostShare;
+        // Memory last: when both were cut, it is the binding one (what
+        // could have evicted).
+        for (resource, cut) in [(Resource::Cpu, q.cpu), (Resource::Mem, q.mem)] {
+            let Some((needed, free)) = cut else {
+                continue;
+            };
+            let (count, sizing) = match resource {
+                Resource::Cpu => (&mut summary.squeezed_cpu, &mut t.cpu),
+                Resource::Mem => (&mut summary.squeezed_mem, &mut t.mem),
+            };
+            *count += 1;
+            sizing.bound = Bound::HostShare;
             binding = Some(Binding {
                 host: c.host,
-                resource: Resource::Cpu,
-                needed,
-                free,
-            });
-        }
-        if let Some((needed, free)) = q.mem {
-            summary.squeezed_mem += 1;
-            t.mem.bound = Bound::HostShare;
-            // Memory is the binding one: it is what could have evicted.
-            binding = Some(Binding {
-                host: c.host,
-                resource: Resource::Mem,
+                resource,
                 needed,
                 free,
             });

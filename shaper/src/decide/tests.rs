@@ -608,40 +608,29 @@ fn plan_round_trips_through_json() {
     assert_eq!(back, plan);
 }
 
+/// Host 0 with `capacity`, and two applications (submitted at 0 and 10 s)
+/// of one core component each, requesting 2 cores and 4 GiB, with
+/// forecasts `fc_a` and `fc_b` (usage 90% of them).
+fn two_apps_on_one_host(capacity: (f64, f64), fc_a: (f64, f64), fc_b: (f64, f64)) -> ClusterView {
+    let one = |id: u64, submitted_s: f64, fc| {
+        app(
+            id,
+            submitted_s,
+            vec![comp(10 * id, Class::Core, 0, 0.0, (2.0, 4.0 * GIB), fc)],
+        )
+    };
+    ClusterView {
+        hosts: vec![host(0, capacity.0, capacity.1)],
+        apps: vec![one(1, 0.0, fc_a), one(2, 10.0, fc_b)],
+    }
+}
+
 /// A host short of CPU only: `evict` (the thesis) evicts the later
 /// application; `share` keeps it, with its CPU cut to what is left and
 /// the binding named; memory still evicts under `share`.
 #[test]
 fn cpu_shortfall_shares_cpu_and_evicts_only_for_memory() {
-    let view = |mem_b: f64| ClusterView {
-        hosts: vec![host(0, 2.0, 8.0 * GIB)],
-        apps: vec![
-            app(
-                1,
-                0.0,
-                vec![comp(
-                    10,
-                    Class::Core,
-                    0,
-                    0.0,
-                    (2.0, 4.0 * GIB),
-                    (1.5, 2.0 * GIB),
-                )],
-            ),
-            app(
-                2,
-                10.0,
-                vec![comp(
-                    20,
-                    Class::Core,
-                    0,
-                    0.0,
-                    (2.0, 4.0 * GIB),
-                    (1.0, mem_b),
-                )],
-            ),
-        ],
-    };
+    let view = |mem_b: f64| two_apps_on_one_host((2.0, 8.0 * GIB), (1.5, 2.0 * GIB), (1.0, mem_b));
     let evict = ShaperConfig {
         cpu_shortfall: CpuShortfall::Evict,
         ..cfg0()
@@ -697,34 +686,8 @@ fn cpu_shortfall_shares_cpu_and_evicts_only_for_memory() {
 fn mem_shortfall_buffer_cuts_buffers_before_evicting() {
     // Forecast means 3 GiB and `mean_b` (usage 90% of that), K1 = 0.25 of
     // a 4 GiB request: memory targets 4 GiB each (the request).
-    let view = |mean_b: f64, host_b: f64| ClusterView {
-        hosts: vec![host(0, 8.0, host_b)],
-        apps: vec![
-            app(
-                1,
-                0.0,
-                vec![comp(
-                    10,
-                    Class::Core,
-                    0,
-                    0.0,
-                    (2.0, 4.0 * GIB),
-                    (1.0, 3.0 * GIB),
-                )],
-            ),
-            app(
-                2,
-                10.0,
-                vec![comp(
-                    20,
-                    Class::Core,
-                    0,
-                    0.0,
-                    (2.0, 4.0 * GIB),
-                    (1.0, mean_b),
-                )],
-            ),
-        ],
+    let view = |mean_b: f64, host_b: f64| {
+        two_apps_on_one_host((8.0, host_b), (1.0, 3.0 * GIB), (1.0, mean_b))
     };
     let cfg = |m: MemShortfall| ShaperConfig {
         k1: 0.25,
