@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""How much of the oracle's memory saving simple sizing rules can reach on
+the Google 2019 per-task usage with zero OOM kills: a bound on what any
+online forecaster can do there, next to `tailor frontier --workload
+google2019:DIR` (README, "Savings frontier (Google 2019)").
+
+For every task CSV under DIR (the layout of
+../shared/data/google-2019/instance_usage/<job>/<task>.csv), the series are
+the 5-minute in-window memory peaks `max_memory_usage` and the request in
+force (`memory_limit`, else `assigned_memory`), in time order. Peaks above
+the request are cut to it, as in the simulator. Per sample, the saving of a
+rule is `request - allocation`, and the oracle's is `request - peak`. A
+"kill" is a sample whose peak is above the rule's allocation. The script
+reports `sum(saving) / sum(oracle saving)`:
+
+- hindsight per task: one allocation per task, its lifetime peak (knows
+  the future; no kill);
+- hindsight per day: each 288-sample day of a task at that day's peak
+  (knows the future; no kill);
+- online rules: for the first `--young` samples of a task the request
+  (tailor's grace period and priors cover young tasks), then
+  `min(request, max(last W peaks) * (1 + m) + k * sd)`, with sd the std of
+  the last 48 first differences. The best rule with zero kills is
+  reported, and so is the whole grid with `--all`.
+
+Simplified against the simulator: no re-runs after a kill, no host
+contention, no hysteresis. It is an analysis, not a fixture: nothing in
+`cargo test` reads it.
+
+    python3 scripts/reference/google2019_ceilings.py \
+        [--dir ../shared/data/google-2019/instance_usage] [--young 6] [--all]
+"""
+
+import argparse
+import csv
+import glob
+import os
+
+
+def load(directory):
+    tasks = []
+    for path in sorted(glob.glob(os.path.join(directory, "*", "*.csv"))):
+        with open(path, newline="") as f:
+            rows = sorted(csv.DictReader(f), key=lambda r: int(r["time"]))
+        peaks, reqs = [], []
+        for r in rows:
+            req = float(r["memory_limit"] or 0) or float(r["assigned_memory"] or 0)
+            peak = float(r["max_memory_usage"] or 0)
+            reqs.append(req)
+            peaks.append(min(peak, req))
+        if peaks:
+            tasks.append((os.path.relpath(path, directory), peaks, reqs))
+    return tasks
+
+
+def oracle_saving(tasks):
+    return sum(r - p for _, ps, rs in tasks for p, r in zip(ps, rs))
+
+
+def hindsight_per_task(tasks):
+    total = 0.0
+    for _, ps, rs in tasks:
+        top = max(ps)
+        total += sum(r - min(r, top) for r in rs)
+    return total
+
+
+def hindsight_per_day(tasks, day=288):
+    total = 0.0
+    for _, ps, rs in tasks:
+        for d0 in range(0, len(ps), day):
+            top = max(ps[d0 : d0 + day])
+            total += sum(r - min(r, top) for r in rs[d0 : d0 + day])
+    return total
+
+
+def online(tasks, window, margin, k, young):
+    kills, total = 0, 0.0
+    for _, ps, rs in tasks:
+        for t, (p, r) in enumerate(zip(ps, rs)):
+            if t < young:
+                alloc = r
+            else:
+                hist = ps[max(0, t - window) : t]
+                diffs = [b - a for a, b in zip(ps[max(0, t - 49) : t], ps[max(0, t - 48) : t])]
+                sd = 0.0
+                if len(diffs) >= 2:
+                    mean = sum(diffs) / len(diffs)
+                    sd = (sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)) ** 0.5
+                alloc = min(r, max(hist) * (1 + margin) + k * sd)
+            if p > alloc + 1e-12:
+                kills += 1
+            total += r - alloc
+    return kills, total
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument(
+        "--dir",
+        default=os.path.join(here, "..", "..", "..", "shared", "data", "google-2019", "instance_usage"),
+    )
+    ap.add_argument("--young", type=int, default=6, help="samples at the request")
+    ap.add_argument("--all", action="store_true", help="print every rule of the grid")
+    a = ap.parse_args()
+    tasks = load(a.dir)
+    if not tasks:
+        raise SystemExit(f"{a.dir}: no task CSV under <job>/")
+    oracle = oracle_saving(tasks)
+    n = sum(len(ps) for _, ps, _ in tasks)
+    print(f"{len(tasks)} tasks, {n} samples; oracle saving {oracle:.3f} (request units x samples)")
+    print(f"hindsight per task: {hindsight_per_task(tasks) / oracle:.1%} of the oracle's")
+    print(f"hindsight per day:  {hindsight_per_day(tasks) / oracle:.1%} of the oracle's")
+    best = None
+    for window in (1, 2, 3, 6, 12, 288):
+        for margin in (0.0, 0.01, 0.02, 0.03, 0.05, 0.1):
+            for k in (0.0, 0.5, 1.0, 2.0):
+                kills, saving = online(tasks, window, margin, k, a.young)
+                share = saving / oracle
+                if a.all:
+                    print(f"  window {window:>3} margin {margin:.2f} k {k:.1f}: {kills} kills, {share:.1%}")
+                if kills == 0 and (best is None or share > best[0]):
+                    best = (share, window, margin, k)
+    if best is None:
+        print("online: no rule of the grid without a kill")
+    else:
+        share, window, margin, k = best
+        print(
+            f"online, best without a kill: {share:.1%} of the oracle's "
+            f"(window {window} samples, margin {margin}, k {k})"
+        )
+
+
+if __name__ == "__main__":
+    main()
