@@ -303,12 +303,14 @@ fn give_buffers(
             if wanted <= 0.0 {
                 continue;
             }
-            let f = &mut free[s.host as usize];
-            let room = ((f.mem_bytes / MEM_STEP_BYTES).floor() * MEM_STEP_BYTES).max(0.0);
-            if room >= wanted {
+            let h = s.host as usize;
+            let f = &mut free[h];
+            if f.mem_bytes - wanted >= -view.hosts[h].capacity.mem_bytes * FIT_TOLERANCE {
                 f.mem_bytes -= wanted;
                 continue;
             }
+            // What is left, in whole pages (a cut limit is not rounded up).
+            let room = ((f.mem_bytes / MEM_STEP_BYTES).floor() * MEM_STEP_BYTES).max(0.0);
             f.mem_bytes -= room;
             let c = &view.apps[ai as usize].components[g - a.start as usize];
             let planned = Resources::new(s.eff.cpu_cores, placed + room);

@@ -387,8 +387,17 @@ fn memory_risk_sizes_memory_from_the_predictive_tail() {
     );
 }
 
+/// Both `mem_shortfall` modes: on a host with room, `buffer` changes
+/// nothing (a buffer of a few bytes on a 4,000-byte host is not cut to
+/// whole pages).
 #[test]
 fn hysteresis_skips_small_changes_but_not_needed_growth() {
+    for mem_shortfall in [MemShortfall::Evict, MemShortfall::Buffer] {
+        hysteresis_case(mem_shortfall);
+    }
+}
+
+fn hysteresis_case(mem_shortfall: MemShortfall) {
     let mut c = comp(1, Class::Core, 0, 0.0, (4.0, 1000.0), (2.0, 500.0));
     c.allocation = Resources::new(2.05, 510.0);
     c.usage = Resources::new(1.0, 400.0);
@@ -400,10 +409,11 @@ fn hysteresis_skips_small_changes_but_not_needed_growth() {
         k1: 0.0,
         k2: 0.0,
         min_relative_change: 0.05,
+        mem_shortfall,
         ..unfloored()
     };
     let plan = decide(&view, 10_000.0, &cfg);
-    assert_eq!(plan.actions.len(), 0);
+    assert_eq!(plan.actions.len(), 0, "{mem_shortfall:?}");
     assert_eq!(plan.summary.skipped_by_hysteresis, 1);
     // Usage above the current allocation: the growth is applied.
     let mut view2 = view.clone();
