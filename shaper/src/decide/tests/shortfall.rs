@@ -1,0 +1,197 @@
+//! Unit tests of `decide()`: hosts short of CPU (`cpu_shortfall`) or memory
+//! (`mem_shortfall`).
+
+use super::*;
+
+/// Host 0 with `capacity`, and two applications (submitted at 0 and 10 s)
+/// of one core component each, requesting 2 cores and 4 GiB, with
+/// forecasts `fc_a` and `fc_b` (usage 90% of them).
+fn two_apps_on_one_host(capacity: (f64, f64), fc_a: (f64, f64), fc_b: (f64, f64)) -> ClusterView {
+    let one = |id: u64, submitted_s: f64, fc| {
+        app(
+            id,
+            submitted_s,
+            vec![comp(10 * id, Class::Core, 0, 0.0, (2.0, 4.0 * GIB), fc)],
+        )
+    };
+    ClusterView {
+        hosts: vec![host(0, capacity.0, capacity.1)],
+        apps: vec![one(1, 0.0, fc_a), one(2, 10.0, fc_b)],
+    }
+}
+
+/// A host short of CPU only: `evict` (the thesis) evicts the later
+/// application; `share` keeps it, with its CPU cut to what is left and
+/// the binding named; memory still evicts under `share`.
+#[test]
+fn cpu_shortfall_shares_cpu_and_evicts_only_for_memory() {
+    let view = |mem_b: f64| two_apps_on_one_host((2.0, 8.0 * GIB), (1.5, 2.0 * GIB), (1.0, mem_b));
+    let evict = ShaperConfig {
+        cpu_shortfall: CpuShortfall::Evict,
+        ..cfg0()
+    };
+    let plan = decide(&view(2.0 * GIB), 1000.0, &evict);
+    assert_eq!(plan.summary.evicted_apps, 1);
+    assert_eq!(plan.actions[1].app(), AppId(2));
+
+    let share = ShaperConfig {
+        cpu_shortfall: CpuShortfall::Share,
+        ..cfg0()
+    };
+    let plan = decide(&view(2.0 * GIB), 1000.0, &share);
+    assert_eq!(plan.evictions().count(), 0, "{plan:#?}");
+    assert_eq!(plan.summary.squeezed_cpu, 1);
+    let squeezed = plan
+        .resizes()
+        .find(|a| a.app() == AppId(2))
+        .expect("app 2 resized");
+    let Action::Resize {
+        to, explanation, ..
+    } = squeezed
+    else {
+        unreachable!()
+    };
+    assert!((to.cpu_cores - 0.5).abs() < 1e-9, "{to:?}");
+    assert_eq!(to.mem_bytes, 2.0 * GIB);
+    assert_eq!(explanation.cpu.bound, Bound::HostShare);
+    let b = explanation.binding.as_deref().expect("binding");
+    assert_eq!(b.resource, Resource::Cpu);
+    assert!((b.needed - 1.0).abs() < 1e-9 && (b.free - 0.5).abs() < 1e-9);
+    assert!(explanation.to_string().contains("left on the host"));
+
+    // Memory that does not fit evicts, whatever `cpu_shortfall` says.
+    let plan = decide(&view(7.0 * GIB), 1000.0, &share);
+    assert_eq!(plan.summary.evicted_apps, 1);
+    let Some(Action::EvictApplication { explanation, .. }) = plan.evictions().next() else {
+        panic!("no eviction: {plan:#?}")
+    };
+    assert_eq!(
+        explanation.binding.as_deref().map(|b| b.resource),
+        Some(Resource::Mem)
+    );
+}
+
+/// A host whose memory fits every component's need (current usage and
+/// forecast mean) but not every buffer: `evict` (the thesis) evicts the
+/// later application; `buffer` keeps it, places the needs first and gives
+/// the buffers out in scheduler order, so the later application's buffer
+/// is cut to what is left (explained, binding named); when the needs
+/// themselves do not fit, `buffer` evicts as before.
+#[test]
+fn mem_shortfall_buffer_cuts_buffers_before_evicting() {
+    // Forecast means 3 GiB and `mean_b` (usage 90% of that), K1 = 0.25 of
+    // a 4 GiB request: memory targets 4 GiB each (the request).
+    let view = |mean_b: f64, host_b: f64| {
+        two_apps_on_one_host((8.0, host_b), (1.0, 3.0 * GIB), (1.0, mean_b))
+    };
+    let cfg = |m: MemShortfall| ShaperConfig {
+        k1: 0.25,
+        mem_shortfall: m,
+        ..cfg0()
+    };
+    let plan = decide(
+        &view(3.5 * GIB, 7.5 * GIB),
+        1000.0,
+        &cfg(MemShortfall::Evict),
+    );
+    assert_eq!(plan.summary.evicted_apps, 1, "{plan:#?}");
+    assert_eq!(plan.actions.last().map(|a| a.app()), Some(AppId(2)));
+
+    let plan = decide(
+        &view(3.5 * GIB, 7.5 * GIB),
+        1000.0,
+        &cfg(MemShortfall::Buffer),
+    );
+    assert_eq!(plan.evictions().count(), 0, "{plan:#?}");
+    assert_eq!(plan.summary.squeezed_mem, 1);
+    let to_of = |plan: &Plan, id: u64| {
+        plan.resizes().find_map(|a| match a {
+            Action::Resize {
+                component,
+                to,
+                explanation,
+                ..
+            } if *component == ComponentId(id) => Some((*to, explanation.clone())),
+            _ => None,
+        })
+    };
+    // App 1 keeps its whole memory target (it comes first); app 2 gets
+    // the remaining 3.5 GiB: its need, none of its buffer.
+    let (to, _) = to_of(&plan, 10).expect("app 1 resized (CPU)");
+    assert_eq!(to.mem_bytes, 4.0 * GIB);
+    let (to, explanation) = to_of(&plan, 20).expect("app 2 resized");
+    assert_eq!(to.mem_bytes, 3.5 * GIB);
+    assert_eq!(explanation.mem.bound, Bound::HostShare);
+    let b = explanation.binding.as_deref().expect("binding");
+    assert_eq!(b.resource, Resource::Mem);
+    assert_eq!((b.needed, b.free), (4.0 * GIB, 3.5 * GIB));
+    assert!(explanation.to_string().contains("left on the host"));
+
+    // Needs of 3 + 3.6 GiB on 6.9 GiB: both fit, and the 0.3 GiB left
+    // goes to the earlier application's buffer.
+    let plan = decide(
+        &view(3.6 * GIB, 6.9 * GIB),
+        1000.0,
+        &cfg(MemShortfall::Buffer),
+    );
+    assert_eq!(plan.evictions().count(), 0, "{plan:#?}");
+    assert_eq!(plan.summary.squeezed_mem, 2);
+    let mem_of = |id: u64| to_of(&plan, id).expect("resized").0.mem_bytes;
+    assert!((mem_of(10) - 3.3 * GIB).abs() < 4096.0);
+    assert!((mem_of(20) - 3.6 * GIB).abs() < 4096.0);
+
+    // Needs over the host (3 + 3.6 GiB on 6.5): the later application
+    // goes, as under `evict`.
+    let plan = decide(
+        &view(3.6 * GIB, 6.5 * GIB),
+        1000.0,
+        &cfg(MemShortfall::Buffer),
+    );
+    assert_eq!(plan.summary.evicted_apps, 1, "{plan:#?}");
+    assert_eq!(plan.summary.squeezed_mem, 0);
+}
+
+/// `share` never leaves a squeezed component without CPU: on a host with
+/// no CPU left it gets the floor (Docker's smallest `--cpus`).
+#[test]
+fn a_squeezed_component_keeps_the_cpu_floor() {
+    let view = ClusterView {
+        hosts: vec![host(0, 2.0, 8.0 * GIB)],
+        apps: vec![
+            app(
+                1,
+                0.0,
+                vec![comp(
+                    10,
+                    Class::Core,
+                    0,
+                    0.0,
+                    (2.0, 1.0 * GIB),
+                    (2.0, 1.0 * GIB),
+                )],
+            ),
+            app(
+                2,
+                10.0,
+                vec![comp(
+                    20,
+                    Class::Core,
+                    0,
+                    0.0,
+                    (2.0, 1.0 * GIB),
+                    (1.0, 1.0 * GIB),
+                )],
+            ),
+        ],
+    };
+    let plan = decide(&view, 1000.0, &cfg0());
+    assert_eq!(plan.evictions().count(), 0);
+    let to = plan
+        .resizes()
+        .find_map(|a| match a {
+            Action::Resize { component, to, .. } if *component == ComponentId(20) => Some(*to),
+            _ => None,
+        })
+        .expect("component 20 resized");
+    assert_eq!(to.cpu_cores, MIN_SHARE_CPU_CORES);
+}

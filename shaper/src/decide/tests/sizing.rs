@@ -1,0 +1,268 @@
+//! Unit tests of `decide()`: a component's target (buffer terms, margin, risk),
+//! hysteresis and bounded shrinks.
+
+use super::*;
+
+#[test]
+fn buffer_terms_and_clamps() {
+    let mut c = comp(1, Class::Core, 0, 0.0, (4.0, 1000.0), (1.0, 400.0));
+    c.forecast = Some(Forecasts {
+        cpu: Predictive::gaussian(1.0, 0.1),
+        mem: Predictive::gaussian(400.0, 50.0),
+    });
+    c.usage = Resources::new(0.5, 300.0);
+    let a = app(1, 0.0, vec![c.clone()]);
+    let cfg = ShaperConfig {
+        k1: 0.05,
+        k2: 3.0,
+        ..unfloored()
+    };
+    let t = component_target(&a, &c, 10_000.0, &cfg);
+    assert_eq!(t.basis, Basis::Forecast);
+    assert!((t.cpu.k1_term - 0.2).abs() < 1e-12);
+    assert!((t.cpu.k2_term - 0.3).abs() < 1e-12);
+    assert!((t.alloc.cpu_cores - 1.5).abs() < 1e-12);
+    assert!((t.alloc.mem_bytes - (400.0 + 50.0 + 150.0)).abs() < 1e-9);
+    assert_eq!(t.cpu.bound, Bound::Buffer);
+    // Ceiling: request.
+    let mut big = c.clone();
+    big.forecast = Some(Forecasts {
+        cpu: Predictive::point(9.0),
+        mem: Predictive::point(10.0),
+    });
+    let t = component_target(&a, &big, 10_000.0, &cfg);
+    assert_eq!(t.alloc.cpu_cores, 4.0);
+    assert_eq!(t.cpu.bound, Bound::Ceiling);
+    // Growth allowed above the request.
+    let t = component_target(
+        &a,
+        &big,
+        10_000.0,
+        &ShaperConfig {
+            max_growth: 3.0,
+            ..cfg.clone()
+        },
+    );
+    assert!((t.alloc.cpu_cores - 9.2).abs() < 1e-12);
+    // Usage floor.
+    let mut hot = big.clone();
+    hot.usage = Resources::new(0.1, 500.0);
+    let t = component_target(&a, &hot, 10_000.0, &cfg);
+    assert_eq!(t.alloc.mem_bytes, 500.0);
+    assert_eq!(t.mem.bound, Bound::Usage);
+    // Grace period, failure limit, no forecast: request.
+    let t = component_target(&a, &c, 100.0, &cfg);
+    assert_eq!((t.basis, t.alloc), (Basis::GracePeriod, c.request));
+    let failing = Application {
+        failures: 3,
+        ..a.clone()
+    };
+    let t = component_target(&failing, &c, 10_000.0, &cfg);
+    assert_eq!((t.basis, t.alloc), (Basis::FailureLimit, c.request));
+    let mut blind = c.clone();
+    blind.forecast = None;
+    let t = component_target(&a, &blind, 10_000.0, &cfg);
+    assert_eq!((t.basis, t.alloc), (Basis::NoForecast, c.request));
+}
+
+#[test]
+fn the_memory_margin_scales_with_the_forecast_not_the_request() {
+    let mut c = comp(1, Class::Core, 0, 0.0, (4.0, 1000.0), (1.0, 400.0));
+    c.forecast = Some(Forecasts {
+        cpu: Predictive::gaussian(1.0, 0.1),
+        mem: Predictive::gaussian(400.0, 50.0),
+    });
+    let a = app(1, 0.0, vec![c.clone()]);
+    let cfg = ShaperConfig {
+        k1: 0.05,
+        k2: 1.0,
+        mem_margin: 0.2,
+        ..unfloored()
+    };
+    let t = component_target(&a, &c, 10_000.0, &cfg);
+    // memory: 400 + 0.05 * 1000 + 50 + 0.2 * 400; CPU has no margin
+    assert!((t.mem.margin_term - 80.0).abs() < 1e-9, "{:?}", t.mem);
+    assert!(
+        (t.alloc.mem_bytes - 580.0).abs() < 1e-9,
+        "{}",
+        t.alloc.mem_bytes
+    );
+    assert_eq!(t.cpu.margin_term, 0.0);
+    assert!((t.alloc.cpu_cores - 1.3).abs() < 1e-12);
+    assert!(t.mem.to_string().contains("margin_term 80"), "{}", t.mem);
+    // Twice the level, twice the margin; the K1 term stays with the request.
+    let mut twice = c.clone();
+    twice.forecast = Some(Forecasts {
+        cpu: Predictive::gaussian(1.0, 0.1),
+        mem: Predictive::gaussian(800.0, 50.0),
+    });
+    let t2 = component_target(&a, &twice, 10_000.0, &cfg);
+    assert!((t2.mem.margin_term - 160.0).abs() < 1e-9);
+    assert_eq!(t2.mem.k1_term, t.mem.k1_term);
+    // Risk-targeted memory ignores it.
+    let risk = ShaperConfig {
+        memory_risk: Some(0.01),
+        ..cfg.clone()
+    };
+    assert_eq!(
+        component_target(&a, &c, 10_000.0, &risk).mem.margin_term,
+        0.0
+    );
+    // Off by default: the sizing line is unchanged.
+    let off = component_target(
+        &a,
+        &c,
+        10_000.0,
+        &ShaperConfig {
+            mem_margin: 0.0,
+            ..cfg
+        },
+    );
+    assert!(!off.mem.to_string().contains("margin"), "{}", off.mem);
+}
+
+#[test]
+fn memory_risk_sizes_memory_from_the_predictive_tail() {
+    let mut c = comp(1, Class::Core, 0, 0.0, (4.0, 1000.0), (1.0, 400.0));
+    c.forecast = Some(Forecasts {
+        cpu: Predictive::gaussian(1.0, 0.1),
+        mem: Predictive::gaussian(400.0, 50.0),
+    });
+    c.usage = Resources::new(0.5, 300.0);
+    let a = app(1, 0.0, vec![c.clone()]);
+    // 1 - Phi(2) = 2.275%: memory = mean + 2 sigma, no K1 term; CPU keeps
+    // the K1/K2 buffer.
+    let cfg = ShaperConfig {
+        k1: 0.05,
+        k2: 3.0,
+        memory_risk: Some(0.022_750_131_948_179_2),
+        ..unfloored()
+    };
+    assert!((risk_to_level(0.022_750_131_948_179_2) - 2.0).abs() < 1e-9);
+    let t = component_target(&a, &c, 10_000.0, &cfg);
+    assert!(
+        (t.alloc.mem_bytes - 500.0).abs() < 1e-6,
+        "{}",
+        t.alloc.mem_bytes
+    );
+    assert_eq!(t.mem.k1_term, 0.0);
+    assert!((t.alloc.cpu_cores - 1.5).abs() < 1e-12);
+    // A smaller risk never gives a smaller allocation.
+    let mut last = 0.0;
+    for risk in [0.25, 0.1, 0.01, 1e-3, 1e-5, 1e-9] {
+        let t = component_target(
+            &a,
+            &c,
+            10_000.0,
+            &ShaperConfig {
+                memory_risk: Some(risk),
+                ..cfg.clone()
+            },
+        );
+        assert!(t.alloc.mem_bytes >= last, "risk {risk}");
+        last = t.alloc.mem_bytes;
+    }
+    // A calibrated predictive: the tail multiplier is the calibration's.
+    let calibrated = Forecasts {
+        cpu: Predictive::gaussian(1.0, 0.1),
+        mem: Predictive {
+            calibration: Some(std::sync::Arc::new(tailor_core::Calibration::gaussian())),
+            ..Predictive::gaussian(400.0, 50.0)
+        },
+    };
+    c.forecast = Some(calibrated);
+    let t = component_target(&a, &c, 10_000.0, &cfg);
+    assert!(
+        (t.alloc.mem_bytes - 500.0).abs() < 1.0,
+        "{}",
+        t.alloc.mem_bytes
+    );
+}
+
+/// Both `mem_shortfall` modes: on a host with room, `buffer` changes
+/// nothing (a buffer of a few bytes on a 4,000-byte host is not cut to
+/// whole pages).
+#[test]
+fn hysteresis_skips_small_changes_but_not_needed_growth() {
+    for mem_shortfall in [MemShortfall::Evict, MemShortfall::Buffer] {
+        hysteresis_case(mem_shortfall);
+    }
+}
+
+fn hysteresis_case(mem_shortfall: MemShortfall) {
+    let mut c = comp(1, Class::Core, 0, 0.0, (4.0, 1000.0), (2.0, 500.0));
+    c.allocation = Resources::new(2.05, 510.0);
+    c.usage = Resources::new(1.0, 400.0);
+    let view = ClusterView {
+        hosts: vec![host(0, 8.0, 4000.0)],
+        apps: vec![app(1, 0.0, vec![c.clone()])],
+    };
+    let cfg = ShaperConfig {
+        k1: 0.0,
+        k2: 0.0,
+        min_relative_change: 0.05,
+        mem_shortfall,
+        ..unfloored()
+    };
+    let plan = decide(&view, 10_000.0, &cfg);
+    assert_eq!(plan.actions.len(), 0, "{mem_shortfall:?}");
+    assert_eq!(plan.summary.skipped_by_hysteresis, 1);
+    // Usage above the current allocation: the growth is applied.
+    let mut view2 = view.clone();
+    view2.apps[0].components[0].allocation = Resources::new(2.05, 490.0);
+    view2.apps[0].components[0].usage = Resources::new(1.0, 495.0);
+    let plan = decide(&view2, 10_000.0, &cfg);
+    assert_eq!(plan.resizes().count(), 1, "{:#?}", plan.actions);
+    // A small memory growth towards the forecast (usage still below the
+    // allocation) is applied too: memory growths are never held back.
+    let mut view3 = view.clone();
+    view3.apps[0].components[0].allocation = Resources::new(2.05, 495.0);
+    view3.apps[0].components[0].usage = Resources::new(1.0, 400.0);
+    let plan = decide(&view3, 10_000.0, &cfg);
+    assert_eq!(plan.resizes().count(), 1, "{:#?}", plan.actions);
+    assert_eq!(plan.summary.skipped_by_hysteresis, 0);
+}
+
+#[test]
+fn a_memory_shrink_takes_a_bounded_fraction_a_round() {
+    // Request 1 GiB, forecast 0.1 GiB: the target is ~0.1 GiB.
+    let c = comp(1, Class::Core, 0, 0.0, (1.0, GIB), (0.5, 0.1 * GIB));
+    let view = ClusterView {
+        hosts: vec![host(0, 8.0, 8.0 * GIB)],
+        apps: vec![app(1, 0.0, vec![c])],
+    };
+    // f = 0.02 is below the 5% hysteresis: the whole change is judged,
+    // then the shrink is bounded (it is not skipped for being small).
+    for f in [1.0, 0.25, 0.02] {
+        let cfg = ShaperConfig {
+            mem_shrink_max_fraction: f,
+            min_relative_change: 0.05,
+            ..cfg0()
+        };
+        let plan = decide(&view, 10_000.0, &cfg);
+        let to = match plan.resizes().next() {
+            Some(Action::Resize { to, .. }) => *to,
+            other => panic!("f = {f}: expected a resize, got {other:?}"),
+        };
+        let pages = |b: f64| (b / 4096.0).ceil() * 4096.0;
+        assert_eq!(
+            to.mem_bytes,
+            pages((1.0 - f) * GIB).max(pages(0.1 * GIB)),
+            "f = {f}"
+        );
+        // CPU is not bounded.
+        assert!(to.cpu_cores <= 0.5 + 1e-9, "f = {f}: {to:?}");
+    }
+    // Growths are never held back.
+    let mut grow = view.clone();
+    grow.apps[0].components[0].allocation = Resources::new(1.0, 0.05 * GIB);
+    let cfg = ShaperConfig {
+        mem_shrink_max_fraction: 0.1,
+        ..cfg0()
+    };
+    let plan = decide(&grow, 10_000.0, &cfg);
+    match plan.resizes().next() {
+        Some(Action::Resize { to, .. }) => assert!(to.mem_bytes >= 0.1 * GIB),
+        other => panic!("expected a growth, got {other:?}"),
+    };
+}
