@@ -447,6 +447,10 @@ async fn overload_evicts_youngest_elastic_of_last_app_and_restarts_it() {
     // the memory hold (a day by default) keeps a-core's peak for 5 s only, so
     // that room returns within the test once its usage falls back
     cfg.shaper.mem_hold_s = 5.0;
+    // the thesis's planning: a target that does not fit evicts (under the
+    // default `buffer` these usages, 420 MiB at most, fit the node and only
+    // the buffers would be cut; agent/tests/fake_loop.rs evicts under it)
+    cfg.shaper.mem_shortfall = shaper::MemShortfall::Evict;
     let mut agent = new_agent(cfg);
     // warm the models up without planning (requests alone exceed the node)
     for _ in 0..3 {

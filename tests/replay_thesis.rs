@@ -41,7 +41,7 @@
 //! forecast came from the fitted GP, per such forecast.
 
 use datasets::workload::Workload;
-use shaper::{CpuShortfall, Policy};
+use shaper::{CpuShortfall, MemShortfall, Policy};
 use sim::{simulate, ForecasterSource, SimConfig, Summary};
 
 /// Shrinks and stretches a workload (see the module documentation).
@@ -103,6 +103,7 @@ fn config(policy: Policy, source: ForecasterSource, k1: f64, k2: f64) -> SimConf
     // (tailor's default squeezes it instead), and the OOM floor of the
     // figures in the README (one hour).
     c.shaper.cpu_shortfall = CpuShortfall::Evict;
+    c.shaper.mem_shortfall = MemShortfall::Evict;
     c.shaper.oom_memory_s = 3600.0;
     c.forecaster.gp.history = 10;
     c.forecaster.gp.train_size = Some(10);

@@ -10,7 +10,7 @@
 //! order = "fifo"                   # fifo | sjf | priority
 //! victim_order = "oldest_first_keep"  # | lowest_priority_first | least_work_lost
 //! cpu_shortfall = "share"          # CPU that does not fit: share (throttle) | evict
-//! mem_shortfall = "evict"          # memory that does not fit: evict | buffer (cut into the buffer)
+//! mem_shortfall = "buffer"         # memory that does not fit: buffer (needs first, buffers cut evenly) | evict
 //! grace_period_s = 600.0
 //! failure_limit = 3
 //! max_growth = 1.0                 # ceiling = request * max_growth
@@ -147,7 +147,6 @@ pub enum CpuShortfall {
 pub enum MemShortfall {
     /// The thesis (Algorithm 3): the component (a core one: its whole
     /// application) is evicted.
-    #[default]
     Evict,
     /// The component gets what is left of its host's memory when that
     /// still covers what it needs now: its current peak usage (the OOM
@@ -155,7 +154,8 @@ pub enum MemShortfall {
     /// (or, in the grace period, the unused part of the request) is given
     /// up; below that need, it is evicted as before. A large application
     /// is not evicted whole because one of its components lacks a few
-    /// megabytes of buffer on one host.
+    /// megabytes of buffer on one host. The default.
+    #[default]
     Buffer,
 }
 
@@ -209,9 +209,9 @@ pub struct ShaperConfig {
     /// A CPU target that does not fit: `share` (default: squeeze it to
     /// what is left on the host) or `evict` (the thesis).
     pub cpu_shortfall: CpuShortfall,
-    /// A memory target that does not fit: `evict` (default: the thesis)
-    /// or `buffer` (cut to what is left on the host, never below current
-    /// usage and the forecast's mean).
+    /// A memory target that does not fit: `buffer` (default: cut to what
+    /// is left on the host, never below current usage and the forecast's
+    /// mean; evict only when that does not fit) or `evict` (the thesis).
     pub mem_shortfall: MemShortfall,
     /// Components younger than this keep their request (their models have
     /// too little history). Default 600 s (thesis: 10 minutes).
@@ -310,7 +310,7 @@ impl Default for ShaperConfig {
             order: SchedulerOrder::Fifo,
             victim_order: VictimOrder::OldestFirstKeep,
             cpu_shortfall: CpuShortfall::Share,
-            mem_shortfall: MemShortfall::Evict,
+            mem_shortfall: MemShortfall::Buffer,
             grace_period_s: 600.0,
             failure_limit: 3,
             max_growth: 1.0,

@@ -431,6 +431,7 @@ pub fn plan_node(view: &NodeView, cfg: &ShaperConfig, decider: &mut Decider) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::MemShortfall;
     use crate::model::Predictive;
 
     const MIB: f64 = 1024.0 * 1024.0;
@@ -489,16 +490,26 @@ mod tests {
 
     #[test]
     fn overloaded_node_evicts_youngest_elastic_of_last_app() {
+        for mem_shortfall in [MemShortfall::Buffer, MemShortfall::Evict] {
+            overloaded_node_evicts(mem_shortfall);
+        }
+    }
+
+    /// The usage (280 MiB) does not fit the node's 260 MiB, so under
+    /// either memory shortfall rule the youngest elastic component of the
+    /// last application goes first, and that is enough.
+    fn overloaded_node_evicts(mem_shortfall: MemShortfall) {
         let cfg = ShaperConfig {
             grace_period_s: 0.0,
             k1: 0.05,
+            mem_shortfall,
             ..ShaperConfig::default()
         };
         let view = NodeView {
             node: "n".into(),
             round: 1,
             at_s: 10_000.0,
-            capacity: Resources::new(8.0, 300.0 * MIB),
+            capacity: Resources::new(8.0, 260.0 * MIB),
             containers: vec![
                 report("a1", "a", Class::Core, 100.0, 100.0 * MIB, 200.0 * MIB),
                 report("b1", "b", Class::Core, 200.0, 80.0 * MIB, 200.0 * MIB),
@@ -514,6 +525,12 @@ mod tests {
             .filter(|a| matches!(a.kind, NodeActionKind::Evict { .. }))
             .map(|a| a.container_id.as_str())
             .collect();
-        assert_eq!(evicted, vec!["b3"], "{:#?}", plan.actions);
+        assert_eq!(
+            evicted,
+            vec!["b3"],
+            "{}: {:#?}",
+            mem_shortfall.as_str(),
+            plan.actions
+        );
     }
 }

@@ -52,9 +52,16 @@ pub(super) fn plan_pessimistic(
     let need: Option<Vec<f64>> = (cfg.mem_shortfall == MemShortfall::Buffer).then(|| {
         let mut n = vec![0.0; slots.len()];
         for (ai, a) in app_info.iter().enumerate() {
-            let comps = &view.apps[ai].components;
+            let app = &view.apps[ai];
+            // An application over the failure limit keeps its requests:
+            // all of its target is need, none of it a buffer to cut.
+            let unshaped = app.failures >= cfg.failure_limit;
             for (j, g) in (a.start as usize..a.end as usize).enumerate() {
-                n[g] = mem_need(&comps[j], cfg);
+                n[g] = if unshaped {
+                    f64::INFINITY
+                } else {
+                    mem_need(&app.components[j], cfg)
+                };
             }
         }
         n
@@ -271,10 +278,14 @@ fn settle_within(planned: Resources, c: &Component, cfg: &ShaperConfig) -> (Reso
     }
 }
 
-/// `mem_shortfall = buffer`, second pass: in scheduler order, every kept
-/// component gets its memory buffer (target above its need) as far as
-/// its host has room; one that gets less is cut to need + what was left
-/// and marked [`State::Squeezed`].
+/// `mem_shortfall = buffer`, second pass: every kept component gets its
+/// memory buffer (target above its need) where its host has room for all
+/// of them. On a host that has not, every buffer there is cut by the same
+/// fraction (what is left over what they want), so that no component
+/// loses its whole buffer for another to keep all of its own: the chance
+/// of a kill falls ever more slowly as a buffer grows, so an even cut
+/// kills fewest. A cut component gets need + its share, in whole pages,
+/// and is marked [`State::Squeezed`].
 #[allow(clippy::too_many_arguments)]
 fn give_buffers(
     view: &ClusterView,
@@ -286,6 +297,27 @@ fn give_buffers(
     cfg: &ShaperConfig,
     squeezed: &mut Vec<Squeezed>,
 ) {
+    let kept = |s: &Slot| matches!(s.state, State::Kept | State::Squeezed);
+    let wanted = |s: &Slot, g: usize| (s.eff.mem_bytes - need[g].min(s.eff.mem_bytes)).max(0.0);
+    // Per host: the share of every buffer there that fits (summed in
+    // scheduler order, so that the result does not depend on the view's).
+    let mut share: Vec<f64> = vec![0.0; free.len()];
+    for &ai in order {
+        let a = app_info[ai as usize];
+        for g in a.start as usize..a.end as usize {
+            if kept(&slots[g]) {
+                share[slots[g].host as usize] += wanted(&slots[g], g);
+            }
+        }
+    }
+    for ((sh, f), h) in share.iter_mut().zip(free.iter()).zip(&view.hosts) {
+        let total = *sh;
+        *sh = if f.mem_bytes - total >= -h.capacity.mem_bytes * FIT_TOLERANCE {
+            1.0
+        } else {
+            (f.mem_bytes / total).clamp(0.0, 1.0)
+        };
+    }
     let mut cpu_record: std::collections::HashMap<u32, usize> = squeezed
         .iter()
         .enumerate()
@@ -293,25 +325,23 @@ fn give_buffers(
         .collect();
     for &ai in order {
         let a = app_info[ai as usize];
-        for g in a.start as usize..a.end as usize {
-            let s = &mut slots[g];
-            if !matches!(s.state, State::Kept | State::Squeezed) {
-                continue;
-            }
-            let placed = need[g].min(s.eff.mem_bytes);
-            let wanted = s.eff.mem_bytes - placed;
-            if wanted <= 0.0 {
+        let range = a.start as usize..a.end as usize;
+        for (g, s) in range.clone().zip(&mut slots[range]) {
+            let want = wanted(s, g);
+            if !kept(s) || want <= 0.0 {
                 continue;
             }
             let h = s.host as usize;
             let f = &mut free[h];
-            if f.mem_bytes - wanted >= -view.hosts[h].capacity.mem_bytes * FIT_TOLERANCE {
-                f.mem_bytes -= wanted;
+            if share[h] >= 1.0 {
+                f.mem_bytes -= want;
                 continue;
             }
-            // What is left, in whole pages (a cut limit is not rounded up).
-            let room = ((f.mem_bytes / MEM_STEP_BYTES).floor() * MEM_STEP_BYTES).max(0.0);
+            // Its share, in whole pages (a cut limit is not rounded up).
+            let room = want * share[h];
+            let room = ((room.min(f.mem_bytes) / MEM_STEP_BYTES).floor() * MEM_STEP_BYTES).max(0.0);
             f.mem_bytes -= room;
+            let placed = s.eff.mem_bytes - want;
             let c = &view.apps[ai as usize].components[g - a.start as usize];
             let planned = Resources::new(s.eff.cpu_cores, placed + room);
             let (eff, changed) = settle_within(planned, c, cfg);
