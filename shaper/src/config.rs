@@ -148,13 +148,14 @@ pub enum MemShortfall {
     /// The thesis (Algorithm 3): the component (a core one: its whole
     /// application) is evicted.
     Evict,
-    /// The component gets what is left of its host's memory when that
-    /// still covers what it needs now: its current peak usage (the OOM
-    /// floor included) and its forecast's mean. Only the safety buffer
-    /// (or, in the grace period, the unused part of the request) is given
-    /// up; below that need, it is evicted as before. A large application
-    /// is not evicted whole because one of its components lacks a few
-    /// megabytes of buffer on one host. The default.
+    /// Every component's need is placed first: its current peak usage
+    /// (the OOM floor included) and its forecast's mean, or for an
+    /// application over the failure limit its whole target. Only a need
+    /// that does not fit is evicted. The buffers (or, in the grace period,
+    /// the unused part of the request) come after; on a host without room
+    /// for all of them, every one is cut by the same fraction. A large
+    /// application is not evicted whole because one of its components
+    /// lacks a few megabytes of buffer on one host. The default.
     #[default]
     Buffer,
 }
