@@ -318,6 +318,10 @@ fn give_buffers(
             (f.mem_bytes / total).clamp(0.0, 1.0)
         };
     }
+    if share.iter().all(|&x| x >= 1.0) {
+        // Every host has room for all of its buffers: nothing is cut.
+        return;
+    }
     let mut cpu_record: std::collections::HashMap<u32, usize> = squeezed
         .iter()
         .enumerate()

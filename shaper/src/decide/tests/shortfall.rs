@@ -20,6 +20,19 @@ fn two_apps_on_one_host(capacity: (f64, f64), fc_a: (f64, f64), fc_b: (f64, f64)
     }
 }
 
+/// Component `id`'s resize in `plan`: where to, and why.
+fn to_of(plan: &Plan, id: u64) -> Option<(Resources, Explanation)> {
+    plan.resizes().find_map(|a| match a {
+        Action::Resize {
+            component,
+            to,
+            explanation,
+            ..
+        } if *component == ComponentId(id) => Some((*to, explanation.clone())),
+        _ => None,
+    })
+}
+
 /// A host short of CPU only: `evict` (the thesis) evicts the later
 /// application; `share` keeps it, with its CPU cut to what is left and
 /// the binding named; memory still evicts under `share`.
@@ -94,27 +107,15 @@ fn mem_shortfall_buffer_cuts_buffers_before_evicting() {
         1000.0,
         &cfg(MemShortfall::Evict),
     );
+    let buffer_plan = |mean_b: f64, host_b: f64| {
+        decide(&view(mean_b, host_b), 1000.0, &cfg(MemShortfall::Buffer))
+    };
     assert_eq!(plan.summary.evicted_apps, 1, "{plan:#?}");
     assert_eq!(plan.actions.last().map(|a| a.app()), Some(AppId(2)));
 
-    let plan = decide(
-        &view(3.5 * GIB, 7.5 * GIB),
-        1000.0,
-        &cfg(MemShortfall::Buffer),
-    );
+    let plan = buffer_plan(3.5 * GIB, 7.5 * GIB);
     assert_eq!(plan.evictions().count(), 0, "{plan:#?}");
     assert_eq!(plan.summary.squeezed_mem, 2);
-    let to_of = |plan: &Plan, id: u64| {
-        plan.resizes().find_map(|a| match a {
-            Action::Resize {
-                component,
-                to,
-                explanation,
-                ..
-            } if *component == ComponentId(id) => Some((*to, explanation.clone())),
-            _ => None,
-        })
-    };
     // Needs 3 + 3.5 GiB leave 1 GiB for buffers of 1 and 0.5 GiB: each
     // gets two thirds of its own (not app 1 all of its buffer and app 2
     // none).
@@ -132,11 +133,7 @@ fn mem_shortfall_buffer_cuts_buffers_before_evicting() {
 
     // Needs of 3 + 3.6 GiB on 6.9 GiB: both fit, and the 0.3 GiB left is
     // shared by the buffers of 1 and 0.4 GiB in proportion.
-    let plan = decide(
-        &view(3.6 * GIB, 6.9 * GIB),
-        1000.0,
-        &cfg(MemShortfall::Buffer),
-    );
+    let plan = buffer_plan(3.6 * GIB, 6.9 * GIB);
     assert_eq!(plan.evictions().count(), 0, "{plan:#?}");
     assert_eq!(plan.summary.squeezed_mem, 2);
     let mem_of = |id: u64| to_of(&plan, id).expect("resized").0.mem_bytes;
@@ -160,11 +157,7 @@ fn mem_shortfall_buffer_cuts_buffers_before_evicting() {
 
     // Needs over the host (3 + 3.6 GiB on 6.5): the later application
     // goes, as under `evict`.
-    let plan = decide(
-        &view(3.6 * GIB, 6.5 * GIB),
-        1000.0,
-        &cfg(MemShortfall::Buffer),
-    );
+    let plan = buffer_plan(3.6 * GIB, 6.5 * GIB);
     assert_eq!(plan.summary.evicted_apps, 1, "{plan:#?}");
     assert_eq!(plan.summary.squeezed_mem, 0);
 }
@@ -173,43 +166,9 @@ fn mem_shortfall_buffer_cuts_buffers_before_evicting() {
 /// no CPU left it gets the floor (Docker's smallest `--cpus`).
 #[test]
 fn a_squeezed_component_keeps_the_cpu_floor() {
-    let view = ClusterView {
-        hosts: vec![host(0, 2.0, 8.0 * GIB)],
-        apps: vec![
-            app(
-                1,
-                0.0,
-                vec![comp(
-                    10,
-                    Class::Core,
-                    0,
-                    0.0,
-                    (2.0, 1.0 * GIB),
-                    (2.0, 1.0 * GIB),
-                )],
-            ),
-            app(
-                2,
-                10.0,
-                vec![comp(
-                    20,
-                    Class::Core,
-                    0,
-                    0.0,
-                    (2.0, 1.0 * GIB),
-                    (1.0, 1.0 * GIB),
-                )],
-            ),
-        ],
-    };
+    let view = two_apps_on_one_host((2.0, 8.0 * GIB), (2.0, 1.0 * GIB), (1.0, 1.0 * GIB));
     let plan = decide(&view, 1000.0, &cfg0());
     assert_eq!(plan.evictions().count(), 0);
-    let to = plan
-        .resizes()
-        .find_map(|a| match a {
-            Action::Resize { component, to, .. } if *component == ComponentId(20) => Some(*to),
-            _ => None,
-        })
-        .expect("component 20 resized");
+    let (to, _) = to_of(&plan, 20).expect("component 20 resized");
     assert_eq!(to.cpu_cores, MIN_SHARE_CPU_CORES);
 }

@@ -3,13 +3,20 @@
 
 use super::*;
 
-#[test]
-fn buffer_terms_and_clamps() {
+/// A core component (request 4 cores, 1000 bytes) with Gaussian forecasts
+/// of 1 core (sigma 0.1) and 400 bytes (sigma 50).
+fn forecast_component() -> Component {
     let mut c = comp(1, Class::Core, 0, 0.0, (4.0, 1000.0), (1.0, 400.0));
     c.forecast = Some(Forecasts {
         cpu: Predictive::gaussian(1.0, 0.1),
         mem: Predictive::gaussian(400.0, 50.0),
     });
+    c
+}
+
+#[test]
+fn buffer_terms_and_clamps() {
+    let mut c = forecast_component();
     c.usage = Resources::new(0.5, 300.0);
     let a = app(1, 0.0, vec![c.clone()]);
     let cfg = ShaperConfig {
@@ -67,11 +74,7 @@ fn buffer_terms_and_clamps() {
 
 #[test]
 fn the_memory_margin_scales_with_the_forecast_not_the_request() {
-    let mut c = comp(1, Class::Core, 0, 0.0, (4.0, 1000.0), (1.0, 400.0));
-    c.forecast = Some(Forecasts {
-        cpu: Predictive::gaussian(1.0, 0.1),
-        mem: Predictive::gaussian(400.0, 50.0),
-    });
+    let c = forecast_component();
     let a = app(1, 0.0, vec![c.clone()]);
     let cfg = ShaperConfig {
         k1: 0.05,
@@ -123,11 +126,7 @@ fn the_memory_margin_scales_with_the_forecast_not_the_request() {
 
 #[test]
 fn memory_risk_sizes_memory_from_the_predictive_tail() {
-    let mut c = comp(1, Class::Core, 0, 0.0, (4.0, 1000.0), (1.0, 400.0));
-    c.forecast = Some(Forecasts {
-        cpu: Predictive::gaussian(1.0, 0.1),
-        mem: Predictive::gaussian(400.0, 50.0),
-    });
+    let mut c = forecast_component();
     c.usage = Resources::new(0.5, 300.0);
     let a = app(1, 0.0, vec![c.clone()]);
     // 1 - Phi(2) = 2.275%: memory = mean + 2 sigma, no K1 term; CPU keeps
