@@ -83,10 +83,11 @@ impl Bounds {
     }
 }
 
-/// Squared time and history distances of a query to each training input.
-pub fn query_distances(x: &[f64], dim: usize, q: &[f64]) -> (Vec<f64>, Vec<f64>) {
-    let mut dt2 = Vec::with_capacity(x.len() / dim.max(1));
-    let mut dh2 = Vec::with_capacity(x.len() / dim.max(1));
+/// Squared time and history distances of a query to each training input,
+/// into `dt2` and `dh2` (cleared first).
+pub fn query_distances(x: &[f64], dim: usize, q: &[f64], dt2: &mut Vec<f64>, dh2: &mut Vec<f64>) {
+    dt2.clear();
+    dh2.clear();
     for row in x.chunks_exact(dim) {
         let t = row[0] - q[0];
         dt2.push(t * t);
@@ -98,12 +99,11 @@ pub fn query_distances(x: &[f64], dim: usize, q: &[f64]) -> (Vec<f64>, Vec<f64>)
                 .sum(),
         );
     }
-    (dt2, dh2)
 }
 
 /// A training set: pairwise squared time and history distances of the
 /// (scaled) inputs and the (standardised) targets.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct TrainSet {
     /// Number of training points.
     pub n: usize,
@@ -119,9 +119,23 @@ impl TrainSet {
     /// Builds the distance matrices of row-major inputs `x` (`n` rows of
     /// `d`, column 0 = time).
     pub fn new(x: &[f64], d: usize, y: &[f64]) -> Self {
+        let mut ts = Self::default();
+        ts.rebuild(x, d, y);
+        ts
+    }
+
+    /// [`TrainSet::new`] into these buffers (no allocation once they have
+    /// grown to the training set's size).
+    pub fn rebuild(&mut self, x: &[f64], d: usize, y: &[f64]) {
         let n = y.len();
-        let mut dt2 = vec![0.0; n * n];
-        let mut dh2 = vec![0.0; n * n];
+        self.n = n;
+        self.y.clear();
+        self.y.extend_from_slice(y);
+        for b in [&mut self.dt2, &mut self.dh2] {
+            b.clear();
+            b.resize(n * n, 0.0);
+        }
+        let (dt2, dh2) = (&mut self.dt2, &mut self.dh2);
         for i in 0..n {
             let xi = &x[i * d..(i + 1) * d];
             for j in 0..i {
@@ -137,12 +151,6 @@ impl TrainSet {
                 dh2[i * n + j] = s;
                 dh2[j * n + i] = s;
             }
-        }
-        Self {
-            n,
-            dt2,
-            dh2,
-            y: y.to_vec(),
         }
     }
 
@@ -288,7 +296,7 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// A factorised kernel matrix at given hyperparameters.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Factor {
     /// Training points.
     pub n: usize,
@@ -570,13 +578,22 @@ impl<'a> Evaluator<'a> {
 
     /// The factor at the last successful evaluation.
     pub fn factor(&self) -> Option<Factor> {
-        self.valid.then(|| Factor {
-            n: self.ts.n,
-            u: self.u.clone(),
-            alpha: self.alpha.clone(),
-            lml: self.lml,
-            jitter: self.jitter,
-        })
+        let mut f = Factor::default();
+        self.factor_into(&mut f).then_some(f)
+    }
+
+    /// Copies the factor at the last successful evaluation into `f`'s
+    /// buffers; `false` (and `f` untouched) when there is none.
+    pub fn factor_into(&self, f: &mut Factor) -> bool {
+        if !self.valid {
+            return false;
+        }
+        f.n = self.ts.n;
+        f.u.clone_from(&self.u);
+        f.alpha.clone_from(&self.alpha);
+        f.lml = self.lml;
+        f.jitter = self.jitter;
+        true
     }
 
     /// Log hyperparameters of the last successful evaluation.
@@ -601,25 +618,28 @@ pub fn lml_and_grad(ts: &TrainSet, kernel: KernelKind, theta: Theta) -> Option<(
 }
 
 /// Predictive mean and latent variance (standardised space) at a test point
-/// given its squared time and history distances to the training inputs.
+/// given its squared time and history distances to the training inputs;
+/// `v` is a buffer (its contents are overwritten).
 pub fn predict(
     f: &Factor,
     kernel: KernelKind,
     theta: Theta,
     dt2: &[f64],
     dh2: &[f64],
+    v: &mut Vec<f64>,
 ) -> (f64, f64) {
     let it2 = (-2.0 * theta[0]).exp();
     let ih2 = (-2.0 * theta[1]).exp();
     let sf2 = theta[2].exp();
-    let mut v: Vec<f64> = dt2
-        .iter()
-        .zip(dh2)
-        .map(|(&a, &b)| sf2 * kernel.corr(a * it2 + b * ih2))
-        .collect();
-    let mean = dot(&v, &f.alpha);
-    solve_ut(&f.u, f.n, &mut v);
-    let reduce = dot(&v, &v);
+    v.clear();
+    v.extend(
+        dt2.iter()
+            .zip(dh2)
+            .map(|(&a, &b)| sf2 * kernel.corr(a * it2 + b * ih2)),
+    );
+    let mean = dot(v, &f.alpha);
+    solve_ut(&f.u, f.n, v);
+    let reduce = dot(v, v);
     let var = (sf2 - reduce).max(0.0);
     (mean, var)
 }

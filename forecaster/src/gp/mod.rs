@@ -77,8 +77,6 @@ pub struct Gp {
     prior_mean: Option<lml::Theta>,
     /// LML evaluations (factorisations) spent by all fits so far.
     evals: u64,
-    /// Buffers of the LML evaluations, reused by every refit.
-    ws: lml::Workspace,
     /// Warm refits since the last anchor run.
     since_anchor: usize,
     /// Warm refits to wait before the next anchor run (doubles up to
@@ -88,6 +86,31 @@ pub struct Gp {
     lbfgs: lml::LbfgsMemory,
     since_cold: usize,
     fitted: Option<Fitted>,
+    /// A failed fit's patterns and factor: the buffers the next refit
+    /// builds into (else it builds into `fitted`'s).
+    spare: Option<Fitted>,
+}
+
+/// Buffers every refit and forecast on a thread builds into: the window's
+/// values, the training set and the LML evaluations' workspace; the
+/// forecast's recursion history, query and its distances. They hold nothing
+/// between calls, so one set per thread serves every model (a model keeps
+/// only its fitted patterns and factor); refits and forecasts then allocate
+/// nothing once the buffers have grown to the largest window.
+#[derive(Debug, Default)]
+struct Scratch {
+    window: Vec<f64>,
+    train: TrainSet,
+    ws: lml::Workspace,
+    hist: Vec<f64>,
+    query: Vec<f64>,
+    dt2: Vec<f64>,
+    dh2: Vec<f64>,
+    v: Vec<f64>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
 }
 
 impl Gp {
@@ -105,9 +128,9 @@ impl Gp {
             lbfgs: lml::LbfgsMemory::default(),
             since_anchor: 0,
             anchor_wait: 1,
-            ws: lml::Workspace::default(),
             since_cold: 0,
             fitted: None,
+            spare: None,
         })
     }
 
@@ -244,18 +267,46 @@ impl Gp {
     }
 
     fn refit(&mut self) {
-        let window: Vec<f64> = self.values.iter().copied().collect();
-        let Some(pats) = build_patterns_with(
-            &window,
-            self.effective_history(window.len()),
+        // build into the last fit's buffers (or a failed fit's)
+        let mut out = self
+            .fitted
+            .take()
+            .or_else(|| self.spare.take())
+            .unwrap_or_else(|| Fitted {
+                pats: Patterns::empty(self.cfg.prior_mean),
+                factor: Factor::default(),
+                theta: [0.0; lml::NP],
+            });
+        // taken, not borrowed: a panic inside only loses the buffers
+        let mut sc = SCRATCH.with(std::cell::RefCell::take);
+        sc.window.clear();
+        sc.window.extend(self.values.iter().copied());
+        let built = out.pats.rebuild(
+            &sc.window,
+            self.effective_history(sc.window.len()),
             self.cfg.time_scale_steps,
             self.cfg.prior_mean,
             self.cfg.standardise,
-        ) else {
-            self.fitted = None;
-            return;
-        };
-        let ts = TrainSet::new(&pats.x, pats.dim, &pats.y);
+        );
+        if built {
+            sc.train.rebuild(&out.pats.x, out.pats.dim, &out.pats.y);
+            sc.ws = self.fit_patterns(&sc.train, std::mem::take(&mut sc.ws), out);
+        } else {
+            self.spare = Some(out);
+        }
+        SCRATCH.with(|c| c.replace(sc));
+    }
+
+    /// The hyperparameter search of [`Gp::refit`] on `ts` (built from
+    /// `out.pats`), on the buffers `ws`, which it gives back. Stores the fit
+    /// in `out` and keeps it, or keeps `out`'s buffers as spare when
+    /// nothing factorises.
+    fn fit_patterns(
+        &mut self,
+        ts: &TrainSet,
+        ws: lml::Workspace,
+        mut out: Fitted,
+    ) -> lml::Workspace {
         let bounds = self.cfg.bounds();
         let kernel = self.cfg.kernel;
         let shared = self.cfg.lengthscales == Lengthscales::Shared;
@@ -284,7 +335,7 @@ impl Gp {
             max_iters: self.cfg.anchor_max_iters as usize,
             ..warm_opts
         };
-        let mut ev = lml::Evaluator::with_workspace(&ts, kernel, std::mem::take(&mut self.ws));
+        let mut ev = lml::Evaluator::with_workspace(ts, kernel, ws);
         let mut best: Option<lml::FitResult> = None;
         let mut consider = |r: lml::FitResult| {
             let better = !matches!(best, Some(b) if b.objective >= r.objective);
@@ -295,7 +346,7 @@ impl Gp {
         };
         if cold {
             self.since_cold = 0;
-            let mut starts = self.cold_starts(&ts);
+            let mut starts = self.cold_starts(ts);
             if let Some(t) = self.theta {
                 starts.push(t);
             }
@@ -384,7 +435,7 @@ impl Gp {
             };
             if anchor {
                 self.since_anchor = 0;
-                let s = self.cold_starts(&ts)[0];
+                let s = self.cold_starts(ts)[0];
                 let mut mem = lml::LbfgsMemory::default();
                 let r = lml::optimise_with(
                     &mut ev,
@@ -421,35 +472,61 @@ impl Gp {
         };
         // the factor at the chosen point (the last evaluation, unless a
         // later start or a rejected line-search trial came after it)
-        let factor = if ev.theta() == Some(theta) {
-            ev.factor()
+        let factored = if ev.theta() == Some(theta) {
+            ev.factor_into(&mut out.factor)
         } else {
-            ev.lml(theta).and_then(|_| ev.factor())
+            ev.lml(theta).is_some() && ev.factor_into(&mut out.factor)
         };
         self.evals += ev.evals as u64;
-        self.ws = ev.into_workspace();
-        match factor {
-            Some(factor) => {
-                self.theta = Some(theta);
-                self.fitted = Some(Fitted {
-                    pats,
-                    factor,
-                    theta,
-                });
-            }
-            None => {
-                tracing::debug!("GP fit failed; using the last-value fallback");
-                self.theta = None;
-                self.fitted = None;
-            }
+        let ws = ev.into_workspace();
+        if factored {
+            self.theta = Some(theta);
+            out.theta = theta;
+            self.fitted = Some(out);
+        } else {
+            tracing::debug!("GP fit failed; using the last-value fallback");
+            self.theta = None;
+            self.spare = Some(out);
         }
+        ws
     }
 
-    /// One-step predictive in standardised space at a test pattern.
-    fn predict_std(f: &Fitted, kernel: KernelKind, x_test: &[f64]) -> (f64, f64) {
-        let (dt2, dh2) = lml::query_distances(&f.pats.x, f.pats.dim, x_test);
-        let (m, var) = lml::predict(&f.factor, kernel, f.theta, &dt2, &dh2);
-        (m, var + f.theta[3].exp())
+    /// The predictive of the peak over `horizon` steps (see the module
+    /// doc) on the buffers `sc`; `None` when a value is not finite.
+    fn forecast_fitted(&self, f: &Fitted, horizon: usize, sc: &mut Scratch) -> Option<Predictive> {
+        let kernel = self.cfg.kernel;
+        let p = &f.pats;
+        let h = p.dim - 1;
+        // raw history for the recursion, oldest first
+        sc.hist.clear();
+        sc.hist
+            .extend(self.values.iter().skip(self.values.len() - h).copied());
+        let mut best_mean = f64::NEG_INFINITY;
+        let mut cum_var = 0.0;
+        let mut best_sd: f64 = 0.0;
+        for step in 0..horizon {
+            let recent = &sc.hist[sc.hist.len() - h..];
+            sc.query.clear();
+            sc.query.push(step as f64 / self.cfg.time_scale_steps);
+            sc.query
+                .extend(recent.iter().map(|v| (v - p.x_mean) / p.x_scale));
+            lml::query_distances(&p.x, p.dim, &sc.query, &mut sc.dt2, &mut sc.dh2);
+            let (m, latent_var) =
+                lml::predict(&f.factor, kernel, f.theta, &sc.dt2, &sc.dh2, &mut sc.v);
+            // one-step variance in standardised space: latent plus noise
+            let v = latent_var + f.theta[3].exp();
+            let offset = match p.prior_mean {
+                PriorMean::Last => recent[h - 1],
+                PriorMean::Window => 0.0,
+            };
+            let raw = offset + p.y_mean + p.y_scale * m;
+            cum_var += p.y_scale * p.y_scale * v;
+            best_mean = best_mean.max(raw);
+            best_sd = best_sd.max(cum_var.sqrt());
+            sc.hist.push(raw);
+        }
+        (best_mean.is_finite() && best_sd.is_finite())
+            .then(|| Predictive::gaussian(best_mean, best_sd))
     }
 }
 
@@ -479,44 +556,10 @@ impl Forecaster for Gp {
         let Some(f) = &self.fitted else {
             return fallback_predictive(self.values.iter().copied(), horizon);
         };
-        let kernel = self.cfg.kernel;
-        let p = &f.pats;
-        let h = p.dim - 1;
-        // raw history for the recursion, oldest first
-        let mut hist: Vec<f64> = self
-            .values
-            .iter()
-            .skip(self.values.len() - h)
-            .copied()
-            .collect();
-        let mut best_mean = f64::NEG_INFINITY;
-        let mut cum_var = 0.0;
-        let mut best_sd: f64 = 0.0;
-        let mut q = Vec::with_capacity(h + 1);
-        for step in 0..horizon {
-            q.clear();
-            q.push(step as f64 / self.cfg.time_scale_steps);
-            q.extend(
-                hist[hist.len() - h..]
-                    .iter()
-                    .map(|v| (v - p.x_mean) / p.x_scale),
-            );
-            let (m, v) = Self::predict_std(f, kernel, &q);
-            let offset = match p.prior_mean {
-                PriorMean::Last => hist[hist.len() - 1],
-                PriorMean::Window => 0.0,
-            };
-            let raw = offset + p.y_mean + p.y_scale * m;
-            cum_var += p.y_scale * p.y_scale * v;
-            best_mean = best_mean.max(raw);
-            best_sd = best_sd.max(cum_var.sqrt());
-            hist.push(raw);
-        }
-        if best_mean.is_finite() && best_sd.is_finite() {
-            Predictive::gaussian(best_mean, best_sd)
-        } else {
-            fallback_predictive(self.values.iter().copied(), horizon)
-        }
+        let mut sc = SCRATCH.with(std::cell::RefCell::take);
+        let p = self.forecast_fitted(f, horizon, &mut sc);
+        SCRATCH.with(|c| c.replace(sc));
+        p.unwrap_or_else(|| fallback_predictive(self.values.iter().copied(), horizon))
     }
 
     fn observed(&self) -> usize {
@@ -577,6 +620,39 @@ mod tests {
         );
         let p5 = gp.forecast(5);
         assert!(p5.std >= gp.forecast(1).std);
+    }
+
+    #[test]
+    fn models_sharing_a_threads_buffers_forecast_as_alone() {
+        // Two models of different sizes interleaved on one thread (so on
+        // the same refit and forecast buffers) forecast exactly as each
+        // one run alone.
+        let small = GpConfig {
+            history: 6,
+            min_train: 3,
+            ..GpConfig::default()
+        };
+        let s1 = series(70);
+        let s2: Vec<f64> = series(70).iter().map(|v| 50.0 - 2.0 * v).collect();
+        let alone = |cfg: &GpConfig, s: &[f64]| -> Vec<Predictive> {
+            let mut gp = Gp::new(cfg.clone()).expect("cfg");
+            s.iter()
+                .map(|&v| {
+                    gp.observe(v).expect("finite");
+                    gp.forecast(3)
+                })
+                .collect()
+        };
+        let (a1, a2) = (alone(&GpConfig::default(), &s1), alone(&small, &s2));
+        let mut g1 = Gp::new(GpConfig::default()).expect("cfg");
+        let mut g2 = Gp::new(small).expect("cfg");
+        for i in 0..s1.len() {
+            g1.observe(s1[i]).expect("finite");
+            g2.observe(s2[i]).expect("finite");
+            assert_eq!(g2.forecast(3), a2[i], "small model, step {i}");
+            assert_eq!(g1.forecast(3), a1[i], "default model, step {i}");
+        }
+        assert!(g1.hyperparameters().is_some() && g2.hyperparameters().is_some());
     }
 
     #[test]

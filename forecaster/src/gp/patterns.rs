@@ -74,52 +74,84 @@ pub fn build_patterns_with(
     prior_mean: PriorMean,
     standardise: Standardise,
 ) -> Option<Patterns> {
-    let len = window.len();
-    if h == 0 || len < h + 1 || window.iter().any(|v| !v.is_finite()) {
-        return None;
+    let mut p = Patterns::empty(prior_mean);
+    p.rebuild(window, h, time_scale_steps, prior_mean, standardise)
+        .then_some(p)
+}
+
+impl Patterns {
+    /// No patterns yet: buffers for [`Patterns::rebuild`].
+    pub fn empty(prior_mean: PriorMean) -> Self {
+        Self {
+            dim: 0,
+            x: Vec::new(),
+            y: Vec::new(),
+            x_test: Vec::new(),
+            x_mean: 0.0,
+            x_scale: 1.0,
+            y_mean: 0.0,
+            y_scale: 1.0,
+            prior_mean,
+        }
     }
-    let buffer = standardise == Standardise::Buffer;
-    let (x_mean, x_scale) = if buffer {
-        mean_scale(window.iter().copied())
-    } else {
-        mean_scale(window[h..].iter().copied())
-    };
-    let raw_targets: Vec<f64> = (h..len)
-        .map(|j| match prior_mean {
+
+    /// [`build_patterns_with`] into these buffers (no allocation once they
+    /// have grown to the window's size); `false`, leaving them unspecified,
+    /// when it would return `None`.
+    pub fn rebuild(
+        &mut self,
+        window: &[f64],
+        h: usize,
+        time_scale_steps: f64,
+        prior_mean: PriorMean,
+        standardise: Standardise,
+    ) -> bool {
+        let len = window.len();
+        if h == 0 || len < h + 1 || window.iter().any(|v| !v.is_finite()) {
+            return false;
+        }
+        let buffer = standardise == Standardise::Buffer;
+        let (x_mean, x_scale) = if buffer {
+            mean_scale(window.iter().copied())
+        } else {
+            mean_scale(window[h..].iter().copied())
+        };
+        // raw targets first, standardised in place below
+        self.y.clear();
+        self.y.extend((h..len).map(|j| match prior_mean {
             PriorMean::Last => window[j] - window[j - 1],
             PriorMean::Window => window[j],
-        })
-        .collect();
-    let (y_mean, y_scale) = if buffer && prior_mean == PriorMean::Window {
-        (x_mean, x_scale)
-    } else {
-        mean_scale(raw_targets.iter().copied())
-    };
-    let n = raw_targets.len();
-    let dim = h + 1;
-    let ts = if time_scale_steps > 0.0 {
-        time_scale_steps
-    } else {
-        1.0
-    };
-    let mut x = Vec::with_capacity(n * dim);
-    for j in h..len {
-        x.push((j as f64 - len as f64) / ts);
-        x.extend(window[j - h..j].iter().map(|v| (v - x_mean) / x_scale));
+        }));
+        let (y_mean, y_scale) = if buffer && prior_mean == PriorMean::Window {
+            (x_mean, x_scale)
+        } else {
+            mean_scale(self.y.iter().copied())
+        };
+        let dim = h + 1;
+        let ts = if time_scale_steps > 0.0 {
+            time_scale_steps
+        } else {
+            1.0
+        };
+        self.x.clear();
+        for j in h..len {
+            self.x.push((j as f64 - len as f64) / ts);
+            self.x
+                .extend(window[j - h..j].iter().map(|v| (v - x_mean) / x_scale));
+        }
+        for v in &mut self.y {
+            *v = (*v - y_mean) / y_scale;
+        }
+        self.x_test.clear();
+        self.x_test.push(0.0);
+        self.x_test
+            .extend(window[len - h..].iter().map(|v| (v - x_mean) / x_scale));
+        self.dim = dim;
+        self.x_mean = x_mean;
+        self.x_scale = x_scale;
+        self.y_mean = y_mean;
+        self.y_scale = y_scale;
+        self.prior_mean = prior_mean;
+        true
     }
-    let y = raw_targets.iter().map(|v| (v - y_mean) / y_scale).collect();
-    let mut x_test = Vec::with_capacity(dim);
-    x_test.push(0.0);
-    x_test.extend(window[len - h..].iter().map(|v| (v - x_mean) / x_scale));
-    Some(Patterns {
-        dim,
-        x,
-        y,
-        x_test,
-        x_mean,
-        x_scale,
-        y_mean,
-        y_scale,
-        prior_mean,
-    })
 }
