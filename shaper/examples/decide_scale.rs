@@ -1,12 +1,13 @@
 //! Times `decide()` on a synthetic view:
-//! `decide_scale [components] [reps] [policy] [random|sorted] [first|steady] [fresh|reuse]`.
+//! `decide_scale [components] [reps] [policy] [random|sorted] [first|steady] [fresh|reuse] [buffer|evict]`.
 //! `first`: the view as built (every allocation = request: the first round
 //! after start-up, ~53% of components resized); `steady`: the plan of one
 //! round is applied to the view first (resizes and evictions) and the
 //! forecast means then move by up to +-10%, so the timed rounds see
 //! allocations already shaped (the usual round of a running shaper, where
 //! hysteresis skips the small changes).
-//! Prints wall and thread CPU time per call.
+//! `buffer|evict`: `[shaper] mem_shortfall` (default: the config's).
+//! Prints wall and thread CPU time per call, then the plan's counts.
 
 use shaper::synthetic::{synthetic_view, NOW_S};
 use shaper::*;
@@ -42,10 +43,15 @@ fn main() {
             .sort_by(|a, b| a.submitted_s.total_cmp(&b.submitted_s));
     }
     eprintln!("built view of {n} components in {:?}", t.elapsed());
-    let cfg = ShaperConfig {
+    let mut cfg = ShaperConfig {
         policy,
         ..ShaperConfig::default()
     };
+    match args.get(7).map(String::as_str) {
+        Some("evict") => cfg.mem_shortfall = MemShortfall::Evict,
+        Some("buffer") => cfg.mem_shortfall = MemShortfall::Buffer,
+        _ => {}
+    }
     let steady = args.get(5).is_some_and(|s| s == "steady");
     if steady {
         let first = decide(&view, NOW_S, &cfg);
@@ -100,13 +106,25 @@ fn main() {
             plan.actions.len()
         );
     }
+    let s = &kept.summary;
+    let s = if reuse {
+        s
+    } else {
+        &decide(&view, NOW_S, &cfg).summary
+    };
     println!(
-        "components={n} policy={policy} apps={} round={} {} best_wall_ms={:.1} mean_cpu_ms={:.0}",
+        "components={n} policy={policy} apps={} round={} {} mem_shortfall={:?} best_wall_ms={:.1} mean_cpu_ms={:.0} resized={} squeezed_cpu={} squeezed_mem={} evicted_apps={} evicted_components={}",
         if sorted { "sorted" } else { "random" },
         if steady { "steady" } else { "first" },
         if reuse { "reuse" } else { "fresh" },
+        cfg.mem_shortfall,
         best * 1e3,
-        cpu_total / reps as f64 * 1e3
+        cpu_total / reps as f64 * 1e3,
+        s.resized,
+        s.squeezed_cpu,
+        s.squeezed_mem,
+        s.evicted_apps,
+        s.evicted_components
     );
 }
 

@@ -19,6 +19,24 @@ pub(super) struct AppInfo {
     pub(super) pinned: bool,
 }
 
+/// Touches the data of the applications a few places after `pos` in
+/// `order`, so that their cache misses overlap with the work on `pos` (a
+/// plain load; `black_box` keeps it): walks in scheduler order read the
+/// slots out of memory order.
+#[inline(always)]
+fn touch_ahead(order: &[u32], pos: usize, app_info: &[AppInfo], slots: &[Slot]) {
+    if let Some(&ahead) = order.get(pos + 8) {
+        std::hint::black_box(app_info[ahead as usize].start);
+    }
+    if let Some(&ahead) = order.get(pos + 4) {
+        let a = app_info[ahead as usize];
+        if a.start < a.end {
+            std::hint::black_box(slots[a.start as usize].host);
+            std::hint::black_box(slots[(a.end - 1) as usize].host);
+        }
+    }
+}
+
 /// Thesis Algorithm 3 over the slots; returns the victims in decision order.
 pub(super) fn plan_pessimistic(
     view: &ClusterView,
@@ -91,19 +109,7 @@ pub(super) fn plan_pessimistic(
     let mut victims: Vec<Victim> = Vec::new();
     let mut undo: Vec<(u32, Resources)> = Vec::new();
     for (pos, &ai) in order.iter().enumerate() {
-        // Touch the data of the applications a few places ahead so that
-        // their cache misses overlap with this one's work (a plain load;
-        // `black_box` keeps it).
-        if let Some(&ahead) = order.get(pos + 8) {
-            std::hint::black_box(app_info[ahead as usize].start);
-        }
-        if let Some(&ahead) = order.get(pos + 4) {
-            let a = app_info[ahead as usize];
-            if a.start < a.end {
-                std::hint::black_box(slots[a.start as usize].host);
-                std::hint::black_box(slots[(a.end - 1) as usize].host);
-            }
-        }
+        touch_ahead(order, pos, app_info, slots);
         let r = range(ai);
         // Core components: all or nothing across every host.
         undo.clear();
@@ -198,8 +204,9 @@ pub(super) fn plan_pessimistic(
         }
     }
     if let Some(need) = &need {
-        give_buffers(view, order, app_info, need, slots, &mut free, cfg, squeezed);
+        give_buffers(view, app_info, need, slots, &free, cfg, squeezed);
     }
+    merge_squeezed(squeezed);
     victims
 }
 
@@ -284,86 +291,97 @@ fn settle_within(planned: Resources, c: &Component, cfg: &ShaperConfig) -> (Reso
 /// fraction (what is left over what they want), so that no component
 /// loses its whole buffer for another to keep all of its own: the chance
 /// of a kill falls ever more slowly as a buffer grows, so an even cut
-/// kills fewest. A cut component gets need + its share, in whole pages,
-/// and is marked [`State::Squeezed`].
-#[allow(clippy::too_many_arguments)]
+/// kills fewest. A cut component gets need + its share, rounded down to
+/// whole pages, and is marked [`State::Squeezed`], with a memory record in
+/// `squeezed` (a component whose CPU was squeezed too gets a second record:
+/// [`merge_squeezed`] joins them).
+///
+/// The per-host sums are exact (in integers), so the shares
+/// and cuts do not depend on the order the slots are visited in: they are
+/// visited in memory order, which costs a fraction of scheduler order's
+/// cache misses.
 fn give_buffers(
     view: &ClusterView,
-    order: &[u32],
     app_info: &[AppInfo],
     need: &[f64],
     slots: &mut [Slot],
-    free: &mut [Resources],
+    free: &[Resources],
     cfg: &ShaperConfig,
     squeezed: &mut Vec<Squeezed>,
 ) {
     let kept = |s: &Slot| matches!(s.state, State::Kept | State::Squeezed);
     let wanted = |s: &Slot, g: usize| (s.eff.mem_bytes - need[g].min(s.eff.mem_bytes)).max(0.0);
-    // Per host: the share of every buffer there that fits (summed in
-    // scheduler order, so that the result does not depend on the view's).
-    let mut share: Vec<f64> = vec![0.0; free.len()];
-    for &ai in order {
-        let a = app_info[ai as usize];
-        for g in a.start as usize..a.end as usize {
-            if kept(&slots[g]) {
-                share[slots[g].host as usize] += wanted(&slots[g], g);
-            }
+    // Per host: the buffers wanted, in 1/1024 bytes rounded up (an
+    // integer sum is exact in any order; `as` saturates at 16 PiB), then
+    // the share of each that fits (never above the exact share).
+    const UNITS_PER_BYTE: f64 = 1024.0;
+    let mut total: Vec<u64> = vec![0; free.len()];
+    for (g, s) in slots.iter().enumerate() {
+        if kept(s) {
+            let t = &mut total[s.host as usize];
+            *t = t.saturating_add((wanted(s, g) * UNITS_PER_BYTE).ceil() as u64);
         }
     }
-    for ((sh, f), h) in share.iter_mut().zip(free.iter()).zip(&view.hosts) {
-        let total = *sh;
-        *sh = if f.mem_bytes - total >= -h.capacity.mem_bytes * FIT_TOLERANCE {
-            1.0
-        } else {
-            (f.mem_bytes / total).clamp(0.0, 1.0)
-        };
-    }
+    let share: Vec<f64> = total
+        .iter()
+        .zip(free)
+        .zip(&view.hosts)
+        .map(|((&t, f), h)| {
+            let t = t as f64 / UNITS_PER_BYTE;
+            if f.mem_bytes - t >= -h.capacity.mem_bytes * FIT_TOLERANCE {
+                1.0
+            } else {
+                (f.mem_bytes / t).clamp(0.0, 1.0)
+            }
+        })
+        .collect();
     if share.iter().all(|&x| x >= 1.0) {
         // Every host has room for all of its buffers: nothing is cut.
         return;
     }
-    let mut cpu_record: std::collections::HashMap<u32, usize> = squeezed
-        .iter()
-        .enumerate()
-        .map(|(i, q)| (q.slot, i))
-        .collect();
-    for &ai in order {
-        let a = app_info[ai as usize];
+    for (ai, a) in app_info.iter().enumerate() {
         let range = a.start as usize..a.end as usize;
         for (g, s) in range.clone().zip(&mut slots[range]) {
-            let want = wanted(s, g);
-            if !kept(s) || want <= 0.0 {
+            if !kept(s) {
                 continue;
             }
-            let h = s.host as usize;
-            let f = &mut free[h];
-            if share[h] >= 1.0 {
-                f.mem_bytes -= want;
+            let (want, sh) = (wanted(s, g), share[s.host as usize]);
+            if want <= 0.0 || sh >= 1.0 {
                 continue;
             }
-            // Its share, in whole pages (a cut limit is not rounded up).
-            let room = want * share[h];
-            let room = ((room.min(f.mem_bytes) / MEM_STEP_BYTES).floor() * MEM_STEP_BYTES).max(0.0);
-            f.mem_bytes -= room;
+            // Its share, in whole pages (a cut limit is not rounded up; the
+            // shares of a host sum to at most what is free there).
+            let room = ((want * sh / MEM_STEP_BYTES).floor() * MEM_STEP_BYTES).max(0.0);
             let placed = s.eff.mem_bytes - want;
-            let c = &view.apps[ai as usize].components[g - a.start as usize];
+            let c = &view.apps[ai].components[g - a.start as usize];
             let planned = Resources::new(s.eff.cpu_cores, placed + room);
             let (eff, changed) = settle_within(planned, c, cfg);
-            let mem = Some((s.eff.mem_bytes, placed + room));
-            match cpu_record.remove(&(g as u32)) {
-                Some(i) => squeezed[i].mem = mem,
-                None => squeezed.push(Squeezed {
-                    app: ai,
-                    slot: g as u32,
-                    cpu: None,
-                    mem,
-                }),
-            }
+            squeezed.push(Squeezed {
+                app: ai as u32,
+                slot: g as u32,
+                cpu: None,
+                mem: Some((s.eff.mem_bytes, placed + room)),
+            });
             s.eff = eff;
             s.changed = changed;
             s.state = State::Squeezed;
         }
     }
+}
+
+/// Sorts the squeezed records by slot (memory order, for the emission
+/// that reads each one's component) and joins a slot's CPU and memory
+/// records into one.
+pub(super) fn merge_squeezed(squeezed: &mut Vec<Squeezed>) {
+    squeezed.sort_unstable_by_key(|q| q.slot);
+    squeezed.dedup_by(|later, first| {
+        let same = later.slot == first.slot;
+        if same {
+            first.cpu = first.cpu.or(later.cpu);
+            first.mem = first.mem.or(later.mem);
+        }
+        same
+    });
 }
 
 /// The least memory a squeezed component keeps: its current peak usage
