@@ -6,6 +6,7 @@
 //! backfill = false              # strict scheduler order (true: later apps may pass a blocked one)
 //! placement = "first_fit"       # first_fit | worst_fit
 //! # max_time_s = 86400.0        # stop at this simulated time (default: run to completion)
+//! max_restarts = 100            # an app killed or evicted more often is abandoned (failed)
 //! parallel_forecasts = true     # update forecasters on all cores (same results)
 //! forecaster_source = "model"   # model ([forecaster] table) | oracle (true future usage)
 //!
@@ -38,6 +39,8 @@ pub const MIN_INTERVAL_S: f64 = 1.0;
 pub const MAX_INTERVAL_S: f64 = 86_400.0;
 /// Latest `max_time_s` (about 100 years).
 pub const MAX_TIME_S: f64 = 3.2e9;
+/// Largest `max_restarts`.
+pub const MAX_RESTARTS: u32 = 1_000_000;
 
 /// Where the shaper's forecasts come from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,6 +70,10 @@ pub struct SimConfig {
     /// Stop at this simulated time. Default: absent = run to completion.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_time_s: Option<f64>,
+    /// An application killed or evicted (a failure) more than this many
+    /// times is abandoned and counts as failed, so that every run ends.
+    /// Default 100.
+    pub max_restarts: u32,
     /// Update forecasters in parallel. Default true (results identical).
     pub parallel_forecasts: bool,
     /// `model` (default) or `oracle`.
@@ -91,6 +98,7 @@ impl Default for SimConfig {
             backfill: e.backfill,
             placement: e.placement,
             max_time_s: e.max_time_s,
+            max_restarts: e.max_restarts,
             parallel_forecasts: e.parallel_forecasts,
             forecaster_source: ForecasterSource::Model,
             optimistic_growth: e.optimistic_growth,
@@ -122,7 +130,8 @@ impl SimConfig {
 
     /// Every problem at once, with dotted key paths. Ranges (so that every
     /// accepted value runs in bounded time and memory): `interval_s`
-    /// [1, 86400]; `max_time_s` (0, 3.2e9] (about 100 years); `[shaper]`
+    /// [1, 86400]; `max_time_s` (0, 3.2e9] (about 100 years);
+    /// `max_restarts` [1, 1000000]; `[shaper]`
     /// (the kernel's config, horizon and history included) and
     /// `[forecaster]` as their own `validate()`.
     pub fn validate(&self) -> Result<(), ConfigErrors> {
@@ -138,6 +147,7 @@ impl SimConfig {
                 format!("must be in (0, {MAX_TIME_S}], got {t}")
             });
         }
+        e.range("max_restarts", self.max_restarts, 1, MAX_RESTARTS);
         e.nested("shaper", self.shaper.validate());
         e.nested("forecaster", self.forecaster.validate());
         e.into_result()
@@ -150,6 +160,7 @@ impl SimConfig {
             backfill: self.backfill,
             placement: self.placement,
             max_time_s: self.max_time_s,
+            max_restarts: self.max_restarts,
             parallel_forecasts: self.parallel_forecasts,
             optimistic_growth: self.optimistic_growth,
             warm_samples: match self.forecaster_source {
@@ -220,6 +231,8 @@ kind = "last"
                 "shaper.min_history_samples",
             ),
             ("max_time_s = inf", "max_time_s"),
+            ("max_restarts = 0", "max_restarts"),
+            ("max_restarts = 1000001", "max_restarts"),
         ] {
             match SimConfig::from_toml_str(text, "t") {
                 Err(SimError::Config(e)) => assert_eq!(e.keys(), vec![key], "{text}"),

@@ -137,6 +137,10 @@ pub struct AppOutcome {
     pub evictions: u32,
     /// Never admitted because its core components cannot fit on the empty cluster.
     pub rejected: bool,
+    /// Given up after more than `max_restarts` failures (kills and
+    /// evictions): counted as failed.
+    #[serde(default)]
+    pub abandoned: bool,
 }
 
 impl AppOutcome {
@@ -280,6 +284,10 @@ pub struct Summary {
     pub apps: usize,
     pub apps_completed: usize,
     pub apps_rejected: usize,
+    /// Given up after more than `max_restarts` failures (also in the failed
+    /// share).
+    #[serde(default)]
+    pub apps_abandoned: usize,
     pub turnaround_mean_s: f64,
     pub turnaround_median_s: f64,
     pub turnaround_p95_s: f64,
@@ -399,6 +407,7 @@ impl Summary {
             apps: m.apps.len(),
             apps_completed: tat.len(),
             apps_rejected: m.apps.iter().filter(|a| a.rejected).count(),
+            apps_abandoned: m.apps.iter().filter(|a| a.abandoned).count(),
             turnaround_mean_s: mean(&tat),
             turnaround_median_s: quantile(&tat, 0.5),
             turnaround_p95_s: quantile(&tat, 0.95),
@@ -409,7 +418,12 @@ impl Summary {
             mem_slack_median: m.mem_slack.quantile(0.5),
             cpu_slack_mean: m.cpu_slack.mean(),
             cpu_slack_median: m.cpu_slack.quantile(0.5),
-            failed_app_fraction: frac(m.apps.iter().filter(|a| a.crashes > 0).count()),
+            failed_app_fraction: frac(
+                m.apps
+                    .iter()
+                    .filter(|a| a.crashes > 0 || a.abandoned)
+                    .count(),
+            ),
             evicted_app_fraction: frac(m.apps.iter().filter(|a| a.evictions > 0).count()),
             oom_kills: m.oom_kills,
             host_oom_kills: m.host_oom_kills,

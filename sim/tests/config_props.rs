@@ -41,6 +41,7 @@ fn text() -> impl Strategy<Value = String> {
         "backfill",
         "placement",
         "max_time_s",
+        "max_restarts",
         "parallel_forecasts",
         "forecaster_source",
         "bogus",
@@ -86,6 +87,7 @@ proptest! {
             prop_assert!((1.0..=86_400.0).contains(&cfg.interval_s));
             prop_assert!(cfg.shaper.horizon_samples.is_none_or(|h| (1..=10_000).contains(&h)));
             prop_assert!(cfg.max_time_s.is_none_or(|t| t.is_finite() && t > 0.0));
+            prop_assert!((1..=1_000_000).contains(&cfg.max_restarts));
             prop_assert!(cfg.shaper.k1.is_finite() && cfg.shaper.k2.is_finite());
             prop_assert!(cfg.forecaster.build().is_ok());
         }

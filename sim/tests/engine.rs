@@ -367,3 +367,50 @@ fn delayed_components_start_after_their_delay() {
         r.summary.turnaround_mean_s
     );
 }
+
+#[test]
+fn an_application_over_max_restarts_is_abandoned_and_failed() {
+    // Two applications that each fit the host alone, with memory that
+    // swings between 10% and 95% of their requests. Optimistic shaping
+    // (no buffer) lets both in while they are low; when both swing high the
+    // host OOM killer kills one, again after every restart. With
+    // `max_restarts = 1` an application killed a second time is given up:
+    // it counts as failed and is not run again.
+    let mut mem = vec![0.1f32; 3];
+    mem.extend([0.95f32; 3]);
+    let periodic = |i| {
+        app(
+            i,
+            i as f64,
+            vec![comp(Class::Core, 1.0, 90.0, 36_000.0, &[0.5], &mem)],
+        )
+    };
+    let wl = one_host(16.0, 100.0, vec![periodic(0), periodic(1)]);
+    let mut c = cfg(Policy::Optimistic, ForecasterSource::Oracle);
+    c.shaper.min_relative_change = 0.0;
+    c.shaper.failure_limit = 1_000_000;
+    c.shaper.k1 = 0.0;
+    c.shaper.k2 = 0.0;
+    let free = simulate(&wl, &c, None).expect("run");
+    c.max_restarts = 1;
+    let capped = simulate(&wl, &c, None).expect("run");
+    let most = |r: &sim::RunResult| r.metrics.apps.iter().map(|a| a.crashes).max();
+    assert!(
+        most(&free) > Some(1),
+        "some app is killed twice: {:?}",
+        free.summary
+    );
+    let s = &capped.summary;
+    assert!(s.apps_abandoned > 0, "{s:?}");
+    assert_eq!(s.apps_completed + s.apps_abandoned, 2, "{s:?}");
+    for a in &capped.metrics.apps {
+        // All components are core: every failure is a crash.
+        assert_eq!(a.abandoned, a.crashes > 1, "{a:?}");
+        assert!(
+            a.crashes <= 2 && (a.finished_s.is_some() != a.abandoned),
+            "{a:?}"
+        );
+    }
+    let failed = capped.metrics.apps.iter().filter(|a| a.crashes > 0).count();
+    assert!((s.failed_app_fraction - failed as f64 / 2.0).abs() < 1e-12);
+}

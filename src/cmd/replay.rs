@@ -382,7 +382,15 @@ fn print_human(wl: &datasets::workload::Workload, baseline: Option<&Summary>, ru
     });
     row("K1 / K2", &|s| format!("{} / {}", s.k1, s.k2));
     row("apps completed", &|s| {
-        format!("{} / {}", s.apps_completed, s.apps - s.apps_rejected)
+        let abandoned = match s.apps_abandoned {
+            0 => String::new(),
+            n => format!(" ({n} abandoned)"),
+        };
+        format!(
+            "{} / {}{abandoned}",
+            s.apps_completed,
+            s.apps - s.apps_rejected
+        )
     });
     row("turnaround mean", &|s| fmt_s(s.turnaround_mean_s));
     row("turnaround median", &|s| fmt_s(s.turnaround_median_s));

@@ -88,6 +88,7 @@ impl Engine<'_> {
                 };
             o.crashes = a.crashes;
             o.evictions = a.evictions;
+            o.abandoned = a.state == AState::Abandoned;
         }
         self.m.wall_s = wall.elapsed().as_secs_f64();
         Ok(self.m)

@@ -323,8 +323,32 @@ impl Engine<'_> {
     }
 
     /// Kills every component of `a`, throws its work away and requeues it at
-    /// its original position (submission time / priority).
+    /// its original position (submission time / priority); past
+    /// `max_restarts` failures, abandons it instead.
     pub(super) fn reset_app(&mut self, a: usize) {
+        self.stop_app(a);
+        if self.apps[a].failures > self.cfg.max_restarts {
+            self.abandon(a);
+        } else {
+            self.enqueue(a);
+        }
+    }
+
+    /// An application over `max_restarts` failures (its components already
+    /// stopped): not run again, and no longer awaited.
+    fn abandon(&mut self, a: usize) {
+        tracing::debug!(
+            app = self.wl.apps[a].id,
+            failures = self.apps[a].failures,
+            "abandoned: over max_restarts"
+        );
+        self.apps[a].state = AState::Abandoned;
+        self.remaining_apps -= 1;
+        self.dirty = true;
+    }
+
+    /// Kills every component of `a` and throws its work away.
+    fn stop_app(&mut self, a: usize) {
         let (first, n) = (self.apps[a].first as usize, self.apps[a].n as usize);
         let mut done = 0;
         for c in first..first + n {
@@ -350,11 +374,17 @@ impl Engine<'_> {
         app.done = done;
         let key = app.key;
         self.elastic_wait.remove(&key);
-        self.enqueue(a);
     }
 
-    /// Elastic component `c` loses its work and waits for room again.
+    /// Elastic component `c` loses its work and waits for room again (past
+    /// `max_restarts` failures, its application is abandoned).
     pub(super) fn lose_elastic(&mut self, c: usize) {
+        let a = self.comps[c].app as usize;
+        if self.apps[a].failures > self.cfg.max_restarts {
+            self.stop_app(a);
+            self.abandon(a);
+            return;
+        }
         self.m.work_lost_s += self.work_done(c);
         self.detach(c);
         let comp = &mut self.comps[c];

@@ -81,6 +81,11 @@ pub struct EngineConfig {
     /// Stop the simulation at this simulated time (None: run until every
     /// application completed).
     pub max_time_s: Option<f64>,
+    /// An application restarted (killed or evicted: a failure) more than
+    /// this many times is abandoned: it counts as failed and is not run
+    /// again. Every run then ends, even under a policy that kills or evicts
+    /// an application on every restart.
+    pub max_restarts: u32,
     /// Update forecasters in parallel (rayon); results are identical.
     pub parallel_forecasts: bool,
     /// What an optimistic growth that does not fit its host does.
@@ -98,6 +103,7 @@ impl Default for EngineConfig {
             backfill: false,
             placement: Placement::FirstFit,
             max_time_s: None,
+            max_restarts: 100,
             parallel_forecasts: true,
             optimistic_growth: OptimisticGrowth::HostOom,
             warm_samples: 0,
@@ -207,6 +213,8 @@ enum AState {
     Running,
     Done,
     Rejected,
+    /// Over `max_restarts`: given up.
+    Abandoned,
 }
 
 struct CompFc {
@@ -546,6 +554,7 @@ impl<'w> Engine<'w> {
                 crashes: 0,
                 evictions: 0,
                 rejected: false,
+                abandoned: false,
             });
         }
         // Rejection: core components that cannot be placed together on the
