@@ -1,12 +1,14 @@
 //! Times `decide()` on a synthetic view:
-//! `decide_scale [components] [reps] [policy] [random|sorted] [first|steady] [fresh|reuse] [buffer|evict]`.
+//! `decide_scale [components] [reps] [policy] [random|sorted] [first|steady] [fresh|reuse] [buffer|evict] [k1]`.
 //! `first`: the view as built (every allocation = request: the first round
 //! after start-up, ~53% of components resized); `steady`: the plan of one
 //! round is applied to the view first (resizes and evictions) and the
 //! forecast means then move by up to +-10%, so the timed rounds see
 //! allocations already shaped (the usual round of a running shaper, where
 //! hysteresis skips the small changes).
-//! `buffer|evict`: `[shaper] mem_shortfall` (default: the config's).
+//! `buffer|evict`: `[shaper] mem_shortfall` (default: the config's); `k1`:
+//! `[shaper] k1` (default: the config's; 0.3, packaging/shaper.toml's,
+//! leaves no host room for every buffer).
 //! Prints wall and thread CPU time per call, then the plan's counts.
 
 use shaper::synthetic::{synthetic_view, NOW_S};
@@ -51,6 +53,9 @@ fn main() {
         Some("evict") => cfg.mem_shortfall = MemShortfall::Evict,
         Some("buffer") => cfg.mem_shortfall = MemShortfall::Buffer,
         _ => {}
+    }
+    if let Some(k1) = args.get(8).and_then(|s| s.parse().ok()) {
+        cfg.k1 = k1;
     }
     let steady = args.get(5).is_some_and(|s| s == "steady");
     if steady {

@@ -213,6 +213,8 @@ struct Scratch {
     app_elastic: Vec<(u64, u64, u32)>,
     global_elastic: Vec<GlobalKey>,
     squeezed: Vec<Squeezed>,
+    squeezed_shrinks: Vec<Action>,
+    squeezed_growths: Vec<Action>,
 }
 
 /// [`decide`] for callers that plan round after round (the central shaper,
@@ -290,6 +292,8 @@ fn decide_with(
         app_elastic,
         global_elastic,
         squeezed,
+        squeezed_shrinks,
+        squeezed_growths,
     } = scratch;
     // Per application (view index): its slots and elastic keep order.
     app_info.clear();
@@ -475,34 +479,42 @@ fn decide_with(
         }
         s.changed
     };
-    let mut actions = shrinks;
-    let mut i = 0usize;
-    actions.retain_mut(|a| {
-        let g = shrink_slots[i];
-        i += 1;
-        match slots[g as usize].state {
-            State::Kept | State::Forced => true,
-            State::Deferred => fix_deferred(g, a),
-            _ => false,
-        }
-    });
-    if summary.deferred_components > 0 {
-        for (a, &g) in growths.iter_mut().zip(growth_slots.iter()) {
-            if slots[g as usize].state == State::Deferred && fix_deferred(g, a) {
-                actions.push(a.clone());
-            }
-        }
-    }
     // Squeezed components: their planned resize is replaced by one to the
     // squeezed allocation (a shrink with the shrinks, a growth at the end).
-    let mut squeezed_growths: Vec<Action> = Vec::new();
+    // The records are in slot order, as are the planned resizes of the
+    // first pass: a merge walk finds a component's planned resize, whose
+    // explanation holds its target (no second `component_target`).
+    squeezed_shrinks.clear();
+    squeezed_growths.clear();
+    let (mut si, mut gi) = (0usize, 0usize);
     for q in squeezed.iter() {
         let s = &slots[q.slot as usize];
         if s.state != State::Squeezed || !s.changed {
             continue;
         }
         let (app, c) = component_of(q.app, q.slot);
-        let mut t = component_target(app, c, now_s, cfg);
+        while shrink_slots.get(si).is_some_and(|&g| g < q.slot) {
+            si += 1;
+        }
+        while growth_slots.get(gi).is_some_and(|&g| g < q.slot) {
+            gi += 1;
+        }
+        let planned = if shrink_slots.get(si) == Some(&q.slot) {
+            Some(&shrinks[si])
+        } else if growth_slots.get(gi) == Some(&q.slot) {
+            Some(&growths[gi])
+        } else {
+            None
+        };
+        let mut t = match planned.map(Action::explanation) {
+            Some(e) => Target {
+                alloc: Resources::new(e.cpu.target, e.mem.target),
+                basis: e.basis,
+                cpu: e.cpu,
+                mem: e.mem,
+            },
+            None => component_target(app, c, now_s, cfg),
+        };
         let mut binding = None;
         // Memory last: when both were cut, it is the binding one (what
         // could have evicted).
@@ -525,11 +537,30 @@ fn decide_with(
         }
         let action = resize_action(app, c, s.eff, &t, binding.map(Box::new));
         if s.eff.fits_in(&c.allocation) {
-            actions.push(action);
+            squeezed_shrinks.push(action);
         } else {
             squeezed_growths.push(action);
         }
     }
+    let mut actions = shrinks;
+    let mut i = 0usize;
+    actions.retain_mut(|a| {
+        let g = shrink_slots[i];
+        i += 1;
+        match slots[g as usize].state {
+            State::Kept | State::Forced => true,
+            State::Deferred => fix_deferred(g, a),
+            _ => false,
+        }
+    });
+    if summary.deferred_components > 0 {
+        for (a, &g) in growths.iter_mut().zip(growth_slots.iter()) {
+            if slots[g as usize].state == State::Deferred && fix_deferred(g, a) {
+                actions.push(a.clone());
+            }
+        }
+    }
+    actions.append(squeezed_shrinks);
     // Evictions after the shrinks (both only free room, so this order is as
     // safe as the other one and spares moving every shrink once more).
     let n_evictions = evictions.len();
@@ -541,7 +572,7 @@ fn decide_with(
             .filter(|(_, g)| matches!(slots[*g as usize].state, State::Kept | State::Forced))
             .map(|(a, _)| a),
     );
-    actions.extend(squeezed_growths);
+    actions.append(squeezed_growths);
     summary.resized = (actions.len() - n_evictions) as u64;
     tracing::debug!(
         policy = cfg.policy.as_str(),

@@ -373,7 +373,9 @@ fn give_buffers(
 /// that reads each one's component) and joins a slot's CPU and memory
 /// records into one.
 pub(super) fn merge_squeezed(squeezed: &mut Vec<Squeezed>) {
-    squeezed.sort_unstable_by_key(|q| q.slot);
+    // A stable sort: the memory records come in slot order already (one
+    // run), so this costs about a pass plus sorting the CPU records.
+    squeezed.sort_by_key(|q| q.slot);
     squeezed.dedup_by(|later, first| {
         let same = later.slot == first.slot;
         if same {
