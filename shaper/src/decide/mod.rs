@@ -29,8 +29,8 @@ mod target;
 mod tests;
 
 use pessimistic::{apply_eviction_cap, plan_pessimistic, AppInfo, GlobalKey, Squeezed};
+use target::settle;
 pub use target::{buffer, component_target, risk_to_level, Buffer, Target};
-use target::{rel_change, settle};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {

@@ -354,16 +354,7 @@ fn give_buffers(
             let room = ((want * sh / MEM_STEP_BYTES).floor() * MEM_STEP_BYTES).max(0.0);
             let placed = s.eff.mem_bytes - want;
             let c = &view.apps[ai].components[g - a.start as usize];
-            let cut = placed + room;
-            // A small growth of a cut buffer is held back like any small
-            // change: the current allocation, at least the need and below
-            // the cut, fits in it. (Memory growths are otherwise never held
-            // back, and a host short of room for its buffers would resize
-            // every component on it every round as the shares move.)
-            let cur = c.allocation.mem_bytes;
-            let m = cfg.min_relative_change;
-            let held = cur >= placed && cur < cut && m.is_finite() && rel_change(cut, cur) < m;
-            let planned = Resources::new(s.eff.cpu_cores, if held { cur } else { cut });
+            let planned = Resources::new(s.eff.cpu_cores, placed + room);
             let (eff, changed) = settle_within(planned, c, cfg);
             squeezed.push(Squeezed {
                 app: ai as u32,

@@ -162,31 +162,6 @@ fn mem_shortfall_buffer_cuts_buffers_before_evicting() {
     assert_eq!(plan.summary.squeezed_mem, 0);
 }
 
-/// A cut buffer's small growth is held back like any small change (the
-/// current allocation, above the need and below the cut, fits in it); a
-/// larger one is not.
-#[test]
-fn a_cut_buffers_small_growth_is_held_back() {
-    // As above: needs 3 and 3.5 GiB on 7.5 GiB, buffers cut to 2/3: cuts
-    // at 3.667 and 3.833 GiB. Both hold 3.6 GiB now: app 1 is 1.8% below
-    // its cut (kept, under the 5% hysteresis), app 2 6.5% (grown).
-    let mut view = two_apps_on_one_host((8.0, 7.5 * GIB), (1.0, 3.0 * GIB), (1.0, 3.5 * GIB));
-    for a in &mut view.apps {
-        a.components[0].allocation.mem_bytes = 3.6 * GIB;
-    }
-    let cfg = ShaperConfig {
-        k1: 0.25,
-        min_relative_change: 0.05,
-        mem_shortfall: MemShortfall::Buffer,
-        ..cfg0()
-    };
-    let plan = decide(&view, 1000.0, &cfg);
-    assert_eq!(plan.summary.squeezed_mem, 2, "{plan:#?}");
-    let mem_of = |id: u64| to_of(&plan, id).expect("resized (CPU shrinks)").0.mem_bytes;
-    assert_eq!(mem_of(10), 3.6 * GIB);
-    assert!((mem_of(20) - (3.5 + 1.0 / 3.0) * GIB).abs() < 4096.0);
-}
-
 /// `share` never leaves a squeezed component without CPU: on a host with
 /// no CPU left it gets the floor (Docker's smallest `--cpus`).
 #[test]
