@@ -6,7 +6,7 @@
 //! backfill = false              # strict scheduler order (true: later apps may pass a blocked one)
 //! placement = "first_fit"       # first_fit | worst_fit
 //! # max_time_s = 86400.0        # stop at this simulated time (default: run to completion)
-//! max_restarts = 100            # an app killed or evicted more often is abandoned (failed)
+//! max_restarts = 1000           # an app killed or evicted more often is abandoned (failed)
 //! parallel_forecasts = true     # update forecasters on all cores (same results)
 //! forecaster_source = "model"   # model ([forecaster] table) | oracle (true future usage)
 //!
@@ -72,7 +72,7 @@ pub struct SimConfig {
     pub max_time_s: Option<f64>,
     /// An application killed or evicted (a failure) more than this many
     /// times is abandoned and counts as failed, so that every run ends.
-    /// Default 100.
+    /// Default 1000.
     pub max_restarts: u32,
     /// Update forecasters in parallel. Default true (results identical).
     pub parallel_forecasts: bool,

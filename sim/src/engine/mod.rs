@@ -103,7 +103,7 @@ impl Default for EngineConfig {
             backfill: false,
             placement: Placement::FirstFit,
             max_time_s: None,
-            max_restarts: 100,
+            max_restarts: 1000,
             parallel_forecasts: true,
             optimistic_growth: OptimisticGrowth::HostOom,
             warm_samples: 0,
