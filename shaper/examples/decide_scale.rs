@@ -86,6 +86,7 @@ fn main() {
     };
     let mut best = f64::INFINITY;
     let mut cpu_total = 0.0;
+    let mut summary = PlanSummary::default();
     for _ in 0..reps {
         let c0 = thread_cpu_s();
         let t = Instant::now();
@@ -110,13 +111,9 @@ fn main() {
             cpu * 1e3,
             plan.actions.len()
         );
+        summary = plan.summary;
     }
-    let s = &kept.summary;
-    let s = if reuse {
-        s
-    } else {
-        &decide(&view, NOW_S, &cfg).summary
-    };
+    let s = &summary;
     println!(
         "components={n} policy={policy} apps={} round={} {} mem_shortfall={:?} best_wall_ms={:.1} mean_cpu_ms={:.0} resized={} squeezed_cpu={} squeezed_mem={} evicted_apps={} evicted_components={}",
         if sorted { "sorted" } else { "random" },
