@@ -622,8 +622,9 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
-    /// A `Decider` reused across rounds (with its plan memory) plans exactly
-    /// what `decide` plans.
+    /// A `Decider` reused across rounds (with its plan memory, or with the
+    /// action vector of an earlier plan given back) plans exactly what
+    /// `decide` plans.
     #[test]
     fn decider_reuse_matches_decide(a in case_strategy(), b in case_strategy(), optimistic in proptest::bool::ANY) {
         let mut d = Decider::new();
@@ -634,6 +635,11 @@ proptest! {
             d.decide_into(view, NOW_S, cfg, &mut plan);
             prop_assert_eq!(&plan, &decide(view, NOW_S, cfg));
             prop_assert_eq!(d.decide(view, NOW_S, cfg), plan.clone());
+            // Given back with its actions still in it (recycle clears it).
+            d.recycle(plan.actions.clone());
+            let recycled = d.decide(view, NOW_S, cfg);
+            prop_assert_eq!(&recycled, &plan);
+            d.recycle(recycled.actions);
         }
     }
 }

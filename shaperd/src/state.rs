@@ -146,6 +146,20 @@ pub struct Replaced {
     records: BTreeMap<u64, Vec<ActionRecord>>,
 }
 
+impl Replaced {
+    /// Drops everything the commit replaced and returns the replaced
+    /// round's plan when nothing else holds it any more (an agent that was
+    /// not in the new round still does), so that its action vector can be
+    /// reused by the next `decide()` ([`shaper::Decider::recycle`]).
+    pub fn into_plan(self) -> Option<Plan> {
+        let Replaced { pending, records } = self;
+        let plan = pending.iter().find_map(|p| p.plan.clone());
+        drop(pending);
+        drop(records);
+        plan.and_then(|p| Arc::try_unwrap(p).ok())
+    }
+}
+
 /// A planned round turned into per-agent actions, ready to commit.
 #[derive(Debug)]
 pub struct PreparedRound {

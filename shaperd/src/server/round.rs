@@ -59,8 +59,16 @@ impl Shared {
             self.store_round(&prepared).await?;
         }
         let (out, replaced) = self.with_state(|s| s.commit_deferring_drops(prepared));
-        // freed off the lock and off the round's latency
-        tokio::task::spawn_blocking(move || drop(replaced));
+        // Freed off the lock and off the round's latency; the replaced
+        // plan's action vector goes back to the decider for the next round.
+        let decider = self.decider.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Some(plan) = replaced.into_plan() {
+                let mut actions = plan.actions;
+                actions.clear();
+                lock(&decider).recycle(actions);
+            }
+        });
         let elapsed = t0.elapsed().as_secs_f64();
         self.with_metrics(|m| {
             m.round_latency.observe(elapsed);

@@ -265,7 +265,7 @@ impl RoundInput {
             ..RoundOutcome::default()
         };
         let mut per_agent: Vec<Vec<LazyAction>> = vec![Vec::new(); self.agents.len()];
-        let mut records: Vec<ActionRecord> = Vec::new();
+        let mut records: Vec<ActionRecord> = Vec::with_capacity(plan.actions.len());
         for (ai, action) in plan.actions.iter().enumerate() {
             let (components, whole_app): (&[ComponentId], Option<bool>) = match action {
                 Action::Resize { component, .. } => (std::slice::from_ref(component), None),

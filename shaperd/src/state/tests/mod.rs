@@ -331,6 +331,52 @@ fn acked_actions_are_not_redelivered_and_unacked_are_superseded() {
     );
 }
 
+/// A commit hands back the plan it replaced once no agent holds it any
+/// more, for the decider to reuse its action vector.
+#[test]
+fn a_replaced_plan_comes_back_once_no_agent_holds_it() {
+    let mut s = state(0.0);
+    let r = |agent: &str| {
+        report(
+            agent,
+            10.0 * GB,
+            vec![comp(
+                &format!("{agent}1"),
+                agent,
+                Class::Core,
+                4.0 * GB,
+                1.0 * GB,
+                0.0,
+            )],
+        )
+    };
+    s.report(r("a"), 10.0).expect("ok");
+    s.report(r("b"), 10.0).expect("ok");
+    let round = |s: &mut ShaperState, now_s: f64| {
+        let input = s.snapshot(now_s).expect("round");
+        let plan = shaper::decide(&input.view, now_s, s.shaper_config());
+        let n = plan.actions.len();
+        let (_, replaced) = s.commit_deferring_drops(input.prepare(plan));
+        (n, replaced.into_plan().map(|p| p.actions.len()))
+    };
+    let (first, none) = round(&mut s, 10.0);
+    assert_eq!(first, 2, "both components shrink");
+    assert_eq!(none, None, "nothing was replaced");
+    s.report(r("a"), 11.0).expect("ok");
+    s.report(r("b"), 11.0).expect("ok");
+    let (_, back) = round(&mut s, 20.0);
+    assert_eq!(
+        back,
+        Some(first),
+        "both agents moved on: round 1's plan is free"
+    );
+    // A stale agent is in the round too (its actions are dropped): round
+    // 2's plan is free again after round 3.
+    s.report(r("a"), 44.0).expect("ok");
+    let (_, back) = round(&mut s, 45.0);
+    assert!(back.is_some(), "round 2's plan is handed back");
+}
+
 #[test]
 fn invalid_reports_change_nothing() {
     let mut s = state(0.0);
