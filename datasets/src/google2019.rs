@@ -124,7 +124,8 @@ impl Table for InstanceUsage {
 // The Google 2019 per-task workload (`--workload google2019:DIR`).
 
 use crate::workload::{
-    AppSpec, Class, ComponentSpec, HostSpec, RequestChange, Resources, Shape, UsageSeries, Workload,
+    AppSpec, Class, ComponentSpec, HostSpec, OomRestart, RequestChange, Resources, Shape,
+    UsageSeries, Workload,
 };
 use crate::DatasetError;
 use std::collections::{BTreeMap, BTreeSet};
@@ -320,7 +321,10 @@ struct Row {
 /// - **Applications** = jobs (`collection_id`); priority = the highest row
 ///   priority; every component is core (these are latency-sensitive
 ///   services, scheduling class 3 in the sample). Arrival = the job's
-///   earliest row (time minus the origin).
+///   earliest row (time minus the origin). An OOM-killed task restarts
+///   alone and continues its usage where it was killed
+///   ([`OomRestart::Component`]): Borg restarts a service's task, and the
+///   service's load goes on.
 /// - **Components** = runs of tasks (`collection_id`, `instance_index`;
 ///   rows of one task may come from several files). A task's rows, sorted
 ///   by time, form one run unless two consecutive rows are more than
@@ -584,6 +588,7 @@ fn run_component(
         },
     );
     c.request_changes = changes;
+    c.oom_restart = OomRestart::Component;
     Some(c)
 }
 
@@ -702,6 +707,8 @@ mod workload_tests {
         );
         assert_eq!(c.request_changes.len(), 1);
         assert_eq!(c.request_changes[0].at_elapsed_s, 900.0);
+        // a service's task: an OOM kill restarts it alone, where it was
+        assert_eq!(c.oom_restart, OomRestart::Component);
         assert!(
             close(c.request_at(1000.0).mem_bytes, 0.008 * gib),
             "{} vs {}",

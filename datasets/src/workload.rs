@@ -168,6 +168,34 @@ pub struct ComponentSpec {
     /// submitted (0: at arrival).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub start_delay_s: f64,
+    /// What an OOM kill of this component does.
+    #[serde(default, skip_serializing_if = "OomRestart::is_application")]
+    pub oom_restart: OomRestart,
+}
+
+/// What an OOM kill of a component does in the simulator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OomRestart {
+    /// The thesis's semantics: a core component's kill crashes its
+    /// application, which re-runs from its start; an elastic component
+    /// re-runs alone from its start. For batch work, whose usage series is
+    /// the work itself.
+    #[default]
+    Application,
+    /// The component alone restarts, waits for room like a pending
+    /// component, and continues its usage series at the sample it was
+    /// killed in, with its request in force there; its work is not lost.
+    /// A service task that its cluster manager restarts (Borg, a restart
+    /// policy): its load comes from outside and goes on. The kill counts as
+    /// a crash of its application.
+    Component,
+}
+
+impl OomRestart {
+    fn is_application(&self) -> bool {
+        *self == OomRestart::Application
+    }
 }
 
 fn is_zero(v: &f64) -> bool {
@@ -185,6 +213,7 @@ impl ComponentSpec {
             usage,
             request_changes: Vec::new(),
             start_delay_s: 0.0,
+            oom_restart: OomRestart::Application,
         }
     }
 

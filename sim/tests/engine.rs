@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use datasets::workload::{AppSpec, ComponentSpec, HostSpec, Shape, UsageSeries, Workload};
+use datasets::workload::{
+    AppSpec, ComponentSpec, HostSpec, OomRestart, Shape, UsageSeries, Workload,
+};
 use shaper::Policy;
 use sim::{simulate, ForecasterSource, SimConfig};
 use tailor_core::{Class, Resources};
@@ -413,4 +415,50 @@ fn an_application_over_max_restarts_is_abandoned_and_failed() {
     }
     let failed = capped.metrics.apps.iter().filter(|a| a.crashes > 0).count();
     assert!((s.failed_app_fraction - failed as f64 / 2.0).abs() < 1e-12);
+}
+
+#[test]
+fn an_oom_killed_service_task_restarts_alone_where_it_was() {
+    // Two tasks of one service; task 0's memory spikes at its 7th sample.
+    // `last` with no buffer sizes it at its history: the spike kills it.
+    let mut spiky = vec![0.3f32; 20];
+    spiky[6] = 0.9;
+    let wl = |restart: OomRestart| {
+        // GiB: the OOM floor after a kill adds at least 100 MiB.
+        let gib = f64::from(1u32 << 30);
+        let mut a = comp(Class::Core, 1.0, gib, 6000.0, &[0.5], &spiky);
+        let mut b = comp(Class::Core, 1.0, gib, 6000.0, &[0.5], &[0.3]);
+        a.oom_restart = restart;
+        b.oom_restart = restart;
+        one_host(16.0, 16.0 * gib, vec![app(1, 0.0, vec![a, b])])
+    };
+    let mut c = cfg(Policy::Pessimistic, ForecasterSource::Model);
+    c.forecaster.kind = forecaster::config::ModelKind::Last;
+    c.shaper.k1 = 0.0;
+    c.shaper.k2 = 0.0;
+    c.shaper.min_relative_change = 0.0;
+    let batch = simulate(&wl(OomRestart::Application), &c, None).expect("run");
+    let service = simulate(&wl(OomRestart::Component), &c, None).expect("run");
+    for r in [&batch, &service] {
+        assert!(r.summary.oom_kills >= 1, "{:?}", r.summary);
+        assert_eq!(r.summary.apps_completed, 1, "{:?}", r.summary);
+        // a crash either way
+        assert_eq!(r.summary.failed_app_fraction, 1.0, "{:?}", r.summary);
+    }
+    // The application re-runs: both tasks' work is lost and done again.
+    let s = &batch.summary;
+    assert!(s.work_lost_s >= 2.0 * 1800.0 - 1e-6, "{s:?}");
+    assert!(s.turnaround_mean_s >= 6000.0 + 1800.0 - 1e-6, "{s:?}");
+    // The service: task 0 alone restarts at the sample it was killed in,
+    // at its request, so the spike passes; nothing is lost or re-run, and
+    // it finishes when it would have (plus the spike's sample lived again).
+    let s = &service.summary;
+    assert_eq!(s.oom_kills, 1, "{s:?}");
+    assert_eq!(s.work_lost_s, 0.0, "{s:?}");
+    assert!(
+        s.turnaround_mean_s <= 6000.0 + 300.0 + 1e-6,
+        "{}",
+        s.turnaround_mean_s
+    );
+    assert_eq!(service.metrics.apps[0].crashes, 1);
 }

@@ -40,8 +40,14 @@ impl Engine<'_> {
         let spec =
             &self.wl.apps[self.comps[c].app as usize].components[self.comps[c].spec as usize];
         // Every run starts at the trace's first request (a restart replays
-        // its request changes too).
-        let request = sane_res(spec.request);
+        // its request changes too); a run that continues its series
+        // (`offset`) at the request in force there.
+        let offset = self.comps[c].offset;
+        let request = sane_res(if offset == 0 {
+            spec.request
+        } else {
+            spec.request_at(offset as f64 * spec.usage.interval_s)
+        });
         self.comps[c].request = request;
         self.reserve(h, request);
         let now = self.now;
@@ -54,9 +60,8 @@ impl Engine<'_> {
         comp.started_s = now;
         comp.alloc = comp.request;
         comp.sample = 0;
-        comp.usage = usage_at(spec, &comp.request, 0);
-        comp.mem_peak = mem_peak_at(spec, &comp.request, 0);
-        comp.remaining_s = comp.work_s;
+        comp.usage = usage_at(spec, &comp.request, offset);
+        comp.mem_peak = mem_peak_at(spec, &comp.request, offset);
         comp.progress_t = now;
         comp.rate = 0.0;
         comp.fc = None;
@@ -188,6 +193,7 @@ impl Engine<'_> {
         let u = spec.usage.interval_s;
         let comp = &mut self.comps[c];
         comp.sample += 1;
+        let i = comp.offset + comp.sample;
         // An in-place request change of the trace (Google 2019) takes
         // effect at the sample where it happened: the container is
         // re-specified, so its allocation becomes the new request (as an
@@ -196,7 +202,7 @@ impl Engine<'_> {
         // to the request: they are rebuilt at the next round from the whole
         // history, normalised by the new request (an oracle from here).
         if !spec.request_changes.is_empty() {
-            let request = sane_res(spec.request_at(comp.sample as f64 * u));
+            let request = sane_res(spec.request_at(i as f64 * u));
             if request != comp.request {
                 comp.request = request;
                 comp.fc = None;
@@ -210,8 +216,8 @@ impl Engine<'_> {
             }
         }
         let comp = &mut self.comps[c];
-        let new_usage = usage_at(spec, &comp.request, comp.sample);
-        comp.mem_peak = mem_peak_at(spec, &comp.request, comp.sample);
+        let new_usage = usage_at(spec, &comp.request, i);
+        comp.mem_peak = mem_peak_at(spec, &comp.request, i);
         let peak = comp.mem_peak;
         let old_usage = comp.usage;
         // Progress at the old rate up to now, then switch usage.
@@ -305,6 +311,13 @@ impl Engine<'_> {
             self.m.oom_kills_warm += 1;
         }
         let a = self.comps[c].app as usize;
+        let spec = &self.wl.apps[a].components[self.comps[c].spec as usize];
+        if spec.oom_restart == OomRestart::Component {
+            self.apps[a].crashes += 1;
+            self.apps[a].failures += 1;
+            self.restart_in_place(c);
+            return;
+        }
         match self.comps[c].class {
             Class::Core => {
                 self.apps[a].crashes += 1;
@@ -367,6 +380,7 @@ impl Engine<'_> {
             let comp = &mut self.comps[c];
             comp.state = CState::Idle;
             comp.remaining_s = comp.work_s;
+            comp.offset = 0;
             comp.inst = comp.inst.wrapping_add(1);
         }
         let app = &mut self.apps[a];
@@ -374,6 +388,32 @@ impl Engine<'_> {
         app.done = done;
         let key = app.key;
         self.elastic_wait.remove(&key);
+    }
+
+    /// Running component `c` stops and waits for room again, keeping its
+    /// work and continuing its usage series at its current sample when it
+    /// restarts ([`OomRestart::Component`]); past `max_restarts` failures,
+    /// its application is abandoned.
+    fn restart_in_place(&mut self, c: usize) {
+        let a = self.comps[c].app as usize;
+        if self.apps[a].failures > self.cfg.max_restarts {
+            self.stop_app(a);
+            self.abandon(a);
+            return;
+        }
+        let now = self.now;
+        let comp = &mut self.comps[c];
+        comp.remaining_s = (comp.remaining_s - comp.rate * (now - comp.progress_t)).max(0.0);
+        comp.progress_t = now;
+        let lived = comp.sample;
+        self.detach(c);
+        let comp = &mut self.comps[c];
+        comp.offset += lived;
+        comp.state = CState::Pending;
+        self.apps[a].pending.push(c as u32);
+        let key = self.apps[a].key;
+        self.elastic_wait.insert(key);
+        self.dirty = true;
     }
 
     /// Elastic component `c` loses its work and waits for room again (past
@@ -390,6 +430,7 @@ impl Engine<'_> {
         let comp = &mut self.comps[c];
         comp.state = CState::Pending;
         comp.remaining_s = comp.work_s;
+        comp.offset = 0;
         let a = comp.app as usize;
         self.apps[a].pending.push(c as u32);
         let key = self.apps[a].key;

@@ -10,7 +10,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 use std::ops::Bound;
 use std::time::Instant;
 
-use datasets::workload::{ComponentSpec, Shape, Workload};
+use datasets::workload::{ComponentSpec, OomRestart, Shape, Workload};
 use forecaster::{ForecastError, Forecaster};
 use rayon::prelude::*;
 use shaper::{
@@ -267,7 +267,12 @@ struct Comp {
     /// Peak memory within the current sample's interval (what the OOM
     /// killer checks), at least `usage.mem_bytes`.
     mem_peak: f64,
+    /// Sample index of the current run, from its start.
     sample: u64,
+    /// Samples of its usage series lived by earlier runs: a component
+    /// restarted in place ([`OomRestart::Component`]) continues there; 0
+    /// for a run from the series' start.
+    offset: u64,
     remaining_s: f64,
     rate: f64,
     progress_t: f64,
@@ -521,6 +526,7 @@ impl<'w> Engine<'w> {
                     usage: Resources::ZERO,
                     mem_peak: 0.0,
                     sample: 0,
+                    offset: 0,
                     remaining_s: work,
                     rate: 1.0,
                     progress_t: 0.0,

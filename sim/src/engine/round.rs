@@ -63,9 +63,9 @@ impl Engine<'_> {
                 // built at start; an oracle starts at the current sample.
                 c.fc = match forecasting {
                     Forecasting::Off => None,
-                    Forecasting::Oracle => {
-                        Some(Box::new(oracle_fc_from(spec, &req, c.work_s, cur, h)?))
-                    }
+                    Forecasting::Oracle => Some(Box::new(oracle_fc_from(
+                        spec, &req, c.work_s, cur, c.offset, h,
+                    )?)),
                     Forecasting::Model(f) => Some(Box::new(CompFc {
                         models: ComponentModels::build(req, |r, unit| {
                             let site = ModelSite {
@@ -91,14 +91,14 @@ impl Engine<'_> {
             if is_oracle && cur + h as u64 + 1 >= fc.base + oracle_len(c.work_s, u, h) {
                 // Past the future the oracle was built with (the component
                 // ran slower than at full speed): rebuild it from here.
-                **fc = oracle_fc_from(spec, &req, c.work_s, cur, h)?;
+                **fc = oracle_fc_from(spec, &req, c.work_s, cur, c.offset, h)?;
             }
             let mut n = 0u64;
             while fc.fed <= cur {
                 // Memory: the peak within the interval, what an OOM killer
                 // acts on (the mean when the trace has no peak).
-                let v = usage_at(spec, &req, fc.fed);
-                let peak = mem_peak_at(spec, &req, fc.fed);
+                let v = usage_at(spec, &req, c.offset + fc.fed);
+                let peak = mem_peak_at(spec, &req, c.offset + fc.fed);
                 fc.models.observe(Some(v.cpu_cores), peak, req);
                 fc.fed += 1;
                 n += 2;
@@ -219,7 +219,7 @@ impl Engine<'_> {
                     CState::Running => {
                         (comp.remaining_s - comp.rate * (now - comp.progress_t)).max(0.0)
                     }
-                    CState::Pending | CState::Idle => comp.work_s,
+                    CState::Pending | CState::Idle => comp.remaining_s,
                     CState::Done | CState::Dropped => 0.0,
                 })
                 .fold(0.0, f64::max);
@@ -433,13 +433,15 @@ pub(super) fn oracle_len(work_s: f64, u: f64, h: usize) -> u64 {
     (2.0 * full.clamp(1.0, 1e7)) as u64 + h as u64 + 2
 }
 
-/// An oracle pair whose future starts at sample `from` (the samples before
-/// it count as already observed).
+/// An oracle pair whose future starts at sample `from` of the run (the
+/// samples before it count as already observed), `offset + from` of the
+/// usage series.
 pub(super) fn oracle_fc_from(
     spec: &ComponentSpec,
     req: &Resources,
     work_s: f64,
     from: u64,
+    offset: u64,
     h: usize,
 ) -> Result<CompFc, SimError> {
     let len = oracle_len(work_s, spec.usage.interval_s, h);
@@ -447,7 +449,7 @@ pub(super) fn oracle_fc_from(
         Vec::with_capacity(len as usize),
         Vec::with_capacity(len as usize),
     );
-    for i in from..from + len {
+    for i in offset + from..offset + from + len {
         let v = usage_at(spec, req, i);
         cpu.push(normalise(v.cpu_cores, req.cpu_cores));
         mem.push(normalise(mem_peak_at(spec, req, i), req.mem_bytes));
