@@ -138,6 +138,15 @@ pub enum Class {
     Elastic,
 }
 
+impl Class {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Class::Core => "core",
+            Class::Elastic => "elastic",
+        }
+    }
+}
+
 impl std::str::FromStr for Class {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {

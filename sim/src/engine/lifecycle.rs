@@ -272,6 +272,8 @@ impl Engine<'_> {
             tracing::debug!(
                 app = cc.app,
                 component = c,
+                class = cc.class.as_str(),
+                age_s = self.now - cc.started_s,
                 sample = cc.sample,
                 samples_observed = cc.fc.as_ref().map_or(0, |f| f.models.observed()),
                 warm = cc.warm,
