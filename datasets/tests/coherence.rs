@@ -3,21 +3,13 @@
 //! bundled pool), and that figure matches a fresh measurement on
 //! ../shared/data (skipped when absent).
 
+mod common;
+use common::shared;
+
 use datasets::coherence::{sample_ratios, variance_split, Ratio, VarianceSplit};
 use datasets::pool::{UsagePool, COHERENCE_MIN_TASKS};
 use datasets::synthetic::{generate, SyntheticConfig};
 use datasets::workload::{Resources, Workload};
-use std::path::{Path, PathBuf};
-
-fn shared() -> Option<PathBuf> {
-    let p = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data")).to_path_buf();
-    if p.is_dir() {
-        Some(p)
-    } else {
-        println!("skipped: ../shared/data not found");
-        None
-    }
-}
 
 /// Split of `log(x / request)` over apps with >= 5 components, `x` = the
 /// in-interval memory peak (`peak = true`) or the mean CPU, averaged over

@@ -1,6 +1,9 @@
 //! Google 2011 readers and builder on the real files in ../shared/data
 //! (skipped when absent), and the in-repo slice (always).
 
+mod common;
+use common::shared;
+
 use datasets::google2011::reader::{
     JobEvent, MachineEvent, MachineEventType, TableReader, TaskEvent, TaskEventType, TaskUsage,
 };
@@ -10,16 +13,6 @@ use datasets::google2011::{
 use datasets::pool::UsagePool;
 use datasets::workload::Class;
 use std::path::{Path, PathBuf};
-
-fn shared() -> Option<PathBuf> {
-    let p = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data")).to_path_buf();
-    if p.is_dir() {
-        Some(p)
-    } else {
-        println!("skipped: ../shared/data not found");
-        None
-    }
-}
 
 fn repo_slice() -> PathBuf {
     Path::new(concat!(

@@ -1,22 +1,15 @@
 //! Typed readers for Google 2019, Alibaba 2018 and Bitbrains on the real
 //! files in ../shared/data (skipped when absent), plus no-panic properties.
 
+mod common;
+use common::shared;
+
 use datasets::alibaba2018::{ContainerMeta, ContainerUsage, MachineMeta};
 use datasets::bitbrains::VmSample;
 use datasets::google2019::InstanceUsage;
 use datasets::{Table, TableReader};
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-
-fn shared() -> Option<PathBuf> {
-    let p = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data")).to_path_buf();
-    if p.is_dir() {
-        Some(p)
-    } else {
-        println!("skipped: ../shared/data not found");
-        None
-    }
-}
+use std::path::Path;
 
 fn read_all<T: Table>(p: &Path) -> Vec<T> {
     TableReader::<T>::open(p, false)

@@ -1,20 +1,12 @@
 //! In-interval memory peaks and request changes on the real traces in
 //! ../shared/data (skipped when absent).
 
+mod common;
+use common::shared;
+
 use datasets::google2011::{build_workload_from, Google2011Config, Google2011Sources};
 use datasets::google2019::{build_workload_from_files, task_files, Google2019Config};
 use datasets::pool::UsagePool;
-use std::path::{Path, PathBuf};
-
-fn shared() -> Option<PathBuf> {
-    let p = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data")).to_path_buf();
-    if p.is_dir() {
-        Some(p)
-    } else {
-        println!("skipped: ../shared/data not found");
-        None
-    }
-}
 
 #[test]
 fn google2011_task_usage_components_carry_max_memory() {

@@ -1,17 +1,9 @@
 //! `load_series` on the real files in ../shared/data (skipped when absent).
 
-use datasets::series::{detect_format, load_series, SeriesFormat};
-use std::path::{Path, PathBuf};
+mod common;
+use common::shared;
 
-fn shared() -> Option<PathBuf> {
-    let p = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data")).to_path_buf();
-    if p.is_dir() {
-        Some(p)
-    } else {
-        println!("skipped: ../shared/data not found");
-        None
-    }
-}
+use datasets::series::{detect_format, load_series, SeriesFormat};
 
 #[test]
 fn bitbrains_vm() {
