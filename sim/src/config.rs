@@ -7,6 +7,7 @@
 //! placement = "first_fit"       # first_fit | worst_fit
 //! # max_time_s = 86400.0        # stop at this simulated time (default: run to completion)
 //! max_restarts = 1000           # an app killed or evicted more often is abandoned (failed)
+//! # oom_restart = "component"   # application | component; default: the workload's own
 //! parallel_forecasts = true     # update forecasters on all cores (same results)
 //! forecaster_source = "model"   # model ([forecaster] table) | oracle (true future usage)
 //!
@@ -24,6 +25,7 @@
 
 use std::path::Path;
 
+use datasets::workload::OomRestart;
 use forecaster::config::ModelConfig;
 use serde::{Deserialize, Serialize};
 use shaper::ShaperConfig;
@@ -74,6 +76,13 @@ pub struct SimConfig {
     /// times is abandoned and counts as failed, so that every run ends.
     /// Default 1000.
     pub max_restarts: u32,
+    /// What an OOM kill does, for every component: `application` (the
+    /// thesis: a core component's kill re-runs its application from its
+    /// start) or `component` (the component alone restarts and continues
+    /// its usage where it was killed). Default: absent = the workload's own
+    /// (Google 2019 tasks restart alone, every other workload re-runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oom_restart: Option<OomRestart>,
     /// Update forecasters in parallel. Default true (results identical).
     pub parallel_forecasts: bool,
     /// `model` (default) or `oracle`.
@@ -99,6 +108,7 @@ impl Default for SimConfig {
             placement: e.placement,
             max_time_s: e.max_time_s,
             max_restarts: e.max_restarts,
+            oom_restart: e.oom_restart,
             parallel_forecasts: e.parallel_forecasts,
             forecaster_source: ForecasterSource::Model,
             optimistic_growth: e.optimistic_growth,
@@ -161,6 +171,7 @@ impl SimConfig {
             placement: self.placement,
             max_time_s: self.max_time_s,
             max_restarts: self.max_restarts,
+            oom_restart: self.oom_restart,
             parallel_forecasts: self.parallel_forecasts,
             optimistic_growth: self.optimistic_growth,
             warm_samples: match self.forecaster_source {
@@ -209,6 +220,21 @@ kind = "last"
         assert_eq!(c.placement, Placement::WorstFit);
         assert_eq!(c.forecaster_label(), "oracle");
         assert_eq!(c.shaper.k1, 0.1);
+    }
+
+    #[test]
+    fn oom_restart_overrides_the_workload_or_is_refused_by_name() {
+        let c = SimConfig::from_toml_str("oom_restart = \"component\"", "t").expect("valid");
+        assert_eq!(c.oom_restart, Some(OomRestart::Component));
+        assert_eq!(c.engine().oom_restart, Some(OomRestart::Component));
+        assert_eq!(SimConfig::default().oom_restart, None);
+        match SimConfig::from_toml_str("oom_restart = \"task\"", "f.toml") {
+            Err(SimError::Parse { path, message }) => {
+                assert_eq!(path, "f.toml");
+                assert!(message.contains("oom_restart"), "{message}");
+            }
+            other => panic!("expected a parse error, got {other:?}"),
+        }
     }
 
     #[test]

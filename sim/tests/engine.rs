@@ -439,6 +439,14 @@ fn an_oom_killed_service_task_restarts_alone_where_it_was() {
     c.shaper.min_relative_change = 0.0;
     let batch = simulate(&wl(OomRestart::Application), &c, None).expect("run");
     let service = simulate(&wl(OomRestart::Component), &c, None).expect("run");
+    // The simulator's `oom_restart` overrides the workload's.
+    let mut forced = c.clone();
+    forced.oom_restart = Some(OomRestart::Component);
+    let overridden = simulate(&wl(OomRestart::Application), &forced, None).expect("run");
+    assert_eq!(overridden.metrics.apps, service.metrics.apps);
+    forced.oom_restart = Some(OomRestart::Application);
+    let overridden = simulate(&wl(OomRestart::Component), &forced, None).expect("run");
+    assert_eq!(overridden.metrics.apps, batch.metrics.apps);
     for r in [&batch, &service] {
         assert!(r.summary.oom_kills >= 1, "{:?}", r.summary);
         assert_eq!(r.summary.apps_completed, 1, "{:?}", r.summary);

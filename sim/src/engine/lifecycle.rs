@@ -314,7 +314,7 @@ impl Engine<'_> {
         }
         let a = self.comps[c].app as usize;
         let spec = &self.wl.apps[a].components[self.comps[c].spec as usize];
-        if spec.oom_restart == OomRestart::Component {
+        if self.cfg.oom_restart.unwrap_or(spec.oom_restart) == OomRestart::Component {
             self.apps[a].crashes += 1;
             self.apps[a].failures += 1;
             self.restart_in_place(c);

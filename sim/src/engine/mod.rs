@@ -86,6 +86,9 @@ pub struct EngineConfig {
     /// again. Every run then ends, even under a policy that kills or evicts
     /// an application on every restart.
     pub max_restarts: u32,
+    /// What an OOM kill does for every component (None: each component's
+    /// own `ComponentSpec::oom_restart`).
+    pub oom_restart: Option<OomRestart>,
     /// Update forecasters in parallel (rayon); results are identical.
     pub parallel_forecasts: bool,
     /// What an optimistic growth that does not fit its host does.
@@ -104,6 +107,7 @@ impl Default for EngineConfig {
             placement: Placement::FirstFit,
             max_time_s: None,
             max_restarts: 1000,
+            oom_restart: None,
             parallel_forecasts: true,
             optimistic_growth: OptimisticGrowth::HostOom,
             warm_samples: 0,
