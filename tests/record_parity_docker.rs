@@ -4,7 +4,9 @@
 //! CPU-busy one and a small steady one); `tailor replay --workload
 //! recorded:PATH --check-parity` must find the same decisions, round by
 //! round, with 0 mismatches. The same recording replayed with one kernel
-//! rule changed (a memory floor) must fail the check.
+//! rule changed (a memory floor) must fail the check. The restart policy
+//! dockerd reports for a container is in the recording, and its replay
+//! restarts that container alone after an OOM kill.
 
 mod agent_common;
 
@@ -75,7 +77,7 @@ async fn recorded_run_replays_with_zero_mismatches() {
         1.0,
         &[on, sel, ("tailor.app", "web")],
         &["24:0.1:3600"],
-        &[],
+        &["--restart", "unless-stopped"],
     );
     let _web2 = TestContainer::run(
         "tailor-t-par-web2",
@@ -160,4 +162,37 @@ async fn recorded_run_replays_with_zero_mismatches() {
     // The recording is also a workload for the simulator.
     let (ok, text) = parity(&["replay", "--workload", &rec, "--quiet", "--json"]);
     assert!(ok, "replay of the recording failed:\n{text}");
+    // web1's restart policy (read from dockerd) is in the recording: in the
+    // replay an OOM kill restarts it alone; every other container re-runs
+    // its application.
+    let recording = sim::recorded::read_recording(&path).expect("read the recording");
+    let wl = sim::recorded::recorded_workload(&recording, "parity").expect("workload");
+    let restarting: Vec<(usize, usize)> = wl
+        .apps
+        .iter()
+        .enumerate()
+        .flat_map(|(a, app)| {
+            app.components
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.oom_restart == datasets::workload::OomRestart::Component)
+                .map(move |(i, _)| (a, i))
+        })
+        .collect();
+    assert_eq!(
+        restarting.len(),
+        1,
+        "only web1 restarts alone: {restarting:?}"
+    );
+    let (a, i) = restarting[0];
+    assert_eq!(
+        wl.apps[a].components.len(),
+        2,
+        "web1 is one of the web pair"
+    );
+    assert_eq!(
+        wl.apps[a].components[i].class,
+        datasets::workload::Class::Core,
+        "the restarting one is web1 (web2 is elastic)"
+    );
 }

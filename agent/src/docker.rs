@@ -17,6 +17,7 @@ use bollard::container::{
     InspectContainerOptions, ListContainersOptions, StartContainerOptions, StopContainerOptions,
     UpdateContainerOptions,
 };
+use bollard::models::RestartPolicyNameEnum;
 use bollard::system::EventsOptions;
 use bollard::Docker;
 use futures_util::stream::{BoxStream, StreamExt};
@@ -421,6 +422,17 @@ impl ContainerRuntime for DockerRuntime {
                 .and_then(|s| s.finished_at.as_deref())
                 .and_then(parse_rfc3339_s),
             exit_code: state.and_then(|s| s.exit_code),
+            restarts_alone: hc
+                .and_then(|h| h.restart_policy.as_ref())
+                .and_then(|p| p.name)
+                .is_some_and(|n| {
+                    matches!(
+                        n,
+                        RestartPolicyNameEnum::ALWAYS
+                            | RestartPolicyNameEnum::UNLESS_STOPPED
+                            | RestartPolicyNameEnum::ON_FAILURE
+                    )
+                }),
         })
     }
 

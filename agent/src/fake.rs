@@ -98,6 +98,7 @@ impl FakeRuntime {
             oom_killed: false,
             finished_s: None,
             exit_code: None,
+            restarts_alone: false,
         };
         self.lock().containers.insert(
             id.to_string(),

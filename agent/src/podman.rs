@@ -599,6 +599,7 @@ mod tests {
             oom_killed: false,
             finished_s: Some(200.0),
             exit_code: exit,
+            restarts_alone: false,
         };
         let killed = info(ContainerState::Exited, Some(137), Some(64 << 20));
         assert!(infer_oom_kill(&killed, None));

@@ -142,6 +142,10 @@ pub struct ContainerInfo {
     pub finished_s: Option<f64>,
     /// Exit code of its last run (0 while running).
     pub exit_code: Option<i64>,
+    /// Its restart policy (`always`, `unless-stopped`, `on-failure`) starts
+    /// it again, alone, when it dies: an OOM kill does not end its
+    /// application.
+    pub restarts_alone: bool,
 }
 
 /// One stats sample. CPU counters are cumulative.

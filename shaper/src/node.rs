@@ -87,6 +87,11 @@ pub struct ContainerMeta {
     pub priority: i32,
     pub protected: bool,
     pub started_s: f64,
+    /// Its runtime's restart policy starts it again, alone, when it dies
+    /// (a recording keeps it: a replay of the node then restarts an
+    /// OOM-killed container alone, where it was). Not used by `decide()`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restarts_alone: bool,
 }
 
 impl ContainerMeta {
@@ -101,6 +106,7 @@ impl ContainerMeta {
             priority: 0,
             protected: false,
             started_s,
+            restarts_alone: false,
         }
     }
 }

@@ -14,7 +14,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use datasets::recording::RecordReader;
-use datasets::workload::{AppSpec, ComponentSpec, HostSpec, Shape, UsageSeries, Workload};
+use datasets::workload::{
+    AppSpec, ComponentSpec, HostSpec, OomRestart, Shape, UsageSeries, Workload,
+};
 use shaper::node::{NodeAction, NodeActionKind, NodeKernel};
 use shaper::record::{Record, RecordingHeader, RoundRecord};
 use shaper::{Decider, Forecasts, Resources, ShaperConfig};
@@ -275,7 +277,10 @@ pub fn check_parity(rec: &Recording, shaper: Option<&ShaperConfig>) -> Result<Pa
 /// recorded capacity; one application per application key, arriving at
 /// its first container's first round; one component per container whose
 /// usage series is what the agent sampled (relative to its request), and
-/// whose work is its time alive in the recording.
+/// whose work is its time alive in the recording. A container whose
+/// restart policy starts it again alone (`restarts_alone` in any round)
+/// restarts alone after an OOM kill and continues its usage
+/// ([`OomRestart::Component`]); the others re-run their application.
 pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimError> {
     let Some(first) = rec.rounds.first() else {
         return Err(SimError::Workload(format!("recording {name} has no round")));
@@ -288,6 +293,7 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
         priority: i32,
         request: Resources,
         first_s: f64,
+        restarts_alone: bool,
         cpu: Vec<f32>,
         mem: Vec<f32>,
     }
@@ -305,9 +311,11 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
                 priority: c.meta.priority,
                 request: c.request,
                 first_s: r.at_s - origin,
+                restarts_alone: false,
                 cpu: Vec::new(),
                 mem: Vec::new(),
             });
+            s.restarts_alone |= c.meta.restarts_alone;
             let rel = |v: f64, req: f64| if req > 0.0 { (v / req) as f32 } else { 0.0 };
             s.cpu.push(rel(c.usage.cpu_cores, s.request.cpu_cores));
             s.mem.push(rel(c.usage.mem_bytes, s.request.mem_bytes));
@@ -330,7 +338,7 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
         app.arrival_s = app.arrival_s.min(s.first_s);
         app.priority = app.priority.max(s.priority);
         let work_s = s.mem.len() as f64 * interval;
-        app.components.push(ComponentSpec::new(
+        let mut c = ComponentSpec::new(
             s.class,
             s.request,
             work_s,
@@ -339,7 +347,11 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
                 Shape::scaled(Arc::from(s.cpu), s.request.cpu_cores),
                 Shape::scaled(Arc::from(s.mem), s.request.mem_bytes),
             ),
-        ));
+        );
+        if s.restarts_alone {
+            c.oom_restart = OomRestart::Component;
+        }
+        app.components.push(c);
     }
     let mut apps: Vec<AppSpec> = apps.into_values().collect();
     apps.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s).then(a.id.cmp(&b.id)));

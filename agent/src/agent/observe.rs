@@ -409,6 +409,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     priority: t.labels.priority,
                     protected: t.labels.protected,
                     started_s: t.info.started_s.unwrap_or(now_s),
+                    restarts_alone: t.info.restarts_alone,
                 },
                 request: self.request_of(t, cap),
                 allocation: self.allocation_of(t, cap),
