@@ -87,13 +87,20 @@ impl Engine<'_> {
         self.check_host_overload(h);
     }
 
-    /// Brings `c`'s progress up to now, recomputes its rate and, when it
-    /// changed, its completion event.
-    pub(super) fn reschedule_finish(&mut self, c: usize) {
+    /// Brings `c`'s progress (its remaining work) up to now, at its rate.
+    fn advance_progress(&mut self, c: usize) {
         let now = self.now;
         let comp = &mut self.comps[c];
         comp.remaining_s = (comp.remaining_s - comp.rate * (now - comp.progress_t)).max(0.0);
         comp.progress_t = now;
+    }
+
+    /// Brings `c`'s progress up to now, recomputes its rate and, when it
+    /// changed, its completion event.
+    pub(super) fn reschedule_finish(&mut self, c: usize) {
+        self.advance_progress(c);
+        let now = self.now;
+        let comp = &mut self.comps[c];
         let demand = comp.usage.cpu_cores;
         let rate = if demand <= 0.0 || comp.alloc.cpu_cores >= demand {
             1.0
@@ -215,14 +222,13 @@ impl Engine<'_> {
                 self.dirty = true;
             }
         }
+        // Progress at the old rate up to now, then switch usage.
+        self.advance_progress(c);
         let comp = &mut self.comps[c];
         let new_usage = usage_at(spec, &comp.request, i);
         comp.mem_peak = mem_peak_at(spec, &comp.request, i);
         let peak = comp.mem_peak;
         let old_usage = comp.usage;
-        // Progress at the old rate up to now, then switch usage.
-        comp.remaining_s = (comp.remaining_s - comp.rate * (self.now - comp.progress_t)).max(0.0);
-        comp.progress_t = self.now;
         comp.usage = new_usage;
         let next_t = comp.started_s + (comp.sample + 1) as f64 * u;
         let h = comp.host as usize;
@@ -314,26 +320,21 @@ impl Engine<'_> {
         }
         let a = self.comps[c].app as usize;
         let spec = &self.wl.apps[a].components[self.comps[c].spec as usize];
-        if self.cfg.oom_restart.unwrap_or(spec.oom_restart) == OomRestart::Component {
-            self.apps[a].crashes += 1;
-            self.apps[a].failures += 1;
-            self.restart_in_place(c);
-            return;
-        }
-        match self.comps[c].class {
-            Class::Core => {
+        let restart = self.cfg.oom_restart.unwrap_or(spec.oom_restart);
+        // Every kill counts towards the shaper's failure limit: a component
+        // that replays its usage from the start would otherwise lose the
+        // same work to the same missed spike forever.
+        self.apps[a].failures += 1;
+        match (restart, self.comps[c].class) {
+            (OomRestart::Component, _) => {
                 self.apps[a].crashes += 1;
-                self.apps[a].failures += 1;
+                self.requeue(c, Resume::WhereItWas);
+            }
+            (OomRestart::Application, Class::Core) => {
+                self.apps[a].crashes += 1;
                 self.reset_app(a);
             }
-            Class::Elastic => {
-                // Counts towards the shaper's failure limit: a component
-                // replays its usage from the start when it restarts, so an
-                // app whose forecasts miss a spike would otherwise lose the
-                // same work forever.
-                self.apps[a].failures += 1;
-                self.lose_elastic(c);
-            }
+            (OomRestart::Application, Class::Elastic) => self.requeue(c, Resume::FromStart),
         }
     }
 
@@ -392,51 +393,44 @@ impl Engine<'_> {
         self.elastic_wait.remove(&key);
     }
 
-    /// Running component `c` stops and waits for room again, keeping its
-    /// work and continuing its usage series at its current sample when it
-    /// restarts ([`OomRestart::Component`]); past `max_restarts` failures,
-    /// its application is abandoned.
-    fn restart_in_place(&mut self, c: usize) {
+    /// Running component `c` stops and waits for room again, to resume
+    /// from the start of its usage series (its work is lost) or where it
+    /// was ([`OomRestart::Component`]: its work is kept); past
+    /// `max_restarts` failures, its application is abandoned instead.
+    pub(super) fn requeue(&mut self, c: usize, resume: Resume) {
         let a = self.comps[c].app as usize;
         if self.apps[a].failures > self.cfg.max_restarts {
             self.stop_app(a);
             self.abandon(a);
             return;
         }
-        let now = self.now;
-        let comp = &mut self.comps[c];
-        comp.remaining_s = (comp.remaining_s - comp.rate * (now - comp.progress_t)).max(0.0);
-        comp.progress_t = now;
-        let lived = comp.sample;
+        match resume {
+            Resume::FromStart => self.m.work_lost_s += self.work_done(c),
+            Resume::WhereItWas => self.advance_progress(c),
+        }
+        let lived = self.comps[c].sample;
         self.detach(c);
         let comp = &mut self.comps[c];
-        comp.offset += lived;
+        match resume {
+            Resume::FromStart => {
+                comp.remaining_s = comp.work_s;
+                comp.offset = 0;
+            }
+            Resume::WhereItWas => comp.offset += lived,
+        }
         comp.state = CState::Pending;
         self.apps[a].pending.push(c as u32);
         let key = self.apps[a].key;
         self.elastic_wait.insert(key);
         self.dirty = true;
     }
+}
 
-    /// Elastic component `c` loses its work and waits for room again (past
-    /// `max_restarts` failures, its application is abandoned).
-    pub(super) fn lose_elastic(&mut self, c: usize) {
-        let a = self.comps[c].app as usize;
-        if self.apps[a].failures > self.cfg.max_restarts {
-            self.stop_app(a);
-            self.abandon(a);
-            return;
-        }
-        self.m.work_lost_s += self.work_done(c);
-        self.detach(c);
-        let comp = &mut self.comps[c];
-        comp.state = CState::Pending;
-        comp.remaining_s = comp.work_s;
-        comp.offset = 0;
-        let a = comp.app as usize;
-        self.apps[a].pending.push(c as u32);
-        let key = self.apps[a].key;
-        self.elastic_wait.insert(key);
-        self.dirty = true;
-    }
+/// Where a requeued component's next run starts ([`Engine::requeue`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Resume {
+    /// At the start of its usage series; its work so far is lost.
+    FromStart,
+    /// At the sample it stopped in, keeping its work.
+    WhereItWas,
 }

@@ -314,7 +314,7 @@ impl Engine<'_> {
                         } else {
                             let a = self.comps[c].app as usize;
                             self.apps[a].failures += 1;
-                            self.lose_elastic(c);
+                            self.requeue(c, Resume::FromStart);
                         }
                     }
                 }
