@@ -470,3 +470,29 @@ fn an_oom_killed_service_task_restarts_alone_where_it_was() {
     );
     assert_eq!(service.metrics.apps[0].crashes, 1);
 }
+
+#[test]
+fn an_evicted_service_task_waits_where_it_was() {
+    // The spike workload forces evictions under the oracle; applications
+    // that re-run from their start lose work, tasks that restart alone
+    // (a preempted service's) keep it.
+    let mut pes = cfg(Policy::Pessimistic, ForecasterSource::Oracle);
+    pes.shaper.min_relative_change = 0.0;
+    let batch = simulate(&spike_workload(8), &pes, None).expect("batch");
+    pes.oom_restart = Some(OomRestart::Component);
+    let service = simulate(&spike_workload(8), &pes, None).expect("service");
+    for r in [&batch, &service] {
+        assert_eq!(r.summary.apps_completed, 8, "{:?}", r.summary);
+        assert!(r.summary.evictions > 0, "{:?}", r.summary);
+        assert_eq!(r.summary.failed_app_fraction, 0.0, "{:?}", r.summary);
+    }
+    assert!(batch.summary.work_lost_s > 0.0, "{:?}", batch.summary);
+    assert_eq!(service.summary.work_lost_s, 0.0, "{:?}", service.summary);
+    let evicted = service.metrics.apps.iter().filter(|a| a.evictions > 0);
+    assert!(evicted.clone().count() > 0);
+    // An evicted task finishes no earlier than its work allows.
+    for a in evicted {
+        let f = a.finished_s.expect("completed");
+        assert!(f >= a.arrival_s + 7200.0 - 1e-6, "{a:?}");
+    }
+}

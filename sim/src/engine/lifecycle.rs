@@ -319,8 +319,7 @@ impl Engine<'_> {
             self.m.oom_kills_warm += 1;
         }
         let a = self.comps[c].app as usize;
-        let spec = &self.wl.apps[a].components[self.comps[c].spec as usize];
-        let restart = self.cfg.oom_restart.unwrap_or(spec.oom_restart);
+        let restart = self.restart_of(c);
         // Every kill counts towards the shaper's failure limit: a component
         // that replays its usage from the start would otherwise lose the
         // same work to the same missed spike forever.
@@ -332,6 +331,58 @@ impl Engine<'_> {
             }
             (OomRestart::Application, Class::Core) => {
                 self.apps[a].crashes += 1;
+                self.reset_app(a);
+            }
+            (OomRestart::Application, Class::Elastic) => self.requeue(c, Resume::FromStart),
+        }
+    }
+
+    /// How component `c` comes back after a kill or an eviction: the
+    /// simulator's override, else its workload's.
+    fn restart_of(&self, c: usize) -> OomRestart {
+        let a = self.comps[c].app as usize;
+        let spec = &self.wl.apps[a].components[self.comps[c].spec as usize];
+        self.cfg.oom_restart.unwrap_or(spec.oom_restart)
+    }
+
+    /// The shaper evicted application `a` whole: under the thesis's
+    /// semantics it re-runs from its start; components that restart alone
+    /// ([`OomRestart::Component`]) wait for room again where they were,
+    /// keeping their work (a preempted service's tasks are rescheduled).
+    pub(super) fn evict_app(&mut self, a: usize) {
+        self.apps[a].evictions += 1;
+        self.apps[a].failures += 1;
+        let (first, n) = (self.apps[a].first as usize, self.apps[a].n as usize);
+        let running = (first..first + n).filter(|&c| self.comps[c].state == CState::Running);
+        if running
+            .clone()
+            .all(|c| self.restart_of(c) == OomRestart::Component)
+        {
+            for c in running.collect::<Vec<_>>() {
+                if self.apps[a].state != AState::Running {
+                    break; // abandoned by the failure limit
+                }
+                self.requeue(c, Resume::WhereItWas);
+            }
+        } else {
+            self.reset_app(a);
+        }
+    }
+
+    /// The shaper evicted component `c` alone: an elastic one loses its
+    /// work and waits for room again; a core one takes its application with
+    /// it (the shaper never evicts a lone core component; if it did, the
+    /// application could not go on), unless it restarts alone.
+    pub(super) fn evict_component(&mut self, c: usize) {
+        let a = self.comps[c].app as usize;
+        self.apps[a].failures += 1;
+        match (self.restart_of(c), self.comps[c].class) {
+            (OomRestart::Component, _) => {
+                self.apps[a].evictions += 1;
+                self.requeue(c, Resume::WhereItWas);
+            }
+            (OomRestart::Application, Class::Core) => {
+                self.apps[a].evictions += 1;
                 self.reset_app(a);
             }
             (OomRestart::Application, Class::Elastic) => self.requeue(c, Resume::FromStart),

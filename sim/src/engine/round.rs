@@ -285,14 +285,12 @@ impl Engine<'_> {
                     whole_app: true,
                     ..
                 } => {
-                    // One action per component: the first resets the app.
+                    // One action per component: the first evicts the app.
                     let a = app.0 as usize;
                     if a < self.apps.len() && self.apps[a].state == AState::Running {
                         self.m.evictions += 1;
                         self.m.app_evictions += 1;
-                        self.apps[a].evictions += 1;
-                        self.apps[a].failures += 1;
-                        self.reset_app(a);
+                        self.evict_app(a);
                     }
                 }
                 ComponentAction::Evict {
@@ -304,18 +302,7 @@ impl Engine<'_> {
                     if c < self.comps.len() && self.comps[c].state == CState::Running {
                         self.m.evictions += 1;
                         self.m.component_evictions += 1;
-                        if self.comps[c].class == Class::Core {
-                            // The shaper never evicts a lone core component;
-                            // if it did, the application could not go on.
-                            let a = self.comps[c].app as usize;
-                            self.apps[a].evictions += 1;
-                            self.apps[a].failures += 1;
-                            self.reset_app(a);
-                        } else {
-                            let a = self.comps[c].app as usize;
-                            self.apps[a].failures += 1;
-                            self.requeue(c, Resume::FromStart);
-                        }
+                        self.evict_component(c);
                     }
                 }
                 ComponentAction::Resize { component, to, .. } => {
