@@ -7,6 +7,8 @@
 //! policy = "pessimistic"          # baseline | optimistic | pessimistic
 //! k1 = 0.3                         # constant buffer term, fraction of the request
 //! k2 = 3.0                         # dynamic buffer term, band level (sigmas)
+//! small_app_components = 0       # apps with fewer running components are small:
+//! small_app_k1 = 0.3               #   their constant buffer term
 //! order = "fifo"                   # fifo | sjf | priority
 //! victim_order = "oldest_first_keep"  # | lowest_priority_first | least_work_lost
 //! cpu_shortfall = "share"          # CPU that does not fit: share (throttle) | evict
@@ -203,6 +205,20 @@ pub struct ShaperConfig {
     /// task using a fifth of its request four times the room of one using
     /// nearly all of it. Default 0 (the thesis's K1/K2 only).
     pub mem_margin: f64,
+    /// An application with fewer running components than this is small:
+    /// its components' constant buffer is `small_app_k1 * request` instead
+    /// of `k1 * request`. A failed application counts as one whatever its
+    /// size, while a large one gives back many components' memory, and the
+    /// jumps that kill come job by job: under a budget of failed
+    /// applications the buffer is better spent on the small ones (see the
+    /// README, "Small applications"). Counted in the view `decide()` gets:
+    /// on a node, the application's containers on that node; in the
+    /// central shaper and the simulator, across the cluster. Default 0: no
+    /// application is small.
+    pub small_app_components: u32,
+    /// The constant buffer term of a small application's components
+    /// (fraction of the request; see `small_app_components`). Default 0.3.
+    pub small_app_k1: f64,
     /// Application order. Default `fifo`.
     pub order: SchedulerOrder,
     /// Elastic keep/victim order. Default `oldest_first_keep` (the thesis).
@@ -308,6 +324,8 @@ impl Default for ShaperConfig {
             k1: 0.3,
             k2: 3.0,
             mem_margin: 0.0,
+            small_app_components: 0,
+            small_app_k1: 0.3,
             order: SchedulerOrder::Fifo,
             victim_order: VictimOrder::OldestFirstKeep,
             cpu_shortfall: CpuShortfall::Share,
@@ -362,6 +380,17 @@ pub const MAX_MIN_CPU_CORES: f64 = 1.0e6;
 pub const MAX_MIN_MEM_BYTES: f64 = (1u64 << 50) as f64;
 
 impl ShaperConfig {
+    /// The constant buffer term (fraction of the request) of a component
+    /// whose application has `app_components` running components:
+    /// `small_app_k1` for a small application, else `k1`.
+    pub fn k1_for(&self, app_components: usize) -> f64 {
+        if app_components < self.small_app_components as usize {
+            self.small_app_k1
+        } else {
+            self.k1
+        }
+    }
+
     /// Checks every setting and reports every problem at once (keys as
     /// written in the `[shaper]` table). Ranges:
     ///
@@ -370,6 +399,8 @@ impl ShaperConfig {
     /// | `k1` | [0, 10] |
     /// | `k2` | [0, 100] |
     /// | `mem_margin` | [0, 10] |
+    /// | `small_app_components` | [0, 1000000] |
+    /// | `small_app_k1` | [0, 10] |
     /// | `grace_period_s` | [0, 31536000] (one year) |
     /// | `failure_limit` | [1, 1000000] |
     /// | `max_growth` | [1, 1000] |
@@ -387,6 +418,13 @@ impl ShaperConfig {
         e.range("k1", self.k1, 0.0, MAX_K1);
         e.range("k2", self.k2, 0.0, MAX_K2);
         e.range("mem_margin", self.mem_margin, 0.0, MAX_MEM_MARGIN);
+        e.range(
+            "small_app_components",
+            self.small_app_components,
+            0,
+            1_000_000,
+        );
+        e.range("small_app_k1", self.small_app_k1, 0.0, MAX_K1);
         e.range(
             "grace_period_s",
             self.grace_period_s,
@@ -547,6 +585,8 @@ mod tests {
             k1: 1e300,
             k2: 1e9,
             mem_margin: 1e300,
+            small_app_components: u32::MAX,
+            small_app_k1: f64::NAN,
             grace_period_s: 1e300,
             failure_limit: u32::MAX,
             max_growth: f64::MAX,
@@ -561,6 +601,8 @@ mod tests {
                 "k1",
                 "k2",
                 "mem_margin",
+                "small_app_components",
+                "small_app_k1",
                 "grace_period_s",
                 "failure_limit",
                 "max_growth",
@@ -568,6 +610,24 @@ mod tests {
                 "min_mem_bytes"
             ]
         );
+    }
+
+    #[test]
+    fn a_small_application_gets_its_own_k1() {
+        let o: ShaperConfig =
+            toml::from_str("k1 = 0.1\nsmall_app_components = 50\nsmall_app_k1 = 0.3\n")
+                .expect("parses");
+        o.validate().expect("valid");
+        assert_eq!(o.k1_for(1), 0.3);
+        assert_eq!(o.k1_for(49), 0.3);
+        assert_eq!(o.k1_for(50), 0.1);
+        // Off by default: every application gets k1.
+        assert_eq!(ShaperConfig::default().k1_for(0), 0.3);
+        let d = ShaperConfig {
+            k1: 0.1,
+            ..ShaperConfig::default()
+        };
+        assert_eq!(d.k1_for(0), 0.1);
     }
 
     #[test]

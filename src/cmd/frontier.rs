@@ -82,6 +82,11 @@ pub struct Args {
     /// (default: the config's value only), e.g. `0,0.1,0.2`.
     #[arg(long, value_delimiter = ',')]
     pub mem_margin: Option<Vec<f64>>,
+    /// `[shaper] small_app_k1` values for the tailor families' K1/K2
+    /// points (default: the config's value only), e.g. `0.3,0.5`; needs
+    /// `small_app_components` in `--config`.
+    #[arg(long, value_delimiter = ',')]
+    pub small_app_k1: Option<Vec<f64>>,
     /// VPA target memory percentiles (default 0.5,0.8,0.9,0.95).
     #[arg(long, value_delimiter = ',')]
     pub vpa_percentile: Option<Vec<f64>>,
@@ -134,6 +139,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         memory_risk: risk_list(&args.memory_risk)?,
         sibling_hold_s: sorted(args.sibling_hold_s.clone().unwrap_or_default()),
         mem_margin: sorted(args.mem_margin.clone().unwrap_or_default()),
+        small_app_k1: sorted(args.small_app_k1.clone().unwrap_or_default()),
         vpa_percentile: sorted(
             args.vpa_percentile
                 .clone()

@@ -66,7 +66,7 @@ pub fn component_target(
         let (mean, sigma, b, raw) = match (&c.forecast, basis) {
             (Some(f), Basis::Forecast) => {
                 let p = f.get(r);
-                let b = buffer(r, p, req, cfg);
+                let b = buffer(r, p, req, cfg, cfg.k1_for(app.components.len()));
                 (p.mean, p.std, b, p.mean + b.total())
             }
             _ => (0.0, 0.0, Buffer::default(), req),
@@ -116,10 +116,11 @@ impl Buffer {
 
 /// The buffer that resource `r`'s forecast `p` gets under `cfg` at request
 /// `req` (the target before the floor, the ceiling and current usage is
-/// `p.mean + buffer.total()`): `k1 * req + (upper(k2) - mean)`, plus
+/// `p.mean + buffer.total()`): `k1 * req + (upper(k2) - mean)`, with `k1`
+/// the component's ([`ShaperConfig::k1_for`]), plus
 /// `mem_margin * mean` for memory; with `memory_risk = P`, memory gets
 /// `upper(risk_to_level(P)) - mean` alone.
-pub fn buffer(r: Resource, p: &Predictive, req: f64, cfg: &ShaperConfig) -> Buffer {
+pub fn buffer(r: Resource, p: &Predictive, req: f64, cfg: &ShaperConfig, k1: f64) -> Buffer {
     match (r, cfg.memory_risk) {
         // Risk-targeted memory: the (calibrated) upper band at the level
         // whose one-sided tail is `memory_risk`.
@@ -129,7 +130,7 @@ pub fn buffer(r: Resource, p: &Predictive, req: f64, cfg: &ShaperConfig) -> Buff
             margin_term: 0.0,
         },
         _ => Buffer {
-            k1_term: sane(cfg.k1) * req,
+            k1_term: sane(k1) * req,
             k2_term: p.band_above(sane(cfg.k2)),
             margin_term: match r {
                 Resource::Mem => sane(cfg.mem_margin) * sane(p.mean),

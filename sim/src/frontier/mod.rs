@@ -190,6 +190,11 @@ pub struct FrontierGrid {
     /// `[shaper] mem_margin` values for the tailor families' K1/K2 points.
     /// Empty: the base config's value only (and no `mem_margin` param).
     pub mem_margin: Vec<f64>,
+    /// `[shaper] small_app_k1` values for the tailor families' K1/K2
+    /// points (the base config's `small_app_components` says which
+    /// applications are small; it must be set). Empty: the base config's
+    /// value only (and no `small_app_k1` param).
+    pub small_app_k1: Vec<f64>,
     pub vpa_percentile: Vec<f64>,
     pub vpa_margin: Vec<f64>,
     /// Families to sweep (baseline and oracle always run).
@@ -204,6 +209,7 @@ impl Default for FrontierGrid {
             memory_risk: DEFAULT_MEMORY_RISK.to_vec(),
             sibling_hold_s: Vec::new(),
             mem_margin: Vec::new(),
+            small_app_k1: Vec::new(),
             vpa_percentile: DEFAULT_VPA_PERCENTILE.to_vec(),
             vpa_margin: DEFAULT_VPA_MARGIN.to_vec(),
             families: Family::SWEPT.to_vec(),
@@ -214,13 +220,13 @@ impl Default for FrontierGrid {
 impl FrontierGrid {
     /// Every problem at once. Ranges: K1 [0, shaper MAX_K1], K2 [0,
     /// MAX_K2], memory_risk [1e-9, 0.25], sibling_hold_s [0, 1e9],
-    /// mem_margin [0, shaper MAX_MEM_MARGIN], VPA
+    /// mem_margin [0, shaper MAX_MEM_MARGIN], small_app_k1 [0, MAX_K1], VPA
     /// percentile (0, 1), margin [0, 10]; at most [`MAX_LIST`] values per
     /// list, K1/K2/percentile/margin lists non-empty when their family is
     /// swept.
     pub fn validate(&self) -> Result<(), ConfigErrors> {
         let mut e = ConfigErrors::new();
-        let lists: [(&str, &Vec<f64>, f64, f64, bool); 7] = [
+        let lists: [(&str, &Vec<f64>, f64, f64, bool); 8] = [
             ("k1", &self.k1, 0.0, shaper::config::MAX_K1, true),
             ("k2", &self.k2, 0.0, shaper::config::MAX_K2, true),
             (
@@ -245,6 +251,13 @@ impl FrontierGrid {
                 false,
             ),
             (
+                "small_app_k1",
+                &self.small_app_k1,
+                0.0,
+                shaper::config::MAX_K1,
+                false,
+            ),
+            (
                 "vpa_percentile",
                 &self.vpa_percentile,
                 1e-6,
@@ -258,7 +271,7 @@ impl FrontierGrid {
                 format!("at most {MAX_LIST} values, got {}", values.len())
             });
             let used = match name {
-                "k1" | "k2" | "memory_risk" | "sibling_hold_s" | "mem_margin" => {
+                "k1" | "k2" | "memory_risk" | "sibling_hold_s" | "mem_margin" | "small_app_k1" => {
                     self.families.iter().any(|f| f.is_tailor())
                 }
                 _ => self.families.contains(&Family::Vpa),
@@ -300,6 +313,12 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
         )));
     }
     grid.validate()?;
+    if !grid.small_app_k1.is_empty() && base.shaper.small_app_components == 0 {
+        return Err(SimError::Config(ConfigErrors::single(
+            "small_app_k1",
+            "sweeping it needs [shaper] small_app_components > 0 in the config (no application is small)",
+        )));
+    }
     let mut cell = base.clone();
     cell.parallel_forecasts = false;
     cell.shaper.memory_risk = None;
@@ -314,6 +333,7 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
     oracle.shaper.k1 = 0.0;
     oracle.shaper.k2 = 0.0;
     oracle.shaper.mem_margin = 0.0;
+    oracle.shaper.small_app_components = 0;
     out.push(PointSpec {
         family: Family::Oracle,
         sizing: Sizing::K1k2,
@@ -337,6 +357,7 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
             m.shaper.k1 = 0.0;
             m.shaper.k2 = 0.0;
             m.shaper.mem_margin = 0.0;
+            m.shaper.small_app_components = 0;
             // The VPA's own memory window, not tailor's hold on top.
             m.shaper.mem_hold_s = 0.0;
             for &p in &grid.vpa_percentile {
@@ -383,23 +404,35 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
             } else {
                 grid.mem_margin.iter().copied().map(Some).collect()
             };
+            // So is the small applications' K1.
+            let small_k1s: Vec<Option<f64>> = if grid.small_app_k1.is_empty() {
+                vec![None]
+            } else {
+                grid.small_app_k1.iter().copied().map(Some).collect()
+            };
             for &margin in &margins {
-                for &k2 in &grid.k2 {
-                    for &k1 in &grid.k1 {
-                        let mut c = m.clone();
-                        c.shaper.k1 = k1;
-                        c.shaper.k2 = k2;
-                        let mut kv = vec![("k1", k1), ("k2", k2)];
-                        if let Some(x) = margin {
-                            c.shaper.mem_margin = x;
-                            kv.push(("mem_margin", x));
+                for &small_k1 in &small_k1s {
+                    for &k2 in &grid.k2 {
+                        for &k1 in &grid.k1 {
+                            let mut c = m.clone();
+                            c.shaper.k1 = k1;
+                            c.shaper.k2 = k2;
+                            let mut kv = vec![("k1", k1), ("k2", k2)];
+                            if let Some(x) = margin {
+                                c.shaper.mem_margin = x;
+                                kv.push(("mem_margin", x));
+                            }
+                            if let Some(x) = small_k1 {
+                                c.shaper.small_app_k1 = x;
+                                kv.push(("small_app_k1", x));
+                            }
+                            out.push(PointSpec {
+                                family: fam,
+                                sizing: Sizing::K1k2,
+                                params: with(&kv),
+                                cfg: c,
+                            });
                         }
-                        out.push(PointSpec {
-                            family: fam,
-                            sizing: Sizing::K1k2,
-                            params: with(&kv),
-                            cfg: c,
-                        });
                     }
                 }
             }

@@ -130,6 +130,7 @@ fn grid_validation_names_every_bad_list() {
         memory_risk: vec![0.9],
         sibling_hold_s: vec![-1.0],
         mem_margin: vec![f64::NAN],
+        small_app_k1: vec![-0.1],
         vpa_percentile: vec![1.0],
         vpa_margin: vec![0.1; MAX_LIST + 1],
         families: Family::SWEPT.to_vec(),
@@ -141,6 +142,7 @@ fn grid_validation_names_every_bad_list() {
         "memory_risk",
         "sibling_hold_s",
         "mem_margin",
+        "small_app_k1",
         "vpa_percentile",
         "vpa_margin",
     ] {
@@ -165,6 +167,7 @@ fn specs_put_no_buffer_on_the_vpa() {
         memory_risk: vec![0.01],
         sibling_hold_s: Vec::new(),
         mem_margin: Vec::new(),
+        small_app_k1: Vec::new(),
         vpa_percentile: vec![0.9],
         vpa_margin: vec![0.15, 0.3],
         families: vec![Family::Gp, Family::Vpa],
@@ -200,6 +203,7 @@ fn a_swept_sibling_hold_multiplies_the_tailor_points_only() {
         memory_risk: vec![0.01],
         sibling_hold_s: vec![0.0, 7200.0],
         mem_margin: Vec::new(),
+        small_app_k1: Vec::new(),
         vpa_percentile: vec![0.9],
         vpa_margin: vec![0.15],
         families: vec![Family::Last, Family::Vpa],
@@ -242,6 +246,7 @@ fn a_swept_margin_multiplies_the_k1k2_points_only() {
         memory_risk: vec![0.01],
         sibling_hold_s: Vec::new(),
         mem_margin: vec![0.0, 0.2],
+        small_app_k1: Vec::new(),
         vpa_percentile: vec![0.9],
         vpa_margin: vec![0.15],
         families: vec![Family::Peak, Family::Vpa],
@@ -271,4 +276,40 @@ fn a_swept_margin_multiplies_the_k1k2_points_only() {
         .find(|s| s.sizing == Sizing::MemoryRisk)
         .expect("risk point");
     assert!(!risk.params.contains_key("mem_margin"));
+}
+
+#[test]
+fn a_swept_small_app_k1_multiplies_the_k1k2_points_and_needs_small_apps() {
+    let mut base = SimConfig::default();
+    let grid = FrontierGrid {
+        k1: vec![0.1, 0.2],
+        k2: vec![0.0],
+        memory_risk: Vec::new(),
+        sibling_hold_s: Vec::new(),
+        mem_margin: Vec::new(),
+        small_app_k1: vec![0.3, 0.5],
+        vpa_percentile: vec![0.9],
+        vpa_margin: vec![0.15],
+        families: vec![Family::Last, Family::Vpa],
+    };
+    // No application is small by default: the sweep would be empty words.
+    let e = point_specs(&base, &grid).expect_err("refused");
+    assert!(e.to_string().contains("small_app_components"), "{e}");
+    base.shaper.small_app_components = 50;
+    let specs = point_specs(&base, &grid).expect("specs");
+    // baseline + oracle + 2 small-app K1 x 2 K1 + 1 VPA
+    assert_eq!(specs.len(), 2 + 2 * 2 + 1);
+    for x in [0.3, 0.5] {
+        let n = specs
+            .iter()
+            .filter(|s| s.family == Family::Last && s.params.get("small_app_k1") == Some(&x))
+            .inspect(|s| assert_eq!(s.cfg.shaper.small_app_k1, x))
+            .count();
+        assert_eq!(n, 2, "small_app_k1 {x}");
+    }
+    // The oracle and the VPA get no buffer, small application or not.
+    assert_eq!(specs[1].cfg.shaper.small_app_components, 0);
+    let vpa = specs.iter().find(|s| s.family == Family::Vpa).expect("vpa");
+    assert_eq!(vpa.cfg.shaper.small_app_components, 0);
+    assert!(!vpa.params.contains_key("small_app_k1"));
 }

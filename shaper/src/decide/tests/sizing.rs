@@ -125,6 +125,27 @@ fn the_memory_margin_scales_with_the_forecast_not_the_request() {
 }
 
 #[test]
+fn a_small_applications_components_get_the_small_app_buffer() {
+    let c = forecast_component();
+    let lone = app(1, 0.0, vec![c.clone()]);
+    let pair = app(1, 0.0, vec![c.clone(), c.clone()]);
+    let cfg = ShaperConfig {
+        k1: 0.05,
+        k2: 1.0,
+        small_app_components: 2,
+        small_app_k1: 0.3,
+        ..unfloored()
+    };
+    // memory: 400 + 0.3 * 1000 + 50 alone; 400 + 0.05 * 1000 + 50 in a pair
+    let t = component_target(&lone, &c, 10_000.0, &cfg);
+    assert!((t.mem.k1_term - 300.0).abs() < 1e-9, "{:?}", t.mem);
+    assert!((t.alloc.mem_bytes - 750.0).abs() < 1e-9, "{:?}", t.alloc);
+    let t = component_target(&pair, &c, 10_000.0, &cfg);
+    assert!((t.mem.k1_term - 50.0).abs() < 1e-9, "{:?}", t.mem);
+    assert!((t.alloc.mem_bytes - 500.0).abs() < 1e-9, "{:?}", t.alloc);
+}
+
+#[test]
 fn memory_risk_sizes_memory_from_the_predictive_tail() {
     let mut c = forecast_component();
     c.usage = Resources::new(0.5, 300.0);
