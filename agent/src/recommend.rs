@@ -235,7 +235,8 @@ pub fn build(
                     };
                     // the kernel's buffer and bounds: floor, rounding, the
                     // ceiling (`request * max_growth`), current use
-                    let b = shaper::buffer(resource, p, req, cfg);
+                    let k1 = cfg.k1_for(view.app_components(&c.meta.app));
+                    let b = shaper::buffer(resource, p, req, cfg, k1);
                     let (computed, bound) = shaper::limits::bound_target(
                         resource,
                         p.mean + b.total(),

@@ -183,6 +183,12 @@ impl NodeView {
     pub fn requested(&self) -> Resources {
         self.sum(|c| c.request)
     }
+
+    /// Containers of application `app` on this node: the application's
+    /// size that `decide()` sees here ([`ShaperConfig::k1_for`]).
+    pub fn app_components(&self, app: &str) -> usize {
+        self.containers.iter().filter(|c| c.meta.app == app).count()
+    }
 }
 
 /// What to do to one container.

@@ -31,8 +31,6 @@ mod lifecycle;
 mod round;
 mod sched;
 
-use lifecycle::Resume;
-
 /// Builds one resource's model of one component (see [`ModelSite`]); the
 /// `f64` is the absolute units per observed unit (the component's request).
 pub type ForecasterFactory =
