@@ -222,6 +222,23 @@ fn flags_are_validated() {
         (vec!["frontier", "--budget-measure", "x"], "budget-measure"),
         (vec!["frontier", "--policy", "baseline"], "baseline"),
         (vec!["replay", "--seeds", "1000"], "--seeds"),
+        (
+            vec!["frontier", "--small-app-k1", "0.3"],
+            "small_app_components",
+        ),
+        (
+            vec![
+                "frontier",
+                "--small-app-components",
+                "5",
+                "--small-app-k1=-1",
+            ],
+            "small_app_k1",
+        ),
+        (
+            vec!["replay", "--small-app-components", "2000000"],
+            "small_app_components",
+        ),
     ] {
         let out = tailor(&args);
         assert!(!out.status.success(), "{args:?} accepted");

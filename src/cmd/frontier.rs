@@ -84,7 +84,7 @@ pub struct Args {
     pub mem_margin: Option<Vec<f64>>,
     /// `[shaper] small_app_k1` values for the tailor families' K1/K2
     /// points (default: the config's value only), e.g. `0.3,0.5`; needs
-    /// `small_app_components` in `--config`.
+    /// `--small-app-components N` (or the config's `small_app_components`).
     #[arg(long, value_delimiter = ',')]
     pub small_app_k1: Option<Vec<f64>>,
     /// VPA target memory percentiles (default 0.5,0.8,0.9,0.95).

@@ -91,6 +91,12 @@ pub struct SimArgs {
     /// Multiply every host's capacity by F (< 1: a contended cluster).
     #[arg(long)]
     pub capacity_scale: Option<f64>,
+    /// Applications with fewer running components than N are small: their
+    /// components' constant buffer is `[shaper] small_app_k1` (default
+    /// 0.3) instead of K1 (overrides the config's `small_app_components`;
+    /// 0: none is small).
+    #[arg(long)]
+    pub small_app_components: Option<u32>,
     /// Never show a progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -125,6 +131,9 @@ impl SimArgs {
         }
         if let Some(p) = self.policy {
             cfg.shaper.policy = p.into();
+        }
+        if let Some(n) = self.small_app_components {
+            cfg.shaper.small_app_components = n;
         }
         if let Some(f) = self.forecaster {
             match f.model_kind() {

@@ -277,6 +277,7 @@ impl Engine<'_> {
             let cc = &self.comps[c];
             tracing::debug!(
                 app = cc.app,
+                app_components = self.apps[cc.app as usize].n,
                 component = c,
                 class = cc.class.as_str(),
                 age_s = self.now - cc.started_s,

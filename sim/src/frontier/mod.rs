@@ -316,7 +316,7 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
     if !grid.small_app_k1.is_empty() && base.shaper.small_app_components == 0 {
         return Err(SimError::Config(ConfigErrors::single(
             "small_app_k1",
-            "sweeping it needs [shaper] small_app_components > 0 in the config (no application is small)",
+            "sweeping it needs small_app_components > 0 (`--small-app-components N` or `[shaper] small_app_components` in the config): no application is small",
         )));
     }
     let mut cell = base.clone();
