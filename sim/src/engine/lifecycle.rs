@@ -319,19 +319,32 @@ impl Engine<'_> {
         if self.comps[c].warm {
             self.m.oom_kills_warm += 1;
         }
+        self.bring_back(c, Stop::OomKill);
+    }
+
+    /// Running component `c` was stopped (killed or evicted): a failure of
+    /// its application towards the shaper's failure limit (a component that
+    /// replays its usage from the start would otherwise lose the same work
+    /// to the same missed spike forever). It waits for room again where it
+    /// was when it restarts alone ([`OomRestart::Component`]); otherwise a
+    /// core component takes its application back to the start, an elastic
+    /// one re-runs alone from its start. Stopping a core component, or one
+    /// that restarts alone, counts as a crash or an eviction of the
+    /// application.
+    fn bring_back(&mut self, c: usize, why: Stop) {
         let a = self.comps[c].app as usize;
-        let restart = self.restart_of(c);
-        // Every kill counts towards the shaper's failure limit: a component
-        // that replays its usage from the start would otherwise lose the
-        // same work to the same missed spike forever.
         self.apps[a].failures += 1;
-        match (restart, self.comps[c].class) {
+        let app_hit = |app: &mut AppSt| match why {
+            Stop::OomKill => app.crashes += 1,
+            Stop::Eviction => app.evictions += 1,
+        };
+        match (self.restart_of(c), self.comps[c].class) {
             (OomRestart::Component, _) => {
-                self.apps[a].crashes += 1;
+                app_hit(&mut self.apps[a]);
                 self.requeue(c, Resume::WhereItWas);
             }
             (OomRestart::Application, Class::Core) => {
-                self.apps[a].crashes += 1;
+                app_hit(&mut self.apps[a]);
                 self.reset_app(a);
             }
             (OomRestart::Application, Class::Elastic) => self.requeue(c, Resume::FromStart),
@@ -370,24 +383,10 @@ impl Engine<'_> {
         }
     }
 
-    /// The shaper evicted component `c` alone: an elastic one loses its
-    /// work and waits for room again; a core one takes its application with
-    /// it (the shaper never evicts a lone core component; if it did, the
-    /// application could not go on), unless it restarts alone.
+    /// The shaper evicted component `c` alone (the shaper never evicts a
+    /// lone core component; if it did, the application could not go on).
     pub(super) fn evict_component(&mut self, c: usize) {
-        let a = self.comps[c].app as usize;
-        self.apps[a].failures += 1;
-        match (self.restart_of(c), self.comps[c].class) {
-            (OomRestart::Component, _) => {
-                self.apps[a].evictions += 1;
-                self.requeue(c, Resume::WhereItWas);
-            }
-            (OomRestart::Application, Class::Core) => {
-                self.apps[a].evictions += 1;
-                self.reset_app(a);
-            }
-            (OomRestart::Application, Class::Elastic) => self.requeue(c, Resume::FromStart),
-        }
+        self.bring_back(c, Stop::Eviction);
     }
 
     /// Kills every component of `a`, throws its work away and requeues it at
@@ -476,6 +475,13 @@ impl Engine<'_> {
         self.elastic_wait.insert(key);
         self.dirty = true;
     }
+}
+
+/// Why a running component stopped against its will ([`Engine::bring_back`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    OomKill,
+    Eviction,
 }
 
 /// Where a requeued component's next run starts ([`Engine::requeue`]).

@@ -299,6 +299,16 @@ pub struct PointSpec {
     pub cfg: SimConfig,
 }
 
+/// A swept dimension's values, or one `None` (the base config's value, and
+/// no param) when it is not swept.
+fn swept(values: &[f64]) -> Vec<Option<f64>> {
+    if values.is_empty() {
+        vec![None]
+    } else {
+        values.iter().copied().map(Some).collect()
+    }
+}
+
 fn params(kv: &[(&str, f64)]) -> BTreeMap<String, f64> {
     kv.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
@@ -381,12 +391,7 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
         m.forecaster.kind = kind;
         // The hold is a param only when swept, so default outputs keep
         // their labels.
-        let holds: Vec<Option<f64>> = if grid.sibling_hold_s.is_empty() {
-            vec![None]
-        } else {
-            grid.sibling_hold_s.iter().copied().map(Some).collect()
-        };
-        for hold in holds {
+        for hold in swept(&grid.sibling_hold_s) {
             let mut m = m.clone();
             let mut kv: Vec<(&str, f64)> = Vec::with_capacity(4);
             if let Some(h) = hold {
@@ -398,20 +403,10 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
                 all.extend_from_slice(extra);
                 params(&all)
             };
-            // The margin, like the hold, is a param only when swept.
-            let margins: Vec<Option<f64>> = if grid.mem_margin.is_empty() {
-                vec![None]
-            } else {
-                grid.mem_margin.iter().copied().map(Some).collect()
-            };
-            // So is the small applications' K1.
-            let small_k1s: Vec<Option<f64>> = if grid.small_app_k1.is_empty() {
-                vec![None]
-            } else {
-                grid.small_app_k1.iter().copied().map(Some).collect()
-            };
-            for &margin in &margins {
-                for &small_k1 in &small_k1s {
+            // The margin and the small applications' K1, like the hold,
+            // are params only when swept.
+            for margin in swept(&grid.mem_margin) {
+                for small_k1 in swept(&grid.small_app_k1) {
                     for &k2 in &grid.k2 {
                         for &k1 in &grid.k1 {
                             let mut c = m.clone();
