@@ -10,7 +10,8 @@
 //!
 //! The Podman twins of two Docker tests run the agent library on the same
 //! engine (recommend mode): an unlimited container gets no limit and causes
-//! no eviction, and models survive an agent restart and a re-creation.
+//! no eviction, and models survive an agent restart and a re-creation. The
+//! restart policy Podman reports marks a container that restarts alone.
 
 mod agent_common;
 
@@ -874,4 +875,42 @@ async fn podman_stats_match_docker_field_by_field() {
         );
         assert!(s.cpu_total_ns > 0, "{engine}: no CPU counter");
     }
+}
+
+/// Podman's compatible API reports a container's restart policy in
+/// `HostConfig.RestartPolicy` as dockerd does: the agent marks a container
+/// that Podman starts again after a kill as restarting alone (what the
+/// recording and the simulator's `OomRestart::Component` read), and a
+/// plain one not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn podman_restart_policy_marks_a_container_that_restarts_alone() {
+    use agent::ContainerRuntime;
+    let test = "podman_restart_policy";
+    if !podman_or_skip(test) {
+        return;
+    }
+    let labels = [("tailor.test", test)];
+    let steps = ["16:0.1:3600"];
+    let plain = PodmanContainer::run("tailor-p-norestart", 64, 0.5, &labels, &steps);
+    let name = "tailor-p-restart";
+    let _ = podman(&["rm", "-f", "-t", "0", name]);
+    let mut args = vec![
+        "run",
+        "-d",
+        "--network",
+        "none",
+        "--restart",
+        "always",
+        "--name",
+        name,
+        IMAGE,
+    ];
+    args.extend(loadgen(&steps));
+    let id = podman(&args).unwrap_or_else(|e| panic!("cannot start {name} on Podman: {e}"));
+    let restarting = PodmanContainer { id };
+    let rt = PodmanRuntime::connect(SOCK).await.expect("podman client");
+    let info = rt.inspect(&restarting.id).await.expect("inspect");
+    assert!(info.restarts_alone, "--restart always: {info:?}");
+    let info = rt.inspect(&plain.id).await.expect("inspect");
+    assert!(!info.restarts_alone, "no restart policy: {info:?}");
 }
