@@ -176,7 +176,9 @@ pub fn build(
         }
     }
     let mut items = Vec::with_capacity(view.containers.len() * 2);
+    let app_sizes = view.app_sizes();
     for (i, c) in view.containers.iter().enumerate() {
+        let k1 = cfg.k1_for(app_sizes.get(c.meta.app.as_str()).copied().unwrap_or(1));
         let applied = report
             .outcomes
             .iter()
@@ -235,7 +237,6 @@ pub fn build(
                     };
                     // the kernel's buffer and bounds: floor, rounding, the
                     // ceiling (`request * max_growth`), current use
-                    let k1 = cfg.k1_for(view.app_components(&c.meta.app));
                     let b = shaper::buffer(resource, p, req, cfg, k1);
                     let (computed, bound) = shaper::limits::bound_target(
                         resource,

@@ -184,10 +184,14 @@ impl NodeView {
         self.sum(|c| c.request)
     }
 
-    /// Containers of application `app` on this node: the application's
-    /// size that `decide()` sees here ([`ShaperConfig::k1_for`]).
-    pub fn app_components(&self, app: &str) -> usize {
-        self.containers.iter().filter(|c| c.meta.app == app).count()
+    /// Containers per application key on this node: each application's
+    /// size as `decide()` sees it here ([`ShaperConfig::k1_for`]).
+    pub fn app_sizes(&self) -> BTreeMap<&str, usize> {
+        let mut n = BTreeMap::new();
+        for c in &self.containers {
+            *n.entry(c.meta.app.as_str()).or_insert(0) += 1;
+        }
+        n
     }
 }
 

@@ -76,10 +76,10 @@ pub struct SimConfig {
     /// times is abandoned and counts as failed, so that every run ends.
     /// Default 1000.
     pub max_restarts: u32,
-    /// What an OOM kill does, for every component: `application` (the
-    /// thesis: a core component's kill re-runs its application from its
-    /// start) or `component` (the component alone restarts and continues
-    /// its usage where it was killed). Default: absent = the workload's own
+    /// What an OOM kill or an eviction does, for every component:
+    /// `application` (the thesis: a core component's kill re-runs its
+    /// application from its start) or `component` (the component alone
+    /// restarts and continues its usage where it was stopped). Default: absent = the workload's own
     /// (Google 2019 tasks restart alone, every other workload re-runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oom_restart: Option<OomRestart>,

@@ -86,7 +86,7 @@ pub struct EngineConfig {
     /// again. Every run then ends, even under a policy that kills or evicts
     /// an application on every restart.
     pub max_restarts: u32,
-    /// What an OOM kill does for every component (None: each component's
+    /// What an OOM kill or an eviction does for every component (None: each component's
     /// own `ComponentSpec::oom_restart`).
     pub oom_restart: Option<OomRestart>,
     /// Update forecasters in parallel (rayon); results are identical.
