@@ -178,7 +178,11 @@ pub fn build(
     let mut items = Vec::with_capacity(view.containers.len() * 2);
     let app_sizes = view.app_sizes();
     for (i, c) in view.containers.iter().enumerate() {
-        let k1 = cfg.k1_for(app_sizes.get(c.meta.app.as_str()).copied().unwrap_or(1));
+        let (n, mem_bytes) = app_sizes
+            .get(c.meta.app.as_str())
+            .copied()
+            .unwrap_or((1, c.request.mem_bytes));
+        let k1 = cfg.k1_for(n, mem_bytes);
         let applied = report
             .outcomes
             .iter()

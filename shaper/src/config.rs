@@ -9,6 +9,8 @@
 //! k2 = 3.0                         # dynamic buffer term, band level (sigmas)
 //! small_app_components = 0       # apps with fewer running components are small:
 //! small_app_k1 = 0.3               #   their constant buffer term
+//! app_mem_ref_gib = 0.0            # apps below this memory (GiB) get a larger K1:
+//! app_k1_slope = 0.25              #   max(k1, slope * ln(ref / app memory))
 //! order = "fifo"                   # fifo | sjf | priority
 //! victim_order = "oldest_first_keep"  # | lowest_priority_first | least_work_lost
 //! cpu_shortfall = "share"          # CPU that does not fit: share (throttle) | evict
@@ -219,6 +221,22 @@ pub struct ShaperConfig {
     /// The constant buffer term of a small application's components
     /// (fraction of the request; see `small_app_components`). Default 0.3.
     pub small_app_k1: f64,
+    /// Reference application size in GiB of memory request (the sum over
+    /// its running components, counted in the view as for
+    /// `small_app_components`): an application holding `m` GiB gets
+    /// `max(k1, app_k1_slope * ln(app_mem_ref_gib / m))` as its components'
+    /// constant buffer term (at most [`MAX_K1`]; and never less than the
+    /// small-application rule gives it). Under a budget of failed
+    /// applications this is the buffer that minimises the memory held for
+    /// a given expected number of failures when a jump past `k1 * request`
+    /// comes with probability falling as `exp(-k1 / app_k1_slope)`: the
+    /// optimum gives an application a buffer term falling with the log of
+    /// its memory (README, "Small applications"). Default 0: off.
+    pub app_mem_ref_gib: f64,
+    /// How fast the constant buffer term grows as an application's memory
+    /// falls below `app_mem_ref_gib`: `app_k1_slope` more per factor `e`
+    /// (fraction of the request). Default 0.25.
+    pub app_k1_slope: f64,
     /// Application order. Default `fifo`.
     pub order: SchedulerOrder,
     /// Elastic keep/victim order. Default `oldest_first_keep` (the thesis).
@@ -326,6 +344,8 @@ impl Default for ShaperConfig {
             mem_margin: 0.0,
             small_app_components: 0,
             small_app_k1: 0.3,
+            app_mem_ref_gib: 0.0,
+            app_k1_slope: 0.25,
             order: SchedulerOrder::Fifo,
             victim_order: VictimOrder::OldestFirstKeep,
             cpu_shortfall: CpuShortfall::Share,
@@ -366,6 +386,8 @@ pub const MAX_MEMORY_RISK: f64 = 0.25;
 pub const MAX_SIBLING_HOLD_S: f64 = 1e9;
 /// Largest `k1` (buffer as a fraction of the request).
 pub const MAX_K1: f64 = 10.0;
+/// Bytes in a GiB.
+const GIB_BYTES: f64 = (1u64 << 30) as f64;
 /// Largest `mem_margin` (buffer as a fraction of the forecast).
 pub const MAX_MEM_MARGIN: f64 = 10.0;
 /// Largest `k2` (band level in sigmas).
@@ -381,14 +403,39 @@ pub const MAX_MIN_MEM_BYTES: f64 = (1u64 << 50) as f64;
 
 impl ShaperConfig {
     /// The constant buffer term (fraction of the request) of a component
-    /// whose application has `app_components` running components:
-    /// `small_app_k1` for a small application, else `k1`.
-    pub fn k1_for(&self, app_components: usize) -> f64 {
-        if app_components < self.small_app_components as usize {
+    /// whose application has `app_components` running components holding
+    /// `app_mem_bytes` of memory request: `small_app_k1` for a small
+    /// application, else `k1`, raised to `app_k1_slope * ln(app_mem_ref_gib
+    /// / app_mem_gib)` when `app_mem_ref_gib` is set (at most [`MAX_K1`]).
+    pub fn k1_for(&self, app_components: usize, app_mem_bytes: f64) -> f64 {
+        let k1 = if app_components < self.small_app_components as usize {
             self.small_app_k1
         } else {
             self.k1
+        };
+        if self.app_mem_ref_gib > 0.0 && self.app_k1_slope > 0.0 {
+            let gib = app_mem_bytes.max(0.0) / GIB_BYTES;
+            let by_size = self.app_k1_slope * (self.app_mem_ref_gib / gib).ln();
+            // No memory at all: +inf, capped.
+            k1.max(by_size.min(MAX_K1))
+        } else {
+            k1
         }
+    }
+
+    /// [`Self::k1_for`] of `app` as `decide()` sees it: its components and
+    /// the sum of their memory requests (summed only when
+    /// `app_mem_ref_gib` is set).
+    pub fn app_k1(&self, app: &crate::model::Application) -> f64 {
+        let mem_bytes = if self.app_mem_ref_gib > 0.0 {
+            app.components
+                .iter()
+                .map(|c| crate::limits::sane(c.request.mem_bytes))
+                .sum()
+        } else {
+            0.0
+        };
+        self.k1_for(app.components.len(), mem_bytes)
     }
 
     /// Checks every setting and reports every problem at once (keys as
@@ -401,6 +448,8 @@ impl ShaperConfig {
     /// | `mem_margin` | [0, 10] |
     /// | `small_app_components` | [0, 1000000] |
     /// | `small_app_k1` | [0, 10] |
+    /// | `app_mem_ref_gib` | [0, 1e9] |
+    /// | `app_k1_slope` | [0, 10] |
     /// | `grace_period_s` | [0, 31536000] (one year) |
     /// | `failure_limit` | [1, 1000000] |
     /// | `max_growth` | [1, 1000] |
@@ -425,6 +474,8 @@ impl ShaperConfig {
             1_000_000,
         );
         e.range("small_app_k1", self.small_app_k1, 0.0, MAX_K1);
+        e.range("app_mem_ref_gib", self.app_mem_ref_gib, 0.0, 1e9);
+        e.range("app_k1_slope", self.app_k1_slope, 0.0, MAX_K1);
         e.range(
             "grace_period_s",
             self.grace_period_s,
@@ -587,6 +638,8 @@ mod tests {
             mem_margin: 1e300,
             small_app_components: u32::MAX,
             small_app_k1: f64::NAN,
+            app_mem_ref_gib: f64::INFINITY,
+            app_k1_slope: -1.0,
             grace_period_s: 1e300,
             failure_limit: u32::MAX,
             max_growth: f64::MAX,
@@ -603,6 +656,8 @@ mod tests {
                 "mem_margin",
                 "small_app_components",
                 "small_app_k1",
+                "app_mem_ref_gib",
+                "app_k1_slope",
                 "grace_period_s",
                 "failure_limit",
                 "max_growth",
@@ -618,16 +673,46 @@ mod tests {
             toml::from_str("k1 = 0.1\nsmall_app_components = 50\nsmall_app_k1 = 0.3\n")
                 .expect("parses");
         o.validate().expect("valid");
-        assert_eq!(o.k1_for(1), 0.3);
-        assert_eq!(o.k1_for(49), 0.3);
-        assert_eq!(o.k1_for(50), 0.1);
+        assert_eq!(o.k1_for(1, 0.0), 0.3);
+        assert_eq!(o.k1_for(49, 0.0), 0.3);
+        assert_eq!(o.k1_for(50, 0.0), 0.1);
         // Off by default: every application gets k1.
-        assert_eq!(ShaperConfig::default().k1_for(0), 0.3);
+        assert_eq!(ShaperConfig::default().k1_for(0, 0.0), 0.3);
         let d = ShaperConfig {
             k1: 0.1,
             ..ShaperConfig::default()
         };
-        assert_eq!(d.k1_for(0), 0.1);
+        assert_eq!(d.k1_for(0, 0.0), 0.1);
+    }
+
+    #[test]
+    fn an_applications_k1_falls_with_the_log_of_its_memory() {
+        let o: ShaperConfig =
+            toml::from_str("k1 = 0.05\napp_mem_ref_gib = 1000.0\napp_k1_slope = 0.25\n")
+                .expect("parses");
+        o.validate().expect("valid");
+        let gib = (1u64 << 30) as f64;
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        // e times smaller than the reference: one slope more.
+        assert!(close(o.k1_for(10, 1000.0 / std::f64::consts::E * gib), 0.25));
+        assert!(close(o.k1_for(10, 10.0 * gib), 0.25 * 100f64.ln()));
+        // At or above the reference, and where the log term is below k1: k1.
+        assert_eq!(o.k1_for(10, 1000.0 * gib), 0.05);
+        assert_eq!(o.k1_for(10, 900.0 * gib), 0.05);
+        assert_eq!(o.k1_for(10, 1e9 * gib), 0.05);
+        // No memory at all: the largest K1, never infinite.
+        assert_eq!(o.k1_for(1, 0.0), MAX_K1);
+        // With small applications too, the larger of the two rules.
+        let both = ShaperConfig {
+            small_app_components: 5,
+            small_app_k1: 0.6,
+            ..o.clone()
+        };
+        assert_eq!(both.k1_for(1, 500.0 * gib), 0.6);
+        assert!(close(both.k1_for(1, 0.5 * gib), 0.25 * 2000f64.ln()));
+        assert_eq!(both.k1_for(5, 2000.0 * gib), 0.05);
+        // Off (the default): the memory is not looked at.
+        assert_eq!(ShaperConfig::default().k1_for(1, 1.0), 0.3);
     }
 
     #[test]

@@ -184,12 +184,15 @@ impl NodeView {
         self.sum(|c| c.request)
     }
 
-    /// Containers per application key on this node: each application's
-    /// size as `decide()` sees it here ([`ShaperConfig::k1_for`]).
-    pub fn app_sizes(&self) -> BTreeMap<&str, usize> {
+    /// Containers and their memory request (bytes) per application key on
+    /// this node: each application's size as `decide()` sees it here
+    /// ([`ShaperConfig::app_k1`]).
+    pub fn app_sizes(&self) -> BTreeMap<&str, (usize, f64)> {
         let mut n = BTreeMap::new();
         for c in &self.containers {
-            *n.entry(c.meta.app.as_str()).or_insert(0) += 1;
+            let e = n.entry(c.meta.app.as_str()).or_insert((0, 0.0));
+            e.0 += 1;
+            e.1 += crate::limits::sane(c.request.mem_bytes);
         }
         n
     }

@@ -87,6 +87,11 @@ pub struct Args {
     /// `--small-app-components N` (or the config's `small_app_components`).
     #[arg(long, value_delimiter = ',')]
     pub small_app_k1: Option<Vec<f64>>,
+    /// `[shaper] app_k1_slope` values for the tailor families' K1/K2
+    /// points (default: the config's value only), e.g. `0.15,0.25,0.35`;
+    /// needs `--app-mem-ref-gib GIB` (or the config's `app_mem_ref_gib`).
+    #[arg(long, value_delimiter = ',')]
+    pub app_k1_slope: Option<Vec<f64>>,
     /// VPA target memory percentiles (default 0.5,0.8,0.9,0.95).
     #[arg(long, value_delimiter = ',')]
     pub vpa_percentile: Option<Vec<f64>>,
@@ -140,6 +145,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         sibling_hold_s: sorted(args.sibling_hold_s.clone().unwrap_or_default()),
         mem_margin: sorted(args.mem_margin.clone().unwrap_or_default()),
         small_app_k1: sorted(args.small_app_k1.clone().unwrap_or_default()),
+        app_k1_slope: sorted(args.app_k1_slope.clone().unwrap_or_default()),
         vpa_percentile: sorted(
             args.vpa_percentile
                 .clone()

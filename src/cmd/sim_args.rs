@@ -97,6 +97,12 @@ pub struct SimArgs {
     /// 0: none is small).
     #[arg(long)]
     pub small_app_components: Option<u32>,
+    /// Reference application memory in GiB: an application holding `m` GiB
+    /// of memory requests gets `max(K1, [shaper] app_k1_slope * ln(GIB /
+    /// m))` as its components' constant buffer term (overrides the
+    /// config's `app_mem_ref_gib`; 0: off).
+    #[arg(long, value_name = "GIB")]
+    pub app_mem_ref_gib: Option<f64>,
     /// Never show a progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -134,6 +140,9 @@ impl SimArgs {
         }
         if let Some(n) = self.small_app_components {
             cfg.shaper.small_app_components = n;
+        }
+        if let Some(g) = self.app_mem_ref_gib {
+            cfg.shaper.app_mem_ref_gib = g;
         }
         if let Some(f) = self.forecaster {
             match f.model_kind() {

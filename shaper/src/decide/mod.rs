@@ -31,6 +31,7 @@ mod tests;
 use pessimistic::{apply_eviction_cap, plan_pessimistic, AppInfo, GlobalKey, Squeezed};
 use target::settle;
 pub use target::{buffer, component_target, risk_to_level, Buffer, Target};
+use target::target_with_k1;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -342,6 +343,7 @@ fn decide_with(
         let base = slots.len() as u32;
         let mut has_protected = false;
         app_elastic.clear();
+        let k1 = cfg.app_k1(app);
         for (j, c) in app.components.iter().enumerate() {
             let g = base + j as u32;
             let host = hosts.get(c.host.0);
@@ -361,7 +363,7 @@ fn decide_with(
                 continue;
             }
             has_protected |= c.protected;
-            let t = component_target(app, c, now_s, cfg);
+            let t = target_with_k1(app, c, now_s, cfg, k1);
             let (eff, changed, skipped) = settle(t.alloc, c, cfg);
             summary.skipped_by_hysteresis += u64::from(skipped);
             slots.push(Slot {
@@ -413,6 +415,7 @@ fn decide_with(
             end: slots.len() as u32,
             elastic_head,
             pinned: has_protected,
+            k1,
         });
     }
     if summary.unknown_host_components > 0 {
@@ -445,10 +448,13 @@ fn decide_with(
             &app.components[(g - app_info[ai as usize].start) as usize],
         )
     };
+    let target_of = |ai: u32, app: &Application, c: &Component| {
+        target_with_k1(app, c, now_s, cfg, app_info[ai as usize].k1)
+    };
     let mut evictions: Vec<Action> = Vec::new();
     for v in victims.iter().filter(|v| !v.deferred && v.whole_app) {
         let (app, culprit) = component_of(v.app, v.slot);
-        let t = component_target(app, culprit, now_s, cfg);
+        let t = target_of(v.app, app, culprit);
         summary.evicted_apps += 1;
         summary.evicted_components += app.components.len() as u64;
         evictions.push(Action::EvictApplication {
@@ -467,7 +473,7 @@ fn decide_with(
     }
     for v in victims.iter().filter(|v| !v.deferred && !v.whole_app) {
         let (app, c) = component_of(v.app, v.slot);
-        let t = component_target(app, c, now_s, cfg);
+        let t = target_of(v.app, app, c);
         summary.evicted_components += 1;
         evictions.push(Action::EvictComponent {
             app: app.id,
@@ -531,7 +537,7 @@ fn decide_with(
                 cpu: e.cpu,
                 mem: e.mem,
             },
-            None => component_target(app, c, now_s, cfg),
+            None => target_of(q.app, app, c),
         };
         let mut binding = None;
         // Memory last: when both were cut, it is the binding one (what

@@ -17,6 +17,8 @@ pub(super) struct AppInfo {
     pub(super) elastic_head: u32,
     /// Has a protected component: its core components are forced.
     pub(super) pinned: bool,
+    /// Its components' constant buffer term ([`ShaperConfig::app_k1`]).
+    pub(super) k1: f64,
 }
 
 /// Touches the data of the applications a few places after `pos` in

@@ -33,6 +33,19 @@ pub fn component_target(
     now_s: f64,
     cfg: &ShaperConfig,
 ) -> Target {
+    target_with_k1(app, c, now_s, cfg, cfg.app_k1(app))
+}
+
+/// [`component_target`] with the application's constant buffer term
+/// ([`ShaperConfig::app_k1`]) already known: `decide()` works it out once
+/// per application.
+pub(crate) fn target_with_k1(
+    app: &Application,
+    c: &Component,
+    now_s: f64,
+    cfg: &ShaperConfig,
+    k1: f64,
+) -> Target {
     let basis = if cfg.policy == Policy::Baseline {
         Basis::Baseline
     } else if !matches!(
@@ -66,7 +79,7 @@ pub fn component_target(
         let (mean, sigma, b, raw) = match (&c.forecast, basis) {
             (Some(f), Basis::Forecast) => {
                 let p = f.get(r);
-                let b = buffer(r, p, req, cfg, cfg.k1_for(app.components.len()));
+                let b = buffer(r, p, req, cfg, k1);
                 (p.mean, p.std, b, p.mean + b.total())
             }
             _ => (0.0, 0.0, Buffer::default(), req),
@@ -117,7 +130,7 @@ impl Buffer {
 /// The buffer that resource `r`'s forecast `p` gets under `cfg` at request
 /// `req` (the target before the floor, the ceiling and current usage is
 /// `p.mean + buffer.total()`): `k1 * req + (upper(k2) - mean)`, with `k1`
-/// the component's ([`ShaperConfig::k1_for`]), plus
+/// the component's ([`ShaperConfig::app_k1`]), plus
 /// `mem_margin * mean` for memory; with `memory_risk = P`, memory gets
 /// `upper(risk_to_level(P)) - mean` alone.
 pub fn buffer(r: Resource, p: &Predictive, req: f64, cfg: &ShaperConfig, k1: f64) -> Buffer {

@@ -195,6 +195,10 @@ pub struct FrontierGrid {
     /// applications are small; it must be set). Empty: the base config's
     /// value only (and no `small_app_k1` param).
     pub small_app_k1: Vec<f64>,
+    /// `[shaper] app_k1_slope` values for the tailor families' K1/K2
+    /// points (the base config's `app_mem_ref_gib` must be set). Empty:
+    /// the base config's value only (and no `app_k1_slope` param).
+    pub app_k1_slope: Vec<f64>,
     pub vpa_percentile: Vec<f64>,
     pub vpa_margin: Vec<f64>,
     /// Families to sweep (baseline and oracle always run).
@@ -210,6 +214,7 @@ impl Default for FrontierGrid {
             sibling_hold_s: Vec::new(),
             mem_margin: Vec::new(),
             small_app_k1: Vec::new(),
+            app_k1_slope: Vec::new(),
             vpa_percentile: DEFAULT_VPA_PERCENTILE.to_vec(),
             vpa_margin: DEFAULT_VPA_MARGIN.to_vec(),
             families: Family::SWEPT.to_vec(),
@@ -220,13 +225,14 @@ impl Default for FrontierGrid {
 impl FrontierGrid {
     /// Every problem at once. Ranges: K1 [0, shaper MAX_K1], K2 [0,
     /// MAX_K2], memory_risk [1e-9, 0.25], sibling_hold_s [0, 1e9],
-    /// mem_margin [0, shaper MAX_MEM_MARGIN], small_app_k1 [0, MAX_K1], VPA
+    /// mem_margin [0, shaper MAX_MEM_MARGIN], small_app_k1 and
+    /// app_k1_slope [0, MAX_K1], VPA
     /// percentile (0, 1), margin [0, 10]; at most [`MAX_LIST`] values per
     /// list, K1/K2/percentile/margin lists non-empty when their family is
     /// swept.
     pub fn validate(&self) -> Result<(), ConfigErrors> {
         let mut e = ConfigErrors::new();
-        let lists: [(&str, &Vec<f64>, f64, f64, bool); 8] = [
+        let lists: [(&str, &Vec<f64>, f64, f64, bool); 9] = [
             ("k1", &self.k1, 0.0, shaper::config::MAX_K1, true),
             ("k2", &self.k2, 0.0, shaper::config::MAX_K2, true),
             (
@@ -258,6 +264,13 @@ impl FrontierGrid {
                 false,
             ),
             (
+                "app_k1_slope",
+                &self.app_k1_slope,
+                0.0,
+                shaper::config::MAX_K1,
+                false,
+            ),
+            (
                 "vpa_percentile",
                 &self.vpa_percentile,
                 1e-6,
@@ -271,9 +284,8 @@ impl FrontierGrid {
                 format!("at most {MAX_LIST} values, got {}", values.len())
             });
             let used = match name {
-                "k1" | "k2" | "memory_risk" | "sibling_hold_s" | "mem_margin" | "small_app_k1" => {
-                    self.families.iter().any(|f| f.is_tailor())
-                }
+                "k1" | "k2" | "memory_risk" | "sibling_hold_s" | "mem_margin" | "small_app_k1"
+                | "app_k1_slope" => self.families.iter().any(|f| f.is_tailor()),
                 _ => self.families.contains(&Family::Vpa),
             };
             if needed && used {
@@ -309,6 +321,27 @@ fn swept(values: &[f64]) -> Vec<Option<f64>> {
     }
 }
 
+/// Every combination of the swept dimensions' values (a dimension that is
+/// not swept contributes nothing), in the order given, the last varying
+/// fastest.
+fn sweep_product<'a>(dims: &[(&'a str, &[f64])]) -> Vec<Vec<(&'a str, f64)>> {
+    let mut out: Vec<Vec<(&str, f64)>> = vec![Vec::new()];
+    for &(name, values) in dims {
+        let mut next = Vec::with_capacity(out.len() * values.len().max(1));
+        for prefix in &out {
+            for v in swept(values) {
+                let mut p = prefix.clone();
+                if let Some(x) = v {
+                    p.push((name, x));
+                }
+                next.push(p);
+            }
+        }
+        out = next;
+    }
+    out
+}
+
 fn params(kv: &[(&str, f64)]) -> BTreeMap<String, f64> {
     kv.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
@@ -329,6 +362,12 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
             "sweeping it needs small_app_components > 0 (`--small-app-components N` or `[shaper] small_app_components` in the config): no application is small",
         )));
     }
+    if !grid.app_k1_slope.is_empty() && base.shaper.app_mem_ref_gib <= 0.0 {
+        return Err(SimError::Config(ConfigErrors::single(
+            "app_k1_slope",
+            "sweeping it needs app_mem_ref_gib > 0 (`--app-mem-ref-gib GIB` or `[shaper] app_mem_ref_gib` in the config): no application's K1 follows its memory",
+        )));
+    }
     let mut cell = base.clone();
     cell.parallel_forecasts = false;
     cell.shaper.memory_risk = None;
@@ -344,6 +383,7 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
     oracle.shaper.k2 = 0.0;
     oracle.shaper.mem_margin = 0.0;
     oracle.shaper.small_app_components = 0;
+    oracle.shaper.app_mem_ref_gib = 0.0;
     out.push(PointSpec {
         family: Family::Oracle,
         sizing: Sizing::K1k2,
@@ -368,6 +408,7 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
             m.shaper.k2 = 0.0;
             m.shaper.mem_margin = 0.0;
             m.shaper.small_app_components = 0;
+            m.shaper.app_mem_ref_gib = 0.0;
             // The VPA's own memory window, not tailor's hold on top.
             m.shaper.mem_hold_s = 0.0;
             for &p in &grid.vpa_percentile {
@@ -403,31 +444,33 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
                 all.extend_from_slice(extra);
                 params(&all)
             };
-            // The margin and the small applications' K1, like the hold,
-            // are params only when swept.
-            for margin in swept(&grid.mem_margin) {
-                for small_k1 in swept(&grid.small_app_k1) {
-                    for &k2 in &grid.k2 {
-                        for &k1 in &grid.k1 {
-                            let mut c = m.clone();
-                            c.shaper.k1 = k1;
-                            c.shaper.k2 = k2;
-                            let mut kv = vec![("k1", k1), ("k2", k2)];
-                            if let Some(x) = margin {
-                                c.shaper.mem_margin = x;
-                                kv.push(("mem_margin", x));
+            // The margin, the small applications' K1 and the K1 slope by
+            // application memory, like the hold, are params only when swept.
+            for extra in sweep_product(&[
+                ("mem_margin", &grid.mem_margin),
+                ("small_app_k1", &grid.small_app_k1),
+                ("app_k1_slope", &grid.app_k1_slope),
+            ]) {
+                for &k2 in &grid.k2 {
+                    for &k1 in &grid.k1 {
+                        let mut c = m.clone();
+                        c.shaper.k1 = k1;
+                        c.shaper.k2 = k2;
+                        let mut kv = vec![("k1", k1), ("k2", k2)];
+                        for &(name, x) in &extra {
+                            match name {
+                                "mem_margin" => c.shaper.mem_margin = x,
+                                "small_app_k1" => c.shaper.small_app_k1 = x,
+                                _ => c.shaper.app_k1_slope = x,
                             }
-                            if let Some(x) = small_k1 {
-                                c.shaper.small_app_k1 = x;
-                                kv.push(("small_app_k1", x));
-                            }
-                            out.push(PointSpec {
-                                family: fam,
-                                sizing: Sizing::K1k2,
-                                params: with(&kv),
-                                cfg: c,
-                            });
+                            kv.push((name, x));
                         }
+                        out.push(PointSpec {
+                            family: fam,
+                            sizing: Sizing::K1k2,
+                            params: with(&kv),
+                            cfg: c,
+                        });
                     }
                 }
             }

@@ -131,6 +131,7 @@ fn grid_validation_names_every_bad_list() {
         sibling_hold_s: vec![-1.0],
         mem_margin: vec![f64::NAN],
         small_app_k1: vec![-0.1],
+        app_k1_slope: Vec::new(),
         vpa_percentile: vec![1.0],
         vpa_margin: vec![0.1; MAX_LIST + 1],
         families: Family::SWEPT.to_vec(),
@@ -168,6 +169,7 @@ fn specs_put_no_buffer_on_the_vpa() {
         sibling_hold_s: Vec::new(),
         mem_margin: Vec::new(),
         small_app_k1: Vec::new(),
+        app_k1_slope: Vec::new(),
         vpa_percentile: vec![0.9],
         vpa_margin: vec![0.15, 0.3],
         families: vec![Family::Gp, Family::Vpa],
@@ -204,6 +206,7 @@ fn a_swept_sibling_hold_multiplies_the_tailor_points_only() {
         sibling_hold_s: vec![0.0, 7200.0],
         mem_margin: Vec::new(),
         small_app_k1: Vec::new(),
+        app_k1_slope: Vec::new(),
         vpa_percentile: vec![0.9],
         vpa_margin: vec![0.15],
         families: vec![Family::Last, Family::Vpa],
@@ -247,6 +250,7 @@ fn a_swept_margin_multiplies_the_k1k2_points_only() {
         sibling_hold_s: Vec::new(),
         mem_margin: vec![0.0, 0.2],
         small_app_k1: Vec::new(),
+        app_k1_slope: Vec::new(),
         vpa_percentile: vec![0.9],
         vpa_margin: vec![0.15],
         families: vec![Family::Peak, Family::Vpa],
@@ -288,6 +292,7 @@ fn a_swept_small_app_k1_multiplies_the_k1k2_points_and_needs_small_apps() {
         sibling_hold_s: Vec::new(),
         mem_margin: Vec::new(),
         small_app_k1: vec![0.3, 0.5],
+        app_k1_slope: Vec::new(),
         vpa_percentile: vec![0.9],
         vpa_margin: vec![0.15],
         families: vec![Family::Last, Family::Vpa],
@@ -312,4 +317,57 @@ fn a_swept_small_app_k1_multiplies_the_k1k2_points_and_needs_small_apps() {
     let vpa = specs.iter().find(|s| s.family == Family::Vpa).expect("vpa");
     assert_eq!(vpa.cfg.shaper.small_app_components, 0);
     assert!(!vpa.params.contains_key("small_app_k1"));
+}
+
+#[test]
+fn a_swept_app_k1_slope_multiplies_the_k1k2_points_and_needs_a_reference() {
+    let mut base = SimConfig::default();
+    let grid = FrontierGrid {
+        k1: vec![0.1, 0.2],
+        k2: vec![0.0],
+        memory_risk: Vec::new(),
+        sibling_hold_s: Vec::new(),
+        mem_margin: Vec::new(),
+        small_app_k1: vec![0.3, 0.5],
+        app_k1_slope: vec![0.15, 0.25, 0.35],
+        vpa_percentile: vec![0.9],
+        vpa_margin: vec![0.15],
+        families: vec![Family::Last, Family::Vpa],
+    };
+    base.shaper.small_app_components = 5;
+    let e = point_specs(&base, &grid).expect_err("refused");
+    assert!(e.to_string().contains("app_mem_ref_gib"), "{e}");
+    base.shaper.app_mem_ref_gib = 2000.0;
+    let specs = point_specs(&base, &grid).expect("specs");
+    // baseline + oracle + 2 small-app K1 x 3 slopes x 2 K1 + 1 VPA
+    assert_eq!(specs.len(), 2 + 2 * 3 * 2 + 1);
+    for small in [0.3, 0.5] {
+        for slope in [0.15, 0.25, 0.35] {
+            let n = specs
+                .iter()
+                .filter(|s| {
+                    s.params.get("small_app_k1") == Some(&small)
+                        && s.params.get("app_k1_slope") == Some(&slope)
+                })
+                .inspect(|s| {
+                    assert_eq!(s.cfg.shaper.small_app_k1, small);
+                    assert_eq!(s.cfg.shaper.app_k1_slope, slope);
+                    assert_eq!(s.cfg.shaper.app_mem_ref_gib, 2000.0);
+                })
+                .count();
+            assert_eq!(n, 2, "small {small} slope {slope}");
+        }
+    }
+    // The oracle and the VPA get no buffer by application memory.
+    assert_eq!(specs[1].cfg.shaper.app_mem_ref_gib, 0.0);
+    let vpa = specs.iter().find(|s| s.family == Family::Vpa).expect("vpa");
+    assert_eq!(vpa.cfg.shaper.app_mem_ref_gib, 0.0);
+    assert!(!vpa.params.contains_key("app_k1_slope"));
+    // A slope out of range is refused by its key.
+    let bad = FrontierGrid {
+        app_k1_slope: vec![-1.0],
+        ..grid
+    };
+    let e = point_specs(&base, &bad).expect_err("refused");
+    assert!(e.to_string().contains("app_k1_slope"), "{e}");
 }

@@ -146,6 +146,59 @@ fn a_small_applications_components_get_the_small_app_buffer() {
 }
 
 #[test]
+fn an_applications_k1_follows_its_memory_in_the_target_and_the_plan() {
+    // Each component requests 1000 bytes; the reference is e x 1000 bytes,
+    // so a lone component's application gets 0.25 x ln(e) = 0.25, a pair's
+    // 0.25 x ln(e / 2), four components' the floor k1 = 0.05.
+    let c = forecast_component();
+    let cfg = ShaperConfig {
+        k1: 0.05,
+        k2: 1.0,
+        app_mem_ref_gib: std::f64::consts::E * 1000.0 / GIB,
+        app_k1_slope: 0.25,
+        ..unfloored()
+    };
+    let with = |n: u64| {
+        let comps = (0..n)
+            .map(|i| {
+                let mut x = c.clone();
+                x.id = ComponentId(i + 1);
+                x
+            })
+            .collect();
+        app(1, 0.0, comps)
+    };
+    let expected = [
+        (1, 250.0),
+        (2, 250.0 * (1.0 - 2f64.ln())),
+        (4, 50.0),
+    ];
+    for (n, k1_term) in expected {
+        let a = with(n);
+        let t = component_target(&a, &a.components[0], 10_000.0, &cfg);
+        assert!((t.mem.k1_term - k1_term).abs() < 1e-6, "{n}: {:?}", t.mem);
+        // decide() works the application's K1 out once: the same terms.
+        let view = ClusterView {
+            hosts: vec![host(0, 64.0, 1e6)],
+            apps: vec![a.clone()],
+        };
+        let plan = decide(&view, 10_000.0, &cfg);
+        let sizes: Vec<f64> = plan
+            .actions
+            .iter()
+            .filter_map(|x| match x {
+                Action::Resize { explanation, .. } => Some(explanation.mem.k1_term),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sizes.len(), n as usize, "{n}: {:#?}", plan.actions);
+        for k in sizes {
+            assert!((k - k1_term).abs() < 1e-6, "{n}: {k}");
+        }
+    }
+}
+
+#[test]
 fn memory_risk_sizes_memory_from_the_predictive_tail() {
     let mut c = forecast_component();
     c.usage = Resources::new(0.5, 300.0);
