@@ -239,7 +239,10 @@ fn flags_are_validated() {
             vec!["replay", "--small-app-components", "2000000"],
             "small_app_components",
         ),
-        (vec!["frontier", "--app-k1-slope", "0.25"], "app_mem_ref_gib"),
+        (
+            vec!["frontier", "--app-k1-slope", "0.25"],
+            "app_mem_ref_gib",
+        ),
         (vec!["replay", "--app-mem-ref-gib=-1"], "app_mem_ref_gib"),
         (vec!["tune", "--app-mem-ref-gib", "inf"], "app_mem_ref_gib"),
     ] {

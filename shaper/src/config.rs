@@ -694,7 +694,10 @@ mod tests {
         let gib = (1u64 << 30) as f64;
         let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
         // e times smaller than the reference: one slope more.
-        assert!(close(o.k1_for(10, 1000.0 / std::f64::consts::E * gib), 0.25));
+        assert!(close(
+            o.k1_for(10, 1000.0 / std::f64::consts::E * gib),
+            0.25
+        ));
         assert!(close(o.k1_for(10, 10.0 * gib), 0.25 * 100f64.ln()));
         // At or above the reference, and where the log term is below k1: k1.
         assert_eq!(o.k1_for(10, 1000.0 * gib), 0.05);

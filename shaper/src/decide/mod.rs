@@ -30,8 +30,8 @@ mod tests;
 
 use pessimistic::{apply_eviction_cap, plan_pessimistic, AppInfo, GlobalKey, Squeezed};
 use target::settle;
-pub use target::{buffer, component_target, risk_to_level, Buffer, Target};
 use target::target_with_k1;
+pub use target::{buffer, component_target, risk_to_level, Buffer, Target};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {

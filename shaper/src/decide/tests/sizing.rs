@@ -168,11 +168,7 @@ fn an_applications_k1_follows_its_memory_in_the_target_and_the_plan() {
             .collect();
         app(1, 0.0, comps)
     };
-    let expected = [
-        (1, 250.0),
-        (2, 250.0 * (1.0 - 2f64.ln())),
-        (4, 50.0),
-    ];
+    let expected = [(1, 250.0), (2, 250.0 * (1.0 - 2f64.ln())), (4, 50.0)];
     for (n, k1_term) in expected {
         let a = with(n);
         let t = component_target(&a, &a.components[0], 10_000.0, &cfg);
