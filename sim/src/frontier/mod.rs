@@ -32,7 +32,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use shaper::Policy;
+use shaper::{Policy, ShaperConfig};
 use tailor_core::ConfigErrors;
 
 use crate::config::{ForecasterSource, SimConfig};
@@ -321,20 +321,25 @@ fn swept(values: &[f64]) -> Vec<Option<f64>> {
     }
 }
 
+/// One optional dimension of the K1/K2 points: its param name, its swept
+/// values and the `[shaper]` field it sets.
+type Dim<'a> = (&'static str, &'a [f64], fn(&mut ShaperConfig, f64));
+
 /// Every combination of the swept dimensions' values (a dimension that is
 /// not swept contributes nothing), in the order given, the last varying
-/// fastest.
-fn sweep_product<'a>(dims: &[(&'a str, &[f64])]) -> Vec<Vec<(&'a str, f64)>> {
-    let mut out: Vec<Vec<(&str, f64)>> = vec![Vec::new()];
-    for &(name, values) in dims {
+/// fastest: each as its params and the base config with them set.
+fn sweep_product(base: &SimConfig, dims: &[Dim]) -> Vec<(Vec<(&'static str, f64)>, SimConfig)> {
+    let mut out = vec![(Vec::new(), base.clone())];
+    for &(name, values, set) in dims {
         let mut next = Vec::with_capacity(out.len() * values.len().max(1));
-        for prefix in &out {
+        for (kv, cfg) in &out {
             for v in swept(values) {
-                let mut p = prefix.clone();
+                let (mut kv, mut cfg) = (kv.clone(), cfg.clone());
                 if let Some(x) = v {
-                    p.push((name, x));
+                    set(&mut cfg.shaper, x);
+                    kv.push((name, x));
                 }
-                next.push(p);
+                next.push((kv, cfg));
             }
         }
         out = next;
@@ -446,25 +451,25 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
             };
             // The margin, the small applications' K1 and the K1 slope by
             // application memory, like the hold, are params only when swept.
-            for extra in sweep_product(&[
-                ("mem_margin", &grid.mem_margin),
-                ("small_app_k1", &grid.small_app_k1),
-                ("app_k1_slope", &grid.app_k1_slope),
-            ]) {
+            for (extra, mc) in sweep_product(
+                &m,
+                &[
+                    ("mem_margin", &grid.mem_margin, |s, x| s.mem_margin = x),
+                    ("small_app_k1", &grid.small_app_k1, |s, x| {
+                        s.small_app_k1 = x
+                    }),
+                    ("app_k1_slope", &grid.app_k1_slope, |s, x| {
+                        s.app_k1_slope = x
+                    }),
+                ],
+            ) {
                 for &k2 in &grid.k2 {
                     for &k1 in &grid.k1 {
-                        let mut c = m.clone();
+                        let mut c = mc.clone();
                         c.shaper.k1 = k1;
                         c.shaper.k2 = k2;
                         let mut kv = vec![("k1", k1), ("k2", k2)];
-                        for &(name, x) in &extra {
-                            match name {
-                                "mem_margin" => c.shaper.mem_margin = x,
-                                "small_app_k1" => c.shaper.small_app_k1 = x,
-                                _ => c.shaper.app_k1_slope = x,
-                            }
-                            kv.push((name, x));
-                        }
+                        kv.extend_from_slice(&extra);
                         out.push(PointSpec {
                             family: fam,
                             sizing: Sizing::K1k2,

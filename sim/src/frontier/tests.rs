@@ -282,10 +282,9 @@ fn a_swept_margin_multiplies_the_k1k2_points_only() {
     assert!(!risk.params.contains_key("mem_margin"));
 }
 
-#[test]
-fn a_swept_small_app_k1_multiplies_the_k1k2_points_and_needs_small_apps() {
-    let mut base = SimConfig::default();
-    let grid = FrontierGrid {
+/// Two K1s, one K2, two small-application K1s for `last`; one VPA point.
+fn small_app_grid() -> FrontierGrid {
+    FrontierGrid {
         k1: vec![0.1, 0.2],
         k2: vec![0.0],
         memory_risk: Vec::new(),
@@ -296,7 +295,13 @@ fn a_swept_small_app_k1_multiplies_the_k1k2_points_and_needs_small_apps() {
         vpa_percentile: vec![0.9],
         vpa_margin: vec![0.15],
         families: vec![Family::Last, Family::Vpa],
-    };
+    }
+}
+
+#[test]
+fn a_swept_small_app_k1_multiplies_the_k1k2_points_and_needs_small_apps() {
+    let mut base = SimConfig::default();
+    let grid = small_app_grid();
     // No application is small by default: the sweep would be empty words.
     let e = point_specs(&base, &grid).expect_err("refused");
     assert!(e.to_string().contains("small_app_components"), "{e}");
@@ -322,17 +327,10 @@ fn a_swept_small_app_k1_multiplies_the_k1k2_points_and_needs_small_apps() {
 #[test]
 fn a_swept_app_k1_slope_multiplies_the_k1k2_points_and_needs_a_reference() {
     let mut base = SimConfig::default();
+    // The small-applications sweep's grid with the slope swept too.
     let grid = FrontierGrid {
-        k1: vec![0.1, 0.2],
-        k2: vec![0.0],
-        memory_risk: Vec::new(),
-        sibling_hold_s: Vec::new(),
-        mem_margin: Vec::new(),
-        small_app_k1: vec![0.3, 0.5],
         app_k1_slope: vec![0.15, 0.25, 0.35],
-        vpa_percentile: vec![0.9],
-        vpa_margin: vec![0.15],
-        families: vec![Family::Last, Family::Vpa],
+        ..small_app_grid()
     };
     base.shaper.small_app_components = 5;
     let e = point_specs(&base, &grid).expect_err("refused");
