@@ -51,6 +51,57 @@ fn replay_json_has_the_summary_fields() {
     );
 }
 
+/// The saving against the baseline and the oracle's share: the oracle's own
+/// sizing reclaims exactly the oracle's saving, and a buffered run less.
+#[test]
+fn replay_shows_the_saving_as_a_share_of_the_oracles() {
+    let run = |args: &[&str]| -> serde_json::Value {
+        let out = tailor()
+            .args(["replay", "--json", "--quiet"])
+            .args(args)
+            .output()
+            .expect("run tailor");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    let oracle = run(&["--forecaster", "oracle", "--k1", "0", "--k2", "0"]);
+    assert!(
+        (f(&oracle, "oracle_capture") - 1.0).abs() < 1e-9,
+        "{oracle}"
+    );
+    assert!(
+        (f(&oracle, "oracle_mem_alloc_gib_h") - f(&oracle, "mem_alloc_gib_h")).abs() < 1e-6,
+        "{oracle}"
+    );
+    let shaped = run(&["--forecaster", "last"]);
+    let reclaimed = f(&shaped, "mem_reclaimed_gib_h");
+    let room = f(&oracle, "mem_reclaimed_gib_h");
+    assert!(room > 0.0 && reclaimed < room, "{shaped}");
+    assert!(
+        (f(&shaped, "oracle_capture") - reclaimed / room).abs() < 1e-9,
+        "{shaped}"
+    );
+    let alone = run(&["--forecaster", "last", "--no-baseline"]);
+    assert!(
+        alone["oracle_capture"].is_null() && alone["mem_reclaimed_gib_h"].is_null(),
+        "{alone}"
+    );
+    let human = tailor()
+        .args(["replay", "--forecaster", "last", "--quiet"])
+        .output()
+        .expect("run tailor");
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        text.contains("memory reclaimed") && text.contains("share of oracle's saving"),
+        "{text}"
+    );
+}
+
 #[test]
 fn replay_compare_writes_a_report() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -101,9 +101,9 @@ pub use config::{ForecasterSource, SimConfig};
 pub use engine::{
     Engine, EngineConfig, ForecasterFactory, Forecasting, ModelSite, OptimisticGrowth, Progress,
 };
-pub use metrics::{AppOutcome, RunMetrics, Summary, TimePoint, WeightedHist};
+pub use metrics::{oracle_capture, AppOutcome, RunMetrics, Summary, TimePoint, WeightedHist};
 pub use placement::Placement;
-pub use runner::{baseline_of, replay, simulate, RunResult};
+pub use runner::{baseline_of, oracle_of, replay, simulate, RunResult};
 pub use source::WorkloadSource;
 
 /// Errors of the simulator.

@@ -295,6 +295,18 @@ pub struct Summary {
     /// `None` when no baseline was run.
     pub turnaround_ratio: Option<f64>,
     pub baseline_turnaround_mean_s: Option<f64>,
+    /// Reserved memory the baseline run minus this run's, GiB-hours
+    /// (`None` when no baseline was run).
+    #[serde(default)]
+    pub mem_reclaimed_gib_h: Option<f64>,
+    /// Reserved memory of the oracle run (exact forecasts, no buffer) on
+    /// the same workload, GiB-hours (`None` when none was run).
+    #[serde(default)]
+    pub oracle_mem_alloc_gib_h: Option<f64>,
+    /// The share of the oracle's saving this run reclaims:
+    /// [`oracle_capture`]`(baseline, oracle, this)`.
+    #[serde(default)]
+    pub oracle_capture: Option<f64>,
     pub queueing_mean_s: f64,
     pub mem_slack_mean: f64,
     pub mem_slack_median: f64,
@@ -413,6 +425,9 @@ impl Summary {
             turnaround_p95_s: quantile(&tat, 0.95),
             turnaround_ratio: None,
             baseline_turnaround_mean_s: None,
+            mem_reclaimed_gib_h: None,
+            oracle_mem_alloc_gib_h: None,
+            oracle_capture: None,
             queueing_mean_s: mean(&queued),
             mem_slack_mean: m.mem_slack.mean(),
             mem_slack_median: m.mem_slack.quantile(0.5),
@@ -474,6 +489,31 @@ impl Summary {
         self.turnaround_ratio = (self.turnaround_mean_s > 0.0
             && baseline_mean_turnaround_s.is_finite())
         .then(|| baseline_mean_turnaround_s / self.turnaround_mean_s);
+    }
+
+    /// Fills the memory saving against the baseline's and the oracle's
+    /// reserved memory (GiB-hours) on the same workload.
+    pub fn set_reclaim(&mut self, baseline_mem_gib_h: f64, oracle_mem_gib_h: f64) {
+        self.mem_reclaimed_gib_h = Some(baseline_mem_gib_h - self.mem_alloc_gib_h);
+        self.oracle_mem_alloc_gib_h = Some(oracle_mem_gib_h);
+        self.oracle_capture = Some(oracle_capture(
+            baseline_mem_gib_h,
+            oracle_mem_gib_h,
+            self.mem_alloc_gib_h,
+        ))
+        .filter(|c| c.is_finite());
+    }
+}
+
+/// `(baseline - this) / (baseline - oracle)` of reserved memory: the share
+/// of the oracle's saving that `this` reclaims. NaN when the oracle
+/// reclaims nothing (its reserved memory is not below the baseline's).
+pub fn oracle_capture(baseline: f64, oracle: f64, this: f64) -> f64 {
+    let room = baseline - oracle;
+    if room.abs() > 1e-9 * baseline.abs().max(1e-12) && room > 0.0 {
+        (baseline - this) / room
+    } else {
+        f64::NAN
     }
 }
 

@@ -334,17 +334,17 @@ pub fn markdown(workload: &str, runs: &[&RunResult], problems: &[String]) -> Str
     }
     let _ = writeln!(
         md,
-        "| run | completed | turnaround mean (s) | median (s) | p95 (s) | ratio vs baseline | mem slack mean / median | cpu slack mean / median | failed apps | evicted apps | OOM kills | evictions | work lost (s) | wall (s) |"
+        "| run | completed | turnaround mean (s) | median (s) | p95 (s) | ratio vs baseline | mem slack mean / median | cpu slack mean / median | failed apps | evicted apps | OOM kills | evictions | work lost (s) | reserved memory (GiB-h) | reclaimed (GiB-h, share of the oracle's) | wall (s) |"
     );
     let _ = writeln!(
         md,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for r in runs {
         let s = &r.summary;
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} | {} | {} | {} | {} | {:.2} |",
+            "| {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} | {} | {} | {} | {} | {:.1} | {} | {:.2} |",
             label(s),
             s.apps_completed,
             secs(s.turnaround_mean_s),
@@ -361,6 +361,12 @@ pub fn markdown(workload: &str, runs: &[&RunResult], problems: &[String]) -> Str
             s.oom_kills,
             s.evictions,
             secs(s.work_lost_s),
+            s.mem_alloc_gib_h,
+            match (s.mem_reclaimed_gib_h, s.oracle_capture) {
+                (Some(r), Some(c)) => format!("{r:.1} ({})", pct(c)),
+                (Some(r), None) => format!("{r:.1}"),
+                _ => "-".to_string(),
+            },
             s.wall_s
         );
     }

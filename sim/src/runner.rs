@@ -94,6 +94,23 @@ pub fn baseline_of(cfg: &SimConfig) -> SimConfig {
     b
 }
 
+/// The oracle run of `cfg`'s policy: exact future usage as the forecast,
+/// no buffer (K1 = K2 = 0, no memory margin, no size rule, no risk
+/// sizing). What it reserves is the reference of every saving
+/// (`oracle_capture`): the frontier's oracle point and `tailor replay`'s
+/// share of the oracle's saving.
+pub fn oracle_of(cfg: &SimConfig) -> SimConfig {
+    let mut o = cfg.clone();
+    o.forecaster_source = ForecasterSource::Oracle;
+    o.shaper.k1 = 0.0;
+    o.shaper.k2 = 0.0;
+    o.shaper.mem_margin = 0.0;
+    o.shaper.small_app_components = 0;
+    o.shaper.app_mem_ref_gib = 0.0;
+    o.shaper.memory_risk = None;
+    o
+}
+
 /// Runs `cfg`, and the baseline on the same workload when `with_baseline`
 /// (and `cfg` is not the baseline itself), filling `turnaround_ratio`.
 /// Returns (run, baseline run).

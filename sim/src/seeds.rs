@@ -94,12 +94,16 @@ pub fn t975(dof: usize) -> f64 {
 pub type Figure = fn(&Summary) -> f64;
 
 /// The figures of [`Summary`] that `--seeds` reports, with their names.
-pub const SUMMARY_FIELDS: [(&str, Figure); 12] = [
+pub const SUMMARY_FIELDS: [(&str, Figure); 14] = [
     ("failed_app_fraction", |s| s.failed_app_fraction),
     ("oom_component_day_fraction", |s| {
         s.oom_component_day_fraction
     }),
     ("mem_alloc_gib_h", |s| s.mem_alloc_gib_h),
+    ("mem_reclaimed_gib_h", |s| {
+        s.mem_reclaimed_gib_h.unwrap_or(f64::NAN)
+    }),
+    ("oracle_capture", |s| s.oracle_capture.unwrap_or(f64::NAN)),
     ("turnaround_ratio", |s| {
         s.turnaround_ratio.unwrap_or(f64::NAN)
     }),
@@ -156,6 +160,8 @@ pub fn mean_summary(runs: &[&Summary]) -> Option<Summary> {
     s.failed_app_fraction = m("failed_app_fraction");
     s.oom_component_day_fraction = m("oom_component_day_fraction");
     s.mem_alloc_gib_h = m("mem_alloc_gib_h");
+    s.mem_reclaimed_gib_h = Some(m("mem_reclaimed_gib_h")).filter(|r| r.is_finite());
+    s.oracle_capture = Some(m("oracle_capture")).filter(|r| r.is_finite());
     s.turnaround_ratio = Some(m("turnaround_ratio")).filter(|r| r.is_finite());
     s.turnaround_mean_s = m("turnaround_mean_s");
     s.mem_slack_mean = m("mem_slack_mean");

@@ -2,7 +2,9 @@
 //!
 //! With no argument: the bundled Google 2011 slice, pessimistic policy, GP
 //! forecaster, K1 = 0.3, K2 = 3, against the baseline run of the same
-//! workload; prints a human summary.
+//! workload; prints a human summary. Beside the baseline it runs the oracle
+//! (exact forecasts, no buffer, `sim::oracle_of`) and shows the memory a
+//! run reclaims in GiB-hours and as a share of the oracle's saving.
 
 use std::path::PathBuf;
 
@@ -34,7 +36,7 @@ pub struct Args {
     /// with the same forecaster, and compare them.
     #[arg(long)]
     pub compare: bool,
-    /// Skip the baseline run (no turnaround ratio).
+    /// Skip the baseline and oracle runs (no turnaround ratio, no saving).
     #[arg(long)]
     pub no_baseline: bool,
     /// With `--workload recorded:PATH`: replay the recording through the
@@ -164,9 +166,14 @@ fn run_workload(
     let mut runs: Vec<sim::RunResult> = Vec::new();
     let mut baseline: Option<sim::RunResult> = None;
     let needs_baseline = with_baseline || args.compare;
+    // The oracle's reserved memory, for the share of its saving that a run
+    // reclaims: run beside the baseline.
+    let mut oracle_mem_gib_h: Option<f64> = None;
     if needs_baseline && configs.iter().any(|c| c.shaper.policy != Policy::Baseline) {
         let b = run_one(wl, &sim::baseline_of(cfg), &args.sim)?;
         baseline = Some(b);
+        let o = run_one(wl, &sim::oracle_of(cfg), &args.sim)?;
+        oracle_mem_gib_h = Some(o.summary.mem_alloc_gib_h);
     }
     for c in &configs {
         let mut r = if c.shaper.policy == Policy::Baseline {
@@ -179,6 +186,9 @@ fn run_workload(
         };
         if let Some(b) = &baseline {
             r.summary.set_baseline(b.summary.turnaround_mean_s);
+            if let (Some(o), false) = (oracle_mem_gib_h, c.shaper.policy == Policy::Baseline) {
+                r.summary.set_reclaim(b.summary.mem_alloc_gib_h, o);
+            }
         }
         runs.push(r);
     }
@@ -273,10 +283,12 @@ fn run_seeds(args: &Args, cfg: &SimConfig, seeds: &[u64]) -> anyhow::Result<()> 
         }
     };
     type Fmt<'a> = &'a dyn Fn(f64) -> String;
-    let rows: [(&str, &str, Fmt); 10] = [
+    let rows: [(&str, &str, Fmt); 12] = [
         ("failed apps", "failed_app_fraction", &pct),
         ("OOM component-days", "oom_component_day_fraction", &pct),
         ("reserved memory (GiB-h)", "mem_alloc_gib_h", &num1),
+        ("memory reclaimed (GiB-h)", "mem_reclaimed_gib_h", &num1),
+        ("share of oracle's saving", "oracle_capture", &pct),
         ("turnaround ratio", "turnaround_ratio", &ratio),
         ("memory slack mean", "mem_slack_mean", &pct),
         ("memory slack median", "mem_slack_median", &pct),
@@ -428,6 +440,20 @@ fn print_human(wl: &datasets::workload::Workload, baseline: Option<&Summary>, ru
     });
     row("reserved memory", &|s| {
         format!("{:.1} GiB-h", s.mem_alloc_gib_h)
+    });
+    row("memory reclaimed", &|s| match s.mem_reclaimed_gib_h {
+        Some(r) => format!("{r:.1} GiB-h"),
+        None => "-".to_string(),
+    });
+    row("share of oracle's saving", &|s| match (
+        s.oracle_capture,
+        s.mem_reclaimed_gib_h,
+        s.oracle_mem_alloc_gib_h,
+    ) {
+        (Some(c), Some(r), Some(o)) => {
+            format!("{} of {:.1} GiB-h", pct(c), s.mem_alloc_gib_h + r - o)
+        }
+        _ => "-".to_string(),
     });
     row("OOM component-days", &|s| pct(s.oom_component_day_fraction));
     row("OOM kills per forecast round", &|s| {

@@ -36,8 +36,8 @@ use shaper::{Policy, ShaperConfig};
 use tailor_core::ConfigErrors;
 
 use crate::config::{ForecasterSource, SimConfig};
-use crate::metrics::Summary;
-use crate::runner::{baseline_of, simulate};
+use crate::metrics::{oracle_capture, Summary};
+use crate::runner::{baseline_of, oracle_of, simulate};
 use crate::seeds::MeanCi;
 use crate::SimError;
 
@@ -382,18 +382,11 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
         params: BTreeMap::new(),
         cfg: baseline_of(&cell),
     }];
-    let mut oracle = cell.clone();
-    oracle.forecaster_source = ForecasterSource::Oracle;
-    oracle.shaper.k1 = 0.0;
-    oracle.shaper.k2 = 0.0;
-    oracle.shaper.mem_margin = 0.0;
-    oracle.shaper.small_app_components = 0;
-    oracle.shaper.app_mem_ref_gib = 0.0;
     out.push(PointSpec {
         family: Family::Oracle,
         sizing: Sizing::K1k2,
         params: params(&[("k1", 0.0), ("k2", 0.0)]),
-        cfg: oracle,
+        cfg: oracle_of(&cell),
     });
     let mut families = grid.families.clone();
     families.dedup();
@@ -555,15 +548,6 @@ pub struct Frontier {
     pub seeds: Vec<u64>,
 }
 
-fn capture(b: f64, o: f64, x: f64) -> f64 {
-    let room = b - o;
-    if room.abs() > 1e-9 * b.abs().max(1e-12) && room > 0.0 {
-        (b - x) / room
-    } else {
-        f64::NAN
-    }
-}
-
 /// Runs every point of `specs` on every workload (one per seed, `seeds[i]`
 /// built `workloads[i]`). `progress(done, total)` after each simulation,
 /// possibly from several threads.
@@ -624,7 +608,7 @@ pub fn run_frontier(
             let cap_seeds = MeanCi::of(
                 &(0..nw)
                     .map(|w| {
-                        capture(
+                        oracle_capture(
                             at(w, 0).mem_alloc_gib_h,
                             at(w, 1).mem_alloc_gib_h,
                             at(w, p).mem_alloc_gib_h,
@@ -641,8 +625,10 @@ pub fn run_frontier(
                 mem_alloc_gib_h: m.mean,
                 oracle_capture: match spec.family {
                     Family::Baseline => 0.0,
-                    Family::Oracle if capture(base_mem, oracle_mem, m.mean).is_finite() => 1.0,
-                    _ => capture(base_mem, oracle_mem, m.mean),
+                    Family::Oracle if oracle_capture(base_mem, oracle_mem, m.mean).is_finite() => {
+                        1.0
+                    }
+                    _ => oracle_capture(base_mem, oracle_mem, m.mean),
                 },
                 ci95: (nw > 1).then_some(PointCi {
                     failed_app_fraction: failed.ci95,

@@ -8,7 +8,7 @@ fn pt(fam: Family, failed: f64, mem: f64) -> Point {
         failed_app_fraction: failed,
         oom_component_day_fraction: failed / 2.0,
         mem_alloc_gib_h: mem,
-        oracle_capture: capture(100.0, 50.0, mem),
+        oracle_capture: oracle_capture(100.0, 50.0, mem),
         ci95: None,
     }
 }
@@ -78,10 +78,10 @@ fn reserved_memory_and_component_days_are_exact() {
 
 #[test]
 fn capture_is_zero_at_baseline_one_at_oracle() {
-    assert_eq!(capture(100.0, 50.0, 100.0), 0.0);
-    assert_eq!(capture(100.0, 50.0, 50.0), 1.0);
-    assert_eq!(capture(100.0, 50.0, 75.0), 0.5);
-    assert!(capture(100.0, 100.0, 90.0).is_nan());
+    assert_eq!(oracle_capture(100.0, 50.0, 100.0), 0.0);
+    assert_eq!(oracle_capture(100.0, 50.0, 50.0), 1.0);
+    assert_eq!(oracle_capture(100.0, 50.0, 75.0), 0.5);
+    assert!(oracle_capture(100.0, 100.0, 90.0).is_nan());
 }
 
 #[test]
