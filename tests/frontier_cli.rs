@@ -245,6 +245,21 @@ fn flags_are_validated() {
         ),
         (vec!["replay", "--app-mem-ref-gib=-1"], "app_mem_ref_gib"),
         (vec!["tune", "--app-mem-ref-gib", "inf"], "app_mem_ref_gib"),
+        (vec!["replay", "--app-mem-ref-rel=-0.5"], "app_mem_ref_rel"),
+        (
+            vec!["frontier", "--app-mem-ref-rel", "nan"],
+            "app_mem_ref_rel",
+        ),
+        (
+            vec![
+                "replay",
+                "--app-mem-ref-gib",
+                "10",
+                "--app-mem-ref-rel",
+                "0.5",
+            ],
+            "--app-mem-ref-rel",
+        ),
     ] {
         let out = tailor(&args);
         assert!(!out.status.success(), "{args:?} accepted");

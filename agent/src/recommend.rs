@@ -177,12 +177,14 @@ pub fn build(
     }
     let mut items = Vec::with_capacity(view.containers.len() * 2);
     let app_sizes = view.app_sizes();
+    let mut app_mem: Vec<f64> = app_sizes.values().map(|&(_, m)| m).collect();
+    let app_mem_ref_gib = cfg.app_mem_ref_in(&mut app_mem);
     for (i, c) in view.containers.iter().enumerate() {
         let (n, mem_bytes) = app_sizes
             .get(c.meta.app.as_str())
             .copied()
             .unwrap_or((1, c.request.mem_bytes));
-        let k1 = cfg.k1_for(n, mem_bytes);
+        let k1 = cfg.k1_for(n, mem_bytes, app_mem_ref_gib);
         let applied = report
             .outcomes
             .iter()

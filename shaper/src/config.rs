@@ -11,6 +11,7 @@
 //! small_app_k1 = 0.3               #   their constant buffer term
 //! app_mem_ref_gib = 0.0            # apps below this memory (GiB) get a larger K1:
 //! app_k1_slope = 0.25              #   max(k1, slope * ln(ref / app memory))
+//! app_mem_ref_rel = 0.0            # or ref = this x the view's memory-weighted median app
 //! order = "fifo"                   # fifo | sjf | priority
 //! victim_order = "oldest_first_keep"  # | lowest_priority_first | least_work_lost
 //! cpu_shortfall = "share"          # CPU that does not fit: share (throttle) | evict
@@ -231,8 +232,16 @@ pub struct ShaperConfig {
     /// a given expected number of failures when a jump past `k1 * request`
     /// comes with probability falling as `exp(-k1 / app_k1_slope)`: the
     /// optimum gives an application a buffer term falling with the log of
-    /// its memory (README, "Small applications"). Default 0: off.
+    /// its memory (README, "Small applications"). Default 0: off. Set
+    /// this or `app_mem_ref_rel`, not both.
     pub app_mem_ref_gib: f64,
+    /// The reference of the application-memory rule relative to the view:
+    /// `app_mem_ref_rel` times the memory-weighted median of its
+    /// applications' memory (the size below which applications hold half
+    /// the view's memory request; [`weighted_median`]), worked out every
+    /// round. It scales with the workload, where `app_mem_ref_gib` must be
+    /// read off each one. Default 0: off.
+    pub app_mem_ref_rel: f64,
     /// How fast the constant buffer term grows as an application's memory
     /// falls below `app_mem_ref_gib`: `app_k1_slope` more per factor `e`
     /// (fraction of the request). Default 0.25.
@@ -346,6 +355,7 @@ impl Default for ShaperConfig {
             small_app_k1: 0.3,
             app_mem_ref_gib: 0.0,
             app_k1_slope: 0.25,
+            app_mem_ref_rel: 0.0,
             order: SchedulerOrder::Fifo,
             victim_order: VictimOrder::OldestFirstKeep,
             cpu_shortfall: CpuShortfall::Share,
@@ -401,41 +411,63 @@ pub const MAX_MIN_CPU_CORES: f64 = 1.0e6;
 /// Largest memory floor (bytes): 1 PiB.
 pub const MAX_MIN_MEM_BYTES: f64 = (1u64 << 50) as f64;
 
+/// The memory-weighted median of `xs` (non-negative sizes): the smallest
+/// `x` such that the sizes up to `x` make at least half the total. 0 for
+/// an empty or all-zero list. Reorders `xs`.
+pub fn weighted_median(xs: &mut [f64]) -> f64 {
+    xs.sort_unstable_by(f64::total_cmp);
+    let total: f64 = xs.iter().map(|x| x.max(0.0)).sum();
+    let mut acc = 0.0;
+    for &x in xs.iter() {
+        acc += x.max(0.0);
+        if acc >= total / 2.0 && acc > 0.0 {
+            return x;
+        }
+    }
+    0.0
+}
+
 impl ShaperConfig {
+    /// Whether an application's constant buffer term follows its memory
+    /// (`app_mem_ref_gib` or `app_mem_ref_rel` set, and a slope).
+    pub fn app_mem_rule(&self) -> bool {
+        (self.app_mem_ref_gib > 0.0 || self.app_mem_ref_rel > 0.0) && self.app_k1_slope > 0.0
+    }
+
+    /// The reference (GiB) of the application-memory rule in a view whose
+    /// applications hold `app_mem_bytes` of memory request each:
+    /// `app_mem_ref_gib`, or `app_mem_ref_rel` times their memory-weighted
+    /// median; 0 when the rule is off. Reorders `app_mem_bytes`.
+    pub fn app_mem_ref_in(&self, app_mem_bytes: &mut [f64]) -> f64 {
+        if !self.app_mem_rule() {
+            0.0
+        } else if self.app_mem_ref_gib > 0.0 {
+            self.app_mem_ref_gib
+        } else {
+            self.app_mem_ref_rel * weighted_median(app_mem_bytes) / GIB_BYTES
+        }
+    }
+
     /// The constant buffer term (fraction of the request) of a component
     /// whose application has `app_components` running components holding
     /// `app_mem_bytes` of memory request: `small_app_k1` for a small
-    /// application, else `k1`, raised to `app_k1_slope * ln(app_mem_ref_gib
-    /// / app_mem_gib)` when `app_mem_ref_gib` is set (at most [`MAX_K1`]).
-    pub fn k1_for(&self, app_components: usize, app_mem_bytes: f64) -> f64 {
+    /// application, else `k1`, raised to `app_k1_slope * ln(ref_gib /
+    /// app_mem_gib)` when the application-memory rule is on (`ref_gib`:
+    /// [`Self::app_mem_ref_in`] of the view; at most [`MAX_K1`]).
+    pub fn k1_for(&self, app_components: usize, app_mem_bytes: f64, ref_gib: f64) -> f64 {
         let k1 = if app_components < self.small_app_components as usize {
             self.small_app_k1
         } else {
             self.k1
         };
-        if self.app_mem_ref_gib > 0.0 && self.app_k1_slope > 0.0 {
+        if self.app_mem_rule() && ref_gib > 0.0 {
             let gib = app_mem_bytes.max(0.0) / GIB_BYTES;
-            let by_size = self.app_k1_slope * (self.app_mem_ref_gib / gib).ln();
+            let by_size = self.app_k1_slope * (ref_gib / gib).ln();
             // No memory at all: +inf, capped.
             k1.max(by_size.min(MAX_K1))
         } else {
             k1
         }
-    }
-
-    /// [`Self::k1_for`] of `app` as `decide()` sees it: its components and
-    /// the sum of their memory requests (summed only when
-    /// `app_mem_ref_gib` is set).
-    pub fn app_k1(&self, app: &crate::model::Application) -> f64 {
-        let mem_bytes = if self.app_mem_ref_gib > 0.0 {
-            app.components
-                .iter()
-                .map(|c| crate::limits::sane(c.request.mem_bytes))
-                .sum()
-        } else {
-            0.0
-        };
-        self.k1_for(app.components.len(), mem_bytes)
     }
 
     /// Checks every setting and reports every problem at once (keys as
@@ -450,6 +482,7 @@ impl ShaperConfig {
     /// | `small_app_k1` | [0, 10] |
     /// | `app_mem_ref_gib` | [0, 1e9] |
     /// | `app_k1_slope` | [0, 10] |
+    /// | `app_mem_ref_rel` | [0, 1e6]; not with `app_mem_ref_gib` |
     /// | `grace_period_s` | [0, 31536000] (one year) |
     /// | `failure_limit` | [1, 1000000] |
     /// | `max_growth` | [1, 1000] |
@@ -476,6 +509,15 @@ impl ShaperConfig {
         e.range("small_app_k1", self.small_app_k1, 0.0, MAX_K1);
         e.range("app_mem_ref_gib", self.app_mem_ref_gib, 0.0, 1e9);
         e.range("app_k1_slope", self.app_k1_slope, 0.0, MAX_K1);
+        e.range("app_mem_ref_rel", self.app_mem_ref_rel, 0.0, 1e6);
+        e.check(
+            "app_mem_ref_rel",
+            !(self.app_mem_ref_rel > 0.0 && self.app_mem_ref_gib > 0.0),
+            || {
+                "set app_mem_ref_gib (absolute) or app_mem_ref_rel (relative to the view), not both"
+                    .to_string()
+            },
+        );
         e.range(
             "grace_period_s",
             self.grace_period_s,
@@ -640,6 +682,7 @@ mod tests {
             small_app_k1: f64::NAN,
             app_mem_ref_gib: f64::INFINITY,
             app_k1_slope: -1.0,
+            app_mem_ref_rel: f64::NAN,
             grace_period_s: 1e300,
             failure_limit: u32::MAX,
             max_growth: f64::MAX,
@@ -658,6 +701,7 @@ mod tests {
                 "small_app_k1",
                 "app_mem_ref_gib",
                 "app_k1_slope",
+                "app_mem_ref_rel",
                 "grace_period_s",
                 "failure_limit",
                 "max_growth",
@@ -673,16 +717,17 @@ mod tests {
             toml::from_str("k1 = 0.1\nsmall_app_components = 50\nsmall_app_k1 = 0.3\n")
                 .expect("parses");
         o.validate().expect("valid");
-        assert_eq!(o.k1_for(1, 0.0), 0.3);
-        assert_eq!(o.k1_for(49, 0.0), 0.3);
-        assert_eq!(o.k1_for(50, 0.0), 0.1);
+        let r = 0.0;
+        assert_eq!(o.k1_for(1, 0.0, r), 0.3);
+        assert_eq!(o.k1_for(49, 0.0, r), 0.3);
+        assert_eq!(o.k1_for(50, 0.0, r), 0.1);
         // Off by default: every application gets k1.
-        assert_eq!(ShaperConfig::default().k1_for(0, 0.0), 0.3);
+        assert_eq!(ShaperConfig::default().k1_for(0, 0.0, r), 0.3);
         let d = ShaperConfig {
             k1: 0.1,
             ..ShaperConfig::default()
         };
-        assert_eq!(d.k1_for(0, 0.0), 0.1);
+        assert_eq!(d.k1_for(0, 0.0, r), 0.1);
     }
 
     #[test]
@@ -691,31 +736,78 @@ mod tests {
             toml::from_str("k1 = 0.05\napp_mem_ref_gib = 1000.0\napp_k1_slope = 0.25\n")
                 .expect("parses");
         o.validate().expect("valid");
+        let r = o.app_mem_ref_in(&mut []);
+        assert_eq!(r, 1000.0);
         let gib = (1u64 << 30) as f64;
         let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
         // e times smaller than the reference: one slope more.
         assert!(close(
-            o.k1_for(10, 1000.0 / std::f64::consts::E * gib),
+            o.k1_for(10, 1000.0 / std::f64::consts::E * gib, r),
             0.25
         ));
-        assert!(close(o.k1_for(10, 10.0 * gib), 0.25 * 100f64.ln()));
+        assert!(close(o.k1_for(10, 10.0 * gib, r), 0.25 * 100f64.ln()));
         // At or above the reference, and where the log term is below k1: k1.
-        assert_eq!(o.k1_for(10, 1000.0 * gib), 0.05);
-        assert_eq!(o.k1_for(10, 900.0 * gib), 0.05);
-        assert_eq!(o.k1_for(10, 1e9 * gib), 0.05);
+        assert_eq!(o.k1_for(10, 1000.0 * gib, r), 0.05);
+        assert_eq!(o.k1_for(10, 900.0 * gib, r), 0.05);
+        assert_eq!(o.k1_for(10, 1e9 * gib, r), 0.05);
         // No memory at all: the largest K1, never infinite.
-        assert_eq!(o.k1_for(1, 0.0), MAX_K1);
+        assert_eq!(o.k1_for(1, 0.0, r), MAX_K1);
         // With small applications too, the larger of the two rules.
         let both = ShaperConfig {
             small_app_components: 5,
             small_app_k1: 0.6,
             ..o.clone()
         };
-        assert_eq!(both.k1_for(1, 500.0 * gib), 0.6);
-        assert!(close(both.k1_for(1, 0.5 * gib), 0.25 * 2000f64.ln()));
-        assert_eq!(both.k1_for(5, 2000.0 * gib), 0.05);
+        assert_eq!(both.k1_for(1, 500.0 * gib, r), 0.6);
+        assert!(close(both.k1_for(1, 0.5 * gib, r), 0.25 * 2000f64.ln()));
+        assert_eq!(both.k1_for(5, 2000.0 * gib, r), 0.05);
         // Off (the default): the memory is not looked at.
-        assert_eq!(ShaperConfig::default().k1_for(1, 1.0), 0.3);
+        assert_eq!(ShaperConfig::default().app_mem_ref_in(&mut [gib]), 0.0);
+        assert_eq!(ShaperConfig::default().k1_for(1, 1.0, r), 0.3);
+    }
+
+    #[test]
+    fn a_relative_reference_is_a_multiple_of_the_memory_weighted_median() {
+        // Half the memory (1 + 4 + 5 = 10 of 20) is in applications of at
+        // most 5.
+        assert_eq!(weighted_median(&mut [10.0, 1.0, 4.0, 5.0]), 5.0);
+        assert_eq!(weighted_median(&mut [10.0, 1.0, 4.0, 4.0]), 10.0);
+        assert_eq!(weighted_median(&mut [1.0, 1.0, 1.0, 1.0]), 1.0);
+        assert_eq!(weighted_median(&mut [0.0, 3.0, 0.0]), 3.0);
+        assert_eq!(weighted_median(&mut [100.0, 1.0, 1.0]), 100.0);
+        assert_eq!(weighted_median(&mut []), 0.0);
+        assert_eq!(weighted_median(&mut [0.0, 0.0]), 0.0);
+        let gib = (1u64 << 30) as f64;
+        let o: ShaperConfig =
+            toml::from_str("k1 = 0.05\napp_mem_ref_rel = 0.5\napp_k1_slope = 0.25\n")
+                .expect("parses");
+        o.validate().expect("valid");
+        assert!(o.app_mem_rule());
+        let mut view = [4.0 * gib, 10.0 * gib, 1.0 * gib, 5.0 * gib];
+        let r = o.app_mem_ref_in(&mut view);
+        assert_eq!(r, 2.5);
+        // The same workload at 100 times the scale: the same buffers.
+        let mut big = [400.0 * gib, 1000.0 * gib, 100.0 * gib, 500.0 * gib];
+        let big_r = o.app_mem_ref_in(&mut big);
+        assert_eq!(big_r, 250.0);
+        for m in [1.0, 4.0, 10.0] {
+            let k = o.k1_for(3, m * gib, r);
+            assert!((k - o.k1_for(3, 100.0 * m * gib, big_r)).abs() < 1e-12);
+            assert!(
+                (k - 0.05f64.max(0.25 * (2.5 / m).ln())).abs() < 1e-12,
+                "{m}: {k}"
+            );
+        }
+        // A view with no memory at all: no reference, every app gets k1.
+        assert_eq!(o.app_mem_ref_in(&mut [0.0, 0.0]), 0.0);
+        assert_eq!(o.k1_for(3, 0.0, 0.0), 0.05);
+        // One reference or the other, named by key.
+        let both = ShaperConfig {
+            app_mem_ref_gib: 100.0,
+            ..o.clone()
+        };
+        let e = both.validate().expect_err("both references");
+        assert_eq!(e.keys(), vec!["app_mem_ref_rel"]);
     }
 
     #[test]

@@ -86,6 +86,17 @@ pub struct Application {
     pub components: Vec<Component>,
 }
 
+impl Application {
+    /// The memory request its components hold, summed (bytes; a request
+    /// that is not a finite non-negative number counts as 0).
+    pub fn mem_request_bytes(&self) -> f64 {
+        self.components
+            .iter()
+            .map(|c| crate::limits::sane(c.request.mem_bytes))
+            .sum()
+    }
+}
+
 /// Everything `decide()` looks at.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClusterView {

@@ -186,7 +186,7 @@ impl NodeView {
 
     /// Containers and their memory request (bytes) per application key on
     /// this node: each application's size as `decide()` sees it here
-    /// ([`ShaperConfig::app_k1`]).
+    /// ([`ShaperConfig::k1_for`]).
     pub fn app_sizes(&self) -> BTreeMap<&str, (usize, f64)> {
         let mut n = BTreeMap::new();
         for c in &self.containers {

@@ -107,6 +107,7 @@ pub fn oracle_of(cfg: &SimConfig) -> SimConfig {
     o.shaper.mem_margin = 0.0;
     o.shaper.small_app_components = 0;
     o.shaper.app_mem_ref_gib = 0.0;
+    o.shaper.app_mem_ref_rel = 0.0;
     o.shaper.memory_risk = None;
     o
 }

@@ -89,7 +89,8 @@ pub struct Args {
     pub small_app_k1: Option<Vec<f64>>,
     /// `[shaper] app_k1_slope` values for the tailor families' K1/K2
     /// points (default: the config's value only), e.g. `0.15,0.25,0.35`;
-    /// needs `--app-mem-ref-gib GIB` (or the config's `app_mem_ref_gib`).
+    /// needs `--app-mem-ref-gib GIB` or `--app-mem-ref-rel X` (or the
+    /// config's `app_mem_ref_gib` / `app_mem_ref_rel`).
     #[arg(long, value_delimiter = ',')]
     pub app_k1_slope: Option<Vec<f64>>,
     /// VPA target memory percentiles (default 0.5,0.8,0.9,0.95).

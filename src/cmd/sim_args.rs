@@ -100,9 +100,14 @@ pub struct SimArgs {
     /// Reference application memory in GiB: an application holding `m` GiB
     /// of memory requests gets `max(K1, [shaper] app_k1_slope * ln(GIB /
     /// m))` as its components' constant buffer term (overrides the
-    /// config's `app_mem_ref_gib`; 0: off).
-    #[arg(long, value_name = "GIB")]
+    /// config's reference, absolute or relative; 0: off).
+    #[arg(long, value_name = "GIB", conflicts_with = "app_mem_ref_rel")]
     pub app_mem_ref_gib: Option<f64>,
+    /// The same rule with its reference relative to the view: X times the
+    /// memory-weighted median application memory, worked out every round
+    /// (overrides the config's reference, absolute or relative; 0: off).
+    #[arg(long, value_name = "X")]
+    pub app_mem_ref_rel: Option<f64>,
     /// Never show a progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -143,6 +148,11 @@ impl SimArgs {
         }
         if let Some(g) = self.app_mem_ref_gib {
             cfg.shaper.app_mem_ref_gib = g;
+            cfg.shaper.app_mem_ref_rel = 0.0;
+        }
+        if let Some(x) = self.app_mem_ref_rel {
+            cfg.shaper.app_mem_ref_rel = x;
+            cfg.shaper.app_mem_ref_gib = 0.0;
         }
         if let Some(f) = self.forecaster {
             match f.model_kind() {

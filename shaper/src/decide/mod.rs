@@ -216,6 +216,10 @@ struct Scratch {
     squeezed: Vec<Squeezed>,
     squeezed_shrinks: Vec<Action>,
     squeezed_growths: Vec<Action>,
+    /// Each application's memory request (view order) and a sorted copy,
+    /// when the application-memory rule is on.
+    app_mem_bytes: Vec<f64>,
+    app_mem_sorted: Vec<f64>,
 }
 
 /// [`decide`] for callers that plan round after round (the central shaper,
@@ -313,7 +317,19 @@ fn decide_with(
         squeezed,
         squeezed_shrinks,
         squeezed_growths,
+        app_mem_bytes,
+        app_mem_sorted,
     } = scratch;
+    // The application-memory rule: each application's memory request and
+    // the view's reference, once a round (nothing when the rule is off).
+    app_mem_bytes.clear();
+    let mut app_mem_ref_gib = 0.0;
+    if cfg.app_mem_rule() {
+        app_mem_bytes.extend(apps.iter().map(Application::mem_request_bytes));
+        app_mem_sorted.clear();
+        app_mem_sorted.extend_from_slice(app_mem_bytes);
+        app_mem_ref_gib = cfg.app_mem_ref_in(app_mem_sorted);
+    }
     // Per application (view index): its slots and elastic keep order.
     app_info.clear();
     app_info.reserve(apps.len());
@@ -343,7 +359,11 @@ fn decide_with(
         let base = slots.len() as u32;
         let mut has_protected = false;
         app_elastic.clear();
-        let k1 = cfg.app_k1(app);
+        let k1 = cfg.k1_for(
+            app.components.len(),
+            app_mem_bytes.get(ai).copied().unwrap_or(0.0),
+            app_mem_ref_gib,
+        );
         for (j, c) in app.components.iter().enumerate() {
             let g = base + j as u32;
             let host = hosts.get(c.host.0);

@@ -17,7 +17,7 @@ pub(super) struct AppInfo {
     pub(super) elastic_head: u32,
     /// Has a protected component: its core components are forced.
     pub(super) pinned: bool,
-    /// Its components' constant buffer term ([`ShaperConfig::app_k1`]).
+    /// Its components' constant buffer term ([`ShaperConfig::k1_for`]).
     pub(super) k1: f64,
 }
 

@@ -26,19 +26,25 @@ pub use crate::risk::risk_to_level;
 /// floor, cut to the ceiling (`request * max_growth`), raised to current
 /// usage. Components in the grace period, without a usable forecast, or in an
 /// application over the failure limit target their request (same clamps);
-/// under the baseline policy the target is exactly the request.
+/// under the baseline policy the target is exactly the request. The
+/// application-memory rule sees `app` as the whole view (with
+/// `app_mem_ref_rel` its reference is that multiple of the application's
+/// own memory); `decide()` works it out over the whole view.
 pub fn component_target(
     app: &Application,
     c: &Component,
     now_s: f64,
     cfg: &ShaperConfig,
 ) -> Target {
-    target_with_k1(app, c, now_s, cfg, cfg.app_k1(app))
+    let mut mem = [app.mem_request_bytes()];
+    let ref_gib = cfg.app_mem_ref_in(&mut mem);
+    let k1 = cfg.k1_for(app.components.len(), mem[0], ref_gib);
+    target_with_k1(app, c, now_s, cfg, k1)
 }
 
 /// [`component_target`] with the application's constant buffer term
-/// ([`ShaperConfig::app_k1`]) already known: `decide()` works it out once
-/// per application.
+/// ([`ShaperConfig::k1_for`]) already known: `decide()` works it out once
+/// per application, with the reference of the whole view.
 pub(crate) fn target_with_k1(
     app: &Application,
     c: &Component,
@@ -130,7 +136,7 @@ impl Buffer {
 /// The buffer that resource `r`'s forecast `p` gets under `cfg` at request
 /// `req` (the target before the floor, the ceiling and current usage is
 /// `p.mean + buffer.total()`): `k1 * req + (upper(k2) - mean)`, with `k1`
-/// the component's ([`ShaperConfig::app_k1`]), plus
+/// the component's ([`ShaperConfig::k1_for`]), plus
 /// `mem_margin * mean` for memory; with `memory_risk = P`, memory gets
 /// `upper(risk_to_level(P)) - mean` alone.
 pub fn buffer(r: Resource, p: &Predictive, req: f64, cfg: &ShaperConfig, k1: f64) -> Buffer {

@@ -196,7 +196,8 @@ pub struct FrontierGrid {
     /// value only (and no `small_app_k1` param).
     pub small_app_k1: Vec<f64>,
     /// `[shaper] app_k1_slope` values for the tailor families' K1/K2
-    /// points (the base config's `app_mem_ref_gib` must be set). Empty:
+    /// points (the base config's `app_mem_ref_gib` or `app_mem_ref_rel`
+    /// must be set). Empty:
     /// the base config's value only (and no `app_k1_slope` param).
     pub app_k1_slope: Vec<f64>,
     pub vpa_percentile: Vec<f64>,
@@ -367,10 +368,13 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
             "sweeping it needs small_app_components > 0 (`--small-app-components N` or `[shaper] small_app_components` in the config): no application is small",
         )));
     }
-    if !grid.app_k1_slope.is_empty() && base.shaper.app_mem_ref_gib <= 0.0 {
+    if !grid.app_k1_slope.is_empty()
+        && base.shaper.app_mem_ref_gib <= 0.0
+        && base.shaper.app_mem_ref_rel <= 0.0
+    {
         return Err(SimError::Config(ConfigErrors::single(
             "app_k1_slope",
-            "sweeping it needs app_mem_ref_gib > 0 (`--app-mem-ref-gib GIB` or `[shaper] app_mem_ref_gib` in the config): no application's K1 follows its memory",
+            "sweeping it needs app_mem_ref_gib or app_mem_ref_rel > 0 (`--app-mem-ref-gib GIB`, `--app-mem-ref-rel X`, or either key in the config's [shaper]): no application's K1 follows its memory",
         )));
     }
     let mut cell = base.clone();
@@ -407,6 +411,7 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
             m.shaper.mem_margin = 0.0;
             m.shaper.small_app_components = 0;
             m.shaper.app_mem_ref_gib = 0.0;
+            m.shaper.app_mem_ref_rel = 0.0;
             // The VPA's own memory window, not tailor's hold on top.
             m.shaper.mem_hold_s = 0.0;
             for &p in &grid.vpa_percentile {

@@ -361,6 +361,19 @@ fn a_swept_app_k1_slope_multiplies_the_k1k2_points_and_needs_a_reference() {
     let vpa = specs.iter().find(|s| s.family == Family::Vpa).expect("vpa");
     assert_eq!(vpa.cfg.shaper.app_mem_ref_gib, 0.0);
     assert!(!vpa.params.contains_key("app_k1_slope"));
+    // A reference relative to the view enables the sweep too; the oracle
+    // and the VPA clear it as well.
+    base.shaper.app_mem_ref_gib = 0.0;
+    base.shaper.app_mem_ref_rel = 0.5;
+    let rel = point_specs(&base, &grid).expect("specs");
+    assert_eq!(rel.len(), specs.len());
+    assert_eq!(rel[1].cfg.shaper.app_mem_ref_rel, 0.0);
+    let vpa = rel.iter().find(|s| s.family == Family::Vpa).expect("vpa");
+    assert_eq!(vpa.cfg.shaper.app_mem_ref_rel, 0.0);
+    assert!(rel
+        .iter()
+        .filter(|s| s.params.contains_key("app_k1_slope"))
+        .all(|s| s.cfg.shaper.app_mem_ref_rel == 0.5));
     // A slope out of range is refused by its key.
     let bad = FrontierGrid {
         app_k1_slope: vec![-1.0],

@@ -195,6 +195,58 @@ fn an_applications_k1_follows_its_memory_in_the_target_and_the_plan() {
 }
 
 #[test]
+fn a_relative_reference_follows_the_views_memory_weighted_median() {
+    // A: four components of 1000 bytes, B: one. The memory-weighted median
+    // application is A (4000 bytes); with app_mem_ref_rel = e / 4 the
+    // reference is e x 1000 bytes: B gets 0.25 x ln(e) = 0.25, A the floor.
+    let c = forecast_component();
+    let cfg = ShaperConfig {
+        k1: 0.05,
+        k2: 1.0,
+        app_mem_ref_rel: std::f64::consts::E / 4.0,
+        app_k1_slope: 0.25,
+        ..unfloored()
+    };
+    cfg.validate().expect("valid");
+    let comps = |first: u64, n: u64| -> Vec<Component> {
+        (first..first + n)
+            .map(|i| {
+                let mut x = c.clone();
+                x.id = ComponentId(i);
+                x
+            })
+            .collect()
+    };
+    let view = ClusterView {
+        hosts: vec![host(0, 64.0, 1e6)],
+        apps: vec![app(1, 0.0, comps(1, 4)), app(2, 0.0, comps(10, 1))],
+    };
+    let plan = decide(&view, 10_000.0, &cfg);
+    let mut k1_terms: Vec<(u64, f64)> = plan
+        .actions
+        .iter()
+        .filter_map(|x| match x {
+            Action::Resize {
+                component,
+                explanation,
+                ..
+            } => Some((component.0, explanation.mem.k1_term)),
+            _ => None,
+        })
+        .collect();
+    k1_terms.sort_by_key(|&(id, _)| id);
+    assert_eq!(k1_terms.len(), 5, "{:#?}", plan.actions);
+    for (id, k) in k1_terms {
+        let want = if id == 10 { 250.0 } else { 50.0 };
+        assert!((k - want).abs() < 1e-6, "component {id}: {k}");
+    }
+    // Alone, B is its own view's median: 0.25 x ln(e / 4) < k1, the floor.
+    let b = app(2, 0.0, comps(10, 1));
+    let t = component_target(&b, &b.components[0], 10_000.0, &cfg);
+    assert!((t.mem.k1_term - 50.0).abs() < 1e-6, "{:?}", t.mem);
+}
+
+#[test]
 fn memory_risk_sizes_memory_from_the_predictive_tail() {
     let mut c = forecast_component();
     c.usage = Resources::new(0.5, 300.0);
