@@ -408,6 +408,70 @@ mod tests {
         );
     }
 
+    /// The application-memory rule with a reference relative to the node:
+    /// its applications' memory-weighted median, as `decide()` works it out.
+    #[test]
+    fn a_smaller_application_on_the_node_gets_a_larger_buffer() {
+        let container = |name: &str, app: &str| {
+            format!(
+                r#"{{"id": "{name}", "name": "{name}", "app": "{app}", "class": "core",
+                "priority": 0, "protected": false, "started_s": 0.0,
+                "request": {{"cpu_cores": 1.0, "mem_bytes": 536870912.0}},
+                "allocation": {{"cpu_cores": 1.0, "mem_bytes": 536870912.0}},
+                "usage": {{"cpu_cores": 0.05, "mem_bytes": 1.2e8}},
+                "forecast": {{"cpu": {{"mean": 0.1, "std": 0.01}}, "mem": {{"mean": 1.2e8, "std": 1e3}}}},
+                "forecast_source": "own", "samples": 68, "oom_kills": 0, "app_failures": 0}}"#
+            )
+        };
+        let containers = [
+            ("web-1", "web"),
+            ("web-2", "web"),
+            ("web-3", "web"),
+            ("db-1", "db"),
+        ]
+        .map(|(n, a)| container(n, a))
+        .join(",");
+        let report: RoundReport = serde_json::from_str(&format!(
+            r#"{{"round": 5, "at_s": 1000.0, "actuation": "recommend", "source": "local",
+            "view": {{"node": "n", "round": 5, "at_s": 1000.0,
+              "capacity": {{"cpu_cores": 8.0, "mem_bytes": 8e9}},
+              "containers": [{containers}]}},
+            "outcomes": [], "restarted": [], "errors": []}}"#
+        ))
+        .expect("a round report");
+        // web holds 1.5 GiB, db 0.5: the weighted median is 1.5 GiB, the
+        // reference too (X = 1). db: 0.25 ln 3 of its request; web: k1.
+        let cfg = ShaperConfig {
+            k1: 0.05,
+            k2: 0.0,
+            app_mem_ref_rel: 1.0,
+            app_k1_slope: 0.25,
+            ..ShaperConfig::default()
+        };
+        cfg.validate().expect("valid");
+        let recs = build(&report, &cfg, &mut Shown::default(), |_| (false, false));
+        let mem_target = |name: &str| {
+            recs.items
+                .iter()
+                .find(|i| i.container == name && i.resource == ResourceKind::Mem)
+                .map(|i| i.target)
+                .expect("mem row")
+        };
+        let mean_mib = 1.2e8 / MIB;
+        let want_db = mean_mib + 0.25 * 3f64.ln() * 512.0;
+        let want_web = mean_mib + 0.05 * 512.0;
+        assert!(
+            (mem_target("db-1") - want_db).abs() < 1.0,
+            "{}",
+            mem_target("db-1")
+        );
+        assert!(
+            (mem_target("web-2") - want_web).abs() < 1.0,
+            "{}",
+            mem_target("web-2")
+        );
+    }
+
     #[test]
     fn csv_quotes_and_units() {
         let r = Recommendations {
