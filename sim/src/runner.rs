@@ -102,14 +102,21 @@ pub fn baseline_of(cfg: &SimConfig) -> SimConfig {
 pub fn oracle_of(cfg: &SimConfig) -> SimConfig {
     let mut o = cfg.clone();
     o.forecaster_source = ForecasterSource::Oracle;
-    o.shaper.k1 = 0.0;
-    o.shaper.k2 = 0.0;
-    o.shaper.mem_margin = 0.0;
-    o.shaper.small_app_components = 0;
-    o.shaper.app_mem_ref_gib = 0.0;
-    o.shaper.app_mem_ref_rel = 0.0;
+    without_tailor_buffers(&mut o.shaper);
     o.shaper.memory_risk = None;
     o
+}
+
+/// Turns off every buffer rule of tailor's sizing (K1, K2, the memory
+/// margin, the small-application and application-memory rules): the
+/// oracle's points and the VPA's, which carries its own margin.
+pub(crate) fn without_tailor_buffers(shaper: &mut shaper::ShaperConfig) {
+    shaper.k1 = 0.0;
+    shaper.k2 = 0.0;
+    shaper.mem_margin = 0.0;
+    shaper.small_app_components = 0;
+    shaper.app_mem_ref_gib = 0.0;
+    shaper.app_mem_ref_rel = 0.0;
 }
 
 /// Runs `cfg`, and the baseline on the same workload when `with_baseline`

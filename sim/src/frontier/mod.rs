@@ -37,7 +37,7 @@ use tailor_core::ConfigErrors;
 
 use crate::config::{ForecasterSource, SimConfig};
 use crate::metrics::{oracle_capture, Summary};
-use crate::runner::{baseline_of, oracle_of, simulate};
+use crate::runner::{baseline_of, oracle_of, simulate, without_tailor_buffers};
 use crate::seeds::MeanCi;
 use crate::SimError;
 
@@ -406,12 +406,7 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
                 calibrated: false,
                 ..base.forecaster.clone()
             };
-            m.shaper.k1 = 0.0;
-            m.shaper.k2 = 0.0;
-            m.shaper.mem_margin = 0.0;
-            m.shaper.small_app_components = 0;
-            m.shaper.app_mem_ref_gib = 0.0;
-            m.shaper.app_mem_ref_rel = 0.0;
+            without_tailor_buffers(&mut m.shaper);
             // The VPA's own memory window, not tailor's hold on top.
             m.shaper.mem_hold_s = 0.0;
             for &p in &grid.vpa_percentile {
