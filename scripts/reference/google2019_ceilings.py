@@ -94,6 +94,21 @@ def online(tasks, window, margin, k, young):
     return kills, total
 
 
+def first_touches(tasks, day=288, touch=0.99):
+    """The samples whose peak reaches `touch` of the request with no such
+    sample in the day before (a one-day memory hold does not cover them),
+    each with the largest peak / request of that day: how close to the
+    request a rule must already sit not to kill there."""
+    out = []
+    for name, ps, rs in tasks:
+        ratio = [p / r if r > 0 else 0.0 for p, r in zip(ps, rs)]
+        for t in range(1, len(ratio)):
+            before = ratio[max(0, t - day) : t]
+            if ratio[t] >= touch and max(before) < touch:
+                out.append((name, t, max(before)))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     here = os.path.dirname(os.path.abspath(__file__))
@@ -112,6 +127,14 @@ def main():
     print(f"{len(tasks)} tasks, {n} samples; oracle saving {oracle:.3f} (request units x samples)")
     print(f"hindsight per task: {hindsight_per_task(tasks) / oracle:.1%} of the oracle's")
     print(f"hindsight per day:  {hindsight_per_day(tasks) / oracle:.1%} of the oracle's")
+    touches = first_touches(tasks)
+    if touches:
+        before = sorted(b for _, _, b in touches)
+        print(
+            f"first touches of the request (>= 99%, none in the day before): {len(touches)} "
+            f"in {len({n for n, _, _ in touches})} tasks; the day before peaked at "
+            f"{before[0]:.3f}-{before[-1]:.3f} of the request (median {before[len(before) // 2]:.3f})"
+        )
     best = None
     for window in (1, 2, 3, 6, 12, 288):
         for margin in (0.0, 0.01, 0.02, 0.03, 0.05, 0.1):
