@@ -1,0 +1,236 @@
+//! Unit tests of the `[shaper]` table: parsing, ranges, and the buffer
+//! rules' arithmetic (small applications, application memory).
+
+use super::*;
+
+#[test]
+fn default_is_valid_and_documented_values() {
+    let c = ShaperConfig::default();
+    assert!(c.validate().is_ok());
+    assert_eq!(c.policy, Policy::Pessimistic);
+    assert_eq!(c.k1, 0.3);
+    assert_eq!(c.k2, 3.0);
+    assert_eq!(c.grace_period_s, 600.0);
+    assert_eq!(c.max_evictions_per_round, None);
+}
+
+#[test]
+fn empty_table_is_default() {
+    let c: ShaperConfig = toml::from_str("").expect("empty table parses");
+    assert_eq!(c, ShaperConfig::default());
+}
+
+#[test]
+fn tune_snippet_parses_inside_a_table() {
+    #[derive(Deserialize)]
+    struct Outer {
+        shaper: ShaperConfig,
+    }
+    let o: Outer = toml::from_str("[shaper]\nk1 = 0.01\nk2 = 2.0\n").expect("parses");
+    assert_eq!(o.shaper.k1, 0.01);
+    assert_eq!(o.shaper.k2, 2.0);
+    assert_eq!(o.shaper.policy, Policy::Pessimistic);
+}
+
+#[test]
+fn full_table_round_trips() {
+    let c = ShaperConfig {
+        policy: Policy::Optimistic,
+        order: SchedulerOrder::Priority,
+        victim_order: VictimOrder::LeastWorkLost,
+        max_evictions_per_round: Some(7),
+        ..ShaperConfig::default()
+    };
+    let s = toml::to_string(&c).expect("serialises");
+    let back: ShaperConfig = toml::from_str(&s).expect("parses back");
+    assert_eq!(back, c);
+    assert!(s.contains("victim_order = \"least_work_lost\""), "{s}");
+}
+
+#[test]
+fn unknown_key_rejected() {
+    let r: Result<ShaperConfig, _> = toml::from_str("k3 = 1.0\n");
+    let err = r.expect_err("unknown key must fail").to_string();
+    assert!(err.contains("k3"), "{err}");
+}
+
+#[test]
+fn all_errors_reported_at_once_with_keys() {
+    let c = ShaperConfig {
+        k1: -1.0,
+        k2: f64::NAN,
+        grace_period_s: -5.0,
+        failure_limit: 0,
+        max_growth: 0.5,
+        min_relative_change: 1.5,
+        min_cpu_cores: -0.1,
+        min_mem_bytes: f64::INFINITY,
+        ..ShaperConfig::default()
+    };
+    let e = c.validate().expect_err("invalid");
+    assert_eq!(
+        e.keys(),
+        vec![
+            "k1",
+            "k2",
+            "grace_period_s",
+            "failure_limit",
+            "max_growth",
+            "min_relative_change",
+            "min_cpu_cores",
+            "min_mem_bytes"
+        ]
+    );
+    let p = e.prefixed("shaper");
+    assert_eq!(p.0[0].key, "shaper.k1");
+    let text = p.to_string();
+    assert!(text.starts_with("8 configuration error(s)"), "{text}");
+    assert!(text.contains("shaper.max_growth"), "{text}");
+}
+
+#[test]
+fn absurd_values_are_refused() {
+    let c = ShaperConfig {
+        k1: 1e300,
+        k2: 1e9,
+        mem_margin: 1e300,
+        small_app_components: u32::MAX,
+        small_app_k1: f64::NAN,
+        app_mem_ref_gib: f64::INFINITY,
+        app_k1_slope: -1.0,
+        app_mem_ref_rel: f64::NAN,
+        grace_period_s: 1e300,
+        failure_limit: u32::MAX,
+        max_growth: f64::MAX,
+        min_cpu_cores: 1e300,
+        min_mem_bytes: 1e300,
+        ..ShaperConfig::default()
+    };
+    let e = c.validate().expect_err("invalid");
+    assert_eq!(
+        e.keys(),
+        vec![
+            "k1",
+            "k2",
+            "mem_margin",
+            "small_app_components",
+            "small_app_k1",
+            "app_mem_ref_gib",
+            "app_k1_slope",
+            "app_mem_ref_rel",
+            "grace_period_s",
+            "failure_limit",
+            "max_growth",
+            "min_cpu_cores",
+            "min_mem_bytes"
+        ]
+    );
+}
+
+#[test]
+fn a_small_application_gets_its_own_k1() {
+    let o: ShaperConfig =
+        toml::from_str("k1 = 0.1\nsmall_app_components = 50\nsmall_app_k1 = 0.3\n")
+            .expect("parses");
+    o.validate().expect("valid");
+    let r = 0.0;
+    assert_eq!(o.k1_for(1, 0.0, r), 0.3);
+    assert_eq!(o.k1_for(49, 0.0, r), 0.3);
+    assert_eq!(o.k1_for(50, 0.0, r), 0.1);
+    // Off by default: every application gets k1.
+    assert_eq!(ShaperConfig::default().k1_for(0, 0.0, r), 0.3);
+    let d = ShaperConfig {
+        k1: 0.1,
+        ..ShaperConfig::default()
+    };
+    assert_eq!(d.k1_for(0, 0.0, r), 0.1);
+}
+
+#[test]
+fn an_applications_k1_falls_with_the_log_of_its_memory() {
+    let o: ShaperConfig =
+        toml::from_str("k1 = 0.05\napp_mem_ref_gib = 1000.0\napp_k1_slope = 0.25\n")
+            .expect("parses");
+    o.validate().expect("valid");
+    let r = o.app_mem_ref_in(&mut []);
+    assert_eq!(r, 1000.0);
+    let gib = (1u64 << 30) as f64;
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+    // e times smaller than the reference: one slope more.
+    assert!(close(
+        o.k1_for(10, 1000.0 / std::f64::consts::E * gib, r),
+        0.25
+    ));
+    assert!(close(o.k1_for(10, 10.0 * gib, r), 0.25 * 100f64.ln()));
+    // At or above the reference, and where the log term is below k1: k1.
+    assert_eq!(o.k1_for(10, 1000.0 * gib, r), 0.05);
+    assert_eq!(o.k1_for(10, 900.0 * gib, r), 0.05);
+    assert_eq!(o.k1_for(10, 1e9 * gib, r), 0.05);
+    // No memory at all: the largest K1, never infinite.
+    assert_eq!(o.k1_for(1, 0.0, r), MAX_K1);
+    // With small applications too, the larger of the two rules.
+    let both = ShaperConfig {
+        small_app_components: 5,
+        small_app_k1: 0.6,
+        ..o.clone()
+    };
+    assert_eq!(both.k1_for(1, 500.0 * gib, r), 0.6);
+    assert!(close(both.k1_for(1, 0.5 * gib, r), 0.25 * 2000f64.ln()));
+    assert_eq!(both.k1_for(5, 2000.0 * gib, r), 0.05);
+    // Off (the default): the memory is not looked at.
+    assert_eq!(ShaperConfig::default().app_mem_ref_in(&mut [gib]), 0.0);
+    assert_eq!(ShaperConfig::default().k1_for(1, 1.0, r), 0.3);
+}
+
+#[test]
+fn a_relative_reference_is_a_multiple_of_the_memory_weighted_median() {
+    // Half the memory (1 + 4 + 5 = 10 of 20) is in applications of at
+    // most 5.
+    assert_eq!(weighted_median(&mut [10.0, 1.0, 4.0, 5.0]), 5.0);
+    assert_eq!(weighted_median(&mut [10.0, 1.0, 4.0, 4.0]), 10.0);
+    assert_eq!(weighted_median(&mut [1.0, 1.0, 1.0, 1.0]), 1.0);
+    assert_eq!(weighted_median(&mut [0.0, 3.0, 0.0]), 3.0);
+    assert_eq!(weighted_median(&mut [100.0, 1.0, 1.0]), 100.0);
+    assert_eq!(weighted_median(&mut []), 0.0);
+    assert_eq!(weighted_median(&mut [0.0, 0.0]), 0.0);
+    let gib = (1u64 << 30) as f64;
+    let o: ShaperConfig =
+        toml::from_str("k1 = 0.05\napp_mem_ref_rel = 0.5\napp_k1_slope = 0.25\n").expect("parses");
+    o.validate().expect("valid");
+    assert!(o.app_mem_rule());
+    let mut view = [4.0 * gib, 10.0 * gib, 1.0 * gib, 5.0 * gib];
+    let r = o.app_mem_ref_in(&mut view);
+    assert_eq!(r, 2.5);
+    // The same workload at 100 times the scale: the same buffers.
+    let mut big = [400.0 * gib, 1000.0 * gib, 100.0 * gib, 500.0 * gib];
+    let big_r = o.app_mem_ref_in(&mut big);
+    assert_eq!(big_r, 250.0);
+    for m in [1.0, 4.0, 10.0] {
+        let k = o.k1_for(3, m * gib, r);
+        assert!((k - o.k1_for(3, 100.0 * m * gib, big_r)).abs() < 1e-12);
+        assert!(
+            (k - 0.05f64.max(0.25 * (2.5 / m).ln())).abs() < 1e-12,
+            "{m}: {k}"
+        );
+    }
+    // A view with no memory at all: no reference, every app gets k1.
+    assert_eq!(o.app_mem_ref_in(&mut [0.0, 0.0]), 0.0);
+    assert_eq!(o.k1_for(3, 0.0, 0.0), 0.05);
+    // One reference or the other, named by key.
+    let both = ShaperConfig {
+        app_mem_ref_gib: 100.0,
+        ..o.clone()
+    };
+    let e = both.validate().expect_err("both references");
+    assert_eq!(e.keys(), vec!["app_mem_ref_rel"]);
+}
+
+#[test]
+fn single_error_only_names_its_key() {
+    let c = ShaperConfig {
+        k2: -0.5,
+        ..ShaperConfig::default()
+    };
+    let e = c.validate().expect_err("invalid");
+    assert_eq!(e.keys(), vec!["k2"]);
+}
