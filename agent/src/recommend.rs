@@ -177,8 +177,12 @@ pub fn build(
     }
     let mut items = Vec::with_capacity(view.containers.len() * 2);
     let app_sizes = view.app_sizes();
-    let mut app_mem: Vec<f64> = app_sizes.values().map(|&(_, m)| m).collect();
-    let app_mem_ref_gib = cfg.app_mem_ref_in(&mut app_mem);
+    let app_mem_ref_gib = if cfg.app_mem_rule() {
+        let mut app_mem: Vec<f64> = app_sizes.values().map(|&(_, m)| m).collect();
+        cfg.app_mem_ref_in(&mut app_mem)
+    } else {
+        0.0
+    };
     for (i, c) in view.containers.iter().enumerate() {
         let (n, mem_bytes) = app_sizes
             .get(c.meta.app.as_str())

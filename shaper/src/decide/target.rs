@@ -36,7 +36,12 @@ pub fn component_target(
     now_s: f64,
     cfg: &ShaperConfig,
 ) -> Target {
-    let mut mem = [app.mem_request_bytes()];
+    // The application's memory is summed only when the rule looks at it.
+    let mut mem = [if cfg.app_mem_rule() {
+        app.mem_request_bytes()
+    } else {
+        0.0
+    }];
     let ref_gib = cfg.app_mem_ref_in(&mut mem);
     let k1 = cfg.k1_for(app.components.len(), mem[0], ref_gib);
     target_with_k1(app, c, now_s, cfg, k1)
