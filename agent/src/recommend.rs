@@ -27,7 +27,7 @@ use crate::agent::RoundReport;
 use crate::view::{NodeActionKind, Outcome};
 use serde::{Deserialize, Serialize};
 use shaper::plan::{Action, Basis, Bound};
-use shaper::ShaperConfig;
+use shaper::{AppSize, ShaperConfig};
 use std::collections::BTreeMap;
 
 /// Relative change a target needs before the shown value moves.
@@ -178,17 +178,21 @@ pub fn build(
     let mut items = Vec::with_capacity(view.containers.len() * 2);
     let app_sizes = view.app_sizes();
     let app_mem_ref_gib = if cfg.app_mem_rule() {
-        let mut app_mem: Vec<f64> = app_sizes.values().map(|&(_, m)| m).collect();
+        let mut app_mem: Vec<f64> = app_sizes.values().map(|s| s.mem_bytes).collect();
         cfg.app_mem_ref_in(&mut app_mem)
     } else {
         0.0
     };
     for (i, c) in view.containers.iter().enumerate() {
-        let (n, mem_bytes) = app_sizes
+        let size = app_sizes
             .get(c.meta.app.as_str())
             .copied()
-            .unwrap_or((1, c.request.mem_bytes));
-        let k1 = cfg.k1_for(n, mem_bytes, app_mem_ref_gib);
+            .unwrap_or(AppSize {
+                components: 1,
+                mem_bytes: c.request.mem_bytes,
+                restarts_alone: c.meta.restarts_alone,
+            });
+        let k1 = cfg.k1_for(size, app_mem_ref_gib);
         let applied = report
             .outcomes
             .iter()

@@ -133,6 +133,10 @@ pub struct ComponentReport {
     /// Expected remaining run time (SJF order), when known.
     #[serde(default)]
     pub expected_remaining_s: Option<f64>,
+    /// Its runtime's restart policy starts it again, alone, when it dies:
+    /// its OOM kill does not fail its application.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restarts_alone: bool,
 }
 
 /// Answer to `POST /v1/report`.
@@ -555,6 +559,7 @@ mod tests {
             app_submitted_s: None,
             failures: 0,
             expected_remaining_s: None,
+            restarts_alone: false,
         }
     }
 

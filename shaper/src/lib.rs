@@ -50,6 +50,7 @@
 //!             }),
 //!             protected: false,
 //!             work_done_s: 3600.0,
+//!             restarts_alone: false,
 //!         }],
 //!     }],
 //! };

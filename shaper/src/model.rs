@@ -68,6 +68,14 @@ pub struct Component {
     /// callers that do not know pass the time alive.
     #[serde(default)]
     pub work_done_s: f64,
+    /// An OOM kill restarts it alone, where it was, and its application
+    /// goes on (a service's task, a container whose runtime restarts it):
+    /// a kill costs this component's work, not its application's. The
+    /// application-size buffer rules ([`crate::ShaperConfig::k1_for`])
+    /// protect applications that one kill fails whole, so they leave an
+    /// application of such components alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restarts_alone: bool,
 }
 
 /// A running application: a set of components, possibly on several hosts.
@@ -86,7 +94,26 @@ pub struct Application {
     pub components: Vec<Component>,
 }
 
+/// What the constant buffer term of an application's components depends
+/// on ([`crate::ShaperConfig::k1_for`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AppSize {
+    /// Its running components in the view.
+    pub components: usize,
+    /// Their memory request, summed (bytes).
+    pub mem_bytes: f64,
+    /// Every one of them restarts alone when killed
+    /// ([`Component::restarts_alone`]).
+    pub restarts_alone: bool,
+}
+
 impl Application {
+    /// Whether every component restarts alone when killed (false for an
+    /// application without components).
+    pub fn restarts_alone(&self) -> bool {
+        !self.components.is_empty() && self.components.iter().all(|c| c.restarts_alone)
+    }
+
     /// The memory request its components hold, summed (bytes; a request
     /// that is not a finite non-negative number counts as 0).
     pub fn mem_request_bytes(&self) -> f64 {

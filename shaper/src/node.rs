@@ -47,7 +47,7 @@
 
 use crate::config::ShaperConfig;
 use crate::decide::Decider;
-use crate::model::{AppId, Class, ClusterView, Component, ComponentId, Forecasts, HostId};
+use crate::model::{AppId, AppSize, Class, ClusterView, Component, ComponentId, Forecasts, HostId};
 use crate::models::{horizon_samples, ForecastSource};
 use crate::node_models::{CheckpointError, ModelCheckpoint, NodeModels};
 use crate::oom::OomFloor;
@@ -89,7 +89,8 @@ pub struct ContainerMeta {
     pub started_s: f64,
     /// Its runtime's restart policy starts it again, alone, when it dies
     /// (a recording keeps it: a replay of the node then restarts an
-    /// OOM-killed container alone, where it was). Not used by `decide()`.
+    /// OOM-killed container alone, where it was; `decide()` leaves its
+    /// application out of the size rules: [`Component::restarts_alone`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub restarts_alone: bool,
 }
@@ -184,15 +185,19 @@ impl NodeView {
         self.sum(|c| c.request)
     }
 
-    /// Containers and their memory request (bytes) per application key on
-    /// this node: each application's size as `decide()` sees it here
-    /// ([`ShaperConfig::k1_for`]).
-    pub fn app_sizes(&self) -> BTreeMap<&str, (usize, f64)> {
+    /// Each application's size on this node, by application key, as
+    /// `decide()` sees it here ([`ShaperConfig::k1_for`]): its containers,
+    /// their memory request, and whether all of them restart alone.
+    pub fn app_sizes(&self) -> BTreeMap<&str, AppSize> {
         let mut n = BTreeMap::new();
         for c in &self.containers {
-            let e = n.entry(c.meta.app.as_str()).or_insert((0, 0.0));
-            e.0 += 1;
-            e.1 += crate::limits::sane(c.request.mem_bytes);
+            let e = n.entry(c.meta.app.as_str()).or_insert(AppSize {
+                restarts_alone: true,
+                ..AppSize::default()
+            });
+            e.components += 1;
+            e.mem_bytes += crate::limits::sane(c.request.mem_bytes);
+            e.restarts_alone &= c.meta.restarts_alone;
         }
         n
     }
@@ -395,6 +400,7 @@ pub fn node_cluster_view(view: &NodeView) -> ClusterView {
                 forecast: c.forecast.clone(),
                 protected: c.meta.protected,
                 work_done_s: f64::NAN,
+                restarts_alone: c.meta.restarts_alone,
             },
             None,
         );

@@ -122,6 +122,7 @@ mod tests {
             forecast: None,
             protected: false,
             work_done_s: f64::NAN,
+            restarts_alone: false,
         }
     }
 

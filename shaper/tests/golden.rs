@@ -28,6 +28,7 @@ fn comp(
         }),
         protected: false,
         work_done_s: NOW_S - started_s,
+        restarts_alone: false,
     }
 }
 

@@ -171,6 +171,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                                     }),
                                     protected,
                                     work_done_s: work,
+                                    restarts_alone: false,
                                 }
                             },
                         )

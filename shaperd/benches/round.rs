@@ -69,6 +69,7 @@ fn report(agent: usize, seq: u64, round: u64) -> ReportRequest {
             app_submitted_s: None,
             failures: 0,
             expected_remaining_s: None,
+            restarts_alone: false,
         });
     }
     // Capacity 60% of the summed requests, but at least the largest request.

@@ -252,6 +252,7 @@ fn advise(
         forecast: Some(forecasts),
         protected: false,
         work_done_s: 0.0,
+        restarts_alone: false,
     };
     let app = Application {
         id: AppId(0),

@@ -75,6 +75,7 @@ pub fn component_reports(agent_id: &str, view: &NodeView) -> Vec<ComponentReport
                 app_submitted_s: None,
                 failures: c.app_failures,
                 expected_remaining_s: None,
+                restarts_alone: c.meta.restarts_alone,
             }
         })
         .collect()

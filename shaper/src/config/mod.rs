@@ -40,6 +40,7 @@
 //! floors, rounding, OOM floor, model warm-up and horizon, scheduler order)
 //! reads it here, in the agent, the central shaper and the simulator alike.
 
+use crate::model::AppSize;
 use serde::{Deserialize, Serialize};
 
 /// Which shaping policy `decide()` runs (thesis section 4.3).
@@ -449,19 +450,24 @@ impl ShaperConfig {
     }
 
     /// The constant buffer term (fraction of the request) of a component
-    /// whose application has `app_components` running components holding
-    /// `app_mem_bytes` of memory request: `small_app_k1` for a small
+    /// of an application of size `app`: `small_app_k1` for a small
     /// application, else `k1`, raised to `app_k1_slope * ln(ref_gib /
     /// app_mem_gib)` when the application-memory rule is on (`ref_gib`:
-    /// [`Self::app_mem_ref_in`] of the view; at most [`MAX_K1`]).
-    pub fn k1_for(&self, app_components: usize, app_mem_bytes: f64, ref_gib: f64) -> f64 {
-        let k1 = if app_components < self.small_app_components as usize {
+    /// [`Self::app_mem_ref_in`] of the view; at most [`MAX_K1`]). Both
+    /// size rules are for applications that one kill fails whole: an
+    /// application whose components all restart alone
+    /// ([`AppSize::restarts_alone`]) gets `k1`.
+    pub fn k1_for(&self, app: AppSize, ref_gib: f64) -> f64 {
+        if app.restarts_alone {
+            return self.k1;
+        }
+        let k1 = if app.components < self.small_app_components as usize {
             self.small_app_k1
         } else {
             self.k1
         };
         if self.app_mem_rule() && ref_gib > 0.0 {
-            let gib = app_mem_bytes.max(0.0) / GIB_BYTES;
+            let gib = app.mem_bytes.max(0.0) / GIB_BYTES;
             let by_size = self.app_k1_slope * (ref_gib / gib).ln();
             // No memory at all: +inf, capped.
             k1.max(by_size.min(MAX_K1))

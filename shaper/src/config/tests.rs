@@ -3,6 +3,16 @@
 
 use super::*;
 
+/// An application of `components` running components holding `mem_bytes`
+/// of memory request, whose kill fails it whole.
+fn size(components: usize, mem_bytes: f64) -> AppSize {
+    AppSize {
+        components,
+        mem_bytes,
+        restarts_alone: false,
+    }
+}
+
 #[test]
 fn default_is_valid_and_documented_values() {
     let c = ShaperConfig::default();
@@ -134,16 +144,16 @@ fn a_small_application_gets_its_own_k1() {
             .expect("parses");
     o.validate().expect("valid");
     let r = 0.0;
-    assert_eq!(o.k1_for(1, 0.0, r), 0.3);
-    assert_eq!(o.k1_for(49, 0.0, r), 0.3);
-    assert_eq!(o.k1_for(50, 0.0, r), 0.1);
+    assert_eq!(o.k1_for(size(1, 0.0), r), 0.3);
+    assert_eq!(o.k1_for(size(49, 0.0), r), 0.3);
+    assert_eq!(o.k1_for(size(50, 0.0), r), 0.1);
     // Off by default: every application gets k1.
-    assert_eq!(ShaperConfig::default().k1_for(0, 0.0, r), 0.3);
+    assert_eq!(ShaperConfig::default().k1_for(size(0, 0.0), r), 0.3);
     let d = ShaperConfig {
         k1: 0.1,
         ..ShaperConfig::default()
     };
-    assert_eq!(d.k1_for(0, 0.0, r), 0.1);
+    assert_eq!(d.k1_for(size(0, 0.0), r), 0.1);
 }
 
 #[test]
@@ -158,28 +168,40 @@ fn an_applications_k1_falls_with_the_log_of_its_memory() {
     let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
     // e times smaller than the reference: one slope more.
     assert!(close(
-        o.k1_for(10, 1000.0 / std::f64::consts::E * gib, r),
+        o.k1_for(size(10, 1000.0 / std::f64::consts::E * gib), r),
         0.25
     ));
-    assert!(close(o.k1_for(10, 10.0 * gib, r), 0.25 * 100f64.ln()));
+    assert!(close(o.k1_for(size(10, 10.0 * gib), r), 0.25 * 100f64.ln()));
     // At or above the reference, and where the log term is below k1: k1.
-    assert_eq!(o.k1_for(10, 1000.0 * gib, r), 0.05);
-    assert_eq!(o.k1_for(10, 900.0 * gib, r), 0.05);
-    assert_eq!(o.k1_for(10, 1e9 * gib, r), 0.05);
+    assert_eq!(o.k1_for(size(10, 1000.0 * gib), r), 0.05);
+    assert_eq!(o.k1_for(size(10, 900.0 * gib), r), 0.05);
+    assert_eq!(o.k1_for(size(10, 1e9 * gib), r), 0.05);
     // No memory at all: the largest K1, never infinite.
-    assert_eq!(o.k1_for(1, 0.0, r), MAX_K1);
+    assert_eq!(o.k1_for(size(1, 0.0), r), MAX_K1);
     // With small applications too, the larger of the two rules.
     let both = ShaperConfig {
         small_app_components: 5,
         small_app_k1: 0.6,
         ..o.clone()
     };
-    assert_eq!(both.k1_for(1, 500.0 * gib, r), 0.6);
-    assert!(close(both.k1_for(1, 0.5 * gib, r), 0.25 * 2000f64.ln()));
-    assert_eq!(both.k1_for(5, 2000.0 * gib, r), 0.05);
+    assert_eq!(both.k1_for(size(1, 500.0 * gib), r), 0.6);
+    assert!(close(
+        both.k1_for(size(1, 0.5 * gib), r),
+        0.25 * 2000f64.ln()
+    ));
+    assert_eq!(both.k1_for(size(5, 2000.0 * gib), r), 0.05);
+    // Neither rule for an application whose components restart alone
+    // (one kill does not fail it): k1 whatever its size.
+    for (n, m) in [(1, 500.0 * gib), (1, 0.5 * gib), (1, 0.0)] {
+        let alone = AppSize {
+            restarts_alone: true,
+            ..size(n, m)
+        };
+        assert_eq!(both.k1_for(alone, r), 0.05);
+    }
     // Off (the default): the memory is not looked at.
     assert_eq!(ShaperConfig::default().app_mem_ref_in(&mut [gib]), 0.0);
-    assert_eq!(ShaperConfig::default().k1_for(1, 1.0, r), 0.3);
+    assert_eq!(ShaperConfig::default().k1_for(size(1, 1.0), r), 0.3);
 }
 
 #[test]
@@ -206,8 +228,8 @@ fn a_relative_reference_is_a_multiple_of_the_memory_weighted_median() {
     let big_r = o.app_mem_ref_in(&mut big);
     assert_eq!(big_r, 250.0);
     for m in [1.0, 4.0, 10.0] {
-        let k = o.k1_for(3, m * gib, r);
-        assert!((k - o.k1_for(3, 100.0 * m * gib, big_r)).abs() < 1e-12);
+        let k = o.k1_for(size(3, m * gib), r);
+        assert!((k - o.k1_for(size(3, 100.0 * m * gib), big_r)).abs() < 1e-12);
         assert!(
             (k - 0.05f64.max(0.25 * (2.5 / m).ln())).abs() < 1e-12,
             "{m}: {k}"
@@ -215,7 +237,7 @@ fn a_relative_reference_is_a_multiple_of_the_memory_weighted_median() {
     }
     // A view with no memory at all: no reference, every app gets k1.
     assert_eq!(o.app_mem_ref_in(&mut [0.0, 0.0]), 0.0);
-    assert_eq!(o.k1_for(3, 0.0, 0.0), 0.05);
+    assert_eq!(o.k1_for(size(3, 0.0), 0.0), 0.05);
     // One reference or the other, named by key.
     let both = ShaperConfig {
         app_mem_ref_gib: 100.0,

@@ -212,6 +212,7 @@ impl RoundSnapshot {
                         forecast: None,
                         protected: c.protected,
                         work_done_s,
+                        restarts_alone: c.restarts_alone,
                     }
                 } else {
                     Component {
@@ -225,6 +226,7 @@ impl RoundSnapshot {
                         forecast: c.forecast.clone(),
                         protected: c.protected,
                         work_done_s,
+                        restarts_alone: c.restarts_alone,
                     }
                 };
                 apps.component(aid, facts, comp, None);

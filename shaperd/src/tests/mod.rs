@@ -113,6 +113,7 @@ pub(crate) fn component(
         app_submitted_s: None,
         failures: 0,
         expected_remaining_s: None,
+        restarts_alone: false,
     }
 }
 

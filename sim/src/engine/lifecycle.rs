@@ -353,7 +353,7 @@ impl Engine<'_> {
 
     /// How component `c` comes back after a kill or an eviction: the
     /// simulator's override, else its workload's.
-    fn restart_of(&self, c: usize) -> OomRestart {
+    pub(super) fn restart_of(&self, c: usize) -> OomRestart {
         let a = self.comps[c].app as usize;
         let spec = &self.wl.apps[a].components[self.comps[c].spec as usize];
         self.cfg.oom_restart.unwrap_or(spec.oom_restart)

@@ -252,6 +252,7 @@ impl Engine<'_> {
                         forecast: comp.forecast.clone(),
                         protected: false,
                         work_done_s: comp.work_s - rem,
+                        restarts_alone: self.restart_of(c) == OomRestart::Component,
                     },
                     comp.oom_floor.as_ref(),
                 );

@@ -348,6 +348,7 @@ impl SimAgent {
                 app_submitted_s: None,
                 failures: 0,
                 expected_remaining_s: None,
+                restarts_alone: false,
             });
         }
         out

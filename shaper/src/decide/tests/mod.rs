@@ -32,6 +32,7 @@ pub(super) fn comp(
         }),
         protected: false,
         work_done_s: 0.0,
+        restarts_alone: false,
     }
 }
 

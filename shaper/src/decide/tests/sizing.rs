@@ -247,6 +247,55 @@ fn a_relative_reference_follows_the_views_memory_weighted_median() {
 }
 
 #[test]
+fn the_size_rules_leave_an_application_that_restarts_alone_at_k1() {
+    // Two lone components, each a small application under both size rules;
+    // the one whose kill restarts it alone (a service's task) keeps k1.
+    let mut alone = forecast_component();
+    alone.restarts_alone = true;
+    let mut batch = forecast_component();
+    batch.id = ComponentId(2);
+    let cfg = ShaperConfig {
+        k1: 0.05,
+        k2: 1.0,
+        small_app_components: 2,
+        small_app_k1: 0.3,
+        app_mem_ref_gib: 1.0,
+        app_k1_slope: 0.01,
+        ..unfloored()
+    };
+    cfg.validate().expect("valid");
+    let view = ClusterView {
+        hosts: vec![host(0, 64.0, 1e6)],
+        apps: vec![app(1, 0.0, vec![alone.clone()]), app(2, 0.0, vec![batch])],
+    };
+    assert!(view.apps[0].restarts_alone() && !view.apps[1].restarts_alone());
+    let plan = decide(&view, 10_000.0, &cfg);
+    let k1_term = |id: u64| {
+        plan.actions
+            .iter()
+            .find_map(|x| match x {
+                Action::Resize {
+                    component,
+                    explanation,
+                    ..
+                } if component.0 == id => Some(explanation.mem.k1_term),
+                _ => None,
+            })
+            .expect("resized")
+    };
+    // 0.05 x 1000 bytes alone; the batch task: the larger of 0.3 and
+    // 0.01 x ln(1 GiB / 1000 B) = 0.21, x 1000 bytes.
+    assert!((k1_term(1) - 50.0).abs() < 1e-6, "{}", k1_term(1));
+    assert!((k1_term(2) - 300.0).abs() < 1e-6, "{}", k1_term(2));
+    let t = component_target(&view.apps[0], &alone, 10_000.0, &cfg);
+    assert!((t.mem.k1_term - 50.0).abs() < 1e-6, "{:?}", t.mem);
+    // An application with one component of each kind is one a kill can
+    // fail: the rules apply.
+    let mixed = app(3, 0.0, vec![alone.clone(), forecast_component()]);
+    assert!(!mixed.restarts_alone());
+}
+
+#[test]
 fn memory_risk_sizes_memory_from_the_predictive_tail() {
     let mut c = forecast_component();
     c.usage = Resources::new(0.5, 300.0);
