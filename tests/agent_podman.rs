@@ -705,7 +705,7 @@ async fn podman_throttled_container_cpu_is_not_shrunk() {
 /// event, `OOMKilled` false, exit code 137; agent/PODMAN.md). The Podman
 /// adapter infers the kill from the SIGKILL exit of a memory-limited
 /// container it did not stop: the agent counts it once, as found by
-/// `inspect`, and raises the container's request to the OOM floor.
+/// `inspect`, and raises the container's memory to the OOM floor.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn podman_oom_kill_is_inferred_from_the_sigkill_exit() {
     let test = "podman_oom";
@@ -721,7 +721,11 @@ async fn podman_oom_kill_is_inferred_from_the_sigkill_exit() {
         &labels,
         &["8:0.01:8", "64:0.01:3600"],
     );
-    let mut agent = podman_agent(test, "actuation = \"recommend\"", "", None).await;
+    // The OOM floor stops at the ceiling, `request * max_growth`: room for
+    // it past the 32 MiB the container was started with.
+    let mut cfg = agent_common::agent_config(test, "actuation = \"recommend\"", "");
+    cfg.shaper.max_growth = 8.0;
+    let mut agent = podman_agent_with(cfg).await;
     let mut seen_running = false;
     let mut exited = false;
     for _ in 0..60 {
@@ -750,11 +754,11 @@ async fn podman_oom_kill_is_inferred_from_the_sigkill_exit() {
         (1, 1),
         "inferred once from inspect (Podman's OOMKilled: {podman_says})"
     );
-    // restarted by the operator: its request is at least the OOM floor,
-    // max(32 MiB + 100 MiB, 32 MiB x 1.2)
+    // restarted by the operator: its memory need is at least the OOM
+    // floor, max(32 MiB + 100 MiB, 32 MiB x 1.2)
     podman(&["start", &c.id]).expect("podman start");
     let floor = (32 * MIB + 100 * MIB) as f64;
-    let mut request = None;
+    let mut need = None;
     for _ in 0..4 {
         let r = agent_common::round_in_1s(&mut agent).await;
         if let Some(v) = r
@@ -763,15 +767,12 @@ async fn podman_oom_kill_is_inferred_from_the_sigkill_exit() {
             .iter()
             .find(|v| v.meta.name == "tailor-p-oom")
         {
-            request = Some(v.request.mem_bytes);
+            need = Some(v.usage.mem_bytes);
             break;
         }
     }
-    let request = request.expect("the restarted container is in the view");
-    assert!(
-        request >= floor,
-        "request {request} B below the OOM floor {floor} B"
-    );
+    let need = need.expect("the restarted container is in the view");
+    assert!(need >= floor, "memory {need} B below the OOM floor {floor} B");
 }
 
 /// An OOM kill of a process that is not the container's main one (a child
@@ -798,7 +799,9 @@ async fn podman_oom_kill_of_a_child_process_is_counted() {
             "sleep 3; while :; do /bin/loadgen 64:0.01:3600; sleep 2; done",
         ],
     );
-    let mut agent = podman_agent(test, "actuation = \"recommend\"", "", None).await;
+    let mut cfg = agent_common::agent_config(test, "actuation = \"recommend\"", "");
+    cfg.shaper.max_growth = 8.0;
+    let mut agent = podman_agent_with(cfg).await;
     agent.start_event_listener();
     let mut counted = 0;
     for _ in 0..40 {
@@ -818,8 +821,8 @@ async fn podman_oom_kill_of_a_child_process_is_counted() {
         c.inspect_u64(".State.Pid") > 0,
         "the container keeps running"
     );
-    // the kernel's OOM floor: its next allocation is at least
-    // max(32 MiB + 100 MiB, 32 MiB x 1.2)
+    // the kernel's OOM floor (max_growth 8 leaves room for it): its next
+    // allocation is at least max(32 MiB + 100 MiB, 32 MiB x 1.2)
     let r = agent_common::round_in_1s(&mut agent).await;
     let v = r
         .view
@@ -828,9 +831,9 @@ async fn podman_oom_kill_of_a_child_process_is_counted() {
         .find(|v| v.meta.name == "tailor-p-oom-child")
         .expect("in the view");
     assert!(
-        v.request.mem_bytes >= (132 * MIB) as f64,
-        "request {} B below the OOM floor",
-        v.request.mem_bytes
+        v.usage.mem_bytes >= (132 * MIB) as f64,
+        "memory {} B below the OOM floor",
+        v.usage.mem_bytes
     );
 }
 

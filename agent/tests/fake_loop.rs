@@ -553,7 +553,11 @@ impl CloneWith for AgentConfig {
 /// A container with a 100 MiB limit after 4 rounds at 90 MiB usage (the
 /// agent has shaped it to `before`), optionally with the event listener.
 async fn oom_rig(listener: bool) -> (Rig, u64) {
-    let mut r = rig(config(""));
+    // The OOM floor stops at the ceiling, `request * max_growth`: room to
+    // grow past the 100 MiB the container was started with.
+    let mut c = config("");
+    c.shaper.max_growth = 2.0;
+    let mut r = rig(c);
     if listener {
         r.agent.start_event_listener();
     }
@@ -611,7 +615,7 @@ async fn oom_kill_missed_by_the_event_stream_is_recovered_from_inspect() {
     }
     let rep = last.expect("rounds ran");
     assert_eq!(rep.view.containers[0].oom_kills, 1);
-    assert!(rep.view.containers[0].request.mem_bytes >= (before + 100 * MIB) as f64);
+    assert!(rep.view.containers[0].usage.mem_bytes >= (before + 100 * MIB) as f64);
     assert_eq!(r.agent.shared().metrics.oom_events(), 1, "counted once");
     assert_eq!(r.agent.shared().metrics.oom_recovered(), 1);
     let mem = r.mem_limit("tight");
@@ -621,6 +625,32 @@ async fn oom_kill_missed_by_the_event_stream_is_recovered_from_inspect() {
         before / MIB,
         mem / MIB
     );
+}
+
+#[tokio::test]
+async fn an_oom_kill_grows_the_limit_at_most_to_the_ceiling() {
+    // max_growth = 1 (the default): the floor (+100 MiB) stops at the
+    // 100 MiB the container was started with.
+    let mut r = rig(config(""));
+    r.agent.start_event_listener();
+    r.fake.add(
+        "tight",
+        &[ENABLE],
+        Some(100 * MIB),
+        CpuLimit::Nano {
+            nano_cpus: 1_000_000_000,
+        },
+        900.0,
+    );
+    for _ in 0..4 {
+        r.step(&[("tight", 60 * MIB, 0.1)]).await;
+    }
+    let before = r.mem_limit("tight");
+    assert!(before < 100 * MIB, "shrunk first: {} MiB", before / MIB);
+    r.fake.oom("tight");
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    r.step(&[("tight", 60 * MIB, 0.1)]).await;
+    assert_eq!(r.mem_limit("tight"), 100 * MIB);
 }
 
 #[tokio::test]

@@ -329,9 +329,9 @@ impl NodeKernel {
         for c in containers {
             let f = self.models.observe(&c, now_s, self.horizon, &self.cfg);
             let mut usage = c.usage;
-            let mut request = c.request;
+            let request = c.request;
             if let Some(f) = self.floors.get(&c.meta.id) {
-                f.raise(now_s, &mut usage, &mut request);
+                f.raise(now_s, &mut usage, request);
             }
             reports.push(ContainerReport {
                 meta: c.meta,

@@ -8,8 +8,8 @@
 //!   known submission times, or else of their start times;
 //! - its priority, failure count and expected remaining time are the
 //!   largest reported by any of its components;
-//! - a component's OOM floor ([`OomFloor`]) raises its memory usage and
-//!   request while it holds;
+//! - a component's OOM floor ([`OomFloor`]) raises its memory usage while
+//!   it holds (up to its ceiling);
 //! - a component whose work done is unknown (not finite) has done its time
 //!   alive.
 //!
@@ -155,17 +155,28 @@ mod tests {
     }
 
     #[test]
-    fn oom_floor_raises_usage_and_request_while_it_holds() {
+    fn oom_floor_raises_usage_up_to_the_request_while_it_holds() {
         let floor = OomFloor {
-            mem_bytes: 2e9,
+            mem_bytes: 0.8e9,
             until_s: 1000.0,
+            max_growth: 1.0,
         };
         let mut b = ViewBuilder::new(1000.0);
         b.component(0u32, facts(0, 0, 0), comp(1, 0.0, 1e8), Some(&floor));
         let v = b.build();
         let c = &v.apps[0].components[0];
-        assert_eq!(c.usage.mem_bytes, 2e9);
-        assert_eq!(c.request.mem_bytes, 2e9);
+        assert_eq!(c.usage.mem_bytes, 0.8e9);
+        assert_eq!(c.request.mem_bytes, 1e9);
+        // A floor past the request stops at it.
+        let high = OomFloor {
+            mem_bytes: 2e9,
+            ..floor
+        };
+        let mut b = ViewBuilder::new(1000.0);
+        b.component(0u32, facts(0, 0, 0), comp(1, 0.0, 1e8), Some(&high));
+        let v = b.build();
+        let c = &v.apps[0].components[0];
+        assert_eq!((c.usage.mem_bytes, c.request.mem_bytes), (1e9, 1e9));
         let mut b = ViewBuilder::new(1000.5);
         b.component(0u32, facts(0, 0, 0), comp(1, 0.0, 1e8), Some(&floor));
         assert_eq!(b.build().apps[0].components[0].usage.mem_bytes, 1e8);
