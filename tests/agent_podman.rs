@@ -772,7 +772,10 @@ async fn podman_oom_kill_is_inferred_from_the_sigkill_exit() {
         }
     }
     let need = need.expect("the restarted container is in the view");
-    assert!(need >= floor, "memory {need} B below the OOM floor {floor} B");
+    assert!(
+        need >= floor,
+        "memory {need} B below the OOM floor {floor} B"
+    );
 }
 
 /// An OOM kill of a process that is not the container's main one (a child

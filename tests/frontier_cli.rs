@@ -223,7 +223,13 @@ fn flags_are_validated() {
         (vec!["frontier", "--policy", "baseline"], "baseline"),
         (vec!["replay", "--seeds", "1000"], "--seeds"),
         (
-            vec!["frontier", "--small-app-k1", "0.3"],
+            vec![
+                "frontier",
+                "--small-app-components",
+                "0",
+                "--small-app-k1",
+                "0.3",
+            ],
             "small_app_components",
         ),
         (
@@ -240,7 +246,13 @@ fn flags_are_validated() {
             "small_app_components",
         ),
         (
-            vec!["frontier", "--app-k1-slope", "0.25"],
+            vec![
+                "frontier",
+                "--app-mem-ref-rel",
+                "0",
+                "--app-k1-slope",
+                "0.25",
+            ],
             "app_mem_ref_gib",
         ),
         (vec!["replay", "--app-mem-ref-gib=-1"], "app_mem_ref_gib"),

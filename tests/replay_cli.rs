@@ -43,7 +43,8 @@ fn replay_json_has_the_summary_fields() {
     }
     assert_eq!(v["policy"], "pessimistic");
     assert_eq!(v["forecaster"], "last");
-    assert_eq!(v["k1"], 0.3);
+    assert_eq!(v["k1"], 0.05);
+    assert_eq!(v["k2"], 1.0);
     assert!(v["apps_completed"].as_u64().unwrap_or(0) > 100);
     assert!(
         v["turnaround_ratio"].as_f64().is_some(),
@@ -69,7 +70,19 @@ fn replay_shows_the_saving_as_a_share_of_the_oracles() {
         serde_json::from_slice(&out.stdout).expect("json")
     };
     let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
-    let oracle = run(&["--forecaster", "oracle", "--k1", "0", "--k2", "0"]);
+    // The oracle's own sizing: no buffer, no size rule (`sim::oracle_of`).
+    let oracle = run(&[
+        "--forecaster",
+        "oracle",
+        "--k1",
+        "0",
+        "--k2",
+        "0",
+        "--small-app-components",
+        "0",
+        "--app-mem-ref-rel",
+        "0",
+    ]);
     assert!(
         (f(&oracle, "oracle_capture") - 1.0).abs() < 1e-9,
         "{oracle}"

@@ -91,7 +91,13 @@ const PART0_STRETCH: f64 = 2.0;
 const PART0_CAPACITY: f64 = 0.2;
 
 fn config(policy: Policy, source: ForecasterSource, k1: f64, k2: f64) -> SimConfig {
-    let mut c = SimConfig::default();
+    // The thesis: one K1/K2 for every component (no size rule, no sibling
+    // hold) and the GP.
+    let mut c = SimConfig {
+        shaper: shaper::ShaperConfig::uniform(),
+        ..SimConfig::default()
+    };
+    c.forecaster.kind = forecaster::config::ModelKind::Gp;
     c.shaper.policy = policy;
     c.shaper.k1 = k1;
     c.shaper.k2 = k2;

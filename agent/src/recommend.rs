@@ -394,7 +394,7 @@ mod tests {
             "outcomes": [], "restarted": [], "errors": []}"#,
         )
         .expect("a round report");
-        let cfg = ShaperConfig::default();
+        let cfg = ShaperConfig::uniform();
         let recs = build(&report, &cfg, &mut Shown::default(), |_| (false, false));
         let cpu = recs
             .items
@@ -454,7 +454,7 @@ mod tests {
             k2: 0.0,
             app_mem_ref_rel: 1.0,
             app_k1_slope: 0.25,
-            ..ShaperConfig::default()
+            ..ShaperConfig::uniform()
         };
         cfg.validate().expect("valid");
         let recs = build(&report, &cfg, &mut Shown::default(), |_| (false, false));

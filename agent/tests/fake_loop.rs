@@ -28,6 +28,9 @@ horizon_samples = 3
 grace_period_s = 0.0
 k1 = 0.05
 k2 = 3.0
+small_app_components = 0
+app_mem_ref_rel = 0.0
+sibling_hold_s = 0.0
 [forecaster]
 kind = "peak"
 calibrated = false

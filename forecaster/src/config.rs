@@ -18,10 +18,12 @@ use crate::{ConfigErrors, ForecastError, Forecaster};
 pub enum ModelKind {
     /// Auto-ARIMA (`forecaster::arima`).
     Arima,
-    /// History-kernel Gaussian process (default).
-    #[default]
+    /// History-kernel Gaussian process.
     Gp,
-    /// Last value.
+    /// Last value (default: with the kernel's one-day memory hold and
+    /// buffers, the best of the forecasters on every trace we replayed; see
+    /// the README, "Defaults").
+    #[default]
     Last,
     /// Moving-window peak.
     Peak,
@@ -82,7 +84,7 @@ impl std::str::FromStr for ModelKind {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ModelConfig {
-    /// Model to build (default `gp`).
+    /// Model to build (default `last`).
     pub kind: ModelKind,
     /// Wrap the model in [`Calibrated`] (default true).
     pub calibrated: bool,
@@ -104,7 +106,7 @@ pub struct ModelConfig {
 impl Default for ModelConfig {
     fn default() -> Self {
         Self {
-            kind: ModelKind::Gp,
+            kind: ModelKind::Last,
             calibrated: true,
             calibration: CalibrationConfig::default(),
             arima: ArimaConfig::default(),
@@ -271,12 +273,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn default_is_calibrated_gp() {
+    fn default_is_calibrated_last_value() {
         let c = ModelConfig::default();
-        assert_eq!(c.kind, ModelKind::Gp);
+        assert_eq!(c.kind, ModelKind::Last);
+        assert_eq!(ModelKind::default(), ModelKind::Last);
         assert!(c.calibrated);
         let m = c.build().expect("default builds");
-        assert_eq!(m.name(), "gp");
+        assert_eq!(m.name(), "last");
         assert!(m.forecast(1).calibration.is_some());
     }
 

@@ -25,7 +25,10 @@
 //! ```
 //! use shaper::*;
 //!
-//! let cfg: ShaperConfig = toml::from_str("k1 = 0.05\nk2 = 3.0\n").expect("valid TOML");
+//! // One application alone: no size rule (a lone small app would get
+//! // small_app_k1).
+//! let cfg: ShaperConfig =
+//!     toml::from_str("k1 = 0.05\nk2 = 3.0\nsmall_app_components = 0\n").expect("valid TOML");
 //! cfg.validate().expect("valid config");
 //! let request = Resources::new(2.0, 4e9);
 //! let view = ClusterView {

@@ -10,7 +10,7 @@
 //! use shaper::node::{ContainerMeta, ContainerSample, NodeKernel, Sample};
 //! use shaper::{Class, Decider, Resources, ShaperConfig};
 //!
-//! let cfg = ShaperConfig { grace_period_s: 0.0, k1: 0.05, ..ShaperConfig::default() };
+//! let cfg = ShaperConfig { grace_period_s: 0.0, k1: 0.05, ..ShaperConfig::uniform() };
 //! let model: forecaster::config::ModelConfig =
 //!     toml::from_str("kind = \"last\"\ncalibrated = false").expect("model config");
 //! let mut kernel = NodeKernel::new(cfg, model, 10.0).expect("kernel");
@@ -528,7 +528,7 @@ mod tests {
             grace_period_s: 0.0,
             k1: 0.05,
             mem_shortfall,
-            ..ShaperConfig::default()
+            ..ShaperConfig::uniform()
         };
         let view = NodeView {
             node: "n".into(),

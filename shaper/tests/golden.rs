@@ -56,7 +56,7 @@ fn exact() -> ShaperConfig {
         k1: 0.0,
         k2: 0.0,
         min_relative_change: 0.0,
-        ..ShaperConfig::default()
+        ..ShaperConfig::uniform()
     }
 }
 
@@ -425,7 +425,7 @@ fn unshaped_components_keep_their_request() {
         hosts: vec![host(0, 16.0, 32.0)],
         apps: vec![app(1, 0.0, 0, vec![young]), failing_app],
     };
-    let plan = decide(&view, NOW_S, &ShaperConfig::default());
+    let plan = decide(&view, NOW_S, &ShaperConfig::uniform());
     let bases: Vec<(u64, Basis, Resources)> = plan
         .resizes()
         .map(|a| match a {
@@ -467,7 +467,7 @@ fn calibrated_band_sets_the_dynamic_term() {
     let cfg = ShaperConfig {
         k1: 0.05,
         k2: 3.0,
-        ..ShaperConfig::default()
+        ..ShaperConfig::uniform()
     };
     let t = component_target(&a, &c, NOW_S, &cfg);
     assert!((t.cpu.k2_term - 0.6).abs() < 1e-6, "{:?}", t.cpu);
@@ -489,7 +489,7 @@ fn explanations_read_well() {
             k1: 0.05,
             k2: 2.0,
             min_relative_change: 0.0,
-            ..Default::default()
+            ..ShaperConfig::uniform()
         },
     );
     let texts: Vec<String> = plan.actions.iter().map(|a| a.to_string()).collect();

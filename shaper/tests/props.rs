@@ -99,7 +99,7 @@ fn cfg_strategy() -> impl Strategy<Value = ShaperConfig> {
                 min_cpu_cores: if floors { 0.2 } else { 0.0 },
                 min_mem_bytes: if floors { 0.5 } else { 0.0 },
                 mem_shrink_max_fraction: shrink,
-                ..ShaperConfig::default()
+                ..ShaperConfig::uniform()
             },
         )
 }

@@ -49,7 +49,12 @@ fn one_host(cpu: f64, mem: f64, apps: Vec<AppSpec>) -> Workload {
 }
 
 fn cfg(policy: Policy, source: ForecasterSource) -> SimConfig {
-    let mut c = SimConfig::default();
+    // Written for one K1/K2 for every component and the GP.
+    let mut c = SimConfig {
+        shaper: shaper::ShaperConfig::uniform(),
+        ..SimConfig::default()
+    };
+    c.forecaster.kind = forecaster::config::ModelKind::Gp;
     c.shaper.policy = policy;
     c.forecaster_source = source;
     c.parallel_forecasts = false;

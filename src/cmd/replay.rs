@@ -17,10 +17,10 @@ use crate::cmd::sim_args::SimArgs;
 pub struct Args {
     #[command(flatten)]
     pub sim: SimArgs,
-    /// Constant buffer term, fraction of the request (default 0.3).
+    /// Constant buffer term, fraction of the request (default 0.05).
     #[arg(long)]
     pub k1: Option<f64>,
-    /// Dynamic buffer term, sigmas (default 3).
+    /// Dynamic buffer term, sigmas (default 1).
     #[arg(long)]
     pub k2: Option<f64>,
     /// Seconds between shaping rounds (default 300).

@@ -77,7 +77,7 @@ pub struct SimArgs {
     /// Shaping policy (default: the config file's, else pessimistic).
     #[arg(long, value_enum)]
     pub policy: Option<PolicyArg>,
-    /// Forecaster (default: the config file's, else gp); `oracle` sees the
+    /// Forecaster (default: the config file's, else last); `oracle` sees the
     /// future usage (an upper bound for any model).
     #[arg(long, value_enum)]
     pub forecaster: Option<ForecasterArg>,
@@ -93,8 +93,8 @@ pub struct SimArgs {
     pub capacity_scale: Option<f64>,
     /// Applications with fewer running components than N are small: their
     /// components' constant buffer is `[shaper] small_app_k1` (default
-    /// 0.3) instead of K1 (overrides the config's `small_app_components`;
-    /// 0: none is small).
+    /// 0.6) instead of K1 (overrides the config's `small_app_components`,
+    /// default 5; 0: none is small).
     #[arg(long)]
     pub small_app_components: Option<u32>,
     /// Reference application memory in GiB: an application holding `m` GiB
@@ -105,7 +105,8 @@ pub struct SimArgs {
     pub app_mem_ref_gib: Option<f64>,
     /// The same rule with its reference relative to the view: X times the
     /// memory-weighted median application memory, worked out every round
-    /// (overrides the config's reference, absolute or relative; 0: off).
+    /// (overrides the config's reference, absolute or relative, default
+    /// 0.35; 0: off).
     #[arg(long, value_name = "X")]
     pub app_mem_ref_rel: Option<f64>,
     /// Never show a progress bar.

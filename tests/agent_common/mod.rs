@@ -181,14 +181,15 @@ pub fn agent_config(test: &str, top: &str, tables: &str) -> agent::AgentConfig {
     test_config(
         test,
         top,
-        "k1 = 0.1\nk2 = 3.0\nmin_history_samples = 3\nhorizon_samples = 3",
+        "k1 = 0.1\nk2 = 3.0\nmin_history_samples = 3\nhorizon_samples = 3\n\
+         small_app_components = 0\napp_mem_ref_rel = 0.0\nsibling_hold_s = 0.0",
         &format!("[forecaster]\nkind = \"peak\"\ncalibrated = false\n[forecaster.peak]\nwindow = 5\n{tables}"),
     )
 }
 
-/// The agent's default forecaster and kernel settings (calibrated GP,
-/// k1 = 0.05, k2 = 3), no grace period, in `recommend` mode, recording
-/// every round to `record_path`.
+/// The agent's shipped forecaster and kernel settings (calibrated last
+/// value, k1 = 0.05, k2 = 1, the size rules), no grace period, in
+/// `recommend` mode, recording every round to `record_path`.
 pub fn recording_config(test: &str, record_path: &std::path::Path) -> agent::AgentConfig {
     test_config(
         test,
@@ -201,9 +202,10 @@ pub fn recording_config(test: &str, record_path: &std::path::Path) -> agent::Age
     )
 }
 
-/// The agent's default forecaster and shaper settings (calibrated GP,
-/// k1 = 0.05, k2 = 3, 6-sample horizon) at a 1 s interval, except the
-/// shaper's grace period (0: act on young containers).
+/// The agent's shipped forecaster and shaper settings (calibrated last
+/// value, k1 = 0.05, k2 = 1, the size rules, 6-sample horizon) at a 1 s
+/// interval, except the shaper's grace period (0: act on young
+/// containers).
 pub fn default_forecaster_config(test: &str) -> agent::AgentConfig {
     test_config(test, "", "", "")
 }

@@ -18,10 +18,24 @@ fn default_is_valid_and_documented_values() {
     let c = ShaperConfig::default();
     assert!(c.validate().is_ok());
     assert_eq!(c.policy, Policy::Pessimistic);
-    assert_eq!(c.k1, 0.3);
-    assert_eq!(c.k2, 3.0);
+    assert_eq!((c.k1, c.k2), (0.05, 1.0));
+    assert_eq!((c.small_app_components, c.small_app_k1), (5, 0.6));
+    assert_eq!(
+        (c.app_mem_ref_rel, c.app_mem_ref_gib, c.app_k1_slope),
+        (0.35, 0.0, 0.3)
+    );
+    assert!(c.app_mem_rule());
+    assert_eq!((c.sibling_hold_s, c.mem_hold_s), (1200.0, 86_400.0));
     assert_eq!(c.grace_period_s, 600.0);
     assert_eq!(c.max_evictions_per_round, None);
+    // The thesis's form: one K1/K2 for every component, no size rule.
+    let u = ShaperConfig::uniform();
+    assert!(u.validate().is_ok());
+    assert_eq!(
+        (u.k1, u.k2, u.small_app_components, u.sibling_hold_s),
+        (0.3, 3.0, 0, 0.0)
+    );
+    assert!(!u.app_mem_rule());
 }
 
 #[test]
@@ -147,11 +161,11 @@ fn a_small_application_gets_its_own_k1() {
     assert_eq!(o.k1_for(size(1, 0.0), r), 0.3);
     assert_eq!(o.k1_for(size(49, 0.0), r), 0.3);
     assert_eq!(o.k1_for(size(50, 0.0), r), 0.1);
-    // Off by default: every application gets k1.
-    assert_eq!(ShaperConfig::default().k1_for(size(0, 0.0), r), 0.3);
+    // Off in the uniform form: every application gets k1.
+    assert_eq!(ShaperConfig::uniform().k1_for(size(0, 0.0), r), 0.3);
     let d = ShaperConfig {
         k1: 0.1,
-        ..ShaperConfig::default()
+        ..ShaperConfig::uniform()
     };
     assert_eq!(d.k1_for(size(0, 0.0), r), 0.1);
 }
@@ -199,9 +213,9 @@ fn an_applications_k1_falls_with_the_log_of_its_memory() {
         };
         assert_eq!(both.k1_for(alone, r), 0.05);
     }
-    // Off (the default): the memory is not looked at.
-    assert_eq!(ShaperConfig::default().app_mem_ref_in(&mut [gib]), 0.0);
-    assert_eq!(ShaperConfig::default().k1_for(size(1, 1.0), r), 0.3);
+    // Off (the uniform form): the memory is not looked at.
+    assert_eq!(ShaperConfig::uniform().app_mem_ref_in(&mut [gib]), 0.0);
+    assert_eq!(ShaperConfig::uniform().k1_for(size(1, 1.0), r), 0.3);
 }
 
 #[test]
@@ -216,8 +230,10 @@ fn a_relative_reference_is_a_multiple_of_the_memory_weighted_median() {
     assert_eq!(weighted_median(&mut []), 0.0);
     assert_eq!(weighted_median(&mut [0.0, 0.0]), 0.0);
     let gib = (1u64 << 30) as f64;
-    let o: ShaperConfig =
-        toml::from_str("k1 = 0.05\napp_mem_ref_rel = 0.5\napp_k1_slope = 0.25\n").expect("parses");
+    let o: ShaperConfig = toml::from_str(
+        "k1 = 0.05\napp_mem_ref_rel = 0.5\napp_k1_slope = 0.25\nsmall_app_components = 0\n",
+    )
+    .expect("parses");
     o.validate().expect("valid");
     assert!(o.app_mem_rule());
     let mut view = [4.0 * gib, 10.0 * gib, 1.0 * gib, 5.0 * gib];
@@ -238,13 +254,19 @@ fn a_relative_reference_is_a_multiple_of_the_memory_weighted_median() {
     // A view with no memory at all: no reference, every app gets k1.
     assert_eq!(o.app_mem_ref_in(&mut [0.0, 0.0]), 0.0);
     assert_eq!(o.k1_for(size(3, 0.0), 0.0), 0.05);
-    // One reference or the other, named by key.
+    // An absolute reference, when set, replaces the relative one (the
+    // default): a `[shaper]` table that sets only `app_mem_ref_gib` is
+    // valid and means it.
     let both = ShaperConfig {
         app_mem_ref_gib: 100.0,
         ..o.clone()
     };
-    let e = both.validate().expect_err("both references");
-    assert_eq!(e.keys(), vec!["app_mem_ref_rel"]);
+    both.validate()
+        .expect("the absolute reference replaces the relative");
+    assert_eq!(both.app_mem_ref_in(&mut [4.0 * gib, 10.0 * gib]), 100.0);
+    let abs: ShaperConfig = toml::from_str("app_mem_ref_gib = 30.0\n").expect("parses");
+    abs.validate().expect("valid");
+    assert_eq!(abs.app_mem_ref_in(&mut [gib]), 30.0);
 }
 
 #[test]

@@ -300,9 +300,13 @@ fn small_app_grid() -> FrontierGrid {
 
 #[test]
 fn a_swept_small_app_k1_multiplies_the_k1k2_points_and_needs_small_apps() {
-    let mut base = SimConfig::default();
+    let mut base = SimConfig {
+        shaper: shaper::ShaperConfig::uniform(),
+        ..SimConfig::default()
+    };
     let grid = small_app_grid();
-    // No application is small by default: the sweep would be empty words.
+    // No application is small in the uniform form: the sweep would be
+    // empty words.
     let e = point_specs(&base, &grid).expect_err("refused");
     assert!(e.to_string().contains("small_app_components"), "{e}");
     base.shaper.small_app_components = 50;
@@ -326,7 +330,10 @@ fn a_swept_small_app_k1_multiplies_the_k1k2_points_and_needs_small_apps() {
 
 #[test]
 fn a_swept_app_k1_slope_multiplies_the_k1k2_points_and_needs_a_reference() {
-    let mut base = SimConfig::default();
+    let mut base = SimConfig {
+        shaper: shaper::ShaperConfig::uniform(),
+        ..SimConfig::default()
+    };
     // The small-applications sweep's grid with the slope swept too.
     let grid = FrontierGrid {
         app_k1_slope: vec![0.15, 0.25, 0.35],

@@ -59,7 +59,7 @@ pub(super) fn unfloored() -> ShaperConfig {
     ShaperConfig {
         min_cpu_cores: 0.0,
         min_mem_bytes: 0.0,
-        ..ShaperConfig::default()
+        ..ShaperConfig::uniform()
     }
 }
 
