@@ -102,6 +102,10 @@ idle_timeout_s = 4.0
 grace_period_s = 0.0
 k1 = 0.1
 k2 = 3.0
+# one K1 for every application (each test container is a lone one)
+small_app_components = 0
+app_mem_ref_rel = 0.0
+sibling_hold_s = 0.0
 "#,
             port = self.port,
             token = self.token_file.display(),

@@ -223,6 +223,25 @@ kind = "last"
     }
 
     #[test]
+    fn the_previous_defaults_file_is_the_uniform_form_with_the_gp() {
+        // configs/previous-defaults.toml reproduces the README's figures
+        // measured before the shipped defaults changed: it must not drift.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/previous-defaults.toml");
+        let c = SimConfig::load(&path).expect("configs/previous-defaults.toml is valid");
+        assert_eq!(c.shaper, shaper::ShaperConfig::uniform());
+        assert_eq!(c.forecaster.kind, forecaster::config::ModelKind::Gp);
+        assert_eq!(
+            SimConfig {
+                shaper: c.shaper.clone(),
+                forecaster: c.forecaster.clone(),
+                ..SimConfig::default()
+            },
+            c,
+            "only the shaper and the forecaster kind differ from the defaults"
+        );
+    }
+
+    #[test]
     fn oom_restart_overrides_the_workload_or_is_refused_by_name() {
         let c = SimConfig::from_toml_str("oom_restart = \"component\"", "t").expect("valid");
         assert_eq!(c.oom_restart, Some(OomRestart::Component));
