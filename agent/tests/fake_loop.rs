@@ -554,13 +554,19 @@ impl CloneWith for AgentConfig {
 }
 
 /// A container with a 100 MiB limit after 4 rounds at 90 MiB usage (the
-/// agent has shaped it to `before`), optionally with the event listener.
+/// agent has shaped it to `before`), optionally with the event listener;
+/// `max_growth` 2 leaves the OOM floor room past the 100 MiB the container
+/// was started with (the floor stops at the ceiling).
 async fn oom_rig(listener: bool) -> (Rig, u64) {
-    // The OOM floor stops at the ceiling, `request * max_growth`: room to
-    // grow past the 100 MiB the container was started with.
     let mut c = config("");
     c.shaper.max_growth = 2.0;
-    let mut r = rig(c);
+    tight_rig(c, listener, 90 * MIB).await
+}
+
+/// Container "tight" with a 100 MiB limit after 4 rounds at `use_bytes`
+/// under `cfg`, and the limit the agent has shaped it to.
+async fn tight_rig(cfg: AgentConfig, listener: bool, use_bytes: u64) -> (Rig, u64) {
+    let mut r = rig(cfg);
     if listener {
         r.agent.start_event_listener();
     }
@@ -574,13 +580,9 @@ async fn oom_rig(listener: bool) -> (Rig, u64) {
         900.0,
     );
     for _ in 0..4 {
-        r.step(&[("tight", 90 * MIB, 0.1)]).await;
+        r.step(&[("tight", use_bytes, 0.1)]).await;
     }
-    let before = r
-        .fake
-        .container("tight")
-        .and_then(|c| c.info.limits.mem_bytes)
-        .expect("limited");
+    let before = r.mem_limit("tight");
     (r, before)
 }
 
@@ -634,21 +636,7 @@ async fn oom_kill_missed_by_the_event_stream_is_recovered_from_inspect() {
 async fn an_oom_kill_grows_the_limit_at_most_to_the_ceiling() {
     // max_growth = 1 (the default): the floor (+100 MiB) stops at the
     // 100 MiB the container was started with.
-    let mut r = rig(config(""));
-    r.agent.start_event_listener();
-    r.fake.add(
-        "tight",
-        &[ENABLE],
-        Some(100 * MIB),
-        CpuLimit::Nano {
-            nano_cpus: 1_000_000_000,
-        },
-        900.0,
-    );
-    for _ in 0..4 {
-        r.step(&[("tight", 60 * MIB, 0.1)]).await;
-    }
-    let before = r.mem_limit("tight");
+    let (mut r, before) = tight_rig(config(""), true, 60 * MIB).await;
     assert!(before < 100 * MIB, "shrunk first: {} MiB", before / MIB);
     r.fake.oom("tight");
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;

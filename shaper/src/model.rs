@@ -114,6 +114,17 @@ impl Application {
         !self.components.is_empty() && self.components.iter().all(|c| c.restarts_alone)
     }
 
+    /// Its size for the buffer rules, with `mem_bytes` its memory request
+    /// as the caller summed it ([`Application::mem_request_bytes`], or 0
+    /// when no rule reads it).
+    pub fn size(&self, mem_bytes: f64) -> AppSize {
+        AppSize {
+            components: self.components.len(),
+            mem_bytes,
+            restarts_alone: self.restarts_alone(),
+        }
+    }
+
     /// The memory request its components hold, summed (bytes; a request
     /// that is not a finite non-negative number counts as 0).
     pub fn mem_request_bytes(&self) -> f64 {

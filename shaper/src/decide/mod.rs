@@ -8,7 +8,7 @@
 use crate::config::{CpuShortfall, MemShortfall, Policy, ShaperConfig, VictimOrder};
 use crate::limits::{bound_target, ceiling, sane, CPU_STEP_CORES, MEM_STEP_BYTES};
 use crate::model::{
-    AppSize, Application, Class, ClusterView, Component, Host, Predictive, Resource, Resources,
+    Application, Class, ClusterView, Component, Host, Predictive, Resource, Resources,
 };
 use crate::order::{fkey, prio_desc, scheduler_order};
 use crate::plan::{Action, Basis, Binding, Bound, Explanation, Plan, PlanSummary, Reason, Sizing};
@@ -360,11 +360,7 @@ fn decide_with(
         let mut has_protected = false;
         app_elastic.clear();
         let k1 = cfg.k1_for(
-            AppSize {
-                components: app.components.len(),
-                mem_bytes: app_mem_bytes.get(ai).copied().unwrap_or(0.0),
-                restarts_alone: app.restarts_alone(),
-            },
+            app.size(app_mem_bytes.get(ai).copied().unwrap_or(0.0)),
             app_mem_ref_gib,
         );
         for (j, c) in app.components.iter().enumerate() {

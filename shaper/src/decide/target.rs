@@ -43,12 +43,7 @@ pub fn component_target(
         0.0
     }];
     let ref_gib = cfg.app_mem_ref_in(&mut mem);
-    let size = AppSize {
-        components: app.components.len(),
-        mem_bytes: mem[0],
-        restarts_alone: app.restarts_alone(),
-    };
-    let k1 = cfg.k1_for(size, ref_gib);
+    let k1 = cfg.k1_for(app.size(mem[0]), ref_gib);
     target_with_k1(app, c, now_s, cfg, k1)
 }
 
