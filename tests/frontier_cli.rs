@@ -281,7 +281,9 @@ fn flags_are_validated() {
 }
 
 /// A small agent recording: 3 containers in 2 applications, 60 s rounds.
-fn write_recording(path: &Path) {
+/// An agent recording of three containers for 40 one-minute rounds;
+/// `restarts_alone`: their restart policy starts them again alone.
+fn write_recording(path: &Path, restarts_alone: bool) {
     let gib = 1024.0 * 1024.0 * 1024.0;
     let header = serde_json::json!({
         "record": "header",
@@ -310,7 +312,8 @@ fn write_recording(path: &Path) {
                     "allocation": {"cpu_cores": 1.0, "mem_bytes": gib},
                     "usage": {"cpu_cores": cpu, "mem_bytes": mem},
                     "sample": {"cpu_cores": cpu, "mem_bytes": mem},
-                    "app_failures": 0, "oom_kills": 0
+                    "app_failures": 0, "oom_kills": 0,
+                    "restarts_alone": restarts_alone
                 })
             })
             .collect();
@@ -333,7 +336,7 @@ fn write_recording(path: &Path) {
 fn tune_and_frontier_on_an_agent_recording() {
     let dir = tempfile::tempdir().expect("tempdir");
     let rec = dir.path().join("rec.jsonl");
-    write_recording(&rec);
+    write_recording(&rec, false);
     let workload = format!("recorded:{}", rec.display());
     let tune_out = dir.path().join("tune");
     let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
@@ -402,6 +405,40 @@ fn tune_and_frontier_on_an_agent_recording() {
     assert!(v["workload"]
         .as_str()
         .is_some_and(|w| w.starts_with("recorded:")));
+    // The budgets' default measure: failed applications for containers
+    // whose kill fails their application, OOM-hit component-days for
+    // services that restart alone.
+    let services = dir.path().join("services.jsonl");
+    write_recording(&services, true);
+    for (rec, measure) in [
+        (&rec, "failed applications"),
+        (&services, "OOM-hit component-days"),
+    ] {
+        let out = tailor(&[
+            "frontier",
+            "--quiet",
+            "--workload",
+            &format!("recorded:{}", rec.display()),
+            "--forecasters",
+            "last",
+            "--k1",
+            "0",
+            "--k2",
+            "0",
+            "--memory-risk",
+            "none",
+            "--vpa-percentile",
+            "0.9",
+            "--vpa-margin",
+            "0.15",
+        ]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}");
+        assert!(
+            stdout.contains(&format!("(failure measure: {measure})")),
+            "{stdout}"
+        );
+    }
     // a recording has no random choice: several seeds are refused
     let out = tailor(&["frontier", "--workload", &workload, "--seeds", "2"]);
     assert!(!out.status.success());

@@ -99,9 +99,12 @@ pub struct Args {
     /// VPA safety margins (default 0,0.15,0.3).
     #[arg(long, value_delimiter = ',')]
     pub vpa_margin: Option<Vec<f64>>,
-    /// The failure measure of the budgets and the plot's x axis.
-    #[arg(long, value_enum, default_value = "failed-apps")]
-    pub budget_measure: MeasureArg,
+    /// The failure measure of the budgets and the plot's x axis (default:
+    /// oom-component-days when every component of the workload restarts
+    /// alone after an OOM kill, as Google 2019's service tasks do or under
+    /// `oom_restart = "component"`; failed-apps otherwise).
+    #[arg(long, value_enum)]
+    pub budget_measure: Option<MeasureArg>,
     /// Write frontier.svg, frontier.png, points.csv and frontier.md here.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -173,7 +176,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
-    let measure: BudgetMeasure = args.budget_measure.into();
+    let measure: BudgetMeasure = match (args.budget_measure, workloads.first()) {
+        (Some(m), _) => m.into(),
+        (None, Some(w)) => BudgetMeasure::for_workload(w, cfg.oom_restart),
+        (None, None) => BudgetMeasure::default(),
+    };
     if let Some(dir) = &args.out {
         let command = std::env::args().collect::<Vec<_>>().join(" ");
         for p in write_outputs(dir, &f, measure, &command)? {

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use datasets::workload::Workload;
+use datasets::workload::{OomRestart, Workload};
 use forecaster::config::{ModelConfig, ModelKind};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -173,6 +173,27 @@ impl BudgetMeasure {
         match self {
             BudgetMeasure::FailedApps => "failed applications",
             BudgetMeasure::OomComponentDays => "OOM-hit component-days",
+        }
+    }
+
+    /// The measure that suits a workload: OOM-hit component-days when
+    /// every component restarts alone after an OOM kill (services: the
+    /// `oom_restart` override when set, else each component's own), failed
+    /// applications otherwise (batch work, where one kill re-runs the
+    /// application; also an empty workload).
+    pub fn for_workload(w: &Workload, oom_restart: Option<OomRestart>) -> Self {
+        let restarts_alone = |r: OomRestart| r == OomRestart::Component;
+        let services = match oom_restart {
+            Some(r) => restarts_alone(r),
+            None => {
+                let mut cs = w.apps.iter().flat_map(|a| &a.components).peekable();
+                cs.peek().is_some() && cs.all(|c| restarts_alone(c.oom_restart))
+            }
+        };
+        if services {
+            BudgetMeasure::OomComponentDays
+        } else {
+            BudgetMeasure::FailedApps
         }
     }
 }

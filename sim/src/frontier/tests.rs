@@ -77,6 +77,36 @@ fn reserved_memory_and_component_days_are_exact() {
 }
 
 #[test]
+fn the_default_budget_measure_follows_what_a_kill_costs() {
+    use datasets::workload::*;
+    let usage = UsageSeries::new(300.0, Shape::constant(0.5), Shape::constant(1e9));
+    let comp = |r: OomRestart| ComponentSpec {
+        oom_restart: r,
+        ..ComponentSpec::new(Class::Core, Resources::new(1.0, 2e9), 600.0, usage.clone())
+    };
+    let wl = |rs: &[OomRestart]| Workload {
+        name: "w".into(),
+        hosts: Vec::new(),
+        apps: vec![AppSpec {
+            id: 1,
+            arrival_s: 0.0,
+            priority: 0,
+            components: rs.iter().map(|&r| comp(r)).collect(),
+        }],
+    };
+    let (alone, app) = (OomRestart::Component, OomRestart::Application);
+    let m = BudgetMeasure::for_workload;
+    // services (every task restarts alone): OOM-hit component-days
+    assert_eq!(m(&wl(&[alone, alone]), None), BudgetMeasure::OomComponentDays);
+    // one batch component is enough for failed applications
+    assert_eq!(m(&wl(&[alone, app]), None), BudgetMeasure::FailedApps);
+    assert_eq!(m(&wl(&[]), None), BudgetMeasure::FailedApps);
+    // the config's override wins over the workload's own semantics
+    assert_eq!(m(&wl(&[app]), Some(alone)), BudgetMeasure::OomComponentDays);
+    assert_eq!(m(&wl(&[alone]), Some(app)), BudgetMeasure::FailedApps);
+}
+
+#[test]
 fn capture_is_zero_at_baseline_one_at_oracle() {
     assert_eq!(oracle_capture(100.0, 50.0, 100.0), 0.0);
     assert_eq!(oracle_capture(100.0, 50.0, 50.0), 1.0);
