@@ -42,6 +42,13 @@
 //! action is harmless. Actions go only to the agent whose report holds the
 //! container.
 //!
+//! Compatibility within version 1: every field added since the first
+//! release has a default, so a shaper accepts the reports of older agents;
+//! an agent leaves an added field out while it holds its default (so far
+//! [`ComponentReport::restarts_alone`] when false). Messages refuse
+//! unknown fields, so an older shaper refuses a report that carries a field
+//! it does not know: upgrade the shapers before the agents.
+//!
 //! Also here, because both sides need them: [`auth`] (bearer tokens read
 //! from files whose permissions are checked) and [`ClusterError`].
 //!
@@ -665,6 +672,24 @@ mod tests {
             "{errors:?}"
         );
         assert!(report().validate(1).is_err(), "component limit");
+    }
+
+    #[test]
+    fn added_fields_are_optional_both_ways() {
+        // an older agent's report, without the fields added since
+        let json = r#"{"agent_id":"n","boot_id":1,"capacity":{"cpu_cores":1,"mem_bytes":1},
+            "components":[{"container_id":"c","app":"web","class":"core",
+            "request":{"cpu_cores":1,"mem_bytes":1e9},"allocation":{"cpu_cores":1,"mem_bytes":1e9},
+            "usage":{"cpu_cores":0.1,"mem_bytes":1e8},"started_s":1}]}"#;
+        let r: ReportRequest = serde_json::from_str(json).expect("older report");
+        assert!(!r.components[0].restarts_alone);
+        // a newer agent sends an added field only away from its default
+        let mut r = report();
+        let v = serde_json::to_value(&r).expect("serialise");
+        assert!(v["components"][0].get("restarts_alone").is_none(), "{v}");
+        r.components[0].restarts_alone = true;
+        let v = serde_json::to_value(&r).expect("serialise");
+        assert_eq!(v["components"][0]["restarts_alone"], true);
     }
 
     #[test]
