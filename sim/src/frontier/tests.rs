@@ -97,7 +97,10 @@ fn the_default_budget_measure_follows_what_a_kill_costs() {
     let (alone, app) = (OomRestart::Component, OomRestart::Application);
     let m = BudgetMeasure::for_workload;
     // services (every task restarts alone): OOM-hit component-days
-    assert_eq!(m(&wl(&[alone, alone]), None), BudgetMeasure::OomComponentDays);
+    assert_eq!(
+        m(&wl(&[alone, alone]), None),
+        BudgetMeasure::OomComponentDays
+    );
     // one batch component is enough for failed applications
     assert_eq!(m(&wl(&[alone, app]), None), BudgetMeasure::FailedApps);
     assert_eq!(m(&wl(&[]), None), BudgetMeasure::FailedApps);
