@@ -296,8 +296,28 @@ pub fn build_workload(dir: &Path, cfg: &Google2019Config) -> Result<Workload, Da
             .unwrap_or_default();
         cfg.name = Some(format!("google-2019:{base}"));
     }
-    let (w, report) = build_workload_from_files(&files, &cfg)?;
-    tracing::info!(?report, "built Google 2019 workload");
+    let (w, r) = build_workload_from_files(&files, &cfg).map_err(|e| match e {
+        DatasetError::Empty(why) => DatasetError::Empty(format!("{}: {why}", dir.display())),
+        e => e,
+    })?;
+    tracing::info!(
+        files = r.files,
+        skipped_files = r.skipped_files,
+        rows = r.rows,
+        skipped_rows = r.skipped_rows,
+        rows_without_usage = r.rows_without_usage,
+        duplicate_rows = r.duplicate_rows,
+        tasks = r.tasks,
+        dropped_no_request = r.dropped_no_request,
+        components = r.components,
+        apps = r.apps,
+        request_changes = r.request_changes,
+        filled_windows = r.filled_windows,
+        windows_peak_over_request = r.windows_peak_over_request,
+        windows = r.windows,
+        hosts = r.hosts,
+        "built Google 2019 workload"
+    );
     Ok(w)
 }
 
@@ -750,6 +770,17 @@ mod workload_tests {
         let (_, r) = build_workload_from_files(&files, &lenient).expect("lenient");
         assert_eq!(r.skipped_rows, 1);
         assert!(build_workload(&d.path().join("none"), &lenient).is_err());
+        // a directory whose files hold a header and no row: named
+        let empty = tempfile::tempdir().expect("tmp");
+        write(empty.path(), "9/0.csv", &[]);
+        let msg = build_workload(empty.path(), &lenient)
+            .expect_err("no task")
+            .to_string();
+        assert!(
+            msg.starts_with(&empty.path().display().to_string()),
+            "{msg}"
+        );
+        assert!(msg.contains("no Google 2019 task"), "{msg}");
         let bad_cfg = Google2019Config {
             interval_s: 1.0,
             max_gap_s: 1e9,

@@ -198,8 +198,27 @@ pub fn build_workload(dir: &Path, cfg: &Google2011Config) -> Result<Workload, Da
             .unwrap_or_default();
         cfg.name = Some(format!("google-2011:{base}"));
     }
-    let (w, report) = build_workload_from(&sources, &cfg, &pool)?;
-    tracing::info!(?report, "built Google 2011 workload");
+    let (w, r) = build_workload_from(&sources, &cfg, &pool)?;
+    tracing::info!(
+        task_event_rows = r.task_event_rows,
+        skipped_rows = r.skipped_rows,
+        tasks_seen = r.tasks_seen,
+        tasks_kept = r.tasks_kept,
+        dropped_never_scheduled = r.dropped_never_scheduled,
+        dropped_no_request = r.dropped_no_request,
+        dropped_unfinished = r.dropped_unfinished,
+        dropped_other_host = r.dropped_other_host,
+        dropped_running_at_start = r.dropped_running_at_start,
+        work_censored = r.work_censored,
+        work_sampled = r.work_sampled,
+        usage_from_trace = r.usage_from_trace,
+        usage_from_pool = r.usage_from_pool,
+        apps = r.apps,
+        elastic_apps = r.elastic_apps,
+        hosts = r.hosts,
+        window_end_s = r.window_end_s,
+        "built Google 2011 workload"
+    );
     Ok(w)
 }
 
