@@ -6,7 +6,7 @@
 //! backfill = false              # strict scheduler order (true: later apps may pass a blocked one)
 //! placement = "first_fit"       # first_fit | worst_fit
 //! # max_time_s = 86400.0        # stop at this simulated time (default: run to completion)
-//! max_restarts = 1000           # an app killed or evicted more often is abandoned (failed)
+//! max_restarts = 1000           # an app killed or evicted at more instants is abandoned (failed)
 //! # oom_restart = "component"   # application | component; default: the workload's own
 //! parallel_forecasts = true     # update forecasters on all cores (same results)
 //! forecaster_source = "model"   # model ([forecaster] table) | oracle (true future usage)
@@ -73,8 +73,8 @@ pub struct SimConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_time_s: Option<f64>,
     /// An application killed or evicted (a failure) more than this many
-    /// times is abandoned and counts as failed, so that every run ends.
-    /// Default 1000.
+    /// times is abandoned and counts as failed, so that every run ends
+    /// (components stopped at the same instant count once). Default 1000.
     pub max_restarts: u32,
     /// What an OOM kill or an eviction does, for every component:
     /// `application` (the thesis: a core component's kill re-runs its

@@ -423,6 +423,43 @@ fn an_application_over_max_restarts_is_abandoned_and_failed() {
 }
 
 #[test]
+fn components_killed_in_the_same_sample_are_one_restart() {
+    // One core task and three elastic ones whose memory spikes together at
+    // their 7th sample. `last` with no buffer sizes them at their history:
+    // the spike kills the three at once (and their re-runs, from the
+    // start, again together). Each such sample is one restart of the
+    // application, not three: with `max_restarts` below the number of
+    // kills it is not given up (a job whose thousand tasks crossed their
+    // allocations in one sample was abandoned, and its memory never
+    // reserved again).
+    let gib = f64::from(1u32 << 30);
+    let mut spiky = vec![0.3f32; 20];
+    spiky[6] = 0.9;
+    let mut comps = vec![comp(Class::Core, 1.0, gib, 6000.0, &[0.5], &[0.3])];
+    comps.extend((0..3).map(|_| comp(Class::Elastic, 1.0, gib, 6000.0, &[0.5], &spiky)));
+    let wl = one_host(16.0, 16.0 * gib, vec![app(1, 0.0, comps)]);
+    let mut c = cfg(Policy::Pessimistic, ForecasterSource::Model);
+    c.forecaster.kind = forecaster::config::ModelKind::Last;
+    c.shaper.k1 = 0.0;
+    c.shaper.k2 = 0.0;
+    c.shaper.min_relative_change = 0.0;
+    c.shaper.failure_limit = 1_000_000;
+    let free = simulate(&wl, &c, None).expect("run").summary;
+    assert!(free.oom_kills >= 3, "the three spike together: {free:?}");
+    assert_eq!(free.apps_completed, 1, "{free:?}");
+    c.max_restarts = u32::try_from(free.oom_kills / 3).expect("small");
+    let s = simulate(&wl, &c, None).expect("run").summary;
+    assert_eq!(s.apps_abandoned, 0, "{s:?}");
+    assert_eq!(s.apps_completed, 1, "{s:?}");
+    assert_eq!(s.oom_kills, free.oom_kills, "{s:?}");
+    // Every kill still counts for the shaper's failure limit.
+    c.max_restarts = 1_000_000;
+    c.shaper.failure_limit = 3;
+    let limited = simulate(&wl, &c, None).expect("run");
+    assert_eq!(limited.summary.apps_completed, 1, "{:?}", limited.summary);
+}
+
+#[test]
 fn an_oom_killed_service_task_restarts_alone_where_it_was() {
     // Two tasks of one service; task 0's memory spikes at its 7th sample.
     // `last` with no buffer sizes it at its history: the spike kills it.

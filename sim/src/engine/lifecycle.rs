@@ -333,7 +333,7 @@ impl Engine<'_> {
     /// application.
     fn bring_back(&mut self, c: usize, why: Stop) {
         let a = self.comps[c].app as usize;
-        self.apps[a].failures += 1;
+        self.count_failure(a);
         let app_hit = |app: &mut AppSt| match why {
             Stop::OomKill => app.crashes += 1,
             Stop::Eviction => app.evictions += 1,
@@ -351,6 +351,25 @@ impl Engine<'_> {
         }
     }
 
+    /// One more failure of application `a` (a kill or an eviction: the
+    /// shaper's failure count), and one more restart towards
+    /// `max_restarts` unless it already had one at this instant: a job
+    /// whose thousand tasks cross their allocations in the same sample
+    /// failed once, not a thousand times.
+    fn count_failure(&mut self, a: usize) {
+        let app = &mut self.apps[a];
+        app.failures += 1;
+        if app.last_restart_s != self.now {
+            app.last_restart_s = self.now;
+            app.restarts += 1;
+        }
+    }
+
+    /// True once application `a` restarted more than `max_restarts` times.
+    fn over_max_restarts(&self, a: usize) -> bool {
+        self.apps[a].restarts > self.cfg.max_restarts
+    }
+
     /// How component `c` comes back after a kill or an eviction: the
     /// simulator's override, else its workload's.
     pub(super) fn restart_of(&self, c: usize) -> OomRestart {
@@ -365,7 +384,7 @@ impl Engine<'_> {
     /// keeping their work (a preempted service's tasks are rescheduled).
     pub(super) fn evict_app(&mut self, a: usize) {
         self.apps[a].evictions += 1;
-        self.apps[a].failures += 1;
+        self.count_failure(a);
         let (first, n) = (self.apps[a].first as usize, self.apps[a].n as usize);
         let running = (first..first + n).filter(|&c| self.comps[c].state == CState::Running);
         if running
@@ -394,7 +413,7 @@ impl Engine<'_> {
     /// `max_restarts` failures, abandons it instead.
     pub(super) fn reset_app(&mut self, a: usize) {
         self.stop_app(a);
-        if self.apps[a].failures > self.cfg.max_restarts {
+        if self.over_max_restarts(a) {
             self.abandon(a);
         } else {
             self.enqueue(a);
@@ -407,6 +426,7 @@ impl Engine<'_> {
         tracing::debug!(
             app = self.wl.apps[a].id,
             failures = self.apps[a].failures,
+            restarts = self.apps[a].restarts,
             "abandoned: over max_restarts"
         );
         self.apps[a].state = AState::Abandoned;
@@ -450,7 +470,7 @@ impl Engine<'_> {
     /// `max_restarts` failures, its application is abandoned instead.
     pub(super) fn requeue(&mut self, c: usize, resume: Resume) {
         let a = self.comps[c].app as usize;
-        if self.apps[a].failures > self.cfg.max_restarts {
+        if self.over_max_restarts(a) {
             self.stop_app(a);
             self.abandon(a);
             return;

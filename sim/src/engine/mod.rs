@@ -83,7 +83,7 @@ pub struct EngineConfig {
     pub max_time_s: Option<f64>,
     /// An application restarted (killed or evicted: a failure) more than
     /// this many times is abandoned: it counts as failed and is not run
-    /// again. Every run then ends, even under a policy that kills or evicts
+    /// again. Components stopped at the same instant are one restart. Every run then ends, even under a policy that kills or evicts
     /// an application on every restart.
     pub max_restarts: u32,
     /// What an OOM kill or an eviction does for every component (None: each component's
@@ -296,6 +296,11 @@ struct AppSt {
     state: AState,
     key: Key,
     failures: u32,
+    /// Instants at which it was killed or evicted (components stopped at
+    /// the same instant are one restart), towards `max_restarts`.
+    restarts: u32,
+    /// The latest of those instants.
+    last_restart_s: f64,
     crashes: u32,
     evictions: u32,
     queued_since: f64,
@@ -548,6 +553,8 @@ impl<'w> Engine<'w> {
                 state: AState::NotArrived,
                 key,
                 failures: 0,
+                restarts: 0,
+                last_restart_s: f64::NEG_INFINITY,
                 crashes: 0,
                 evictions: 0,
                 queued_since: arrival,
