@@ -382,25 +382,31 @@ fn tune_and_frontier_on_an_agent_recording() {
     let report = std::fs::read_to_string(tune_out.join("grid.json")).expect("grid.json");
     assert!(report.contains("recorded:"), "{report}");
 
-    let v = ok(&tailor(&[
-        "frontier",
-        "--quiet",
-        "--workload",
-        &workload,
-        "--forecasters",
-        "last,vpa",
-        "--k1",
-        "0,0.2",
-        "--k2",
-        "0",
-        "--memory-risk",
-        "none",
-        "--vpa-percentile",
-        "0.9",
-        "--vpa-margin",
-        "0.15",
-        "--json",
-    ]));
+    // A small frontier on a recording: `last` and the VPA, one point each
+    // but two K1, plus `extra`.
+    let frontier = |workload: &str, extra: &[&str]| {
+        let mut args = vec![
+            "frontier",
+            "--quiet",
+            "--workload",
+            workload,
+            "--forecasters",
+            "last,vpa",
+            "--k1",
+            "0,0.2",
+            "--k2",
+            "0",
+            "--memory-risk",
+            "none",
+            "--vpa-percentile",
+            "0.9",
+            "--vpa-margin",
+            "0.15",
+        ];
+        args.extend_from_slice(extra);
+        tailor(&args)
+    };
+    let v = ok(&frontier(&workload, &["--json"]));
     check_schema(&v);
     assert!(v["workload"]
         .as_str()
@@ -414,24 +420,7 @@ fn tune_and_frontier_on_an_agent_recording() {
         (&rec, "failed applications"),
         (&services, "OOM-hit component-days"),
     ] {
-        let out = tailor(&[
-            "frontier",
-            "--quiet",
-            "--workload",
-            &format!("recorded:{}", rec.display()),
-            "--forecasters",
-            "last",
-            "--k1",
-            "0",
-            "--k2",
-            "0",
-            "--memory-risk",
-            "none",
-            "--vpa-percentile",
-            "0.9",
-            "--vpa-margin",
-            "0.15",
-        ]);
+        let out = frontier(&format!("recorded:{}", rec.display()), &[]);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{stdout}");
         assert!(
