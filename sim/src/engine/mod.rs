@@ -83,8 +83,9 @@ pub struct EngineConfig {
     pub max_time_s: Option<f64>,
     /// An application restarted (killed or evicted: a failure) more than
     /// this many times is abandoned: it counts as failed and is not run
-    /// again. Components stopped at the same instant are one restart. Every run then ends, even under a policy that kills or evicts
-    /// an application on every restart.
+    /// again. Components stopped at the same instant are one restart.
+    /// Every run then ends, even under a policy that kills or evicts an
+    /// application on every restart.
     pub max_restarts: u32,
     /// What an OOM kill or an eviction does for every component (None: each component's
     /// own `ComponentSpec::oom_restart`).
