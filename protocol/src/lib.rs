@@ -560,6 +560,7 @@ mod tests {
             forecast: Some(Forecasts {
                 cpu: Predictive::gaussian(0.2, 0.01),
                 mem: Predictive::gaussian(2e8, 1e6),
+                mem_hold_bytes: 0.0,
             }),
             started_s: 1000.0,
             work_done_s: None,
@@ -687,9 +688,21 @@ mod tests {
         let mut r = report();
         let v = serde_json::to_value(&r).expect("serialise");
         assert!(v["components"][0].get("restarts_alone").is_none(), "{v}");
+        assert!(
+            v["components"][0]["forecast"]
+                .get("mem_hold_bytes")
+                .is_none(),
+            "{v}"
+        );
         r.components[0].restarts_alone = true;
+        if let Some(f) = r.components[0].forecast.as_mut() {
+            f.mem_hold_bytes = 3e8;
+        }
         let v = serde_json::to_value(&r).expect("serialise");
         assert_eq!(v["components"][0]["restarts_alone"], true);
+        assert_eq!(v["components"][0]["forecast"]["mem_hold_bytes"], 3e8);
+        let back: ReportRequest = serde_json::from_value(v).expect("parse");
+        assert_eq!(back, r);
     }
 
     #[test]

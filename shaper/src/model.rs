@@ -33,6 +33,18 @@ pub struct Host {
 pub struct Forecasts {
     pub cpu: Predictive,
     pub mem: Predictive,
+    /// A level the memory forecast is raised to for sizing only (bytes; 0:
+    /// none): the mark of a sibling's OOM kill at this component's age
+    /// ([`crate::prior::KillMark`]). It is insurance against a peak the
+    /// component has not shown, not a need of its own: on a host without
+    /// room for every buffer it is cut like one
+    /// (`[shaper] mem_shortfall = "buffer"`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mem_hold_bytes: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl Forecasts {

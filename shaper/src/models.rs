@@ -373,24 +373,37 @@ impl ComponentModels {
         };
         // Memory grows at once and shrinks only after it stayed lower for
         // the hold; a young component stays at least at its siblings'
-        // high-water mark (an OOM kill is never the way to learn a peak).
+        // high-water mark (an OOM kill is never the way to learn a peak),
+        // and one younger than a killed sibling was at its kill (plus the
+        // sibling hold) at least at that kill's mark.
+        let mut kill_hold = 0.0;
         if self.mem_hold.is_on() && !self.always_warm {
             let mut floor = self.mem_hold.max();
-            if source == ForecastSource::Prior || self.observed() < self.sibling_hold {
-                if let Some(p) = prior {
+            if let Some(p) = prior {
+                let n = self.observed();
+                if source == ForecastSource::Prior || n < self.sibling_hold {
                     floor = floor.max(p.mem.high);
+                }
+                // through the sample it was killed in
+                let until = p.kill.age_samples.saturating_add(self.sibling_hold as u64);
+                if (n as u64) <= until {
+                    kill_hold = p.kill.mem_rel;
                 }
             }
             if floor.is_finite() && floor > mem.mean {
                 mem.mean = floor;
             }
         }
+        let mem = denormalise(mem, request.mem_bytes);
         let f = Forecasts {
             cpu: denormalise(cpu, request.cpu_cores),
-            mem: denormalise(mem, request.mem_bytes),
+            mem_hold_bytes: denormalise(Predictive::gaussian(kill_hold, 0.0), request.mem_bytes)
+                .mean
+                .max(0.0),
+            mem,
         };
         let finite = |p: &Predictive| p.mean.is_finite() && p.std.is_finite();
-        if finite(&f.cpu) && finite(&f.mem) {
+        if finite(&f.cpu) && finite(&f.mem) && f.mem_hold_bytes.is_finite() {
             (Some(f), source)
         } else {
             (None, ForecastSource::Fallback)
@@ -453,6 +466,7 @@ mod tests {
         let prior = RelPrior {
             cpu: level,
             mem: level,
+            kill: Default::default(),
         };
         let mut m = ComponentModels::build(req, last)
             .expect("models")
@@ -532,6 +546,7 @@ mod tests {
         let prior = RelPrior {
             cpu: level,
             mem: level,
+            kill: Default::default(),
         };
         let young = ComponentModels::build(req, last)
             .expect("models")
@@ -560,6 +575,34 @@ mod tests {
             assert_eq!(src, ForecastSource::Own);
             let want = if n < 3 { 7e8 } else { 2e8 };
             assert!((f.expect("own").mem.mean - want).abs() < 1.0, "sample {n}");
+        }
+
+        // A sibling killed with 4 samples seen, at a mark of 0.9, holds a
+        // component at that mark (`mem_hold_bytes`) for its forecasts
+        // with up to 4 + 3 samples seen.
+        let killed = RelPrior {
+            kill: crate::prior::KillMark {
+                mem_rel: 0.9,
+                age_samples: 4,
+            },
+            ..prior
+        };
+        let mut own = ComponentModels::build(req, last)
+            .expect("models")
+            .with_mem_hold(1)
+            .with_sibling_hold(3);
+        for n in 1..=8 {
+            own.observe(Some(0.1), 2e8, req);
+            let f = own
+                .forecast_with(1, req, &cfg, Some(&killed))
+                .0
+                .expect("own");
+            let hold = if n <= 7 { 9e8 } else { 0.0 };
+            assert!((f.mem_hold_bytes - hold).abs() < 1.0, "sample {n}");
+            // sized from the hold, not needing it: the forecast is as
+            // without the kill (the siblings' mark while young)
+            let mean = if n < 3 { 7e8 } else { 2e8 };
+            assert!((f.mem.mean - mean).abs() < 1.0, "sample {n}");
         }
     }
 

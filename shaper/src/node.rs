@@ -480,6 +480,7 @@ mod tests {
             forecast: Some(Forecasts {
                 cpu: Predictive::gaussian(0.1, 0.0),
                 mem: Predictive::gaussian(mem_use, 0.0),
+                mem_hold_bytes: 0.0,
             }),
             forecast_source: None,
             samples: 100,

@@ -351,9 +351,11 @@ impl NodeModels {
             self.risk.observe(source, z);
         }
         let rel = crate::models::normalise(floor_bytes, live.request_mem_bytes);
+        let age_samples = live.models.observed() as u64;
         let settings = cfg.prior_settings();
         for k in &live.keys {
-            self.prior.raise_mem_high(k, rel, now_s, &settings);
+            self.prior
+                .raise_mem_high(k, rel, age_samples, now_s, &settings);
         }
     }
 

@@ -154,6 +154,30 @@ pub struct Level {
     pub high: f64,
 }
 
+/// The largest OOM kill of a key's members: the allocation it left behind
+/// (relative to the request, bumped as by [`crate::oom::OomFloor`]) and the
+/// killed member's age at the kill, in samples. Unlike the high-water mark
+/// it does not decay: a member younger than that age (plus the sibling
+/// hold) is held at the mark, so the next incarnation of a killed
+/// application, and siblings started after the kill, do not meet the same
+/// peak at the same age again ([`crate::models::ComponentModels::forecast_with`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KillMark {
+    pub mem_rel: f64,
+    pub age_samples: u64,
+}
+
+impl KillMark {
+    /// The larger mark and the larger age of two (each on its own).
+    fn max(self, o: KillMark) -> KillMark {
+        KillMark {
+            mem_rel: self.mem_rel.max(o.mem_rel),
+            age_samples: self.age_samples.max(o.age_samples),
+        }
+    }
+}
+
 impl Level {
     /// The predictive of a component with no samples of its own.
     pub fn predictive(&self) -> Predictive {
@@ -166,6 +190,9 @@ impl Level {
 pub struct RelPrior {
     pub cpu: Level,
     pub mem: Level,
+    /// The largest OOM kill under any of the component's keys (not only
+    /// the one the levels come from); the default when none was killed.
+    pub kill: KillMark,
 }
 
 /// Settings of a [`PriorBook`] (from `[shaper]`).
@@ -184,6 +211,9 @@ pub struct PriorEntry {
     pub members: u32,
     /// When the moments were last updated (caller's clock, seconds).
     pub updated_s: f64,
+    /// The members' largest OOM kill.
+    #[serde(default)]
+    pub kill: KillMark,
 }
 
 /// Pooled relative usage per key (application, lineage, image, ...).
@@ -292,27 +322,39 @@ impl<K: Hash + Eq + Clone> PriorBook<K> {
     /// [`crate::oom::OomFloor`]): the key's memory high-water mark rises
     /// to it, so its siblings and its next incarnation start at least
     /// there (the VPA records such a kill as a peak of the workload).
-    pub fn raise_mem_high(&mut self, key: &K, mem_rel: f64, now_s: f64, s: &PriorSettings) {
+    /// `age_samples`: the samples the killed component had seen; the
+    /// key's [`KillMark`] keeps the largest mark and age.
+    pub fn raise_mem_high(
+        &mut self,
+        key: &K,
+        mem_rel: f64,
+        age_samples: u64,
+        now_s: f64,
+        s: &PriorSettings,
+    ) {
         if !mem_rel.is_finite() || mem_rel <= 0.0 {
             return;
         }
         if let Some(e) = self.slot(key, now_s, s) {
             e.moments.mem.hi = e.moments.mem.hi.max(mem_rel);
+            e.kill = e.kill.max(KillMark {
+                mem_rel,
+                age_samples,
+            });
         }
     }
 
-    /// The prior of the first usable key in `keys` (most specific first).
-    pub fn prior<'k>(
-        &self,
-        keys: impl IntoIterator<Item = &'k K>,
-        now_s: f64,
-        s: &PriorSettings,
-    ) -> Option<RelPrior>
-    where
-        K: 'k,
-    {
-        keys.into_iter()
-            .find_map(|k| self.entries.get(k).and_then(|e| entry_prior(e, now_s, s)))
+    /// The prior of the first usable key in `keys` (most specific first),
+    /// with the largest [`KillMark`] of all of them.
+    pub fn prior(&self, keys: &[K], now_s: f64, s: &PriorSettings) -> Option<RelPrior> {
+        let mut p = keys
+            .iter()
+            .find_map(|k| self.entries.get(k).and_then(|e| entry_prior(e, now_s, s)))?;
+        p.kill = keys
+            .iter()
+            .filter_map(|k| self.entries.get(k))
+            .fold(KillMark::default(), |a, e| a.max(e.kill));
+        Some(p)
     }
 }
 
@@ -358,6 +400,7 @@ fn entry_prior(e: &PriorEntry, now_s: f64, s: &PriorSettings) -> Option<RelPrior
     Some(RelPrior {
         cpu: one(&e.moments.cpu)?,
         mem: one(&e.moments.mem)?,
+        kill: e.kill,
     })
 }
 
@@ -404,9 +447,9 @@ mod tests {
         let mut b: PriorBook<&str> = PriorBook::new();
         b.join(&"web", 0.0, &S);
         b.absorb(&"web", &moments(&[0.5, 0.5]), 0.0, &S);
-        assert!(b.prior([&"web"], 0.0, &S).is_none());
+        assert!(b.prior(&["web"], 0.0, &S).is_none());
         b.join(&"web", 10.0, &S);
-        let p = b.prior([&"web"], 10.0, &S).expect("two members");
+        let p = b.prior(&["web"], 10.0, &S).expect("two members");
         assert!((p.mem.mean - 0.5).abs() < 1e-12);
     }
 
@@ -419,12 +462,12 @@ mod tests {
             m.mem.add_diff(x, x);
             b.absorb(&"app", &m, 0.0, &S);
         }
-        let p = b.prior([&"app"], 0.0, &S).expect("prior");
+        let p = b.prior(&["app"], 0.0, &S).expect("prior");
         assert!((p.mem.mean - 0.4).abs() < 1e-12);
         // constant series: all the spread is between siblings; x (1 + 1/3)
         assert_eq!(p.mem.within_var, 0.0);
         assert!((p.mem.between_var - 0.08 / 3.0 * 4.0 / 3.0).abs() < 1e-12);
-        let old = b.prior([&"app"], 3600.0, &S).expect("prior");
+        let old = b.prior(&["app"], 3600.0, &S).expect("prior");
         assert!((old.mem.between_var / p.mem.between_var - 2.0).abs() < 1e-9);
     }
 
@@ -437,9 +480,9 @@ mod tests {
         }
         b.absorb(&"app", &moments(&[0.9]), 0.0, &S);
         b.absorb(&"lineage", &moments(&[0.1]), 0.0, &S);
-        let p = b.prior([&"lineage", &"app"], 0.0, &S).expect("prior");
+        let p = b.prior(&["lineage", "app"], 0.0, &S).expect("prior");
         assert!((p.mem.mean - 0.1).abs() < 1e-12);
-        let p = b.prior([&"none", &"app"], 0.0, &S).expect("prior");
+        let p = b.prior(&["none", "app"], 0.0, &S).expect("prior");
         assert!((p.mem.mean - 0.9).abs() < 1e-12);
     }
 
@@ -451,7 +494,7 @@ mod tests {
         b.absorb(&0, &moments(&[1.0]), 0.0, &S);
         b.absorb(&0, &moments(&[0.0]), 3600.0, &S);
         // the first sample weighs half: mean = 0.5 / 1.5
-        let p = b.prior([&0], 3600.0, &S).expect("prior");
+        let p = b.prior(&[0], 3600.0, &S).expect("prior");
         assert!((p.mem.mean - 1.0 / 3.0).abs() < 1e-12);
         for k in 1..10 {
             b.join(&k, 3600.0, &S);
@@ -495,18 +538,39 @@ mod tests {
             b.join(&"app", 0.0, &S);
             b.absorb(&"app", &moments(&[x]), 0.0, &S);
         }
-        let p = b.prior([&"app"], 0.0, &S).expect("prior");
+        let p = b.prior(&["app"], 0.0, &S).expect("prior");
         assert!((p.mem.high - 0.6).abs() < 1e-12);
         // one half-life later the mark is half-way down to the mean (0.4)
         b.absorb(&"app", &moments(&[0.4]), 3600.0, &S);
-        let p = b.prior([&"app"], 3600.0, &S).expect("prior");
+        let p = b.prior(&["app"], 3600.0, &S).expect("prior");
         assert!((p.mem.high - 0.5).abs() < 1e-12, "{}", p.mem.high);
-        b.raise_mem_high(&"app", 0.9, 3600.0, &S);
-        let p = b.prior([&"app"], 3600.0, &S).expect("prior");
+        b.raise_mem_high(&"app", 0.9, 5, 3600.0, &S);
+        let p = b.prior(&["app"], 3600.0, &S).expect("prior");
         assert!((p.mem.high - 0.9).abs() < 1e-12);
         assert!((p.cpu.high - 0.5).abs() < 1e-12, "cpu untouched");
-        b.raise_mem_high(&"app", f64::NAN, 3600.0, &S);
-        assert!(b.prior([&"app"], 3600.0, &S).expect("prior").mem.high == 0.9);
+        b.raise_mem_high(&"app", f64::NAN, 9, 3600.0, &S);
+        assert!(b.prior(&["app"], 3600.0, &S).expect("prior").mem.high == 0.9);
+        // The kill mark does not decay; a lower, older kill keeps the
+        // larger mark and takes the larger age.
+        b.absorb(&"app", &moments(&[0.4]), 36_000.0, &S);
+        b.raise_mem_high(&"app", 0.7, 8, 36_000.0, &S);
+        let p = b.prior(&["app"], 36_000.0, &S).expect("prior");
+        assert!(p.mem.high < 0.75, "{}", p.mem.high);
+        let want = KillMark {
+            mem_rel: 0.9,
+            age_samples: 8,
+        };
+        assert_eq!(p.kill, want);
+        // It comes from any key, not only the one the levels come from.
+        for x in [0.2, 0.3] {
+            b.join(&"lineage", 0.0, &S);
+            b.absorb(&"lineage", &moments(&[x]), 36_000.0, &S);
+        }
+        let p = b.prior(&["lineage", "app"], 36_000.0, &S).expect("prior");
+        assert!((p.mem.mean - 0.25).abs() < 1e-12, "levels of the lineage");
+        assert_eq!(p.kill, want);
+        let p = b.prior(&["lineage"], 36_000.0, &S).expect("prior");
+        assert_eq!(p.kill, KillMark::default());
     }
 
     proptest! {
@@ -522,7 +586,7 @@ mod tests {
                 b.join(&1, t, &S);
                 b.absorb(&1, &moments(&[*x]), t, &S);
             }
-            if let Some(p) = b.prior([&1], t + 1.0, &S) {
+            if let Some(p) = b.prior(&[1], t + 1.0, &S) {
                 let lo = xs.iter().cloned().fold(f64::INFINITY, f64::min);
                 let hi = xs.iter().cloned().fold(0.0, f64::max);
                 prop_assert!(p.mem.mean.is_finite() && p.mem.predictive().std.is_finite());

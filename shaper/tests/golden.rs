@@ -25,6 +25,7 @@ fn comp(
         forecast: Some(Forecasts {
             cpu: Predictive::point(fc.0),
             mem: Predictive::point(fc.1 * GIB),
+            mem_hold_bytes: 0.0,
         }),
         protected: false,
         work_done_s: NOW_S - started_s,
@@ -127,6 +128,7 @@ fn thesis_spike_evicts_youngest_elastic_of_last_application() {
     spike.apps[0].components[0].forecast = Some(Forecasts {
         cpu: Predictive::point(2.0),
         mem: Predictive::point(6.0 * GIB),
+        mem_hold_bytes: 0.0,
     });
     let plan = decide(&spike, NOW_S, &exact());
     assert_eq!(evicted_components(&plan), vec![32], "{plan:#?}");
@@ -462,6 +464,7 @@ fn calibrated_band_sets_the_dynamic_term() {
             calibration: Some(std::sync::Arc::new(cal)),
         },
         mem: Predictive::gaussian(2.0 * GIB, 0.1 * GIB),
+        mem_hold_bytes: 0.0,
     });
     let a = app(1, 0.0, 0, vec![c.clone()]);
     let cfg = ShaperConfig {

@@ -168,6 +168,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                                     forecast: fc.map(|(mc, mm, sc, sm)| Forecasts {
                                         cpu: Predictive::gaussian(rc * mc, rc * sc),
                                         mem: Predictive::gaussian(rm * mm, rm * sm),
+                                        mem_hold_bytes: 0.0,
                                     }),
                                     protected,
                                     work_done_s: work,

@@ -460,6 +460,39 @@ fn components_killed_in_the_same_sample_are_one_restart() {
 }
 
 #[test]
+fn later_siblings_are_held_at_the_kill_mark_past_the_age_of_the_kill() {
+    // Three elastic tasks of one job spike at their 7th sample, from 0.3
+    // to 0.35 GiB; the first starts with the job and dies at 1,800 s, the
+    // other two start at 3,000 s. Nothing of their own or of their
+    // siblings' history foretells the spike, but younger than the first
+    // was at its kill they are held at its mark (the limit that killed
+    // it, bumped by at least 100 MiB), so it passes: one kill in all.
+    // Without any memory hold (the kill hold is one of them) each meets it.
+    let gib = f64::from(1u32 << 30);
+    let mut spiky = vec![0.3f32; 20];
+    spiky[6] = 0.35;
+    let mut comps = vec![comp(Class::Core, 1.0, gib, 6000.0, &[0.5], &[0.3])];
+    comps.extend((0..3).map(|i| {
+        let mut c = comp(Class::Elastic, 1.0, gib, 6000.0, &[0.5], &spiky);
+        c.start_delay_s = if i == 0 { 0.0 } else { 3000.0 };
+        c
+    }));
+    let wl = one_host(16.0, 16.0 * gib, vec![app(1, 0.0, comps)]);
+    let mut c = cfg(Policy::Pessimistic, ForecasterSource::Model);
+    c.forecaster.kind = forecaster::config::ModelKind::Last;
+    c.shaper.k1 = 0.0;
+    c.shaper.k2 = 0.0;
+    c.shaper.min_relative_change = 0.0;
+    c.shaper.failure_limit = 1_000_000;
+    let held = simulate(&wl, &c, None).expect("run").summary;
+    assert_eq!(held.oom_kills, 1, "{held:?}");
+    assert_eq!(held.apps_completed, 1, "{held:?}");
+    c.shaper.mem_hold_s = 0.0;
+    let free = simulate(&wl, &c, None).expect("run").summary;
+    assert_eq!(free.oom_kills, 3, "{free:?}");
+}
+
+#[test]
 fn an_oom_killed_service_task_restarts_alone_where_it_was() {
     // Two tasks of one service; task 0's memory spikes at its 7th sample.
     // `last` with no buffer sizes it at its history: the spike kills it.

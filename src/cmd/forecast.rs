@@ -244,8 +244,16 @@ fn advise(
     };
     let idle = Predictive::gaussian(0.0, 0.0);
     let forecasts = match unit.resource {
-        ResourceArg::Cpu => Forecasts { cpu: p, mem: idle },
-        ResourceArg::Mem => Forecasts { cpu: idle, mem: p },
+        ResourceArg::Cpu => Forecasts {
+            cpu: p,
+            mem: idle,
+            mem_hold_bytes: 0.0,
+        },
+        ResourceArg::Mem => Forecasts {
+            cpu: idle,
+            mem: p,
+            mem_hold_bytes: 0.0,
+        },
     };
     let component = Component {
         id: ComponentId(0),

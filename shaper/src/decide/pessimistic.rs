@@ -289,13 +289,19 @@ fn settle_within(planned: Resources, c: &Component, cfg: &ShaperConfig) -> (Reso
 
 /// `mem_shortfall = buffer`, second pass: every kept component gets its
 /// memory buffer (target above its need) where its host has room for all
-/// of them. On a host that has not, every buffer there is cut by the same
-/// fraction (what is left over what they want), so that no component
-/// loses its whole buffer for another to keep all of its own: the chance
-/// of a kill falls ever more slowly as a buffer grows, so an even cut
-/// kills fewest. A cut component gets need + its share, rounded down to
-/// whole pages, and is marked [`State::Squeezed`], with a memory record in
-/// `squeezed` (a component whose CPU was squeezed too gets a second record:
+/// of them. On a host that has not, the buffers are cut in two tiers:
+/// * first the **holds**, the part of a target raised to a sibling's kill
+///   mark (`Forecasts::mem_hold_bytes`), insurance against a peak the
+///   component has not shown;
+/// * then, when cutting every hold is not enough, the rest of every buffer.
+///
+/// Within a tier every buffer there is cut by the same fraction (what is
+/// left over what they want), so that no component loses its whole buffer
+/// for another to keep all of its own: the chance of a kill falls ever
+/// more slowly as a buffer grows, so an even cut kills fewest. A cut
+/// component gets need + its share, rounded down to whole pages, and is
+/// marked [`State::Squeezed`], with a memory record in `squeezed` (a
+/// component whose CPU was squeezed too gets a second record:
 /// [`merge_squeezed`] joins them).
 ///
 /// The per-host sums are exact (in integers), so the shares
@@ -313,49 +319,80 @@ fn give_buffers(
 ) {
     let kept = |s: &Slot| matches!(s.state, State::Kept | State::Squeezed);
     let wanted = |s: &Slot, g: usize| (s.eff.mem_bytes - need[g].min(s.eff.mem_bytes)).max(0.0);
+    // The held part of what slot `g` (a component `c`) wants.
+    let held = |c: &Component, want: f64, g: usize| {
+        let hold = c.forecast.as_ref().map_or(0.0, |f| sane(f.mem_hold_bytes));
+        (hold - need[g]).clamp(0.0, want)
+    };
     // Per host: the buffers wanted, in 1/1024 bytes rounded up (an
     // integer sum is exact in any order; `as` saturates at 16 PiB), then
     // the share of each that fits (never above the exact share).
     const UNITS_PER_BYTE: f64 = 1024.0;
+    let units = |x: f64| (x * UNITS_PER_BYTE).ceil() as u64;
     let mut total: Vec<u64> = vec![0; free.len()];
     for (g, s) in slots.iter().enumerate() {
         if kept(s) {
             let t = &mut total[s.host as usize];
-            *t = t.saturating_add((wanted(s, g) * UNITS_PER_BYTE).ceil() as u64);
+            *t = t.saturating_add(units(wanted(s, g)));
         }
     }
-    let share: Vec<f64> = total
-        .iter()
-        .zip(free)
-        .zip(&view.hosts)
-        .map(|((&t, f), h)| {
-            let t = t as f64 / UNITS_PER_BYTE;
-            if f.mem_bytes - t >= -h.capacity.mem_bytes * FIT_TOLERANCE {
-                1.0
-            } else {
-                (f.mem_bytes / t).clamp(0.0, 1.0)
-            }
-        })
-        .collect();
-    if share.iter().all(|&x| x >= 1.0) {
+    let short = |h: usize, t: u64| {
+        free[h].mem_bytes - t as f64 / UNITS_PER_BYTE
+            < -view.hosts[h].capacity.mem_bytes * FIT_TOLERANCE
+    };
+    if (0..free.len()).all(|h| !short(h, total[h])) {
         // Every host has room for all of its buffers: nothing is cut.
         return;
     }
+    // Some host is short: the held part of its buffers, per host.
+    let mut holds: Vec<u64> = vec![0; free.len()];
+    for (ai, a) in app_info.iter().enumerate() {
+        let range = a.start as usize..a.end as usize;
+        for (g, s) in range.clone().zip(&slots[range]) {
+            if kept(s) && short(s.host as usize, total[s.host as usize]) {
+                let c = &view.apps[ai].components[g - a.start as usize];
+                let h = &mut holds[s.host as usize];
+                *h = h.saturating_add(units(held(c, wanted(s, g), g)));
+            }
+        }
+    }
+    // Per host: (share of the rest of each buffer, share of each hold).
+    let share: Vec<(f64, f64)> = (0..free.len())
+        .map(|h| {
+            if !short(h, total[h]) {
+                return (1.0, 1.0);
+            }
+            let f = free[h].mem_bytes;
+            let hold = holds[h] as f64 / UNITS_PER_BYTE;
+            let rest = (total[h].saturating_sub(holds[h])) as f64 / UNITS_PER_BYTE;
+            if f >= rest {
+                (1.0, ((f - rest) / hold).clamp(0.0, 1.0))
+            } else {
+                ((f / rest).clamp(0.0, 1.0), 0.0)
+            }
+        })
+        .collect();
     for (ai, a) in app_info.iter().enumerate() {
         let range = a.start as usize..a.end as usize;
         for (g, s) in range.clone().zip(&mut slots[range]) {
             if !kept(s) {
                 continue;
             }
-            let (want, sh) = (wanted(s, g), share[s.host as usize]);
-            if want <= 0.0 || sh >= 1.0 {
+            let want = wanted(s, g);
+            let (sh_rest, sh_hold) = share[s.host as usize];
+            if want <= 0.0 || (sh_rest >= 1.0 && sh_hold >= 1.0) {
+                continue;
+            }
+            let c = &view.apps[ai].components[g - a.start as usize];
+            let hold = held(c, want, g);
+            if (hold <= 0.0 || sh_hold >= 1.0) && (want - hold <= 0.0 || sh_rest >= 1.0) {
                 continue;
             }
             // Its share, in whole pages (a cut limit is not rounded up; the
             // shares of a host sum to at most what is free there).
-            let room = ((want * sh / MEM_STEP_BYTES).floor() * MEM_STEP_BYTES).max(0.0);
+            let exact = (want - hold) * sh_rest + hold * sh_hold;
+            let room = ((exact / MEM_STEP_BYTES).floor() * MEM_STEP_BYTES).max(0.0);
             let placed = s.eff.mem_bytes - want;
-            let c = &view.apps[ai].components[g - a.start as usize];
             let planned = Resources::new(s.eff.cpu_cores, placed + room);
             let (eff, changed) = settle_within(planned, c, cfg);
             squeezed.push(Squeezed {

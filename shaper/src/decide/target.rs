@@ -19,7 +19,8 @@ fn usable(p: &Predictive) -> bool {
 pub use crate::risk::risk_to_level;
 
 /// The target allocation of one component under `cfg` at `now_s`:
-/// `mean + k1 * request + (upper(k2) - mean)` per resource, plus
+/// `mean + k1 * request + (upper(k2) - mean)` per resource (for memory,
+/// `mean` raised to the forecast's `mem_hold_bytes`), plus
 /// `mem_margin * mean` for memory (when `memory_risk = P` is set, memory
 /// is `upper(risk_to_level(P))`, the allocation its forecast peak crosses
 /// with probability `P`; see [`buffer`]), raised to the
@@ -89,7 +90,16 @@ pub(crate) fn target_with_k1(
         }
         let (mean, sigma, b, raw) = match (&c.forecast, basis) {
             (Some(f), Basis::Forecast) => {
-                let p = f.get(r);
+                let held;
+                let mut p = f.get(r);
+                if r == Resource::Mem && f.mem_hold_bytes > p.mean {
+                    // sized from the hold; the need stays the forecast's
+                    held = Predictive {
+                        mean: f.mem_hold_bytes,
+                        ..p.clone()
+                    };
+                    p = &held;
+                }
                 let b = buffer(r, p, req, cfg, k1);
                 (p.mean, p.std, b, p.mean + b.total())
             }

@@ -107,6 +107,7 @@ pub(crate) fn component(
         forecast: Some(Forecasts {
             cpu: Predictive::gaussian(0.1, 0.0),
             mem: Predictive::gaussian(use_mem, 0.0),
+            mem_hold_bytes: 0.0,
         }),
         started_s,
         work_done_s: None,

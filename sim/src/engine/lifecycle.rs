@@ -311,9 +311,18 @@ impl Engine<'_> {
             let settings = self.shaper.prior_settings();
             let prio = self.wl.apps[self.comps[c].app as usize].priority;
             let keys = prior_keys(c, &self.comps[c], prio);
+            let age_samples = self.comps[c]
+                .fc
+                .as_ref()
+                .map_or(0, |f| f.models.observed() as u64);
             for k in &keys[..2] {
-                self.prior
-                    .raise_mem_high(k, floor.mem_bytes / req, self.now, &settings);
+                self.prior.raise_mem_high(
+                    k,
+                    floor.mem_bytes / req,
+                    age_samples,
+                    self.now,
+                    &settings,
+                );
             }
         }
         if self.comps[c].warm {

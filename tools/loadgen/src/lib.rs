@@ -342,6 +342,7 @@ impl SimAgent {
                 forecast: Some(Forecasts {
                     cpu: Predictive::gaussian(usage.cpu_cores, std.cpu_cores),
                     mem: Predictive::gaussian(usage.mem_bytes, std.mem_bytes),
+                    mem_hold_bytes: 0.0,
                 }),
                 started_s: c.started_s,
                 work_done_s: None,

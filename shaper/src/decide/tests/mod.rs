@@ -29,6 +29,7 @@ pub(super) fn comp(
         forecast: Some(Forecasts {
             cpu: Predictive::point(fc.0),
             mem: Predictive::point(fc.1),
+            mem_hold_bytes: 0.0,
         }),
         protected: false,
         work_done_s: 0.0,
@@ -132,6 +133,7 @@ fn spike_evicts_youngest_elastic_of_last_app() {
     spiked.apps[0].components[0].forecast = Some(Forecasts {
         cpu: Predictive::point(2.0),
         mem: Predictive::point(8.0 * GIB),
+        mem_hold_bytes: 0.0,
     });
     let plan = decide(&spiked, 10_000.0, &cfg0());
     let ev: Vec<&Action> = plan.evictions().collect();

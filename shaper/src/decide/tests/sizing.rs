@@ -10,6 +10,7 @@ fn forecast_component() -> Component {
     c.forecast = Some(Forecasts {
         cpu: Predictive::gaussian(1.0, 0.1),
         mem: Predictive::gaussian(400.0, 50.0),
+        mem_hold_bytes: 0.0,
     });
     c
 }
@@ -36,6 +37,7 @@ fn buffer_terms_and_clamps() {
     big.forecast = Some(Forecasts {
         cpu: Predictive::point(9.0),
         mem: Predictive::point(10.0),
+        mem_hold_bytes: 0.0,
     });
     let t = component_target(&a, &big, 10_000.0, &cfg);
     assert_eq!(t.alloc.cpu_cores, 4.0);
@@ -98,6 +100,7 @@ fn the_memory_margin_scales_with_the_forecast_not_the_request() {
     twice.forecast = Some(Forecasts {
         cpu: Predictive::gaussian(1.0, 0.1),
         mem: Predictive::gaussian(800.0, 50.0),
+        mem_hold_bytes: 0.0,
     });
     let t2 = component_target(&a, &twice, 10_000.0, &cfg);
     assert!((t2.mem.margin_term - 160.0).abs() < 1e-9);
@@ -339,6 +342,7 @@ fn memory_risk_sizes_memory_from_the_predictive_tail() {
             calibration: Some(std::sync::Arc::new(tailor_core::Calibration::gaussian())),
             ..Predictive::gaussian(400.0, 50.0)
         },
+        mem_hold_bytes: 0.0,
     };
     c.forecast = Some(calibrated);
     let t = component_target(&a, &c, 10_000.0, &cfg);
