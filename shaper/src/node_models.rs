@@ -514,6 +514,38 @@ mod tests {
     }
 
     #[test]
+    fn a_kill_holds_the_later_siblings_through_its_age() {
+        // `a` is OOM-killed after 4 samples at a 1 GiB limit (floor 1.2
+        // GiB); `b`, of the same application, starts later: its memory is
+        // sized from the floor through 4 samples of its own (no sibling
+        // hold here), then from its own forecast alone.
+        let cfg = ShaperConfig {
+            sibling_hold_s: 0.0,
+            ..cfg()
+        };
+        let mut m = NodeModels::new(model(), &cfg, 10.0);
+        for t in 0..4 {
+            m.observe(
+                &sample("a", "web-1", "web", 0.5),
+                f64::from(t) * 10.0,
+                1,
+                &cfg,
+            )
+            .expect("models");
+        }
+        m.oom_kill("a", GIB, 1.2 * GIB, 40.0, &cfg);
+        for n in 1..=6 {
+            let now_s = 40.0 + f64::from(n) * 10.0;
+            let f = m
+                .observe(&sample("b", "web-2", "web", 0.5), now_s, 1, &cfg)
+                .expect("models");
+            let hold = f.forecast.expect("forecast").mem_hold_bytes;
+            let want = if n <= 4 { 1.2 * GIB } else { 0.0 };
+            assert!((hold - want).abs() < 1e3, "sample {n}: {hold}");
+        }
+    }
+
+    #[test]
     fn vpa_models_of_one_application_share_its_aggregates() {
         let cfg = cfg();
         let vpa = ModelConfig {
