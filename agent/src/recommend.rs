@@ -27,7 +27,7 @@ use crate::agent::RoundReport;
 use crate::view::{NodeActionKind, Outcome};
 use serde::{Deserialize, Serialize};
 use shaper::plan::{Action, Basis, Bound};
-use shaper::{AppSize, ShaperConfig};
+use shaper::{AppSize, Class, ShaperConfig};
 use std::collections::BTreeMap;
 
 /// Relative change a target needs before the shown value moves.
@@ -189,10 +189,11 @@ pub fn build(
             .copied()
             .unwrap_or(AppSize {
                 components: 1,
+                core_components: usize::from(c.meta.class == Class::Core),
                 mem_bytes: c.request.mem_bytes,
                 restarts_alone: c.meta.restarts_alone,
             });
-        let k1 = cfg.k1_for(size, app_mem_ref_gib);
+        let k1 = cfg.k1_for_class(size, cfg.k1_for(size, app_mem_ref_gib), c.meta.class);
         let applied = report
             .outcomes
             .iter()

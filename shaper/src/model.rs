@@ -112,6 +112,8 @@ pub struct Application {
 pub struct AppSize {
     /// Its running components in the view.
     pub components: usize,
+    /// Those of them whose kill fails the application ([`Class::Core`]).
+    pub core_components: usize,
     /// Their memory request, summed (bytes).
     pub mem_bytes: f64,
     /// Every one of them restarts alone when killed
@@ -132,6 +134,11 @@ impl Application {
     pub fn size(&self, mem_bytes: f64) -> AppSize {
         AppSize {
             components: self.components.len(),
+            core_components: self
+                .components
+                .iter()
+                .filter(|c| c.class == Class::Core)
+                .count(),
             mem_bytes,
             restarts_alone: self.restarts_alone(),
         }

@@ -196,6 +196,7 @@ impl NodeView {
                 ..AppSize::default()
             });
             e.components += 1;
+            e.core_components += usize::from(c.meta.class == Class::Core);
             e.mem_bytes += crate::limits::sane(c.request.mem_bytes);
             e.restarts_alone &= c.meta.restarts_alone;
         }

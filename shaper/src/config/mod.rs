@@ -7,8 +7,8 @@
 //! policy = "pessimistic"          # baseline | optimistic | pessimistic
 //! k1 = 0.05                        # constant buffer term, fraction of the request
 //! k2 = 1.0                         # dynamic buffer term, band level (sigmas)
-//! small_app_components = 5         # apps with fewer running components are small:
-//! small_app_k1 = 0.6               #   their constant buffer term
+//! small_app_components = 5         # apps with fewer running (core) components are small:
+//! small_app_k1 = 0.6               #   their (core components') constant buffer term
 //! app_mem_ref_rel = 0.35           # apps below ref = this x the view's memory-weighted
 //! app_k1_slope = 0.3               #   median app get max(k1, slope * ln(ref / app memory))
 //! app_mem_ref_gib = 0.0            # or an absolute ref (GiB; when set, replaces the relative one)
@@ -40,7 +40,7 @@
 //! floors, rounding, OOM floor, model warm-up and horizon, scheduler order)
 //! reads it here, in the agent, the central shaper and the simulator alike.
 
-use crate::model::AppSize;
+use crate::model::{AppSize, Class};
 use serde::{Deserialize, Serialize};
 
 /// Which shaping policy `decide()` runs (thesis section 4.3).
@@ -219,6 +219,10 @@ pub struct ShaperConfig {
     /// README, "Small applications"). Counted in the view `decide()` gets:
     /// on a node, the application's containers on that node; in the
     /// central shaper and the simulator, across the cluster. Default 5.
+    /// The core components of an application with elastic ones count the
+    /// same way: fewer core components than this get at least
+    /// `small_app_k1` (a core kill fails the application; its elastic
+    /// ones keep the application's K1: [`Self::k1_for_class`]).
     /// Neither size rule applies to an application whose components all
     /// restart alone (a kill does not fail it: [`AppSize::restarts_alone`]).
     pub small_app_components: u32,
@@ -493,6 +497,25 @@ impl ShaperConfig {
             k1.max(by_size.min(MAX_K1))
         } else {
             k1
+        }
+    }
+
+    /// The constant buffer term of a component of class `class` in an
+    /// application of size `app` whose K1 is `app_k1` ([`Self::k1_for`]).
+    /// The small-application rule counts the components whose kill fails
+    /// the application: the few core components of an application with
+    /// elastic ones get at least `small_app_k1`, as a small application
+    /// does (a core kill re-runs every one of its components; its elastic
+    /// ones, each a task's work, keep `app_k1`).
+    pub fn k1_for_class(&self, app: AppSize, app_k1: f64, class: Class) -> f64 {
+        let few_core = class == Class::Core
+            && !app.restarts_alone
+            && app.core_components < app.components
+            && app.core_components < self.small_app_components as usize;
+        if few_core {
+            app_k1.max(self.small_app_k1)
+        } else {
+            app_k1
         }
     }
 

@@ -8,6 +8,7 @@ use super::*;
 fn size(components: usize, mem_bytes: f64) -> AppSize {
     AppSize {
         components,
+        core_components: components,
         mem_bytes,
         restarts_alone: false,
     }
@@ -213,6 +214,29 @@ fn an_applications_k1_falls_with_the_log_of_its_memory() {
         };
         assert_eq!(both.k1_for(alone, r), 0.05);
     }
+    // The few core components of an application with elastic ones get at
+    // least the small-application K1 (their kill fails all 2,000
+    // components); its elastic ones, an all-core application's and a
+    // service's keep the application's.
+    let job = AppSize {
+        core_components: 1,
+        ..size(2000, 2000.0 * gib)
+    };
+    let k1 = both.k1_for(job, r);
+    assert_eq!(k1, 0.05);
+    assert_eq!(both.k1_for_class(job, k1, Class::Core), 0.6);
+    assert_eq!(both.k1_for_class(job, k1, Class::Elastic), 0.05);
+    assert_eq!(both.k1_for_class(size(2000, 1.0), k1, Class::Core), 0.05);
+    let many_core = AppSize {
+        core_components: 5,
+        ..job
+    };
+    assert_eq!(both.k1_for_class(many_core, k1, Class::Core), 0.05);
+    let service = AppSize {
+        restarts_alone: true,
+        ..job
+    };
+    assert_eq!(both.k1_for_class(service, k1, Class::Core), 0.05);
     // Off (the uniform form): the memory is not looked at.
     assert_eq!(ShaperConfig::uniform().app_mem_ref_in(&mut [gib]), 0.0);
     assert_eq!(ShaperConfig::uniform().k1_for(size(1, 1.0), r), 0.3);

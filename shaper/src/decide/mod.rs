@@ -359,10 +359,9 @@ fn decide_with(
         let base = slots.len() as u32;
         let mut has_protected = false;
         app_elastic.clear();
-        let k1 = cfg.k1_for(
-            app.size(app_mem_bytes.get(ai).copied().unwrap_or(0.0)),
-            app_mem_ref_gib,
-        );
+        let size = app.size(app_mem_bytes.get(ai).copied().unwrap_or(0.0));
+        let k1 = cfg.k1_for(size, app_mem_ref_gib);
+        let core_k1 = cfg.k1_for_class(size, k1, Class::Core);
         for (j, c) in app.components.iter().enumerate() {
             let g = base + j as u32;
             let host = hosts.get(c.host.0);
@@ -382,7 +381,7 @@ fn decide_with(
                 continue;
             }
             has_protected |= c.protected;
-            let t = target_with_k1(app, c, now_s, cfg, k1);
+            let t = target_with_k1(app, c, now_s, cfg, if core { core_k1 } else { k1 });
             let (eff, changed, skipped) = settle(t.alloc, c, cfg);
             summary.skipped_by_hysteresis += u64::from(skipped);
             slots.push(Slot {

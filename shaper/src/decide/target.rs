@@ -44,7 +44,8 @@ pub fn component_target(
         0.0
     }];
     let ref_gib = cfg.app_mem_ref_in(&mut mem);
-    let k1 = cfg.k1_for(app.size(mem[0]), ref_gib);
+    let size = app.size(mem[0]);
+    let k1 = cfg.k1_for_class(size, cfg.k1_for(size, ref_gib), c.class);
     target_with_k1(app, c, now_s, cfg, k1)
 }
 

@@ -146,6 +146,41 @@ fn a_small_applications_components_get_the_small_app_buffer() {
     let t = component_target(&pair, &c, 10_000.0, &cfg);
     assert!((t.mem.k1_term - 50.0).abs() < 1e-9, "{:?}", t.mem);
     assert!((t.alloc.mem_bytes - 500.0).abs() < 1e-9, "{:?}", t.alloc);
+    // A large application with one core component: the core one is its
+    // small failure set and gets the small-application buffer, in the
+    // target and in the plan; the elastic ones keep K1.
+    let mut core = c.clone();
+    core.class = Class::Core;
+    let mut elastic = c.clone();
+    elastic.class = Class::Elastic;
+    let mut comps = vec![core.clone()];
+    comps.extend((0..3).map(|_| elastic.clone()));
+    for (i, x) in comps.iter_mut().enumerate() {
+        x.id = ComponentId(i as u64);
+    }
+    let job = app(1, 0.0, comps);
+    let k1_term = |x: &Component| component_target(&job, x, 10_000.0, &cfg).mem.k1_term;
+    assert!((k1_term(&job.components[0]) - 300.0).abs() < 1e-9);
+    assert!((k1_term(&job.components[1]) - 50.0).abs() < 1e-9);
+    let view = ClusterView {
+        hosts: vec![host(c.host.0, 100.0, 1e6)],
+        apps: vec![job.clone()],
+    };
+    let plan = decide(&view, 10_000.0, &cfg);
+    for (id, want) in [(0, 300.0), (1, 50.0)] {
+        let e = plan
+            .resizes()
+            .find_map(|a| match a {
+                Action::Resize {
+                    component,
+                    explanation,
+                    ..
+                } if *component == ComponentId(id) => Some(explanation.clone()),
+                _ => None,
+            })
+            .expect("resized");
+        assert!((e.mem.k1_term - want).abs() < 1e-9, "{id}: {:?}", e.mem);
+    }
 }
 
 #[test]
