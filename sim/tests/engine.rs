@@ -422,6 +422,34 @@ fn an_application_over_max_restarts_is_abandoned_and_failed() {
     assert!((s.failed_app_fraction - failed as f64 / 2.0).abs() < 1e-12);
 }
 
+/// One core task flat at 0.3 GiB and three elastic ones whose memory
+/// jumps from 0.3 to `spike` GiB at their 7th sample, the `i`-th elastic
+/// one starting `delay_s(i)` after the job, on a host with room for all.
+fn spiky_job(spike: f32, delay_s: impl Fn(usize) -> f64) -> Workload {
+    let gib = f64::from(1u32 << 30);
+    let mut spiky = vec![0.3f32; 20];
+    spiky[6] = spike;
+    let mut comps = vec![comp(Class::Core, 1.0, gib, 6000.0, &[0.5], &[0.3])];
+    comps.extend((0..3).map(|i| {
+        let mut c = comp(Class::Elastic, 1.0, gib, 6000.0, &[0.5], &spiky);
+        c.start_delay_s = delay_s(i);
+        c
+    }));
+    one_host(16.0, 16.0 * gib, vec![app(1, 0.0, comps)])
+}
+
+/// `last` with no buffer, no hysteresis and no failure limit: each
+/// component is sized at its history.
+fn last_no_buffer() -> SimConfig {
+    let mut c = cfg(Policy::Pessimistic, ForecasterSource::Model);
+    c.forecaster.kind = forecaster::config::ModelKind::Last;
+    c.shaper.k1 = 0.0;
+    c.shaper.k2 = 0.0;
+    c.shaper.min_relative_change = 0.0;
+    c.shaper.failure_limit = 1_000_000;
+    c
+}
+
 #[test]
 fn components_killed_in_the_same_sample_are_one_restart() {
     // One core task and three elastic ones whose memory spikes together at
@@ -432,18 +460,8 @@ fn components_killed_in_the_same_sample_are_one_restart() {
     // kills it is not given up (a job whose thousand tasks crossed their
     // allocations in one sample was abandoned, and its memory never
     // reserved again).
-    let gib = f64::from(1u32 << 30);
-    let mut spiky = vec![0.3f32; 20];
-    spiky[6] = 0.9;
-    let mut comps = vec![comp(Class::Core, 1.0, gib, 6000.0, &[0.5], &[0.3])];
-    comps.extend((0..3).map(|_| comp(Class::Elastic, 1.0, gib, 6000.0, &[0.5], &spiky)));
-    let wl = one_host(16.0, 16.0 * gib, vec![app(1, 0.0, comps)]);
-    let mut c = cfg(Policy::Pessimistic, ForecasterSource::Model);
-    c.forecaster.kind = forecaster::config::ModelKind::Last;
-    c.shaper.k1 = 0.0;
-    c.shaper.k2 = 0.0;
-    c.shaper.min_relative_change = 0.0;
-    c.shaper.failure_limit = 1_000_000;
+    let wl = spiky_job(0.9, |_| 0.0);
+    let mut c = last_no_buffer();
     let free = simulate(&wl, &c, None).expect("run").summary;
     assert!(free.oom_kills >= 3, "the three spike together: {free:?}");
     assert_eq!(free.apps_completed, 1, "{free:?}");
@@ -468,22 +486,8 @@ fn later_siblings_are_held_at_the_kill_mark_past_the_age_of_the_kill() {
     // was at its kill they are held at its mark (the limit that killed
     // it, bumped by at least 100 MiB), so it passes: one kill in all.
     // Without any memory hold (the kill hold is one of them) each meets it.
-    let gib = f64::from(1u32 << 30);
-    let mut spiky = vec![0.3f32; 20];
-    spiky[6] = 0.35;
-    let mut comps = vec![comp(Class::Core, 1.0, gib, 6000.0, &[0.5], &[0.3])];
-    comps.extend((0..3).map(|i| {
-        let mut c = comp(Class::Elastic, 1.0, gib, 6000.0, &[0.5], &spiky);
-        c.start_delay_s = if i == 0 { 0.0 } else { 3000.0 };
-        c
-    }));
-    let wl = one_host(16.0, 16.0 * gib, vec![app(1, 0.0, comps)]);
-    let mut c = cfg(Policy::Pessimistic, ForecasterSource::Model);
-    c.forecaster.kind = forecaster::config::ModelKind::Last;
-    c.shaper.k1 = 0.0;
-    c.shaper.k2 = 0.0;
-    c.shaper.min_relative_change = 0.0;
-    c.shaper.failure_limit = 1_000_000;
+    let wl = spiky_job(0.35, |i| if i == 0 { 0.0 } else { 3000.0 });
+    let mut c = last_no_buffer();
     let held = simulate(&wl, &c, None).expect("run").summary;
     assert_eq!(held.oom_kills, 1, "{held:?}");
     assert_eq!(held.apps_completed, 1, "{held:?}");
