@@ -431,6 +431,12 @@ impl ReportRequest {
             if let Some(f) = &c.forecast {
                 check_predictive(At(i, "forecast.cpu"), &f.cpu, &mut errors);
                 check_predictive(At(i, "forecast.mem"), &f.mem, &mut errors);
+                if !f.mem_hold_bytes.is_finite() || f.mem_hold_bytes < 0.0 {
+                    errors.push(format!(
+                        "{} must be finite and >= 0",
+                        At(i, "forecast.mem_hold_bytes")
+                    ));
+                }
             }
             if !c.started_s.is_finite() || c.started_s < 0.0 {
                 errors.push(format!("{} must be finite and >= 0", At(i, "started_s")));
@@ -653,7 +659,16 @@ mod tests {
         r.capacity.cpu_cores = -1.0;
         r.components[1].container_id = "a".to_string();
         r.components[0].usage.mem_bytes = f64::INFINITY;
+        if let Some(f) = r.components[1].forecast.as_mut() {
+            f.mem_hold_bytes = f64::NAN;
+        }
         let errors = r.validate(100).expect_err("invalid");
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("components[1].forecast.mem_hold_bytes")),
+            "{errors:?}"
+        );
         assert!(
             errors.iter().any(|e| e.contains("agent_id is empty")),
             "{errors:?}"
