@@ -64,13 +64,19 @@ pub fn normalise(value: f64, request: f64) -> f64 {
     }
 }
 
-/// A forecast of relative usage scaled back to absolute units.
-pub fn denormalise(p: Predictive, request: f64) -> Predictive {
-    let by = if request > 0.0 && request.is_finite() {
-        request
+/// A relative level scaled back to absolute units (0 for a request that
+/// is not a finite positive number).
+fn absolute(rel: f64, request: f64) -> f64 {
+    if request > 0.0 && request.is_finite() {
+        rel * request
     } else {
         0.0
-    };
+    }
+}
+
+/// A forecast of relative usage scaled back to absolute units.
+pub fn denormalise(p: Predictive, request: f64) -> Predictive {
+    let by = absolute(1.0, request);
     Predictive {
         mean: p.mean * by,
         std: p.std * by,
@@ -397,9 +403,7 @@ impl ComponentModels {
         let mem = denormalise(mem, request.mem_bytes);
         let f = Forecasts {
             cpu: denormalise(cpu, request.cpu_cores),
-            mem_hold_bytes: denormalise(Predictive::gaussian(kill_hold, 0.0), request.mem_bytes)
-                .mean
-                .max(0.0),
+            mem_hold_bytes: absolute(kill_hold, request.mem_bytes).max(0.0),
             mem,
         };
         let finite = |p: &Predictive| p.mean.is_finite() && p.std.is_finite();

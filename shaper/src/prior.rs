@@ -347,14 +347,15 @@ impl<K: Hash + Eq + Clone> PriorBook<K> {
     /// The prior of the first usable key in `keys` (most specific first),
     /// with the largest [`KillMark`] of all of them.
     pub fn prior(&self, keys: &[K], now_s: f64, s: &PriorSettings) -> Option<RelPrior> {
-        let mut p = keys
-            .iter()
-            .find_map(|k| self.entries.get(k).and_then(|e| entry_prior(e, now_s, s)))?;
-        p.kill = keys
-            .iter()
-            .filter_map(|k| self.entries.get(k))
-            .fold(KillMark::default(), |a, e| a.max(e.kill));
-        Some(p)
+        let mut first = None;
+        let mut kill = KillMark::default();
+        for e in keys.iter().filter_map(|k| self.entries.get(k)) {
+            kill = kill.max(e.kill);
+            if first.is_none() {
+                first = entry_prior(e, now_s, s);
+            }
+        }
+        first.map(|p| RelPrior { kill, ..p })
     }
 }
 
@@ -400,7 +401,7 @@ fn entry_prior(e: &PriorEntry, now_s: f64, s: &PriorSettings) -> Option<RelPrior
     Some(RelPrior {
         cpu: one(&e.moments.cpu)?,
         mem: one(&e.moments.mem)?,
-        kill: e.kill,
+        kill: KillMark::default(),
     })
 }
 
