@@ -138,6 +138,26 @@ struct Tracked {
     peak_rel: Option<f64>,
 }
 
+/// Most samples a component's inheritable history holds.
+pub const MAX_HISTORY_SAMPLES: usize = 4_096;
+
+/// One sample relative to the request in force.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RelSample {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<f64>,
+    pub mem: f64,
+}
+
+/// How many of its last samples a component hands to its successor (a
+/// container recreated under the same name, a task restarted after a
+/// kill or an eviction): twice what its model needs to be warm, at least
+/// 64, at most [`MAX_HISTORY_SAMPLES`]. The agent and the simulator keep
+/// the same number, so a successor starts equally warm in both.
+pub fn history_cap(warm_samples: usize, cfg: &ShaperConfig) -> usize {
+    (2 * warm_samples.max(cfg.min_history_samples)).clamp(64, MAX_HISTORY_SAMPLES)
+}
+
 /// `seconds / sample_interval_s` rounded up, at most 1e9 (0 when the
 /// result is not a positive number).
 fn samples_in(seconds: f64, sample_interval_s: f64) -> usize {
@@ -276,6 +296,17 @@ impl ComponentModels {
             }
             Err(e) => tracing::debug!(error = %e, "memory sample rejected"),
         }
+    }
+
+    /// Fresh models rebuilt from a predecessor's history ([`history_cap`]
+    /// samples at most, oldest first): its samples are observed, but not
+    /// pooled into the priors again (they were when first seen).
+    pub fn inheriting(mut self, history: &[RelSample]) -> Self {
+        for s in history {
+            self.observe_relative(s.cpu, s.mem);
+        }
+        self.take_pending();
+        self
     }
 
     /// The relative samples seen since the last call, for a prior book.

@@ -17,7 +17,8 @@
 
 use crate::config::ShaperConfig;
 use crate::model::Forecasts;
-use crate::models::{ComponentModels, ForecastSource};
+use crate::models::{history_cap, ComponentModels, ForecastSource};
+pub use crate::models::{RelSample, MAX_HISTORY_SAMPLES};
 use crate::node::ContainerSample;
 use crate::prior::PriorBook;
 use crate::risk::RiskCalibration;
@@ -28,18 +29,8 @@ use std::collections::{HashMap, VecDeque};
 
 /// Most containers (live plus retired lineages) a checkpoint holds.
 pub const MAX_CHECKPOINT_CONTAINERS: usize = 100_000;
-/// Most samples kept per container.
-pub const MAX_HISTORY_SAMPLES: usize = 4_096;
 /// Format version of [`ModelCheckpoint`].
 pub const CHECKPOINT_VERSION: u32 = 1;
-
-/// One sample relative to the request in force.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RelSample {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu: Option<f64>,
-    pub mem: f64,
-}
 
 /// A container's (or a retired lineage's) recent history.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -175,8 +166,7 @@ impl NodeModels {
     /// when rebuilt.
     pub fn new(model: ModelConfig, cfg: &ShaperConfig, sample_interval_s: f64) -> Self {
         let warm_samples = model.warm_samples();
-        let history_cap =
-            (2 * warm_samples.max(cfg.min_history_samples)).clamp(64, MAX_HISTORY_SAMPLES);
+        let history_cap = history_cap(warm_samples, cfg);
         Self {
             model,
             warm_samples,
@@ -244,7 +234,8 @@ impl NodeModels {
                 Ok(m) => m
                     .with_warm_samples(self.warm_samples)
                     .with_mem_hold(self.mem_hold)
-                    .with_sibling_hold(self.sibling_hold),
+                    .with_sibling_hold(self.sibling_hold)
+                    .inheriting(&history),
                 Err(e) => {
                     tracing::error!(container = %c.meta.name, error = %e, "model not built");
                     // keep the history for the next try
@@ -267,12 +258,7 @@ impl NodeModels {
                 origin,
                 request_mem_bytes: c.request.mem_bytes,
             };
-            for s in history {
-                live.models.observe_relative(s.cpu, s.mem);
-                live.recent.push_back(s);
-            }
-            // Already pooled when they were first seen.
-            live.models.take_pending();
+            live.recent.extend(history);
             for k in &live.keys {
                 self.prior.join(k, now_s, &settings);
             }

@@ -451,6 +451,7 @@ impl Engine<'_> {
             match self.comps[c].state {
                 CState::Running => {
                     self.m.work_lost_s += self.work_done(c);
+                    self.hand_down(c);
                     self.detach(c);
                 }
                 CState::Done => self.m.work_lost_s += self.comps[c].work_s,
@@ -489,6 +490,7 @@ impl Engine<'_> {
             Resume::WhereItWas => self.advance_progress(c),
         }
         let lived = self.comps[c].sample;
+        self.hand_down(c);
         self.detach(c);
         let comp = &mut self.comps[c];
         match resume {
@@ -503,6 +505,35 @@ impl Engine<'_> {
         let key = self.apps[a].key;
         self.elastic_wait.insert(key);
         self.dirty = true;
+    }
+
+    /// Running component `c` stops to run again (a kill, an eviction, its
+    /// application's reset): the last [`history_cap`] samples its models
+    /// were fed (with those it inherited) are kept, and its next run's
+    /// models are rebuilt from them, as the agent rebuilds a container
+    /// recreated under the same name from its predecessor's
+    /// ([`shaper::node_models`]). A component that had finished before its
+    /// application's reset starts its next run without them.
+    pub(super) fn hand_down(&mut self, c: usize) {
+        let cap = history_cap(self.cfg.warm_samples, &self.shaper);
+        let spec =
+            &self.wl.apps[self.comps[c].app as usize].components[self.comps[c].spec as usize];
+        let comp = &mut self.comps[c];
+        let Some(fed) = comp.fc.as_ref().map(|f| f.fed) else {
+            return;
+        };
+        let req = comp.request;
+        let mut h = std::mem::take(&mut comp.history);
+        h.extend((fed.saturating_sub(cap as u64)..fed).map(|i| {
+            let at = comp.offset + i;
+            RelSample {
+                cpu: Some(normalise(usage_at(spec, &req, at).cpu_cores, req.cpu_cores)),
+                mem: normalise(mem_peak_at(spec, &req, at), req.mem_bytes),
+            }
+        }));
+        let extra = h.len().saturating_sub(cap);
+        h.drain(..extra);
+        comp.history = h;
     }
 }
 

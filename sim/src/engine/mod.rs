@@ -19,7 +19,7 @@ use shaper::{
     Resources, SchedulerKey, ShaperConfig, ViewBuilder,
 };
 
-use shaper::models::{hold_samples, normalise, sibling_hold_samples};
+use shaper::models::{history_cap, hold_samples, normalise, sibling_hold_samples, RelSample};
 use shaper::risk::RiskCalibration;
 
 use crate::metrics::{AppOutcome, ComponentDays, RunMetrics, TimePoint};
@@ -284,6 +284,10 @@ struct Comp {
     inst: u32,
     fin_gen: u32,
     fc: Option<Box<CompFc>>,
+    /// Its last samples before it was stopped to run again (a kill, an
+    /// eviction, its application's reset), relative to the request then:
+    /// its next run's models are rebuilt from them ([`Engine::hand_down`]).
+    history: Vec<RelSample>,
     forecast: Option<Forecasts>,
     /// Memory floor after an OOM kill (the kernel's rule, as in the agent).
     oom_floor: Option<OomFloor>,
@@ -543,6 +547,7 @@ impl<'w> Engine<'w> {
                     inst: 0,
                     fin_gen: 0,
                     fc: None,
+                    history: Vec::new(),
                     forecast: None,
                     oom_floor: None,
                     warm: false,
