@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Do siblings jump together? How many of a job's running tasks take part
+in each of its memory jumps, on the Google 2019 per-task usage: a check of
+the usage pool's rule that every task of a job replays the same shape at
+the same phase (`datasets/src/pool.rs`), so that a jump in it is a jump of
+every sibling at the same age.
+
+For every task CSV under DIR (the layout of
+../shared/data/google-2019/instance_usage/<job>/<task>.csv), the series is
+the 5-minute in-window memory peak `max_memory_usage` relative to the
+request in force (`memory_limit`, else `assigned_memory`), cut to 1 (the
+largest of a window's records when it has several, as around a restart). A
+task "jumps" in a window when its relative peak rises by at least
+`--jump` (default 0.1 of the request) from its previous window. Windows
+are aligned on the trace's clock (the tasks of a job that start together
+share it) and, with `--by-age`, on each task's age instead (the pool's
+alignment). For every window in which at least one task of a job jumps,
+the script counts the job's tasks running then and those that jump, and
+reports per job: the jump windows, and the share of the running siblings
+that take part (mean, and the share of jump windows in which every
+running sibling jumps).
+
+It is an analysis, not a fixture: nothing in `cargo test` reads it.
+
+    python3 scripts/reference/sibling_jumps.py \
+        [--dir ../shared/data/google-2019/instance_usage] [--jump 0.1] [--by-age]
+"""
+
+import argparse
+import csv
+import glob
+import os
+from collections import defaultdict
+
+WINDOW_US = 300_000_000
+
+
+def load(directory):
+    """{job: {task_file: {window: relative peak}}}, windows on the trace's
+    clock."""
+    jobs = defaultdict(dict)
+    for path in sorted(glob.glob(os.path.join(directory, "*", "*.csv"))):
+        job = os.path.basename(os.path.dirname(path))
+        series = {}
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                req = float(row["memory_limit"] or 0) or float(row["assigned_memory"] or 0)
+                if req <= 0:
+                    continue
+                w = int(row["time"]) // WINDOW_US
+                # several records in one window (a restart): its peak
+                v = min(float(row["max_memory_usage"]) / req, 1.0)
+                series[w] = max(series.get(w, 0.0), v)
+        if series:
+            jobs[job][os.path.basename(path)] = series
+    return jobs
+
+
+def jumps(series, threshold, by_age):
+    """(windows in which the task runs, windows in which it jumps), on the
+    trace's clock or by age."""
+    ws = sorted(series)
+    start = ws[0]
+    key = (lambda w: w - start) if by_age else (lambda w: w)
+    running = {key(w) for w in ws}
+    jumped = {
+        key(b) for a, b in zip(ws, ws[1:]) if b == a + 1 and series[b] - series[a] >= threshold
+    }
+    return running, jumped
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    default = os.path.join(here, "..", "..", "..", "shared", "data", "google-2019", "instance_usage")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dir", default=default)
+    ap.add_argument("--jump", type=float, default=0.1)
+    ap.add_argument("--by-age", action="store_true")
+    a = ap.parse_args()
+    jobs = load(a.dir)
+    if not jobs:
+        raise SystemExit(f"{a.dir}: no task CSV under <job>/")
+    print(f"jump: a rise of the 5-minute peak by >= {a.jump} of the request; "
+          f"windows aligned on {'each task age' if a.by_age else 'the trace clock'}")
+    for job, tasks in sorted(jobs.items()):
+        per = [jumps(s, a.jump, a.by_age) for s in tasks.values()]
+        windows = sorted(set().union(*(j for _, j in per)))
+        shares, whole = [], 0
+        for w in windows:
+            run = sum(1 for r, _ in per if w in r)
+            jump = sum(1 for r, j in per if w in j)
+            shares.append(jump / run)
+            whole += jump == run
+        if windows:
+            mean = sum(shares) / len(shares)
+            print(f"job {job}: {len(tasks)} tasks, {len(windows)} jump windows; "
+                  f"share of running siblings that jump: mean {mean:.2f}; "
+                  f"every sibling jumps in {whole} of {len(windows)}")
+        else:
+            print(f"job {job}: {len(tasks)} tasks, no jump")
+
+
+if __name__ == "__main__":
+    main()
