@@ -124,6 +124,9 @@ pub struct ComponentModels {
     /// Samples before which the siblings' high-water mark still holds
     /// ([`sibling_hold_samples`]).
     sibling_hold: usize,
+    /// Samples inherited from a predecessor ([`ComponentModels::inheriting`]):
+    /// they warm the models but are not this incarnation's age.
+    inherited_samples: usize,
     /// The latest memory forecast handed out, waiting for its score.
     tracked: Option<Tracked>,
 }
@@ -213,6 +216,7 @@ impl ComponentModels {
             last: (None, None),
             mem_hold: Hold::default(),
             sibling_hold: 0,
+            inherited_samples: 0,
             tracked: None,
         })
     }
@@ -251,6 +255,7 @@ impl ComponentModels {
             last: (None, None),
             mem_hold: Hold::default(),
             sibling_hold: 0,
+            inherited_samples: 0,
             tracked: None,
         }
     }
@@ -300,8 +305,20 @@ impl ComponentModels {
 
     /// Fresh models rebuilt from a predecessor's history ([`history_cap`]
     /// samples at most, oldest first): its samples are observed, but not
-    /// pooled into the priors again (they were when first seen).
-    pub fn inheriting(mut self, history: &[RelSample]) -> Self {
+    /// pooled into the priors again (they were when first seen). They warm
+    /// the models; the incarnation's age ([`ComponentModels::age_samples`])
+    /// still starts at 0, as the successor starts its life over (a task
+    /// re-run from its start, a recreated container).
+    pub fn inheriting(self, history: &[RelSample]) -> Self {
+        let mut m = self.restoring(history);
+        m.inherited_samples = m.observed();
+        m
+    }
+
+    /// [`ComponentModels::inheriting`] for the component's own history (a
+    /// checkpoint restored after an agent restart): its samples count
+    /// towards its age.
+    pub fn restoring(mut self, history: &[RelSample]) -> Self {
         for s in history {
             self.observe_relative(s.cpu, s.mem);
         }
@@ -366,6 +383,13 @@ impl ComponentModels {
         self.cpu.observed().min(self.mem.observed())
     }
 
+    /// Samples seen in this incarnation (inherited ones not counted): the
+    /// age the sibling and kill holds compare with a kill's age, which is
+    /// recorded in the same units.
+    pub fn age_samples(&self) -> usize {
+        self.observed().saturating_sub(self.inherited_samples)
+    }
+
     /// True once the models' own forecasts are used (they are warm and
     /// past `min_history_samples`).
     pub fn ready(&self, cfg: &ShaperConfig) -> bool {
@@ -417,7 +441,7 @@ impl ComponentModels {
         if self.mem_hold.is_on() && !self.always_warm {
             let mut floor = self.mem_hold.max();
             if let Some(p) = prior {
-                let n = self.observed();
+                let n = self.age_samples();
                 if source == ForecastSource::Prior || n < self.sibling_hold {
                     floor = floor.max(p.mem.high);
                 }
@@ -639,6 +663,41 @@ mod tests {
             let mean = if n < 3 { 7e8 } else { 2e8 };
             assert!((f.mem.mean - mean).abs() < 1.0, "sample {n}");
         }
+
+        // A successor rebuilt from 8 samples of a predecessor's history
+        // is warm, but 0 samples old: the same kill holds it through its
+        // own 7th sample. Its own restored checkpoint keeps its age.
+        let history = vec![
+            RelSample {
+                cpu: Some(0.1),
+                mem: 0.2
+            };
+            8
+        ];
+        let fresh = || {
+            ComponentModels::build(req, last)
+                .expect("models")
+                .with_mem_hold(1)
+                .with_sibling_hold(3)
+        };
+        let mut heir = fresh().inheriting(&history);
+        assert_eq!((heir.observed(), heir.age_samples()), (8, 0));
+        for n in 1..=8 {
+            heir.observe(Some(0.1), 2e8, req);
+            let f = heir
+                .forecast_with(1, req, &cfg, Some(&killed))
+                .0
+                .expect("warm from its history");
+            let hold = if n <= 7 { 9e8 } else { 0.0 };
+            assert!((f.mem_hold_bytes - hold).abs() < 1.0, "sample {n}");
+        }
+        let restored = fresh().restoring(&history);
+        assert_eq!(restored.age_samples(), 8);
+        let f = restored
+            .forecast_with(1, req, &cfg, Some(&killed))
+            .0
+            .expect("warm");
+        assert_eq!(f.mem_hold_bytes, 0.0);
     }
 
     #[test]

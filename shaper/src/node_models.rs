@@ -231,11 +231,19 @@ impl NodeModels {
                 ComponentModels::build(c.request, |r, unit| self.model.build_for(r, unit))
             };
             let models = match built {
-                Ok(m) => m
-                    .with_warm_samples(self.warm_samples)
-                    .with_mem_hold(self.mem_hold)
-                    .with_sibling_hold(self.sibling_hold)
-                    .inheriting(&history),
+                Ok(m) => {
+                    let m = m
+                        .with_warm_samples(self.warm_samples)
+                        .with_mem_hold(self.mem_hold)
+                        .with_sibling_hold(self.sibling_hold);
+                    // its own checkpoint keeps its age; a predecessor's
+                    // history does not
+                    if origin == ModelOrigin::Restored {
+                        m.restoring(&history)
+                    } else {
+                        m.inheriting(&history)
+                    }
+                }
                 Err(e) => {
                     tracing::error!(container = %c.meta.name, error = %e, "model not built");
                     // keep the history for the next try
@@ -337,7 +345,7 @@ impl NodeModels {
             self.risk.observe(source, z);
         }
         let rel = crate::models::normalise(floor_bytes, live.request_mem_bytes);
-        let age_samples = live.models.observed() as u64;
+        let age_samples = live.models.age_samples() as u64;
         let settings = cfg.prior_settings();
         for k in &live.keys {
             self.prior

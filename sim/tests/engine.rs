@@ -520,6 +520,32 @@ fn a_restarted_component_starts_from_its_own_history() {
 }
 
 #[test]
+fn a_re_run_sibling_is_held_at_the_kill_of_its_own_age() {
+    // Two core tasks of one batch job with the same shape, the second
+    // started one sample later; both rise from 0.3 to 0.38 GiB at their
+    // 7th sample. `last` with no buffer kills the first there, and the job
+    // re-runs. The kill's mark (0.3 GiB + 100 MiB) holds its sibling
+    // through the age it was killed at, counted in the re-run's own
+    // samples: the 6 samples the sibling inherits from its killed run warm
+    // its models but do not make it older (they did, and it was killed in
+    // the re-run at the same rise).
+    let gib = f64::from(1u32 << 30);
+    let mut rise = vec![0.3f32; 20];
+    for v in &mut rise[6..] {
+        *v = 0.38;
+    }
+    let mut first = comp(Class::Core, 1.0, gib, 6000.0, &[0.5], &rise);
+    first.oom_restart = OomRestart::Application;
+    let mut second = first.clone();
+    second.start_delay_s = 300.0;
+    let wl = one_host(16.0, 16.0 * gib, vec![app(1, 0.0, vec![first, second])]);
+    let r = simulate(&wl, &last_no_buffer(), None).expect("run");
+    assert_eq!(r.summary.oom_kills, 1, "{:?}", r.summary);
+    assert_eq!(r.summary.apps_completed, 1, "{:?}", r.summary);
+    assert_eq!(r.metrics.apps[0].crashes, 1);
+}
+
+#[test]
 fn an_oom_killed_service_task_restarts_alone_where_it_was() {
     // Two tasks of one service; task 0's memory spikes at its 7th sample.
     // `last` with no buffer sizes it at its history: the spike kills it.

@@ -314,7 +314,7 @@ impl Engine<'_> {
             let age_samples = self.comps[c]
                 .fc
                 .as_ref()
-                .map_or(0, |f| f.models.observed() as u64);
+                .map_or(0, |f| f.models.age_samples() as u64);
             for k in &keys[..2] {
                 self.prior.raise_mem_high(
                     k,
