@@ -222,3 +222,52 @@ fn holds_are_cut_before_buffers() {
         assert!(near(to, 2.75 * GIB), "{id}: {to}");
     }
 }
+
+/// On a host short of room for every buffer, the elastic components'
+/// buffers are cut alone first, down to `ELASTIC_CUT_FIRST_TO` of them (an
+/// elastic component's kill costs its own work, a core component's its
+/// application); past that, every buffer is cut evenly from there.
+#[test]
+fn elastic_buffers_are_cut_before_core_ones() {
+    use crate::decide::pessimistic::ELASTIC_CUT_FIRST_TO;
+    // One application: a core and an elastic component, means 2 GiB,
+    // K1 = 0.25 of 4 GiB: needs of 2 GiB and buffers of 1 GiB each.
+    let cfg = ShaperConfig {
+        k1: 0.25,
+        mem_shortfall: MemShortfall::Buffer,
+        ..cfg0()
+    };
+    let view = |host_gib: f64| ClusterView {
+        hosts: vec![host(0, 8.0, host_gib * GIB)],
+        apps: vec![app(
+            1,
+            0.0,
+            vec![
+                comp(10, Class::Core, 0, 0.0, (2.0, 4.0 * GIB), (1.0, 2.0 * GIB)),
+                comp(
+                    11,
+                    Class::Elastic,
+                    0,
+                    0.0,
+                    (2.0, 4.0 * GIB),
+                    (1.0, 2.0 * GIB),
+                ),
+            ],
+        )],
+    };
+    let near = |a: f64, b: f64| (a - b).abs() < 4096.0;
+    let mem_of = |plan: &Plan, id: u64| to_of(plan, id).expect("resized").0.mem_bytes;
+    let e = ELASTIC_CUT_FIRST_TO;
+    // 1 + e GiB for buffers: the core one whole, the elastic one cut to e.
+    let plan = decide(&view(5.0 + e), 1000.0, &cfg);
+    assert_eq!(plan.evictions().count(), 0, "{plan:#?}");
+    assert_eq!(plan.summary.squeezed_mem, 1, "{plan:#?}");
+    assert!(near(mem_of(&plan, 10), 3.0 * GIB), "{plan:#?}");
+    assert!(near(mem_of(&plan, 11), (2.0 + e) * GIB), "{plan:#?}");
+    // Half of that: both cut by the same fraction of what they had then.
+    let plan = decide(&view(4.0 + (1.0 + e) / 2.0), 1000.0, &cfg);
+    assert_eq!(plan.evictions().count(), 0, "{plan:#?}");
+    assert_eq!(plan.summary.squeezed_mem, 2, "{plan:#?}");
+    assert!(near(mem_of(&plan, 10), 2.5 * GIB), "{plan:#?}");
+    assert!(near(mem_of(&plan, 11), (2.0 + e / 2.0) * GIB), "{plan:#?}");
+}
