@@ -21,7 +21,11 @@ reports `sum(saving) / sum(oracle saving)`:
   (tailor's grace period and priors cover young tasks), then
   `min(request, max(last W peaks) * (1 + m) + k * sd)`, with sd the std of
   the last 48 first differences. The best rule with zero kills is
-  reported, and so is the whole grid with `--all`.
+  reported, and so is the whole grid with `--all`;
+- with `--seasonal`, online rules that also look back a day: the same
+  rule raised to `max(peaks within +-H of the same time of day, on each
+  of the last D days) * (1 + m)`, on the trace's clock (a daily pattern
+  would foretell a jump that the last hours do not).
 
 Simplified against the simulator: no re-runs after a kill, no host
 contention, no hysteresis. It is an analysis, not a fixture: nothing in
@@ -29,9 +33,11 @@ contention, no hysteresis. It is an analysis, not a fixture: nothing in
 
     python3 scripts/reference/google2019_ceilings.py \
         [--dir ../shared/data/google-2019/instance_usage] [--young 6] [--all]
+        [--seasonal]
 """
 
 import argparse
+import bisect
 import csv
 import glob
 import os
@@ -42,24 +48,25 @@ def load(directory):
     for path in sorted(glob.glob(os.path.join(directory, "*", "*.csv"))):
         with open(path, newline="") as f:
             rows = sorted(csv.DictReader(f), key=lambda r: int(r["time"]))
-        peaks, reqs = [], []
+        peaks, reqs, times = [], [], []
         for r in rows:
+            times.append(int(r["time"]))
             req = float(r["memory_limit"] or 0) or float(r["assigned_memory"] or 0)
             peak = float(r["max_memory_usage"] or 0)
             reqs.append(req)
             peaks.append(min(peak, req))
         if peaks:
-            tasks.append((os.path.relpath(path, directory), peaks, reqs))
+            tasks.append((os.path.relpath(path, directory), peaks, reqs, times))
     return tasks
 
 
 def oracle_saving(tasks):
-    return sum(r - p for _, ps, rs in tasks for p, r in zip(ps, rs))
+    return sum(r - p for _, ps, rs, _ in tasks for p, r in zip(ps, rs))
 
 
 def hindsight_per_task(tasks):
     total = 0.0
-    for _, ps, rs in tasks:
+    for _, ps, rs, _ in tasks:
         top = max(ps)
         total += sum(r - min(r, top) for r in rs)
     return total
@@ -67,7 +74,7 @@ def hindsight_per_task(tasks):
 
 def hindsight_per_day(tasks, day=288):
     total = 0.0
-    for _, ps, rs in tasks:
+    for _, ps, rs, _ in tasks:
         for d0 in range(0, len(ps), day):
             top = max(ps[d0 : d0 + day])
             total += sum(r - min(r, top) for r in rs[d0 : d0 + day])
@@ -76,7 +83,7 @@ def hindsight_per_day(tasks, day=288):
 
 def online(tasks, window, margin, k, young):
     kills, total = 0, 0.0
-    for _, ps, rs in tasks:
+    for _, ps, rs, _ in tasks:
         for t, (p, r) in enumerate(zip(ps, rs)):
             if t < young:
                 alloc = r
@@ -94,13 +101,38 @@ def online(tasks, window, margin, k, young):
     return kills, total
 
 
+DAY_US = 86_400_000_000
+
+
+def seasonal(tasks, window, margin, days, half_window_s, young):
+    """`online` with no std term, raised to the peaks around the same time
+    of day on each of the last `days` days."""
+    kills, total = 0, 0.0
+    for _, ps, rs, ts in tasks:
+        for t, (p, r) in enumerate(zip(ps, rs)):
+            if t < young:
+                alloc = r
+            else:
+                top = max(ps[max(0, t - window) : t])
+                for d in range(1, days + 1):
+                    lo = bisect.bisect_left(ts, ts[t] - d * DAY_US - half_window_s * 1_000_000)
+                    hi = min(t, bisect.bisect_right(ts, ts[t] - d * DAY_US + half_window_s * 1_000_000))
+                    if hi > lo:
+                        top = max(top, max(ps[lo:hi]))
+                alloc = min(r, top * (1 + margin))
+            if p > alloc + 1e-12:
+                kills += 1
+            total += r - alloc
+    return kills, total
+
+
 def first_touches(tasks, day=288, touch=0.99):
     """The samples whose peak reaches `touch` of the request with no such
     sample in the day before (a one-day memory hold does not cover them),
     each with the largest peak / request of that day: how close to the
     request a rule must already sit not to kill there."""
     out = []
-    for name, ps, rs in tasks:
+    for name, ps, rs, _ in tasks:
         ratio = [p / r if r > 0 else 0.0 for p, r in zip(ps, rs)]
         for t in range(1, len(ratio)):
             before = ratio[max(0, t - day) : t]
@@ -118,12 +150,13 @@ def main():
     )
     ap.add_argument("--young", type=int, default=6, help="samples at the request")
     ap.add_argument("--all", action="store_true", help="print every rule of the grid")
+    ap.add_argument("--seasonal", action="store_true", help="also the rules that look back a day")
     a = ap.parse_args()
     tasks = load(a.dir)
     if not tasks:
         raise SystemExit(f"{a.dir}: no task CSV under <job>/")
     oracle = oracle_saving(tasks)
-    n = sum(len(ps) for _, ps, _ in tasks)
+    n = sum(len(ps) for _, ps, _, _ in tasks)
     print(f"{len(tasks)} tasks, {n} samples; oracle saving {oracle:.3f} (request units x samples)")
     print(f"hindsight per task: {hindsight_per_task(tasks) / oracle:.1%} of the oracle's")
     print(f"hindsight per day:  {hindsight_per_day(tasks) / oracle:.1%} of the oracle's")
@@ -153,6 +186,30 @@ def main():
             f"online, best without a kill: {share:.1%} of the oracle's "
             f"(window {window} samples, margin {margin}, k {k})"
         )
+
+    if a.seasonal:
+        best = None
+        for window in (6, 12, 36):
+            for margin in (0.02, 0.05, 0.1):
+                for days in (1, 3, 7):
+                    for half in (3600, 3 * 3600):
+                        kills, saving = seasonal(tasks, window, margin, days, half, a.young)
+                        share = saving / oracle
+                        if a.all:
+                            print(
+                                f"  seasonal: window {window:>2} margin {margin:.2f} days {days} "
+                                f"+-{half // 3600} h: {kills} kills, {share:.1%}"
+                            )
+                        if kills == 0 and (best is None or share > best[0]):
+                            best = (share, window, margin, days, half)
+        if best is None:
+            print("seasonal: no rule of the grid without a kill")
+        else:
+            share, window, margin, days, half = best
+            print(
+                f"seasonal, best without a kill: {share:.1%} of the oracle's (window {window} "
+                f"samples, margin {margin}, {days} days back, +-{half // 3600} h)"
+            )
 
 
 if __name__ == "__main__":
