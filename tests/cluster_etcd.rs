@@ -118,7 +118,7 @@ fn etcd_over_tls_needs_the_client_certificate() {
     std::fs::write(path("client.crt"), client_crt).expect("write");
     write_private(&path("client.key"), &client_key);
 
-    let (client_port, peer_port) = (free_port(), free_port());
+    let [client_port, peer_port] = free_ports::<2>();
     let log = path("etcd.log");
     let _etcd = Proc {
         child: std::process::Command::new(&bin)
@@ -742,7 +742,7 @@ fn killing_the_leader_then_an_etcd_member_keeps_shaping() {
     let creds = d.join("credentials.toml");
     let ta = register(d, &creds, "et-a", "team");
     let tb = register(d, &creds, "et-b", "team");
-    let (p1, p2) = (free_port(), free_port());
+    let [p1, p2] = free_ports::<2>();
     let mut replicas = [
         start_replica(d, "one", p1, &creds, &etcd.endpoints()),
         start_replica(d, "two", p2, &creds, &etcd.endpoints()),

@@ -5,7 +5,7 @@
 
 #![allow(dead_code)]
 
-use crate::loopback_common::{free_port, http_get, in_ci, tail, wait_until, Proc};
+use crate::loopback_common::{free_ports, http_get, in_ci, tail, wait_until, Proc};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -40,8 +40,9 @@ pub struct Etcd {
 
 impl Etcd {
     pub fn start(bin: &Path, dir: &Path) -> Self {
-        let client_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-        let peer_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let [c0, c1, c2, p0, p1, p2] = free_ports::<6>();
+        let client_ports = vec![c0, c1, c2];
+        let peer_ports = [p0, p1, p2];
         let cluster: Vec<String> = peer_ports
             .iter()
             .enumerate()

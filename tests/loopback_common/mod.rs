@@ -40,8 +40,16 @@ impl Drop for Proc {
 }
 
 pub fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
+    free_ports::<1>()[0]
+}
+
+/// `N` distinct free loopback ports: every listener is held until all are
+/// bound, so the kernel cannot hand out one port twice (taken one at a
+/// time, two members of one etcd cluster once got the same peer port).
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: [std::net::TcpListener; N] =
+        std::array::from_fn(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind"));
+    listeners.map(|l| l.local_addr().expect("addr").port())
 }
 
 /// Writes `text` to `path` with mode 0600 (token and credential files).
