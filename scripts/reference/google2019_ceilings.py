@@ -81,24 +81,29 @@ def hindsight_per_day(tasks, day=288):
     return total
 
 
-def online(tasks, window, margin, k, young):
+def scan(tasks, young, size):
+    """Kills and saving of a rule: the request for a task's first `young`
+    samples, then `min(request, size(peaks, times, t))`."""
     kills, total = 0, 0.0
-    for _, ps, rs, _ in tasks:
+    for _, ps, rs, ts in tasks:
         for t, (p, r) in enumerate(zip(ps, rs)):
-            if t < young:
-                alloc = r
-            else:
-                hist = ps[max(0, t - window) : t]
-                diffs = [b - a for a, b in zip(ps[max(0, t - 49) : t], ps[max(0, t - 48) : t])]
-                sd = 0.0
-                if len(diffs) >= 2:
-                    mean = sum(diffs) / len(diffs)
-                    sd = (sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)) ** 0.5
-                alloc = min(r, max(hist) * (1 + margin) + k * sd)
+            alloc = r if t < young else min(r, size(ps, ts, t))
             if p > alloc + 1e-12:
                 kills += 1
             total += r - alloc
     return kills, total
+
+
+def online(tasks, window, margin, k, young):
+    def size(ps, _ts, t):
+        diffs = [b - a for a, b in zip(ps[max(0, t - 49) : t], ps[max(0, t - 48) : t])]
+        sd = 0.0
+        if len(diffs) >= 2:
+            mean = sum(diffs) / len(diffs)
+            sd = (sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)) ** 0.5
+        return max(ps[max(0, t - window) : t]) * (1 + margin) + k * sd
+
+    return scan(tasks, young, size)
 
 
 DAY_US = 86_400_000_000
@@ -107,23 +112,17 @@ DAY_US = 86_400_000_000
 def seasonal(tasks, window, margin, days, half_window_s, young):
     """`online` with no std term, raised to the peaks around the same time
     of day on each of the last `days` days."""
-    kills, total = 0, 0.0
-    for _, ps, rs, ts in tasks:
-        for t, (p, r) in enumerate(zip(ps, rs)):
-            if t < young:
-                alloc = r
-            else:
-                top = max(ps[max(0, t - window) : t])
-                for d in range(1, days + 1):
-                    lo = bisect.bisect_left(ts, ts[t] - d * DAY_US - half_window_s * 1_000_000)
-                    hi = min(t, bisect.bisect_right(ts, ts[t] - d * DAY_US + half_window_s * 1_000_000))
-                    if hi > lo:
-                        top = max(top, max(ps[lo:hi]))
-                alloc = min(r, top * (1 + margin))
-            if p > alloc + 1e-12:
-                kills += 1
-            total += r - alloc
-    return kills, total
+
+    def size(ps, ts, t):
+        top = max(ps[max(0, t - window) : t])
+        for d in range(1, days + 1):
+            lo = bisect.bisect_left(ts, ts[t] - d * DAY_US - half_window_s * 1_000_000)
+            hi = min(t, bisect.bisect_right(ts, ts[t] - d * DAY_US + half_window_s * 1_000_000))
+            if hi > lo:
+                top = max(top, max(ps[lo:hi]))
+        return top * (1 + margin)
+
+    return scan(tasks, young, size)
 
 
 def first_touches(tasks, day=288, touch=0.99):
