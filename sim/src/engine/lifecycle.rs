@@ -283,6 +283,7 @@ impl Engine<'_> {
                 age_s = self.now - cc.started_s,
                 sample = cc.sample,
                 samples_observed = cc.fc.as_ref().map_or(0, |f| f.models.observed()),
+                age_samples = cc.fc.as_ref().map_or(0, |f| f.models.age_samples()),
                 warm = cc.warm,
                 alloc_mem_bytes = cc.alloc.mem_bytes,
                 peak_mem_bytes = cc.mem_peak,
