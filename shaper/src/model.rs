@@ -131,21 +131,16 @@ impl Application {
     /// Its size for the buffer rules, with `mem_bytes` its memory request
     /// as the caller summed it ([`Application::mem_request_bytes`], or 0
     /// when no rule reads it).
-    /// One pass over the components (`decide()` calls it for every
-    /// application every round).
     pub fn size(&self, mem_bytes: f64) -> AppSize {
-        let (core_components, all_alone) =
-            self.components.iter().fold((0, true), |(core, alone), c| {
-                (
-                    core + usize::from(c.class == Class::Core),
-                    alone && c.restarts_alone,
-                )
-            });
         AppSize {
             components: self.components.len(),
-            core_components,
+            core_components: self
+                .components
+                .iter()
+                .filter(|c| c.class == Class::Core)
+                .count(),
             mem_bytes,
-            restarts_alone: all_alone && !self.components.is_empty(),
+            restarts_alone: self.restarts_alone(),
         }
     }
 

@@ -624,10 +624,15 @@ mod tests {
             ..cfg
         };
         assert_eq!(sibling_hold_samples(&cfg, 300.0), 3);
-        let mut own = ComponentModels::build(req, last)
-            .expect("models")
-            .with_mem_hold(1)
-            .with_sibling_hold(3);
+        // held at recent peaks (1 sample) and, for 3 samples, at the
+        // siblings' mark
+        let fresh = || {
+            ComponentModels::build(req, last)
+                .expect("models")
+                .with_mem_hold(1)
+                .with_sibling_hold(3)
+        };
+        let mut own = fresh();
         for n in 1..=4 {
             own.observe(Some(0.1), 2e8, req);
             let (f, src) = own.forecast_with(1, req, &cfg, Some(&prior));
@@ -646,10 +651,7 @@ mod tests {
             },
             ..prior
         };
-        let mut own = ComponentModels::build(req, last)
-            .expect("models")
-            .with_mem_hold(1)
-            .with_sibling_hold(3);
+        let mut own = fresh();
         for n in 1..=8 {
             own.observe(Some(0.1), 2e8, req);
             let f = own
@@ -674,12 +676,6 @@ mod tests {
             };
             8
         ];
-        let fresh = || {
-            ComponentModels::build(req, last)
-                .expect("models")
-                .with_mem_hold(1)
-                .with_sibling_hold(3)
-        };
         let mut heir = fresh().inheriting(&history);
         assert_eq!((heir.observed(), heir.age_samples()), (8, 0));
         for n in 1..=8 {
