@@ -336,6 +336,53 @@ fn request_changes_move_the_baseline_allocation() {
 }
 
 #[test]
+fn an_empty_cluster_skips_its_rounds_to_the_next_start() {
+    // An application, then nothing for ~32 years (a damaged trace's far
+    // arrival and a run delayed as long): the engine goes from one start
+    // to the next instead of spinning through a round every 300 s.
+    const FAR_S: f64 = 1e9;
+    let mut delayed = comp(Class::Core, 1.0, 10.0, 1000.0, &[0.5], &[0.5]);
+    delayed.start_delay_s = FAR_S;
+    let wl = one_host(
+        4.0,
+        100.0,
+        vec![
+            app(
+                1,
+                100.0,
+                vec![comp(Class::Core, 1.0, 10.0, 1000.0, &[0.5], &[0.5])],
+            ),
+            app(
+                2,
+                FAR_S,
+                vec![
+                    comp(Class::Core, 1.0, 10.0, 1000.0, &[0.5], &[0.5]),
+                    delayed,
+                ],
+            ),
+        ],
+    );
+    let r = simulate(
+        &wl,
+        &cfg(Policy::Pessimistic, ForecasterSource::Oracle),
+        None,
+    )
+    .expect("run");
+    assert_eq!(r.summary.apps_completed, 2);
+    assert!(
+        (r.summary.turnaround_mean_s - (1000.0 + (FAR_S + 1000.0)) / 2.0).abs() < 1.0,
+        "{}",
+        r.summary.turnaround_mean_s
+    );
+    assert!(r.metrics.rounds < 50, "{} rounds", r.metrics.rounds);
+    assert!(r.metrics.timeline.len() < 50);
+    // The skipped time counts as an empty cluster in the time averages:
+    // 5 of 100 memory units used for ~3,000 s of ~2e9 s.
+    let used = r.summary.mean_used_mem_frac;
+    assert!(used > 0.0 && used < 1e-6, "{used}");
+}
+
+#[test]
 fn delayed_components_start_after_their_delay() {
     // Two runs of one task: the second starts 600 s after the first, as in
     // a Google 2019 job; the host has room for only one at a time.

@@ -72,15 +72,13 @@ use crate::DatasetError;
 use rand::{Rng, SeedableRng};
 use reader::{
     JobEvent, MachineEvent, MachineEventType, Table, TableReader, TaskEvent, TaskEventType,
-    TaskUsage, TimeUs,
+    TaskUsage, TimeUs, FAR_FUTURE_US,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Times at or above this are "after the trace window" markers, not real times.
-const FAR_FUTURE_US: TimeUs = 1 << 62;
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 const MIB: f64 = 1024.0 * 1024.0;
 

@@ -25,6 +25,15 @@ use std::path::{Path, PathBuf};
 /// time 0, events after it `i64::MAX`.
 pub type TimeUs = u64;
 
+/// Times at or above this are "after the trace window" markers (the trace
+/// writes `i64::MAX`), not real times.
+pub const FAR_FUTURE_US: TimeUs = 1 << 62;
+
+/// The latest real time a row may carry: 60 days (the 2011 trace spans 29
+/// days, starting 600 s in). A later time (short of the far-future marker)
+/// is a damaged row, and would make the replay simulate its decades.
+pub const MAX_TIME_US: TimeUs = 60 * 86_400 * 1_000_000;
+
 /// Task event types (task_events column 6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TaskEventType {
@@ -230,6 +239,19 @@ pub(crate) fn req_u64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<u64, S
     parse_u64_bytes(b).ok_or_else(|| bad(col, b, "a non-negative integer"))
 }
 
+/// A time column: within [`MAX_TIME_US`], or a far-future marker.
+fn req_time(r: &csv::ByteRecord, i: usize, col: &str) -> Result<TimeUs, String> {
+    let t = req_u64(r, i, col)?;
+    if t > MAX_TIME_US && t < FAR_FUTURE_US {
+        return Err(format!(
+            "{col}: {t} µs is past the trace's span (at most {MAX_TIME_US} µs, 60 days; \
+             events after the window are marked {})",
+            i64::MAX
+        ));
+    }
+    Ok(t)
+}
+
 #[inline]
 pub(crate) fn opt_u64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<u64>, String> {
     let b = field(r, i);
@@ -348,7 +370,7 @@ impl Table for TaskEvent {
     fn parse(r: &csv::ByteRecord) -> Result<Self, String> {
         let priority = req_u64(r, 8, "priority")?;
         Ok(TaskEvent {
-            time_us: req_u64(r, 0, "time")?,
+            time_us: req_time(r, 0, "time")?,
             missing_info: opt_small(r, 1, "missing info")?,
             job_id: req_u64(r, 2, "job ID")?,
             task_index: req_u64(r, 3, "task index")?,
@@ -380,7 +402,7 @@ impl Table for JobEvent {
     ];
     fn parse(r: &csv::ByteRecord) -> Result<Self, String> {
         Ok(JobEvent {
-            time_us: req_u64(r, 0, "time")?,
+            time_us: req_time(r, 0, "time")?,
             missing_info: opt_small(r, 1, "missing info")?,
             job_id: req_u64(r, 2, "job ID")?,
             event_type: task_event_type(r, 3, "event type")?,
@@ -405,7 +427,7 @@ impl Table for MachineEvent {
     fn parse(r: &csv::ByteRecord) -> Result<Self, String> {
         let code = req_u64(r, 2, "event type")?;
         Ok(MachineEvent {
-            time_us: req_u64(r, 0, "time")?,
+            time_us: req_time(r, 0, "time")?,
             machine_id: req_u64(r, 1, "machine ID")?,
             event_type: MachineEventType::from_code(code)
                 .ok_or_else(|| format!("event type: unknown machine event type {code}"))?,
@@ -442,8 +464,8 @@ impl Table for TaskUsage {
     ];
     fn parse(r: &csv::ByteRecord) -> Result<Self, String> {
         Ok(TaskUsage {
-            start_time_us: req_u64(r, 0, "start time")?,
-            end_time_us: req_u64(r, 1, "end time")?,
+            start_time_us: req_time(r, 0, "start time")?,
+            end_time_us: req_time(r, 1, "end time")?,
             job_id: req_u64(r, 2, "job ID")?,
             task_index: req_u64(r, 3, "task index")?,
             machine_id: req_u64(r, 4, "machine ID")?,
@@ -656,6 +678,30 @@ mod tests {
             }
         }
         (out, r.skipped())
+    }
+
+    #[test]
+    fn a_time_past_the_traces_span_is_an_error_the_far_future_marker_is_not() {
+        let (rows, _) = read_all::<TaskEvent>(
+            "9223372036854775807,,1,0,,4,u,0,9,0.1,0.1,0,0\n\
+             5184000000000,,1,0,,4,u,0,9,0.1,0.1,0,0\n\
+             1000000000000000,,1,0,,4,u,0,9,0.1,0.1,0,0\n",
+            false,
+        );
+        assert_eq!(rows[0].as_ref().expect("marker").time_us, i64::MAX as u64);
+        assert_eq!(rows[1].as_ref().expect("60 days").time_us, MAX_TIME_US);
+        let e = rows[2].as_ref().expect_err("31 years").to_string();
+        assert!(
+            e.contains("t.csv:3") && e.contains("time: 1000000000000000"),
+            "{e}"
+        );
+        // lenient: the damaged row is skipped and counted
+        let (rows, skipped) = read_all::<TaskUsage>(
+            "0,1000000000000000,1,0,2,0.1,0.1,0.1,0,0,0.1,0,0,0.1,0,1,0,1,0,0\n\
+             0,300000000,1,0,2,0.1,0.1,0.1,0,0,0.1,0,0,0.1,0,1,0,1,0,0\n",
+            true,
+        );
+        assert_eq!((rows.len(), skipped), (1, 1));
     }
 
     #[test]

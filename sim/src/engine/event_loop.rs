@@ -56,7 +56,7 @@ impl Engine<'_> {
                         });
                     }
                     if self.remaining_apps > 0 {
-                        let t = self.now + self.cfg.interval_s;
+                        let t = self.next_round_s();
                         self.push(t, EvKind::Round);
                     }
                 }
@@ -92,5 +92,36 @@ impl Engine<'_> {
         }
         self.m.wall_s = wall.elapsed().as_secs_f64();
         Ok(self.m)
+    }
+
+    /// When the next round runs: one interval on, or, when no component
+    /// runs or waits for room, the first round at or after the next event
+    /// (an arrival, a delayed start). Rounds over an empty cluster change
+    /// nothing, and a trace whose next start is years away would otherwise
+    /// spin through them one by one (growing the timeline). The skipped
+    /// rounds' time counts in the time-averaged metrics as they would
+    /// have: an empty cluster.
+    fn next_round_s(&mut self) -> f64 {
+        let i = self.cfg.interval_s;
+        let next = self.now + i;
+        let idle = self.elastic_wait.is_empty()
+            && self
+                .m
+                .timeline
+                .last()
+                .is_some_and(|p| p.running_components == 0 && p.queued_apps == 0);
+        let Some(event_s) = self.heap.peek().map(|e| e.0.t.0) else {
+            return next;
+        };
+        if !idle || !event_s.is_finite() || event_s <= next {
+            return next;
+        }
+        let t = self.now + ((event_s - self.now) / i).ceil() * i;
+        if self.cfg.max_time_s.is_some_and(|max| t - i > max) {
+            return next;
+        }
+        self.util_weight += (t - i - self.last_round_s).max(0.0);
+        self.last_round_s = t - i;
+        t
     }
 }

@@ -275,9 +275,14 @@ impl Engine<'_> {
     pub(super) fn oom_kill(&mut self, c: usize) {
         {
             let cc = &self.comps[c];
+            let shape = &self.wl.apps[cc.app as usize].components[cc.spec as usize]
+                .usage
+                .mem_bytes;
             tracing::debug!(
                 app = cc.app,
                 app_components = self.apps[cc.app as usize].n,
+                shape_offset = shape.offset,
+                shape_len = shape.values.len(),
                 component = c,
                 class = cc.class.as_str(),
                 age_s = self.now - cc.started_s,
