@@ -20,16 +20,26 @@ reports per job: the jump windows, and the share of the running siblings
 that take part (mean, and the share of jump windows in which every
 running sibling jumps).
 
+With `--gcd FILE` it reads instead the Google 2011 per-task series of
+GCD_VMs.tar.gz (../shared/data/google-2011/derived/: 1,600 files
+`GCD_VMs/vm_<job>_<task>`, one day of 288 5-minute samples of CPU and
+memory each, on one clock): 212 jobs with two tasks or more. Those files
+carry no request, so a task's memory is relative to its own peak over the
+day, as the pool's shapes are (and a jump is a rise by `--jump` of that
+peak). Many jobs: the per-job lines give way to a summary over jobs.
+
 It is an analysis, not a fixture: nothing in `cargo test` reads it.
 
     python3 scripts/reference/sibling_jumps.py \
-        [--dir ../shared/data/google-2019/instance_usage] [--jump 0.1] [--by-age]
+        [--dir ../shared/data/google-2019/instance_usage | --gcd FILE] \
+        [--jump 0.1] [--by-age]
 """
 
 import argparse
 import csv
 import glob
 import os
+import tarfile
 from collections import defaultdict
 
 WINDOW_US = 300_000_000
@@ -56,6 +66,27 @@ def load(directory):
     return jobs
 
 
+def load_gcd(path):
+    """{job: {task: {sample: memory / its peak}}} from GCD_VMs.tar.gz; jobs
+    with two tasks or more."""
+    jobs = defaultdict(dict)
+    with tarfile.open(path) as tar:
+        for m in tar.getmembers():
+            name = os.path.basename(m.name)
+            parts = name.split("_")
+            if not m.isfile() or len(parts) != 3 or parts[0] != "vm":
+                continue
+            mem = []
+            for line in tar.extractfile(m).read().decode().split("\n"):
+                f = line.split()
+                if len(f) >= 2:
+                    mem.append(float(f[1]))
+            peak = max(mem, default=0.0)
+            if peak > 0:
+                jobs[parts[1]][name] = {w: v / peak for w, v in enumerate(mem)}
+    return {j: t for j, t in jobs.items() if len(t) >= 2}
+
+
 def jumps(series, threshold, by_age):
     """(windows in which the task runs, windows in which it jumps), on the
     trace's clock or by age."""
@@ -74,16 +105,22 @@ def main():
     default = os.path.join(here, "..", "..", "..", "shared", "data", "google-2019", "instance_usage")
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", default=default)
+    ap.add_argument("--gcd", help="GCD_VMs.tar.gz (Google 2011 per-task series) instead of --dir")
     ap.add_argument("--jump", type=float, default=0.1)
     ap.add_argument("--by-age", action="store_true")
     a = ap.parse_args()
-    jobs = load(a.dir)
+    jobs = load_gcd(a.gcd) if a.gcd else load(a.dir)
     if not jobs:
-        raise SystemExit(f"{a.dir}: no task CSV under <job>/")
-    print(f"jump: a rise of the 5-minute peak by >= {a.jump} of the request; "
+        raise SystemExit(f"{a.gcd or a.dir}: no job with tasks")
+    scale = "its peak over the day" if a.gcd else "the request"
+    print(f"jump: a rise of the 5-minute peak by >= {a.jump} of {scale}; "
           f"windows aligned on {'each task age' if a.by_age else 'the trace clock'}")
+    all_shares, all_whole, job_means = [], 0, []
+    task_windows, task_jumps = 0, 0
     for job, tasks in sorted(jobs.items()):
         per = [jumps(s, a.jump, a.by_age) for s in tasks.values()]
+        task_windows += sum(len(r) for r, _ in per)
+        task_jumps += sum(len(j) for _, j in per)
         windows = sorted(set().union(*(j for _, j in per)))
         shares, whole = [], 0
         for w in windows:
@@ -91,13 +128,28 @@ def main():
             jump = sum(1 for r, j in per if w in j)
             shares.append(jump / run)
             whole += jump == run
+        all_shares += shares
+        all_whole += whole
         if windows:
             mean = sum(shares) / len(shares)
-            print(f"job {job}: {len(tasks)} tasks, {len(windows)} jump windows; "
-                  f"share of running siblings that jump: mean {mean:.2f}; "
-                  f"every sibling jumps in {whole} of {len(windows)}")
-        else:
+            job_means.append(mean)
+            if len(jobs) <= 20:
+                print(f"job {job}: {len(tasks)} tasks, {len(windows)} jump windows; "
+                      f"share of running siblings that jump: mean {mean:.2f}; "
+                      f"every sibling jumps in {whole} of {len(windows)}")
+        elif len(jobs) <= 20:
             print(f"job {job}: {len(tasks)} tasks, no jump")
+    if len(jobs) > 20 and all_shares:
+        job_means.sort()
+        tasks = sum(len(t) for t in jobs.values())
+        print(f"{len(jobs)} jobs ({tasks} tasks), {len(job_means)} with a jump, "
+              f"{len(all_shares)} jump windows; share of running siblings that jump: "
+              f"mean {sum(all_shares) / len(all_shares):.2f} over windows, "
+              f"median {job_means[len(job_means) // 2]:.2f} over jobs "
+              f"(quartiles {job_means[len(job_means) // 4]:.2f} - "
+              f"{job_means[3 * len(job_means) // 4]:.2f}); "
+              f"every sibling jumps in {all_whole} of {len(all_shares)} windows; "
+              f"by chance a task jumps in {task_jumps / task_windows:.3f} of its windows")
 
 
 if __name__ == "__main__":
