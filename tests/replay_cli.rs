@@ -202,3 +202,26 @@ fn replay_reads_a_config_file() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("intervall_s"));
 }
+
+/// `--pool-phase task` gives each pooled task a phase of its own: the same
+/// workload, other usage series (and `job`, the default, changes nothing).
+#[test]
+fn replay_pool_phase_moves_the_siblings_phases() {
+    let alloc = |phase: &[&str]| -> f64 {
+        let out = tailor()
+            .args(["replay", "--json", "--quiet", "--no-baseline"])
+            .args(phase)
+            .output()
+            .expect("run tailor");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        v["mem_alloc_gib_h"].as_f64().expect("mem_alloc_gib_h")
+    };
+    let default = alloc(&[]);
+    assert_eq!(alloc(&["--pool-phase", "job"]), default);
+    assert_ne!(alloc(&["--pool-phase", "task"]), default);
+}

@@ -15,7 +15,8 @@
 //!
 //! - **Shape** (job level): a pool entry and a starting phase are picked
 //!   from a hash of the job key and the seed; every task of the job uses the
-//!   same entry at the same phase.
+//!   same entry at the same phase ([`PoolPhase::Job`], the default), or
+//!   the same entry at a phase of its own ([`PoolPhase::Task`]).
 //! - **CPU** (with [`JobCoherence`]): `log(mean CPU / request)` = a job-level
 //!   draw from the job-mean quantiles + a task-level draw from the
 //!   within-job residual quantiles.
@@ -46,9 +47,25 @@ use crate::coherence::{log_components, variance_split, Ratio, TaskRatios};
 use crate::series::{detect_format, load_series, SeriesFormat};
 use crate::workload::{Resources, Shape, UsageSeries};
 use crate::DatasetError;
+use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
 use std::path::Path;
 use std::sync::Arc;
+
+/// How the tasks of a job are placed on their shared shape.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PoolPhase {
+    /// Every task replays the job's shape from the job's phase (the
+    /// issue's rule, the default): a jump of the shape is a jump of every
+    /// sibling at the same age.
+    #[default]
+    Job,
+    /// Every task replays the job's shape from a phase of its own: the
+    /// same usage character and level, jumps at different ages. Real
+    /// siblings sit between the two (`scripts/reference/sibling_jumps.py`).
+    Task,
+}
 
 /// Seconds between two samples of every series in the shipped pool and in
 /// the formats [`load_pool`] reads (all are 300 s series, except Alibaba's
@@ -427,13 +444,15 @@ impl UsagePool {
     /// The usage series of task `task_index` of the job keyed `job_key`
     /// (e.g. a hash of the job ID), with request `request`, derived
     /// deterministically from the keys and `seed` (see the module docs for
-    /// the rule: siblings share a shape and a usage/request level).
+    /// the rule: siblings share a shape and a usage/request level; with
+    /// [`PoolPhase::Task`] each starts it at a phase of its own).
     pub fn usage_for_task(
         &self,
         job_key: u64,
         task_index: u64,
         seed: u64,
         request: Resources,
+        phase: PoolPhase,
     ) -> UsageSeries {
         if self.series.is_empty() {
             return UsageSeries::new(
@@ -446,13 +465,17 @@ impl UsagePool {
         let hj = mix64(job_key ^ mix64(seed));
         let s = &self.series[(hj % self.series.len() as u64) as usize];
         let hj2 = mix64(hj);
-        let offset = (hj2 % s.cpu.len().max(1) as u64) as u32;
         let hj3 = mix64(hj2);
         let hj4 = mix64(hj3);
         let hj5 = mix64(hj4);
         // Task-level stream.
         let ht = mix64(hj5 ^ mix64(task_index.wrapping_add(0x7A5C)));
         let ht2 = mix64(ht);
+        let phase_key = match phase {
+            PoolPhase::Job => hj2,
+            PoolPhase::Task => mix64(ht2),
+        };
+        let offset = (phase_key % s.cpu.len().max(1) as u64) as u32;
         let q = RequestRatios::quantile;
         // (mean CPU ratio, mean memory ratio, peak factor)
         let (rc, rm, f) = match &self.ratios.job {
@@ -602,8 +625,8 @@ mod tests {
         let req = Resources::new(2.0, 1e9);
         for p in [pool(), coherent_pool()] {
             for key in 0..200u64 {
-                let u = p.usage_for_task(key, key % 3, 7, req);
-                assert_eq!(u, p.usage_for_task(key, key % 3, 7, req));
+                let u = p.usage_for_task(key, key % 3, 7, req, PoolPhase::Job);
+                assert_eq!(u, p.usage_for_task(key, key % 3, 7, req, PoolPhase::Job));
                 assert_eq!(u.mem_peak_bytes.is_some(), p.ratios.job.is_some());
                 for i in 0..10 {
                     let r = u.at(i as f64 * 300.0);
@@ -621,8 +644,8 @@ mod tests {
         let p = coherent_pool();
         let req = Resources::new(2.0, 1e9);
         for job in 0..50u64 {
-            let a = p.usage_for_task(job, 0, 3, req);
-            let b = p.usage_for_task(job, 1, 3, req);
+            let a = p.usage_for_task(job, 0, 3, req, PoolPhase::Job);
+            let b = p.usage_for_task(job, 1, 3, req, PoolPhase::Job);
             assert!(Arc::ptr_eq(&a.cpu_cores.values, &b.cpu_cores.values));
             assert_eq!(a.cpu_cores.offset, b.cpu_cores.offset);
             // Same peak factor (peak / mean where the mean is positive).
@@ -640,6 +663,30 @@ mod tests {
             let d = (level(&a) / level(&b)).ln().abs();
             assert!(d <= 0.1 + 1e-9, "job {job}: {d}");
         }
+    }
+
+    #[test]
+    fn with_task_phases_siblings_share_the_shape_and_level_but_not_the_phase() {
+        let p = coherent_pool();
+        let req = Resources::new(2.0, 1e9);
+        let mut differ = 0;
+        for job in 0..50u64 {
+            let j = |t| p.usage_for_task(job, t, 3, req, PoolPhase::Job);
+            let t = |t| p.usage_for_task(job, t, 3, req, PoolPhase::Task);
+            let (a, b) = (t(0), t(1));
+            assert!(Arc::ptr_eq(&a.mem_bytes.values, &b.mem_bytes.values));
+            // the same level as with the job's phase: only the phase moves
+            assert_eq!(
+                (a.mem_bytes.scale, a.mem_bytes.bias),
+                (j(0).mem_bytes.scale, j(0).mem_bytes.bias)
+            );
+            assert_eq!(a.cpu_cores.offset, a.mem_bytes.offset);
+            differ += usize::from(a.mem_bytes.offset != b.mem_bytes.offset);
+            assert_eq!(a, t(0), "deterministic");
+        }
+        // (the fixture's series are short: two phases often coincide; with
+        // the job's phase none differs)
+        assert!(differ >= 25, "{differ} of 50 jobs");
     }
 
     #[test]

@@ -415,7 +415,13 @@ pub fn generate_with(
                     },
                     request,
                     work_s,
-                    pool.usage_for_task(mix64(usage_key), i as u64, cfg.seed, request),
+                    pool.usage_for_task(
+                        mix64(usage_key),
+                        i as u64,
+                        cfg.seed,
+                        request,
+                        crate::pool::PoolPhase::Job,
+                    ),
                 )
             })
             .collect();

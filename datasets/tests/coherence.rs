@@ -92,7 +92,7 @@ fn independent_draws_lose_the_coherence() {
                     datasets::workload::Class::Core,
                     req,
                     1.0,
-                    pool.usage_for_task(job, t, 0, req),
+                    pool.usage_for_task(job, t, 0, req, datasets::pool::PoolPhase::Job),
                 );
                 (job, datasets::coherence::cycle_ratio(&c, true))
             })

@@ -2,6 +2,7 @@
 //! `bundled`, `google2011:DIR`, `google2019:DIR`, `synthetic:SEED[:APPS]`,
 //! `recorded:PATH`.
 
+use datasets::pool::PoolPhase;
 use std::path::PathBuf;
 
 use datasets::workload::{Resources, Workload};
@@ -124,13 +125,16 @@ impl WorkloadSource {
     }
 
     /// Builds the workload with every random choice drawn from `seed`
-    /// (see [`crate::seeds`]); identical to [`load`](Self::load) for
-    /// workloads that are not [`is_seeded`](Self::is_seeded).
-    pub fn load_seeded(&self, seed: u64) -> Result<Workload, SimError> {
+    /// (see [`crate::seeds`]) and the tasks of a pooled job placed on its
+    /// shape by `phase` (bundled and Google 2011 workloads); identical to
+    /// [`load`](Self::load) for workloads that are not
+    /// [`is_seeded`](Self::is_seeded).
+    pub fn load_seeded(&self, seed: u64, phase: PoolPhase) -> Result<Workload, SimError> {
         match self {
             WorkloadSource::Bundled => {
                 let cfg = datasets::google2011::Google2011Config {
                     seed,
+                    pool_phase: phase,
                     ..datasets::bundled::bundled_config()
                 };
                 let (mut wl, _) = datasets::bundled::bundled_workload_with(&cfg)?;
@@ -143,6 +147,7 @@ impl WorkloadSource {
                 let cfg = datasets::google2011::Google2011Config {
                     max_apps: *max_apps,
                     seed,
+                    pool_phase: phase,
                     ..Default::default()
                 };
                 let mut wl = datasets::google2011::build_workload(dir, &cfg)?;

@@ -5,12 +5,20 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::Context;
+use datasets::pool::PoolPhase;
 use datasets::workload::Workload;
 use forecaster::config::ModelKind;
 use shaper::Policy;
 use sim::{ForecasterSource, SimConfig, WorkloadSource};
 
 /// `--policy` values (the spellings of [`Policy`]).
+/// `--pool-phase` (see [`PoolPhase`]).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolPhaseArg {
+    Job,
+    Task,
+}
+
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PolicyArg {
     /// Allocation = request, no evictions (the reference run).
@@ -91,6 +99,14 @@ pub struct SimArgs {
     /// Multiply every host's capacity by F (< 1: a contended cluster).
     #[arg(long)]
     pub capacity_scale: Option<f64>,
+    /// Usage drawn from the pool (bundled and Google 2011 workloads):
+    /// every task of a job replays the job's shape from the job's phase
+    /// (`job`, the default: a jump of the shape is every sibling's at the
+    /// same age) or from a phase of its own (`task`: same shape and level,
+    /// jumps at different ages). Real siblings lie between the two
+    /// (README, Known gaps).
+    #[arg(long, value_enum, default_value = "job")]
+    pub pool_phase: PoolPhaseArg,
     /// Applications with fewer running components than N are small: their
     /// components' constant buffer is `[shaper] small_app_k1` (default
     /// 0.6) instead of K1 (overrides the config's `small_app_components`,
@@ -188,26 +204,25 @@ impl SimArgs {
 
     /// One workload per seed of [`seed_list`](Self::seed_list).
     pub fn seeded_workloads(&self, seeds: &[u64]) -> anyhow::Result<Vec<Workload>> {
-        seeds
-            .iter()
-            .map(|&s| self.workload_with_seed(Some(s)))
-            .collect()
+        seeds.iter().map(|&s| self.workload_with_seed(s)).collect()
     }
 
     /// Loads the workload named by `--workload` (with `seed`, see
     /// `WorkloadSource::load_seeded`), then applies `--max-apps`,
     /// `--stretch` and `--capacity-scale` in that order.
-    fn workload_with_seed(&self, seed: Option<u64>) -> anyhow::Result<Workload> {
+    fn workload_with_seed(&self, seed: u64) -> anyhow::Result<Workload> {
         let mut source: WorkloadSource = self.workload.parse()?;
         if let WorkloadSource::Google2011 { max_apps, .. } = &mut source {
             // Built from the trace's first N applications directly.
             *max_apps = self.max_apps;
         }
-        let loaded = match seed {
-            Some(s) => source.load_seeded(s),
-            None => source.load(),
+        let phase = match self.pool_phase {
+            PoolPhaseArg::Job => PoolPhase::Job,
+            PoolPhaseArg::Task => PoolPhase::Task,
         };
-        let mut wl = loaded.with_context(|| format!("loading workload {}", self.workload))?;
+        let mut wl = source
+            .load_seeded(seed, phase)
+            .with_context(|| format!("loading workload {}", self.workload))?;
         if let Some(n) = self.max_apps {
             sim::source::keep_first_apps(&mut wl, n);
         }

@@ -2,6 +2,7 @@
 //! its validation.
 
 use super::{GIB, MIB};
+use crate::pool::PoolPhase;
 use crate::workload::Resources;
 use serde::{Deserialize, Serialize};
 use tailor_core::ConfigErrors;
@@ -88,6 +89,9 @@ pub struct Google2011Config {
     /// Seed of every random choice (class hash, pool picks, sampled
     /// durations). Default 0.
     pub seed: u64,
+    /// Where the tasks of a job start the job's pool shape (usage from
+    /// the pool only). Default [`PoolPhase::Job`]: all at the job's phase.
+    pub pool_phase: PoolPhase,
     /// Workload name. Default: `google-2011:<directory name>`.
     pub name: Option<String>,
 }
@@ -107,6 +111,7 @@ impl Default for Google2011Config {
             max_apps: None,
             lenient: false,
             seed: 0,
+            pool_phase: PoolPhase::Job,
             name: None,
         }
     }

@@ -559,7 +559,13 @@ pub fn build_workload_from(
                     }
                     _ => {
                         report.usage_from_pool += 1;
-                        pool.usage_for_task(mix64(job), t.task_index, cfg.seed, t.request)
+                        pool.usage_for_task(
+                            mix64(job),
+                            t.task_index,
+                            cfg.seed,
+                            t.request,
+                            cfg.pool_phase,
+                        )
                     }
                 };
                 ComponentSpec::new(
