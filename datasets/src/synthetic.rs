@@ -26,7 +26,7 @@
 //! - Classes follow the same [`ClassRule`] as the trace builder (80% of
 //!   multi-task batch applications elastic, one core component each by
 //!   default). Usage series come from the usage pool
-//!   ([`crate::pool::UsagePool::usage_for`]), scaled to the request.
+//!   ([`crate::pool::UsagePool::usage_for_task`]), scaled to the request.
 
 use crate::google2011::reader::{JobEvent, TableReader, TaskEvent, TaskEventType};
 use crate::google2011::{

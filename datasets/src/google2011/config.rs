@@ -57,7 +57,7 @@ impl Default for ClassRule {
     }
 }
 
-/// Configuration of [`build_workload`]. Every field has a documented default.
+/// Configuration of [`build_workload`](super::build_workload). Every field has a documented default.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Google2011Config {
