@@ -2,9 +2,9 @@
 //! `bundled`, `google2011:DIR`, `google2019:DIR`, `synthetic:SEED[:APPS]`,
 //! `recorded:PATH`.
 
-use datasets::pool::PoolPhase;
 use std::path::PathBuf;
 
+use datasets::pool::PoolPhase;
 use datasets::workload::{Resources, Workload};
 
 use crate::SimError;
