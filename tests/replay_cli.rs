@@ -6,10 +6,11 @@ fn tailor() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tailor"))
 }
 
-#[test]
-fn replay_json_has_the_summary_fields() {
+/// `tailor replay --json --quiet ARGS`, which must succeed: its JSON.
+fn replay_json<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> serde_json::Value {
     let out = tailor()
-        .args(["replay", "--forecaster", "last", "--json", "--quiet"])
+        .args(["replay", "--json", "--quiet"])
+        .args(args)
         .output()
         .expect("run tailor");
     assert!(
@@ -17,7 +18,12 @@ fn replay_json_has_the_summary_fields() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+#[test]
+fn replay_json_has_the_summary_fields() {
+    let v = replay_json(&["--forecaster", "last"]);
     for key in [
         "policy",
         "forecaster",
@@ -56,19 +62,7 @@ fn replay_json_has_the_summary_fields() {
 /// sizing reclaims exactly the oracle's saving, and a buffered run less.
 #[test]
 fn replay_shows_the_saving_as_a_share_of_the_oracles() {
-    let run = |args: &[&str]| -> serde_json::Value {
-        let out = tailor()
-            .args(["replay", "--json", "--quiet"])
-            .args(args)
-            .output()
-            .expect("run tailor");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).expect("json")
-    };
+    let run = replay_json::<&str>;
     let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
     // The oracle's own sizing: no buffer, no size rule (`sim::oracle_of`).
     let oracle = run(&[
@@ -178,17 +172,11 @@ fn replay_reads_a_config_file() {
         "forecaster_source = \"oracle\"\n[shaper]\npolicy = \"optimistic\"\nk1 = 0.1\n",
     )
     .expect("write");
-    let out = tailor()
-        .args(["replay", "--json", "--no-baseline", "--quiet", "--config"])
-        .arg(&path)
-        .output()
-        .expect("run tailor");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v = replay_json(&[
+        std::ffi::OsStr::new("--no-baseline"),
+        "--config".as_ref(),
+        path.as_os_str(),
+    ]);
     assert_eq!(v["policy"], "optimistic");
     assert_eq!(v["forecaster"], "oracle");
     assert_eq!(v["k1"], 0.1);
@@ -208,17 +196,7 @@ fn replay_reads_a_config_file() {
 #[test]
 fn replay_pool_phase_moves_the_siblings_phases() {
     let alloc = |phase: &[&str]| -> f64 {
-        let out = tailor()
-            .args(["replay", "--json", "--quiet", "--no-baseline"])
-            .args(phase)
-            .output()
-            .expect("run tailor");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        let v = replay_json(&[&["--no-baseline"], phase].concat());
         v["mem_alloc_gib_h"].as_f64().expect("mem_alloc_gib_h")
     };
     let default = alloc(&[]);
