@@ -294,6 +294,11 @@ impl ComponentModels {
                     self.pending.mem.add_diff(mem, p);
                 }
                 self.last.1 = Some(mem);
+                // A new high: how far this sample rose above the held peak
+                // of the ones before it (pooled as the siblings' jump).
+                if self.mem_hold.is_on() && self.mem.observed() > 1 {
+                    self.pending.mem.add_jump(mem - self.mem_hold.max());
+                }
                 self.mem_hold.push(mem);
                 if let Some(t) = self.tracked.as_mut() {
                     t.peak_rel = Some(t.peak_rel.map_or(mem, |p| p.max(mem)));
@@ -390,6 +395,17 @@ impl ComponentModels {
         self.observed().saturating_sub(self.inherited_samples)
     }
 
+    /// How far `mem_rel` (a share of the request) is above the peak of
+    /// the held memory samples: the jump an OOM kill at that mark makes
+    /// ([`crate::prior::PriorBook::raise_mem_high`]); 0 without the hold.
+    pub fn jump_to(&self, mem_rel: f64) -> f64 {
+        if self.mem_hold.is_on() {
+            (mem_rel - self.mem_hold.max()).max(0.0)
+        } else {
+            0.0
+        }
+    }
+
     /// True once the models' own forecasts are used (they are warm and
     /// past `min_history_samples`).
     pub fn ready(&self, cfg: &ShaperConfig) -> bool {
@@ -435,8 +451,10 @@ impl ComponentModels {
         // Memory grows at once and shrinks only after it stayed lower for
         // the hold; a young component stays at least at its siblings'
         // high-water mark (an OOM kill is never the way to learn a peak),
-        // and one younger than a killed sibling was at its kill (plus the
-        // sibling hold) at least at that kill's mark.
+        // an older one at least its own held peak plus the largest new
+        // high a sibling made, within that mark (`sibling_jump`), and one
+        // younger than a killed sibling was at its kill (plus the sibling
+        // hold) at least at that kill's mark.
         let mut kill_hold = 0.0;
         if self.mem_hold.is_on() && !self.always_warm {
             let mut floor = self.mem_hold.max();
@@ -444,6 +462,8 @@ impl ComponentModels {
                 let n = self.age_samples();
                 if source == ForecastSource::Prior || n < self.sibling_hold {
                     floor = floor.max(p.mem.high);
+                } else if cfg.sibling_jump {
+                    floor = floor.max((floor + p.mem.jump).min(p.mem.high));
                 }
                 // through the sample it was killed in
                 let until = p.kill.age_samples.saturating_add(self.sibling_hold as u64);
@@ -521,6 +541,7 @@ mod tests {
             between_var: 0.01,
             within_var: 0.01,
             high: 0.0,
+            jump: 0.0,
         };
         let prior = RelPrior {
             cpu: level,
@@ -601,6 +622,7 @@ mod tests {
             between_var: 0.01,
             within_var: 0.01,
             high: 0.7,
+            jump: 0.0,
         };
         let prior = RelPrior {
             cpu: level,
@@ -708,5 +730,62 @@ mod tests {
             ..ShaperConfig::default()
         };
         assert_eq!(horizon_samples(&cfg, 10.0, 10.0), 6);
+    }
+
+    #[test]
+    fn past_the_sibling_hold_memory_keeps_room_for_the_siblings_largest_jump() {
+        let cfg = ShaperConfig {
+            min_history_samples: 1,
+            sibling_hold_s: 300.0,
+            ..ShaperConfig::default()
+        };
+        let req = Resources::new(1.0, 1e9);
+        // A jump is pooled as how far a sample rose above the held peak of
+        // the ones before it; the first sample is no jump.
+        let mut m = ComponentModels::build(req, last)
+            .expect("models")
+            .with_mem_hold(10);
+        for mem in [4e8, 3e8, 4.5e8, 3e8] {
+            m.observe(Some(0.1), mem, req);
+        }
+        assert!((m.take_pending().mem.jump - 0.05).abs() < 1e-12);
+        m.observe(Some(0.1), 7e8, req);
+        assert!((m.take_pending().mem.jump - 0.25).abs() < 1e-12);
+
+        let prior = |jump: f64| {
+            let level = crate::prior::Level {
+                mean: 0.3,
+                between_var: 0.01,
+                within_var: 0.01,
+                high: 0.8,
+                jump,
+            };
+            RelPrior {
+                cpu: level,
+                mem: level,
+                kill: Default::default(),
+            }
+        };
+        let mut own = ComponentModels::build(req, last)
+            .expect("models")
+            .with_mem_hold(10)
+            .with_sibling_hold(1);
+        own.observe(Some(0.1), 3e8, req);
+        own.observe(Some(0.1), 2e8, req);
+        let mem = |cfg: &ShaperConfig, jump: f64| {
+            let (f, src) = own.forecast_with(1, req, cfg, Some(&prior(jump)));
+            assert_eq!(src, ForecastSource::Own);
+            f.expect("own").mem.mean
+        };
+        // its own held peak (0.3), plus the siblings' largest jump...
+        assert!((mem(&cfg, 0.0) - 3e8).abs() < 1.0);
+        assert!((mem(&cfg, 0.2) - 5e8).abs() < 1.0);
+        // ...within the siblings' high-water mark
+        assert!((mem(&cfg, 0.9) - 8e8).abs() < 1.0);
+        let off = ShaperConfig {
+            sibling_jump: false,
+            ..cfg.clone()
+        };
+        assert!((mem(&off, 0.2) - 3e8).abs() < 1.0);
     }
 }

@@ -346,10 +346,11 @@ impl NodeModels {
         }
         let rel = crate::models::normalise(floor_bytes, live.request_mem_bytes);
         let age_samples = live.models.age_samples() as u64;
+        let jump = live.models.jump_to(rel);
         let settings = cfg.prior_settings();
         for k in &live.keys {
             self.prior
-                .raise_mem_high(k, rel, age_samples, now_s, &settings);
+                .raise_mem_high(k, rel, age_samples, jump, now_s, &settings);
         }
     }
 

@@ -24,6 +24,16 @@
 //! half-life`, where age is the time since the key last received a sample:
 //! an old prior is a less certain one.
 //!
+//! ## Sibling jumps
+//! Each component also reports its new highs: how far a memory sample rose
+//! above the peak of its own held samples before it (the memory hold,
+//! `[shaper] mem_hold_s`). A key keeps the largest, decayed towards 0 with
+//! the same half-life. Past its sibling hold, a component's memory forecast
+//! stays at least at its own held peak plus that jump, within the siblings'
+//! high-water mark (`[shaper] sibling_jump`): a rise one sibling made is one
+//! the others may make at their own time, since real siblings share only a
+//! fifth of their jumps (README, "Sibling jumps").
+//!
 //! ## How a prior hands over to the component's own model
 //! A component with `n` own samples (mean `x̄`, latest `x_n`) gets the
 //! normal-normal update of its level: precision `1/between + n/within`,
@@ -61,6 +71,11 @@ pub struct Moments {
     /// the book's half-life (see [`PriorBook::absorb`]); 0 when empty.
     #[serde(default)]
     pub hi: f64,
+    /// Largest new high: how far one member's sample rose above the peak
+    /// of its own held samples, decayed towards 0 with the book's
+    /// half-life; 0 when none rose.
+    #[serde(default)]
+    pub jump: f64,
 }
 
 impl Moments {
@@ -71,6 +86,13 @@ impl Moments {
             self.s1 += x;
             self.s2 += x * x;
             self.hi = self.hi.max(x);
+        }
+    }
+
+    /// Records that a member's sample rose `e` above its own held peak.
+    pub fn add_jump(&mut self, e: f64) {
+        if e.is_finite() && e > 0.0 {
+            self.jump = self.jump.max(e);
         }
     }
 
@@ -91,6 +113,7 @@ impl Moments {
         self.dw += o.dw;
         self.d2 += o.d2;
         self.hi = self.hi.max(o.hi);
+        self.jump = self.jump.max(o.jump);
     }
 
     /// Multiplies every weight by `f` (decay); the high-water mark moves
@@ -99,6 +122,7 @@ impl Moments {
         if let Some(m) = self.mean() {
             self.hi = m + (self.hi - m) * f;
         }
+        self.jump *= f;
         self.w *= f;
         self.s1 *= f;
         self.s2 *= f;
@@ -152,6 +176,8 @@ pub struct Level {
     /// The members' decayed high-water mark (largest sample; for memory,
     /// also the bumped allocation of an OOM kill).
     pub high: f64,
+    /// The members' decayed largest new high ([`Moments::jump`]).
+    pub jump: f64,
 }
 
 /// The largest OOM kill of a key's members: the allocation it left behind
@@ -323,12 +349,15 @@ impl<K: Hash + Eq + Clone> PriorBook<K> {
     /// to it, so its siblings and its next incarnation start at least
     /// there (the VPA records such a kill as a peak of the workload).
     /// `age_samples`: the samples the killed component had seen; the
-    /// key's [`KillMark`] keeps the largest mark and age.
+    /// key's [`KillMark`] keeps the largest mark and age. `jump_rel`: how
+    /// far the mark is above the component's own held peak, a jump of
+    /// the key ([`Moments::jump`]).
     pub fn raise_mem_high(
         &mut self,
         key: &K,
         mem_rel: f64,
         age_samples: u64,
+        jump_rel: f64,
         now_s: f64,
         s: &PriorSettings,
     ) {
@@ -337,6 +366,7 @@ impl<K: Hash + Eq + Clone> PriorBook<K> {
         }
         if let Some(e) = self.slot(key, now_s, s) {
             e.moments.mem.hi = e.moments.mem.hi.max(mem_rel);
+            e.moments.mem.add_jump(jump_rel);
             e.kill = e.kill.max(KillMark {
                 mem_rel,
                 age_samples,
@@ -391,11 +421,13 @@ fn entry_prior(e: &PriorEntry, now_s: f64, s: &PriorSettings) -> Option<RelPrior
             between_var: between * inflate,
             within_var: within * inflate,
             high: m.hi.max(mean),
+            jump: m.jump,
         };
         (mean.is_finite()
             && l.between_var.is_finite()
             && l.within_var.is_finite()
-            && l.high.is_finite())
+            && l.high.is_finite()
+            && l.jump.is_finite())
         .then_some(l)
     };
     Some(RelPrior {
@@ -514,6 +546,7 @@ mod tests {
             between_var: 0.01,
             within_var: 0.0025,
             high: 0.0,
+            jump: 0.0,
         };
         assert_eq!(blend(&prior, &Moments::default(), None), prior.predictive());
         let mut own = Moments::default();
@@ -533,6 +566,26 @@ mod tests {
     }
 
     #[test]
+    fn the_largest_jump_is_pooled_and_decays_to_nothing() {
+        let mut b: PriorBook<&str> = PriorBook::new();
+        for (x, jump) in [(0.2, 0.1), (0.6, 0.3)] {
+            let mut m = moments(&[x]);
+            m.mem.add_jump(jump);
+            m.mem.add_jump(-1.0);
+            m.mem.add_jump(f64::NAN);
+            b.join(&"app", 0.0, &S);
+            b.absorb(&"app", &m, 0.0, &S);
+        }
+        let p = b.prior(&["app"], 0.0, &S).expect("prior");
+        assert!((p.mem.jump - 0.3).abs() < 1e-12);
+        assert_eq!(p.cpu.jump, 0.0, "cpu jumps are not pooled");
+        // one half-life later, half of it
+        b.absorb(&"app", &moments(&[0.4]), 3600.0, &S);
+        let p = b.prior(&["app"], 3600.0, &S).expect("prior");
+        assert!((p.mem.jump - 0.15).abs() < 1e-12, "{}", p.mem.jump);
+    }
+
+    #[test]
     fn high_water_mark_decays_to_the_mean_and_rises_with_a_kill() {
         let mut b: PriorBook<&str> = PriorBook::new();
         for x in [0.2, 0.6] {
@@ -545,16 +598,16 @@ mod tests {
         b.absorb(&"app", &moments(&[0.4]), 3600.0, &S);
         let p = b.prior(&["app"], 3600.0, &S).expect("prior");
         assert!((p.mem.high - 0.5).abs() < 1e-12, "{}", p.mem.high);
-        b.raise_mem_high(&"app", 0.9, 5, 3600.0, &S);
+        b.raise_mem_high(&"app", 0.9, 5, 0.0, 3600.0, &S);
         let p = b.prior(&["app"], 3600.0, &S).expect("prior");
         assert!((p.mem.high - 0.9).abs() < 1e-12);
         assert!((p.cpu.high - 0.5).abs() < 1e-12, "cpu untouched");
-        b.raise_mem_high(&"app", f64::NAN, 9, 3600.0, &S);
+        b.raise_mem_high(&"app", f64::NAN, 9, 0.0, 3600.0, &S);
         assert!(b.prior(&["app"], 3600.0, &S).expect("prior").mem.high == 0.9);
         // The kill mark does not decay; a lower, older kill keeps the
         // larger mark and takes the larger age.
         b.absorb(&"app", &moments(&[0.4]), 36_000.0, &S);
-        b.raise_mem_high(&"app", 0.7, 8, 36_000.0, &S);
+        b.raise_mem_high(&"app", 0.7, 8, 0.0, 36_000.0, &S);
         let p = b.prior(&["app"], 36_000.0, &S).expect("prior");
         assert!(p.mem.high < 0.75, "{}", p.mem.high);
         let want = KillMark {

@@ -544,6 +544,43 @@ fn later_siblings_are_held_at_the_kill_mark_past_the_age_of_the_kill() {
 }
 
 #[test]
+fn an_older_sibling_keeps_room_for_the_rise_that_killed_a_younger_one() {
+    // Two elastic tasks of one job rise from 0.3 to 0.35 GiB for one
+    // sample, each at its own age: the first (started with the job) at its
+    // 7th sample, the second (started 300 s later) at its 13th. `last`
+    // with no buffer kills the first at its rise. The second is then
+    // older than the first was at its kill, so the kill hold has let it go
+    // by the time it rises, and it dies there too. With `sibling_jump` the
+    // kill is a jump of the job (its mark, 0.3 GiB + 100 MiB, above the
+    // killed task's own peak): the second keeps that much room above its
+    // own peak and passes.
+    let gib = f64::from(1u32 << 30);
+    let rise_at = |i: usize| {
+        let mut m = vec![0.3f32; 20];
+        m[i] = 0.35;
+        m
+    };
+    let first = comp(Class::Elastic, 1.0, gib, 6000.0, &[0.5], &rise_at(6));
+    let mut second = comp(Class::Elastic, 1.0, gib, 6000.0, &[0.5], &rise_at(12));
+    second.start_delay_s = 300.0;
+    let core = comp(Class::Core, 1.0, gib, 6000.0, &[0.5], &[0.3]);
+    let wl = one_host(
+        16.0,
+        16.0 * gib,
+        vec![app(1, 0.0, vec![core, first, second])],
+    );
+    let mut c = last_no_buffer();
+    c.shaper.sibling_hold_s = 0.0;
+    c.shaper.sibling_jump = false;
+    let alone = simulate(&wl, &c, None).expect("run").summary;
+    assert_eq!(alone.oom_kills, 2, "{alone:?}");
+    c.shaper.sibling_jump = true;
+    let jump = simulate(&wl, &c, None).expect("run").summary;
+    assert_eq!(jump.oom_kills, 1, "{jump:?}");
+    assert_eq!(jump.apps_completed, 1, "{jump:?}");
+}
+
+#[test]
 fn a_restarted_component_starts_from_its_own_history() {
     // The spike kills the three elastic tasks at their 7th sample; each
     // re-runs from its start. The next run's models are rebuilt from the

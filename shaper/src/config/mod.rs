@@ -29,7 +29,8 @@
 //! prior_half_life_s = 21600.0      #   pooled samples decay with this half-life
 //! prior_max_keys = 1000000
 //! mem_hold_s = 86400.0             # memory shrinks only below the peak of the last day
-//! sibling_hold_s = 1200.0          # own-model components: at least their siblings' peak this long
+//! sibling_hold_s = 1200.0          # own-model components: at least their siblings' peak this long,
+//! sibling_jump = true              #   then their own peak + the siblings' largest new high
 //! mem_shrink_max_fraction = 1.0    # a memory shrink takes at most this share of the limit a round
 //! oom_bump_bytes = 104857600       # OOM floor: max(L + bump, L * factor)
 //! oom_bump_factor = 1.2
@@ -335,8 +336,9 @@ pub struct ShaperConfig {
     /// memory forecast never falls below its siblings' and predecessors'
     /// high-water mark (see [`crate::prior`]), even once its own model is
     /// warm: a model that has seen an hour of a task may not have seen its
-    /// peak yet. Needs the memory hold (`mem_hold_s > 0`). Default 0: only
-    /// while the component is sized from its prior. A trace-dependent
+    /// peak yet. Needs the memory hold (`mem_hold_s > 0`). 0: only while
+    /// the component is sized from its prior. Default 1,200 s (README,
+    /// "Defaults"). A trace-dependent
     /// trade (see the README): on Google 2011 parts 0-3 (`peak`, K1 = 0.3,
     /// K2 = 0) 7,200 s cuts the failed apps from 0.28% to 0.09% and
     /// reclaims 76,945 GiB-h instead of 70,660 (fewer re-runs); on the
@@ -344,6 +346,15 @@ pub struct ShaperConfig {
     /// everything for the slice's whole length and the frontier's best
     /// at a 1% budget falls from 578.2 to 336.3 GiB-h.
     pub sibling_hold_s: f64,
+    /// After the sibling hold, a component's memory forecast never falls
+    /// below its own held peak plus its siblings' largest new high (how
+    /// far one of them rose above its own held peak, decayed with
+    /// `prior_half_life_s`), capped at the siblings' high-water mark (see
+    /// [`crate::prior`], "Sibling jumps"). A jump one sibling made is one
+    /// the others may make at their own time: siblings share a fifth of
+    /// their jumps on Google 2011's per-task series, not all of them.
+    /// Needs the memory hold. Default true (README, "Sibling jumps").
+    pub sibling_jump: bool,
     /// A memory shrink takes at most this fraction of the current
     /// allocation in one round (growths are never held back). Default 1.0:
     /// a shrink goes to its target at once (the memory hold already waits
@@ -385,6 +396,7 @@ impl Default for ShaperConfig {
             prior_max_keys: 1_000_000,
             mem_hold_s: 86_400.0,
             sibling_hold_s: 1200.0,
+            sibling_jump: true,
             mem_shrink_max_fraction: 1.0,
         }
     }
@@ -436,7 +448,7 @@ pub fn weighted_median(xs: &mut [f64]) -> f64 {
 
 impl ShaperConfig {
     /// One constant buffer for every component, as in the thesis: K1 = 0.3,
-    /// K2 = 3, no application-size rule and no sibling hold; every other
+    /// K2 = 3, no application-size rule, no sibling hold or jump; every other
     /// setting at its default. These were the shipped defaults until the
     /// frontiers showed the size rules' gain (README, "Defaults"); the
     /// unit tests whose arithmetic assumes one K1 for all pin it.
@@ -449,6 +461,7 @@ impl ShaperConfig {
             app_mem_ref_rel: 0.0,
             app_k1_slope: 0.25,
             sibling_hold_s: 0.0,
+            sibling_jump: false,
             ..Self::default()
         }
     }

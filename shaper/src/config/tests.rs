@@ -27,6 +27,7 @@ fn default_is_valid_and_documented_values() {
     );
     assert!(c.app_mem_rule());
     assert_eq!((c.sibling_hold_s, c.mem_hold_s), (1200.0, 86_400.0));
+    assert!(c.sibling_jump);
     assert_eq!(c.grace_period_s, 600.0);
     assert_eq!(c.max_evictions_per_round, None);
     // The thesis's form: one K1/K2 for every component, no size rule.
@@ -36,6 +37,7 @@ fn default_is_valid_and_documented_values() {
         (u.k1, u.k2, u.small_app_components, u.sibling_hold_s),
         (0.3, 3.0, 0, 0.0)
     );
+    assert!(!u.sibling_jump);
     assert!(!u.app_mem_rule());
 }
 

@@ -317,18 +317,13 @@ impl Engine<'_> {
             let settings = self.shaper.prior_settings();
             let prio = self.wl.apps[self.comps[c].app as usize].priority;
             let keys = prior_keys(c, &self.comps[c], prio);
-            let age_samples = self.comps[c]
-                .fc
-                .as_ref()
-                .map_or(0, |f| f.models.age_samples() as u64);
+            let rel = floor.mem_bytes / req;
+            let (age_samples, jump) = self.comps[c].fc.as_ref().map_or((0, 0.0), |f| {
+                (f.models.age_samples() as u64, f.models.jump_to(rel))
+            });
             for k in &keys[..2] {
-                self.prior.raise_mem_high(
-                    k,
-                    floor.mem_bytes / req,
-                    age_samples,
-                    self.now,
-                    &settings,
-                );
+                self.prior
+                    .raise_mem_high(k, rel, age_samples, jump, self.now, &settings);
             }
         }
         if self.comps[c].warm {
