@@ -296,8 +296,9 @@ impl ComponentModels {
                 self.last.1 = Some(mem);
                 // A new high: how far this sample rose above the held peak
                 // of the ones before it (pooled as the siblings' jump).
-                if self.mem_hold.is_on() && self.mem.observed() > 1 {
-                    self.pending.mem.add_jump(mem - self.mem_hold.max());
+                if self.mem.observed() > 1 {
+                    let jump = self.jump_to(mem);
+                    self.pending.mem.add_jump(jump);
                 }
                 self.mem_hold.push(mem);
                 if let Some(t) = self.tracked.as_mut() {
@@ -396,8 +397,9 @@ impl ComponentModels {
     }
 
     /// How far `mem_rel` (a share of the request) is above the peak of
-    /// the held memory samples: the jump an OOM kill at that mark makes
-    /// ([`crate::prior::PriorBook::raise_mem_high`]); 0 without the hold.
+    /// the held memory samples: the jump a sample or an OOM kill at that
+    /// mark makes ([`crate::prior::PriorBook::raise_mem_high`]); 0 without
+    /// the hold.
     pub fn jump_to(&self, mem_rel: f64) -> f64 {
         if self.mem_hold.is_on() {
             (mem_rel - self.mem_hold.max()).max(0.0)

@@ -513,30 +513,46 @@ mod tests {
         // `a` is OOM-killed after 4 samples at a 1 GiB limit (floor 1.2
         // GiB); `b`, of the same application, starts later: its memory is
         // sized from the floor through 4 samples of its own (no sibling
-        // hold here), then from its own forecast alone.
-        let cfg = ShaperConfig {
-            sibling_hold_s: 0.0,
-            ..cfg()
-        };
-        let mut m = NodeModels::new(model(), &cfg, 10.0);
-        for t in 0..4 {
-            m.observe(
-                &sample("a", "web-1", "web", 0.5),
-                f64::from(t) * 10.0,
-                1,
-                &cfg,
-            )
-            .expect("models");
-        }
-        m.oom_kill("a", GIB, 1.2 * GIB, 40.0, &cfg);
-        for n in 1..=6 {
-            let now_s = 40.0 + f64::from(n) * 10.0;
-            let f = m
-                .observe(&sample("b", "web-2", "web", 0.5), now_s, 1, &cfg)
+        // hold here), then from its own forecast alone, which keeps room
+        // for the kill's rise above `a`'s own peak (0.55 GiB to the 1.2 GiB
+        // floor) above its own 0.55 GiB peak with `sibling_jump`.
+        for jump in [true, false] {
+            let cfg = ShaperConfig {
+                sibling_hold_s: 0.0,
+                sibling_jump: jump,
+                ..cfg()
+            };
+            let mut m = NodeModels::new(model(), &cfg, 10.0);
+            for t in 0..4 {
+                m.observe(
+                    &sample("a", "web-1", "web", 0.5),
+                    f64::from(t) * 10.0,
+                    1,
+                    &cfg,
+                )
                 .expect("models");
-            let hold = f.forecast.expect("forecast").mem_hold_bytes;
-            let want = if n <= 4 { 1.2 * GIB } else { 0.0 };
-            assert!((hold - want).abs() < 1e3, "sample {n}: {hold}");
+            }
+            m.oom_kill("a", GIB, 1.2 * GIB, 40.0, &cfg);
+            for n in 1..=6 {
+                let now_s = 40.0 + f64::from(n) * 10.0;
+                let f = m
+                    .observe(&sample("b", "web-2", "web", 0.5), now_s, 1, &cfg)
+                    .expect("models")
+                    .forecast
+                    .expect("forecast");
+                let hold = f.mem_hold_bytes;
+                let want = if n <= 4 { 1.2 * GIB } else { 0.0 };
+                assert!((hold - want).abs() < 1e3, "sample {n}: {hold}");
+                if n > 4 {
+                    let want = if jump { 1.2 * GIB } else { 0.55 * GIB };
+                    // (the priors decay a little in 50 s)
+                    assert!(
+                        (f.mem.mean - want).abs() < 0.01 * GIB,
+                        "{jump} {n}: {}",
+                        f.mem.mean / GIB
+                    );
+                }
+            }
         }
     }
 
