@@ -25,8 +25,9 @@
 //! an old prior is a less certain one.
 //!
 //! ## Sibling jumps
-//! Each component also reports its new highs: how far a memory sample rose
-//! above the peak of its own held samples before it (the memory hold,
+//! Each component also reports its new highs: how far a memory sample (or
+//! the mark of its OOM kill, [`PriorBook::raise_mem_high`]) rose above the
+//! peak of its own held samples before it (the memory hold,
 //! `[shaper] mem_hold_s`). A key keeps the largest, decayed towards 0 with
 //! the same half-life. Past its sibling hold, a component's memory forecast
 //! stays at least at its own held peak plus that jump, within the siblings'
