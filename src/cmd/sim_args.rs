@@ -11,14 +11,14 @@ use forecaster::config::ModelKind;
 use shaper::Policy;
 use sim::{ForecasterSource, SimConfig, WorkloadSource};
 
-/// `--policy` values (the spellings of [`Policy`]).
-/// `--pool-phase` (see [`PoolPhase`]).
+/// `--pool-phase` values (the spellings of [`PoolPhase`]).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PoolPhaseArg {
     Job,
     Task,
 }
 
+/// `--policy` values (the spellings of [`Policy`]).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PolicyArg {
     /// Allocation = request, no evictions (the reference run).
