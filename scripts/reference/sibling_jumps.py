@@ -178,6 +178,9 @@ def main():
         if not shapes:
             raise SystemExit(f"{a.pool}: no series")
         sizes = [len(t) for t in jobs.values()]
+        rises = [sum(1 for x, y in zip(m, m[1:]) if y - x >= a.jump) / (len(m) - 1) for m in shapes]
+        print(f"pool {a.pool}: {len(shapes)} shapes; a shape jumps in {sum(rises) / len(rises):.3f} "
+              f"of its windows on average")
         for share in (float(x) for x in a.share.split(",")):
             means = []
             for draw in range(a.draws):
