@@ -9,6 +9,7 @@
 //! binary, empty) instead of failing on it.
 
 use crate::alibaba2018::{ContainerMeta, ContainerUsage, MachineMeta};
+use crate::alibaba_gpu::{format_of_header, AlibabaGpuFormat, DlrmInstance, OpenbNode, OpenbPod};
 use crate::bitbrains::VmSample;
 use crate::google2011::reader::{JobEvent, MachineEvent, Table, TableReader, TaskEvent, TaskUsage};
 use crate::google2019::InstanceUsage;
@@ -34,6 +35,12 @@ pub enum TableKind {
     AlibabaContainerUsage,
     AlibabaContainerMeta,
     AlibabaMachineMeta,
+    /// Alibaba gpu-v2025 `disaggregated_DLRM_trace.csv`.
+    AlibabaGpuInstances,
+    /// Alibaba gpu-v2023 `openb_pod_list_*.csv`.
+    AlibabaGpuPods,
+    /// Alibaba gpu-v2023 `openb_node_list_all_node.csv`.
+    AlibabaGpuNodes,
     BitbrainsVm,
     /// Anything [`crate::series::load_series`] reads (GCD_VMs archive,
     /// Google 2011 derived series, plain CSV).
@@ -60,6 +67,9 @@ impl TableKind {
             TableKind::AlibabaContainerUsage => "alibaba-2018 container_usage",
             TableKind::AlibabaContainerMeta => "alibaba-2018 container_meta",
             TableKind::AlibabaMachineMeta => "alibaba-2018 machine_meta",
+            TableKind::AlibabaGpuInstances => "alibaba gpu-v2025 instance list",
+            TableKind::AlibabaGpuPods => "alibaba gpu-v2023 pod list",
+            TableKind::AlibabaGpuNodes => "alibaba gpu-v2023 node list",
             TableKind::BitbrainsVm => "bitbrains vm",
             TableKind::Series => "usage series",
             TableKind::UsagePool => "tailor usage-series pool",
@@ -79,6 +89,9 @@ impl TableKind {
             "container_usage" => TableKind::AlibabaContainerUsage,
             "container_meta" => TableKind::AlibabaContainerMeta,
             "machine_meta" => TableKind::AlibabaMachineMeta,
+            "gpu_instances" => TableKind::AlibabaGpuInstances,
+            "gpu_pods" => TableKind::AlibabaGpuPods,
+            "gpu_nodes" => TableKind::AlibabaGpuNodes,
             "bitbrains" => TableKind::BitbrainsVm,
             "series" => TableKind::Series,
             "usage_pool" => TableKind::UsagePool,
@@ -170,6 +183,12 @@ fn sniff(path: &Path) -> Result<Option<(TableKind, Option<String>)>, DatasetErro
 fn detect(path: &Path) -> Result<(TableKind, Option<String>), DatasetError> {
     if let Some(found) = sniff(path)? {
         return Ok(found);
+    }
+    match format_of_header(&first_line(path, 4096)?) {
+        Some(AlibabaGpuFormat::GpuV2025) => return Ok((TableKind::AlibabaGpuInstances, None)),
+        Some(AlibabaGpuFormat::GpuV2023) => return Ok((TableKind::AlibabaGpuPods, None)),
+        Some(AlibabaGpuFormat::GpuV2023Nodes) => return Ok((TableKind::AlibabaGpuNodes, None)),
+        None => {}
     }
     let p = path.to_string_lossy().to_lowercase();
     for (needle, kind) in [
@@ -477,6 +496,51 @@ pub fn inspect(
             a.value("CPUs", m.cpu_num);
             a.value("memory size (normalised %)", m.mem_size);
         })?,
+        TableKind::AlibabaGpuInstances => scan::<DlrmInstance>(path, lenient, &mut acc, |a, i| {
+            for t in [i.creation_time_s, i.scheduled_time_s, i.deletion_time_s]
+                .into_iter()
+                .flatten()
+            {
+                a.time(t);
+            }
+            a.distinct("apps", i.app_name.as_bytes());
+            a.count("role", i.role.unwrap_or_else(|| "(none)".into()));
+            a.count(
+                "times",
+                match (i.creation_time_s, i.deletion_time_s) {
+                    (None, None) => "before start, after end",
+                    (None, Some(_)) => "before start",
+                    (Some(_), None) => "after end",
+                    (Some(_), Some(_)) => "within the trace",
+                },
+            );
+            a.value("CPU request (vCPU)", Some(i.cpu_request));
+            a.value("memory request (GiB)", Some(i.memory_request_gib));
+            a.value("GPU request", i.gpu_request);
+        })?,
+        TableKind::AlibabaGpuPods => scan::<OpenbPod>(path, lenient, &mut acc, |a, p| {
+            for t in [p.creation_time_s, p.scheduled_time_s, p.deletion_time_s]
+                .into_iter()
+                .flatten()
+            {
+                a.time(t);
+            }
+            a.count("qos", p.qos.as_str());
+            a.count("pod phase", p.pod_phase.unwrap_or_else(|| "(none)".into()));
+            a.value("CPU request (cores)", Some(p.cpu_milli / 1000.0));
+            a.value("memory request (MiB)", Some(p.memory_mib));
+            a.value("GPUs", p.num_gpu);
+            if let Some(c) = p.creation_time_s {
+                a.value("lifetime (s)", p.deletion_time_s.map(|d| d - c));
+            }
+        })?,
+        TableKind::AlibabaGpuNodes => scan::<OpenbNode>(path, lenient, &mut acc, |a, n| {
+            a.distinct("nodes", n.sn.as_bytes());
+            a.count("GPU model", n.model.unwrap_or_else(|| "(none)".into()));
+            a.value("CPU capacity (cores)", Some(n.cpu_milli / 1000.0));
+            a.value("memory capacity (MiB)", Some(n.memory_mib));
+            a.value("GPUs", n.gpu);
+        })?,
         TableKind::BitbrainsVm => scan::<VmSample>(path, lenient, &mut acc, |a, v| {
             a.time(v.time_s as f64);
             a.count("CPU cores", v.cpu_cores.to_string());
@@ -654,6 +718,42 @@ mod tests {
             text.contains("rows: 2663") && text.contains("event type: "),
             "{text}"
         );
+    }
+
+    #[test]
+    fn inspects_the_alibaba_gpu_slices() {
+        let dir = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../data/alibaba-gpu-slice"
+        ));
+        let s = inspect(
+            &dir.join("gpu-v2025/disaggregated_DLRM_trace.csv"),
+            None,
+            false,
+        )
+        .expect("instances");
+        assert_eq!(s.table, TableKind::AlibabaGpuInstances);
+        assert_eq!((s.rows, s.distinct["apps"]), (314, 9));
+        assert_eq!(s.time_span_s.map(|t| t.1), Some(172_246.0));
+        assert_eq!(s.counts["times"].values().sum::<u64>(), 314);
+        let s = inspect(
+            &dir.join("gpu-v2023/openb_pod_list_default.csv"),
+            None,
+            false,
+        )
+        .expect("pods");
+        assert_eq!(s.table, TableKind::AlibabaGpuPods);
+        assert_eq!(s.rows, 200);
+        assert_eq!(s.counts["qos"].len(), 4);
+        let s = inspect(
+            &dir.join("gpu-v2023/openb_node_list_all_node.csv"),
+            None,
+            false,
+        )
+        .expect("nodes");
+        assert_eq!(s.table, TableKind::AlibabaGpuNodes);
+        assert_eq!((s.rows, s.distinct["nodes"]), (1523, 1523));
+        assert!(s.to_string().contains("alibaba gpu-v2023 node list"));
     }
 
     #[test]

@@ -10,6 +10,9 @@
 //!   (siblings coherently, as measured by [`coherence`]).
 //! - [`google2019`]: also the Google 2019 per-task workload builder
 //!   ([`google2019::build_workload`]).
+//! - [`alibaba_gpu`]: the Alibaba GPU-cluster instance and pod lists
+//!   (gpu-v2025, gpu-v2023; requests and lifetimes, usage from the pool)
+//!   and their workload builder ([`alibaba_gpu::build_workload`]).
 //! - [`bundled`]: the default workload embedded in the binary
 //!   ([`bundled_workload`]).
 //! - [`synthetic`]: the seeded thesis-style generator ([`synthetic::generate`]).
@@ -26,6 +29,7 @@
 //! ```
 
 pub mod alibaba2018;
+pub mod alibaba_gpu;
 pub mod bitbrains;
 pub mod bundled;
 pub mod coherence;

@@ -80,7 +80,8 @@ pub struct SimConfig {
     /// `application` (the thesis: a core component's kill re-runs its
     /// application from its start) or `component` (the component alone
     /// restarts and continues its usage where it was stopped). Default: absent = the workload's own
-    /// (Google 2019 tasks restart alone, every other workload re-runs).
+    /// (Google 2019 tasks and Alibaba gpu-v2025 instances restart alone,
+    /// every other workload re-runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oom_restart: Option<OomRestart>,
     /// Update forecasters in parallel. Default true (results identical).

@@ -3,7 +3,8 @@
 //!
 //! A workload's random choices (the synthetic generator; for Google 2011
 //! workloads, the bundled slice included, the class hash, the usage-pool
-//! draws and the sampled durations) all derive from one seed. Run `i` of
+//! draws and the sampled durations; for Alibaba GPU workloads, the
+//! usage-pool draws) all derive from one seed. Run `i` of
 //! `N` (i = 0..N) uses seed `base + i`, where `base` is the `SEED` of
 //! `synthetic:SEED` or the configuration's `seed` (default 0) for the
 //! others. The engine draws no random number (placement ties are broken by

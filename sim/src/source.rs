@@ -1,6 +1,6 @@
 //! Workload sources named on the command line:
-//! `bundled`, `google2011:DIR`, `google2019:DIR`, `synthetic:SEED[:APPS]`,
-//! `recorded:PATH`.
+//! `bundled`, `google2011:DIR`, `google2019:DIR`, `alibaba-gpu:PATH`,
+//! `synthetic:SEED[:APPS]`, `recorded:PATH`.
 
 use std::path::PathBuf;
 
@@ -25,6 +25,11 @@ pub enum WorkloadSource {
     /// instance_usage task CSV under DIR (e.g.
     /// `../shared/data/google-2019/instance_usage`), jobs as applications.
     Google2019 { dir: PathBuf },
+    /// `datasets::alibaba_gpu::build_workload(PATH)`: an Alibaba GPU-cluster
+    /// instance or pod list (gpu-v2025 `disaggregated_DLRM_trace.csv`,
+    /// gpu-v2023 `openb_pod_list_*.csv`), or a directory of them; usage
+    /// drawn from the pool.
+    AlibabaGpu { path: PathBuf },
     /// The thesis-style synthetic generator.
     Synthetic { seed: u64, apps: Option<usize> },
     /// An agent recording (`[record]` in agent.toml).
@@ -38,7 +43,7 @@ impl std::str::FromStr for WorkloadSource {
             SimError::Config(ConfigErrors::single(
                 "workload",
                 format!(
-                    "{why} in {s:?} (expected bundled, google2011:DIR, google2019:DIR, synthetic:SEED[:APPS] or recorded:PATH)"
+                    "{why} in {s:?} (expected bundled, google2011:DIR, google2019:DIR, alibaba-gpu:PATH, synthetic:SEED[:APPS] or recorded:PATH)"
                 ),
             ))
         };
@@ -60,6 +65,14 @@ impl std::str::FromStr for WorkloadSource {
             }
             return Ok(WorkloadSource::Google2019 {
                 dir: PathBuf::from(dir),
+            });
+        }
+        if let Some(path) = s.strip_prefix("alibaba-gpu:") {
+            if path.is_empty() {
+                return Err(bad("missing path"));
+            }
+            return Ok(WorkloadSource::AlibabaGpu {
+                path: PathBuf::from(path),
             });
         }
         if let Some(path) = s.strip_prefix("recorded:") {
@@ -104,13 +117,14 @@ impl std::str::FromStr for WorkloadSource {
 
 impl WorkloadSource {
     /// Whether building the workload draws random numbers (from a seed):
-    /// the bundled slice, Google 2011 and synthetic workloads do; Google
-    /// 2019 and recorded ones do not.
+    /// the bundled slice, Google 2011, Alibaba GPU (usage from the pool)
+    /// and synthetic workloads do; Google 2019 and recorded ones do not.
     pub fn is_seeded(&self) -> bool {
         matches!(
             self,
             WorkloadSource::Bundled
                 | WorkloadSource::Google2011 { .. }
+                | WorkloadSource::AlibabaGpu { .. }
                 | WorkloadSource::Synthetic { .. }
         )
     }
@@ -126,8 +140,8 @@ impl WorkloadSource {
 
     /// Builds the workload with every random choice drawn from `seed`
     /// (see [`crate::seeds`]) and the tasks of a pooled job placed on its
-    /// shape by `phase` (bundled and Google 2011 workloads); identical to
-    /// [`load`](Self::load) for workloads that are not
+    /// shape by `phase` (bundled, Google 2011 and Alibaba GPU workloads);
+    /// identical to [`load`](Self::load) for workloads that are not
     /// [`is_seeded`](Self::is_seeded).
     pub fn load_seeded(&self, seed: u64, phase: PoolPhase) -> Result<Workload, SimError> {
         match self {
@@ -156,6 +170,18 @@ impl WorkloadSource {
                 }
                 Ok(wl)
             }
+            WorkloadSource::AlibabaGpu { path } => {
+                let cfg = datasets::alibaba_gpu::AlibabaGpuConfig {
+                    seed,
+                    pool_phase: phase,
+                    ..Default::default()
+                };
+                let mut wl = datasets::alibaba_gpu::build_workload(path, &cfg)?;
+                if seed != 0 {
+                    wl.name = format!("{}:seed={seed}", wl.name);
+                }
+                Ok(wl)
+            }
             WorkloadSource::Synthetic { apps, .. } => synthetic(seed, *apps),
             WorkloadSource::Google2019 { .. } | WorkloadSource::Recorded { .. } => self.load(),
         }
@@ -175,6 +201,10 @@ impl WorkloadSource {
             WorkloadSource::Google2019 { dir } => {
                 let cfg = datasets::google2019::Google2019Config::default();
                 datasets::google2019::build_workload(dir, &cfg).map_err(SimError::from)
+            }
+            WorkloadSource::AlibabaGpu { path } => {
+                let cfg = datasets::alibaba_gpu::AlibabaGpuConfig::default();
+                datasets::alibaba_gpu::build_workload(path, &cfg).map_err(SimError::from)
             }
             WorkloadSource::Synthetic { seed, apps } => synthetic(*seed, *apps),
             WorkloadSource::Recorded { path } => {
@@ -285,6 +315,47 @@ mod tests {
         assert!(err.to_string().contains("/nonexistent/dir"), "{err}");
     }
 
+    /// The shipped Alibaba GPU slices replay end to end: every application
+    /// completes, the baseline (allocation = request) fails none.
+    #[test]
+    fn replays_the_shipped_alibaba_gpu_slices() {
+        let root = PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../data/alibaba-gpu-slice"
+        ));
+        for (sub, hosts) in [("gpu-v2025", None), ("gpu-v2023", Some(1523))] {
+            let src: WorkloadSource = format!("alibaba-gpu:{}", root.join(sub).display())
+                .parse()
+                .expect("parse");
+            assert!(src.is_seeded());
+            let wl = src.load().expect("load");
+            assert_eq!(wl.name, format!("alibaba-gpu:{sub}"));
+            if let Some(n) = hosts {
+                assert_eq!(wl.hosts.len(), n, "one host per node");
+            }
+            let seeded = src.load_seeded(3, PoolPhase::Task).expect("seeded");
+            assert_eq!(seeded.name, format!("alibaba-gpu:{sub}:seed=3"));
+            assert_ne!(seeded.apps, wl.apps, "another seed, other usage");
+            assert_eq!(src.load_seeded(0, PoolPhase::Job).expect("seed 0"), wl);
+            let cfg = crate::SimConfig {
+                parallel_forecasts: false,
+                ..crate::SimConfig::default()
+            };
+            let (run, base) = crate::runner::replay(&wl, &cfg, true, None).expect("replay");
+            let base = base.expect("baseline run");
+            let n = wl.apps.len();
+            assert_eq!(base.summary.apps, n, "{sub}");
+            assert_eq!(base.summary.apps_completed, n, "{sub}: {:?}", base.summary);
+            assert_eq!(base.summary.failed_app_fraction, 0.0, "{sub}");
+            assert_eq!(base.summary.oom_kills, 0, "{sub}");
+            assert_eq!(run.summary.apps_completed, n, "{sub}: {:?}", run.summary);
+            assert!(run.summary.mem_alloc_gib_h <= base.summary.mem_alloc_gib_h);
+        }
+        let missing: WorkloadSource = "alibaba-gpu:/nonexistent/x.csv".parse().expect("parse");
+        let err = missing.load().expect_err("missing file");
+        assert!(err.to_string().contains("/nonexistent/x.csv"), "{err}");
+    }
+
     #[test]
     fn parses() {
         assert_eq!(
@@ -301,6 +372,12 @@ mod tests {
         assert_eq!(
             "google2019:/d".parse::<WorkloadSource>().ok(),
             Some(WorkloadSource::Google2019 { dir: "/d".into() })
+        );
+        assert_eq!(
+            "alibaba-gpu:../d/x.csv".parse::<WorkloadSource>().ok(),
+            Some(WorkloadSource::AlibabaGpu {
+                path: "../d/x.csv".into()
+            })
         );
         assert_eq!(
             "synthetic:7:100".parse::<WorkloadSource>().ok(),
@@ -320,6 +397,8 @@ mod tests {
             "",
             "google2011:",
             "google2019:",
+            "alibaba-gpu:",
+            "alibaba_gpu:x",
             "synthetic:",
             "synthetic:x",
             "synthetic:1:2:3",

@@ -76,7 +76,7 @@ impl ForecasterArg {
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct SimArgs {
-    /// bundled | google2011:DIR | google2019:DIR (per-task usage) | synthetic:SEED[:APPS] | recorded:PATH (an agent recording)
+    /// bundled | google2011:DIR | google2019:DIR (per-task usage) | alibaba-gpu:PATH (an Alibaba GPU-cluster instance or pod list, or their directory; usage from the pool) | synthetic:SEED[:APPS] | recorded:PATH (an agent recording)
     #[arg(long, default_value = "bundled")]
     pub workload: String,
     /// SimConfig TOML file (command-line flags override it).
@@ -99,7 +99,7 @@ pub struct SimArgs {
     /// Multiply every host's capacity by F (< 1: a contended cluster).
     #[arg(long)]
     pub capacity_scale: Option<f64>,
-    /// Usage drawn from the pool (bundled and Google 2011 workloads):
+    /// Usage drawn from the pool (bundled, Google 2011 and Alibaba GPU workloads):
     /// every task of a job replays the job's shape from the job's phase
     /// (`job`, the default: a jump of the shape is every sibling's at the
     /// same age) or from a phase of its own (`task`: same shape and level,
@@ -131,7 +131,7 @@ pub struct SimArgs {
     /// Repeat every random choice N times (1..=100): run i uses seed
     /// base + i, base = SEED of synthetic:SEED, else the config's `seed`
     /// (default 0); figures are reported as means with 95% t-intervals.
-    /// Needs a seeded workload (bundled, google2011, synthetic).
+    /// Needs a seeded workload (bundled, google2011, alibaba-gpu, synthetic).
     #[arg(long, default_value_t = 1)]
     pub seeds: usize,
 }

@@ -18,8 +18,9 @@ pub struct Args {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum TraceCommand {
-    /// Summarise trace files (Google 2011/2019, Alibaba 2018, Bitbrains, series
-    /// files, tailor's data files); says what any other file is.
+    /// Summarise trace files (Google 2011/2019, Alibaba 2018 and GPU lists,
+    /// Bitbrains, series files, tailor's data files); says what any other
+    /// file is.
     Inspect(InspectArgs),
 }
 
@@ -30,9 +31,10 @@ pub struct InspectArgs {
     pub files: Vec<PathBuf>,
     /// Table of every file (default: detected from the name and first line):
     /// task_events, job_events, machine_events, task_usage, instance_usage,
-    /// container_usage, container_meta, machine_meta, bitbrains, series,
-    /// usage_pool, distributions. Files that are no trace (Markdown, other
-    /// JSON, configuration, binary, empty) are named as such, not failed.
+    /// container_usage, container_meta, machine_meta, gpu_instances,
+    /// gpu_pods, gpu_nodes, bitbrains, series, usage_pool, distributions.
+    /// Files that are no trace (Markdown, other JSON, configuration,
+    /// binary, empty) are named as such, not failed.
     #[arg(long)]
     pub table: Option<String>,
     /// Skip and count malformed rows instead of stopping at the first one.
@@ -55,8 +57,8 @@ fn run_inspect(a: InspectArgs) -> anyhow::Result<()> {
         Some(t) => Some(TableKind::parse(t).with_context(|| {
             format!(
                 "unknown --table {t:?} (expected task_events, job_events, machine_events, task_usage, \
-                 instance_usage, container_usage, container_meta, machine_meta, bitbrains, series, \
-                 usage_pool or distributions)"
+                 instance_usage, container_usage, container_meta, machine_meta, gpu_instances, gpu_pods, \
+                 gpu_nodes, bitbrains, series, usage_pool or distributions)"
             )
         })?),
     };
@@ -64,7 +66,9 @@ fn run_inspect(a: InspectArgs) -> anyhow::Result<()> {
         if f.is_dir() {
             anyhow::bail!(
                 "{} is a directory: `trace inspect` reads files (e.g. {}/*/*.csv); \
-                 to replay a directory of Google 2019 task CSVs use `tailor replay --workload google2019:{}`",
+                 to replay a directory of Google 2019 task CSVs use `tailor replay --workload google2019:{}`, \
+                 a directory of Alibaba GPU instance or pod lists `tailor replay --workload alibaba-gpu:{}`",
+                f.display(),
                 f.display(),
                 f.display(),
                 f.display()
