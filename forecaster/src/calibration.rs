@@ -176,6 +176,68 @@ fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
     sorted[i] + (sorted[j] - sorted[i]) * f
 }
 
+/// `|z - med|` for every `z` of the ascending `sorted`, in ascending order:
+/// the two sides of `med` merged (each side is already in order), the
+/// same values a sort would give.
+fn deviations_sorted(sorted: &[f64], med: f64) -> Vec<f64> {
+    let split = sorted.partition_point(|&z| z < med);
+    let (below, above) = sorted.split_at(split);
+    let mut out = Vec::with_capacity(sorted.len());
+    let (mut i, mut j) = (below.len(), 0);
+    while i > 0 || j < above.len() {
+        let lo = (i > 0).then(|| (below[i - 1] - med).abs());
+        let hi = above.get(j).map(|z| (z - med).abs());
+        match (lo, hi) {
+            (Some(a), Some(b)) if a.total_cmp(&b).is_le() => {
+                out.push(a);
+                i -= 1;
+            }
+            (_, Some(b)) => {
+                out.push(b);
+                j += 1;
+            }
+            (Some(a), None) => {
+                out.push(a);
+                i -= 1;
+            }
+            (None, None) => break,
+        }
+    }
+    out
+}
+
+/// The latest `window` standardised errors, in arrival order and sorted:
+/// the table is rebuilt from the sorted values after every observation, and
+/// keeping them sorted as they come and go (a binary search and a shift of
+/// at most `window` values) replaces a sort of the whole window each time.
+#[derive(Clone, Debug, Default)]
+struct ErrorWindow {
+    order: VecDeque<f64>,
+    sorted: Vec<f64>,
+}
+
+impl ErrorWindow {
+    /// Records `z` (finite), dropping the oldest error when `window` are kept.
+    fn push(&mut self, z: f64, window: usize) {
+        if self.order.len() >= window {
+            if let Some(old) = self.order.pop_front() {
+                // the same bits are in `sorted`: any equal entry will do
+                if let Ok(i) = self.sorted.binary_search_by(|x| x.total_cmp(&old)) {
+                    self.sorted.remove(i);
+                }
+            }
+        }
+        self.order.push_back(z);
+        let i = self.sorted.partition_point(|x| x.total_cmp(&z).is_lt());
+        self.sorted.insert(i, z);
+    }
+
+    /// The errors in ascending order.
+    fn sorted(&self) -> &[f64] {
+        &self.sorted
+    }
+}
+
 /// Level by level the larger multiplier of two tables.
 fn wider(a: &Calibration, b: &Calibration) -> Calibration {
     let mut out = *a;
@@ -192,7 +254,7 @@ struct HorizonTrack {
     horizon: usize,
     /// Forecasts awaiting their samples: mean, std, peak so far, samples seen.
     pending: VecDeque<(f64, f64, f64, usize)>,
-    errors: VecDeque<f64>,
+    errors: ErrorWindow,
     table: Calibration,
 }
 
@@ -206,7 +268,7 @@ pub struct Calibrated<F: Forecaster> {
     asked_horizon: std::cell::Cell<usize>,
     /// The multi-step track for that horizon.
     multi: Option<HorizonTrack>,
-    errors: VecDeque<f64>,
+    errors: ErrorWindow,
     /// Recent absolute errors, for a fallback std when the model has none.
     abs_errors: VecDeque<f64>,
     /// One-step predictive made before the latest observation.
@@ -225,12 +287,12 @@ impl<F: Forecaster> Calibrated<F> {
             levels,
             asked_horizon: std::cell::Cell::new(0),
             multi: None,
-            errors: VecDeque::new(),
+            errors: ErrorWindow::default(),
             abs_errors: VecDeque::new(),
             pending: None,
             table: Calibration::gaussian(),
         };
-        s.table = s.compute_table(&s.errors, 1.0);
+        s.table = s.compute_table(&[], 1.0);
         s.pending = Some(s.inner.forecast(1));
         Ok(s)
     }
@@ -247,7 +309,7 @@ impl<F: Forecaster> Calibrated<F> {
 
     /// Standardised errors recorded so far (oldest first).
     pub fn errors(&self) -> impl Iterator<Item = f64> + '_ {
-        self.errors.iter().copied()
+        self.errors.order.iter().copied()
     }
 
     /// The std the wrapper standardises by: the model's when positive, else
@@ -268,12 +330,11 @@ impl<F: Forecaster> Calibrated<F> {
         floor
     }
 
-    /// The table from recorded errors; `overlap` (>= 1) divides their count
-    /// where it weighs them against the prior (errors of overlapping
-    /// multi-step windows are that many times less independent).
-    fn compute_table(&self, errors: &VecDeque<f64>, overlap: f64) -> Calibration {
-        let mut up: Vec<f64> = errors.iter().copied().collect();
-        up.sort_by(f64::total_cmp);
+    /// The table from recorded errors, `up` in ascending order; `overlap`
+    /// (>= 1) divides their count where it weighs them against the prior
+    /// (errors of overlapping multi-step windows are that many times less
+    /// independent).
+    fn compute_table(&self, up: &[f64], overlap: f64) -> Calibration {
         let down: Vec<f64> = up.iter().rev().map(|z| -z).collect();
         let n = up.len() as f64 / overlap.max(1.0);
         let lv = &self.levels;
@@ -281,10 +342,8 @@ impl<F: Forecaster> Calibrated<F> {
         let (center, mad) = if up.is_empty() {
             (0.0, gauss_mad)
         } else {
-            let med = quantile_sorted(&up, 0.5);
-            let mut dev: Vec<f64> = up.iter().map(|z| (z - med).abs()).collect();
-            dev.sort_by(f64::total_cmp);
-            (med, quantile_sorted(&dev, 0.5))
+            let med = quantile_sorted(up, 0.5);
+            (med, quantile_sorted(&deviations_sorted(up, med), 0.5))
         };
         let w0 = self.cfg.prior_scale_weight;
         let mad = if n + w0 > 0.0 {
@@ -301,7 +360,7 @@ impl<F: Forecaster> Calibrated<F> {
             let p = lv.tail[i];
             let prior_u = center + scale * lv.t_quant[i];
             let prior_l = -center + scale * lv.t_quant[i];
-            let u = match self.side_quantile(&up, p) {
+            let u = match self.side_quantile(up, p) {
                 Some(e) => w * e + (1.0 - w) * prior_u,
                 None => prior_u,
             };
@@ -347,10 +406,7 @@ impl<F: Forecaster> Calibrated<F> {
             t.pending.pop_front();
             let z = (peak - mean) / sd;
             if z.is_finite() {
-                if t.errors.len() == self.cfg.window {
-                    t.errors.pop_front();
-                }
-                t.errors.push_back(z.clamp(-Z_CLAMP, Z_CLAMP));
+                t.errors.push(z.clamp(-Z_CLAMP, Z_CLAMP), self.cfg.window);
                 scored = true;
             }
         }
@@ -366,11 +422,11 @@ impl<F: Forecaster> Calibrated<F> {
         }
         let restart = !matches!(&self.multi, Some(t) if t.horizon == h);
         if restart {
-            let table = self.compute_table(&VecDeque::new(), 1.0);
+            let table = self.compute_table(&[], 1.0);
             self.multi = Some(HorizonTrack {
                 horizon: h,
                 pending: VecDeque::with_capacity(h + 1),
-                errors: VecDeque::new(),
+                errors: ErrorWindow::default(),
                 table,
             });
         }
@@ -379,7 +435,7 @@ impl<F: Forecaster> Calibrated<F> {
         let table = if scored {
             self.multi
                 .as_ref()
-                .map(|t| self.compute_table(&t.errors, t.horizon as f64))
+                .map(|t| self.compute_table(t.errors.sorted(), t.horizon as f64))
         } else {
             None
         };
@@ -446,10 +502,8 @@ impl<F: Forecaster> Forecaster for Calibrated<F> {
             let e = value - p.mean;
             let z = e / sd;
             if z.is_finite() {
-                if self.errors.len() == self.cfg.window {
-                    self.errors.pop_front();
-                }
-                self.errors.push_back(z.clamp(-Z_CLAMP, Z_CLAMP));
+                self.errors
+                    .push(z.clamp(-Z_CLAMP, Z_CLAMP), self.cfg.window);
             }
             if e.is_finite() {
                 if self.abs_errors.len() == 64 {
@@ -461,7 +515,7 @@ impl<F: Forecaster> Forecaster for Calibrated<F> {
         let scored = self.score_multi(value);
         let r = self.inner.observe(value);
         self.pending = Some(self.inner.forecast(1));
-        self.table = self.compute_table(&self.errors, 1.0);
+        self.table = self.compute_table(self.errors.sorted(), 1.0);
         self.push_multi(scored);
         r
     }
@@ -498,6 +552,37 @@ impl<F: Forecaster> Forecaster for Calibrated<F> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The kept window is the latest `window` errors, its sorted view
+        /// exactly their sort, and the merged deviations exactly the sort
+        /// of `|z - med|`: the tables are the ones a full sort would give.
+        #[test]
+        fn the_sorted_window_and_its_deviations_match_a_full_sort(
+            zs in proptest::collection::vec(
+                prop_oneof![-8.0f64..8.0, Just(0.0), Just(-0.0), Just(1.5)],
+                0..120,
+            ),
+            window in 10usize..40,
+        ) {
+            let mut w = super::ErrorWindow::default();
+            for &z in &zs {
+                w.push(z, window);
+            }
+            let kept: Vec<f64> = zs[zs.len().saturating_sub(window)..].to_vec();
+            prop_assert_eq!(w.order.iter().copied().collect::<Vec<_>>(), kept.clone());
+            let mut sorted = kept;
+            sorted.sort_by(f64::total_cmp);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            prop_assert_eq!(bits(w.sorted()), bits(&sorted));
+            let med = super::quantile_sorted(&sorted, 0.5);
+            let mut dev: Vec<f64> = sorted.iter().map(|z| (z - med).abs()).collect();
+            dev.sort_by(f64::total_cmp);
+            prop_assert_eq!(bits(&super::deviations_sorted(&sorted, med)), bits(&dev));
+        }
+    }
+
     use super::*;
     use crate::LastValue;
 
