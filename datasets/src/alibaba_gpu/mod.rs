@@ -261,7 +261,7 @@ pub fn build_workload_with_report(
     path: &Path,
     cfg: &AlibabaGpuConfig,
 ) -> Result<(Workload, AlibabaGpuReport), DatasetError> {
-    cfg.validate()?;
+    // `build_workload_from` validates `cfg`
     let pool = UsagePool::bundled()?;
     build_workload_from(path, cfg, &pool)
 }
