@@ -36,6 +36,7 @@ pub mod coherence;
 pub mod error;
 pub mod google2011;
 pub mod google2019;
+pub mod hosts;
 pub mod inspect;
 pub mod io;
 pub mod pool;

@@ -98,6 +98,29 @@ fn bitbrains_vms() {
     assert_eq!(v[0].mem_usage_kb, 1034592.8);
 }
 
+/// The 60 VMs of `bitbrains-rnd/2013-7` as one workload: the counts of
+/// SOURCES.md (VM 54 is on for one row; the two collection gaps split
+/// the VMs that run through them).
+#[test]
+fn bitbrains_workload_from_the_full_month() {
+    let Some(d) = shared() else { return };
+    let dir = d.join("bitbrains-rnd/2013-7");
+    let cfg = datasets::bitbrains::BitbrainsConfig::default();
+    let (w, r) = datasets::bitbrains::build_workload_with_report(&dir, &cfg).expect("build");
+    assert_eq!((r.files, r.skipped_files, r.skipped_rows), (60, 0, 0));
+    assert_eq!(r.rows, 508_142);
+    assert_eq!((r.vms_never_on, r.apps), (0, 60));
+    assert_eq!(w.apps.len(), 60);
+    assert_eq!(r.components, 116, "{r:?}");
+    assert!(r.duplicate_rows > 0, "VMs 20 and 54 repeat timestamps");
+    // a month of 300 s windows
+    assert!(
+        (29.0 * 86_400.0..31.0 * 86_400.0).contains(&r.trace_end_s),
+        "{r:?}"
+    );
+    assert!(w.hosts.len() as f64 * 8.0 * 511.0 >= 1.25 * r.peak_request_mem_gib);
+}
+
 #[test]
 fn bitbrains_bad_row_names_line() {
     let text = "Timestamp [ms];\tCPU cores;\tCPU capacity provisioned [MHZ];\tCPU usage [MHZ];\tCPU usage [%];\tMemory capacity provisioned [KB];\tMemory usage [KB];\tDisk read throughput [KB/s];\tDisk write throughput [KB/s];\tNetwork received throughput [KB/s];\tNetwork transmitted throughput [KB/s]\n\

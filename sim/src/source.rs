@@ -30,6 +30,11 @@ pub enum WorkloadSource {
     /// gpu-v2023 `openb_pod_list_*.csv`), or a directory of them; usage
     /// drawn from the pool.
     AlibabaGpu { path: PathBuf },
+    /// `datasets::bitbrains::build_workload(PATH)`: a Bitbrains GWA-T-12
+    /// per-VM file or a directory of them (e.g.
+    /// `../shared/data/bitbrains-rnd/2013-7`), one application per VM, with
+    /// the trace's own usage.
+    Bitbrains { path: PathBuf },
     /// The thesis-style synthetic generator.
     Synthetic { seed: u64, apps: Option<usize> },
     /// An agent recording (`[record]` in agent.toml).
@@ -43,7 +48,7 @@ impl std::str::FromStr for WorkloadSource {
             SimError::Config(ConfigErrors::single(
                 "workload",
                 format!(
-                    "{why} in {s:?} (expected bundled, google2011:DIR, google2019:DIR, alibaba-gpu:PATH, synthetic:SEED[:APPS] or recorded:PATH)"
+                    "{why} in {s:?} (expected bundled, google2011:DIR, google2019:DIR, alibaba-gpu:PATH, bitbrains:PATH, synthetic:SEED[:APPS] or recorded:PATH)"
                 ),
             ))
         };
@@ -72,6 +77,14 @@ impl std::str::FromStr for WorkloadSource {
                 return Err(bad("missing path"));
             }
             return Ok(WorkloadSource::AlibabaGpu {
+                path: PathBuf::from(path),
+            });
+        }
+        if let Some(path) = s.strip_prefix("bitbrains:") {
+            if path.is_empty() {
+                return Err(bad("missing path"));
+            }
+            return Ok(WorkloadSource::Bitbrains {
                 path: PathBuf::from(path),
             });
         }
@@ -118,7 +131,8 @@ impl std::str::FromStr for WorkloadSource {
 impl WorkloadSource {
     /// Whether building the workload draws random numbers (from a seed):
     /// the bundled slice, Google 2011, Alibaba GPU (usage from the pool)
-    /// and synthetic workloads do; Google 2019 and recorded ones do not.
+    /// and synthetic workloads do; Google 2019, Bitbrains and recorded ones
+    /// do not.
     pub fn is_seeded(&self) -> bool {
         matches!(
             self,
@@ -183,7 +197,9 @@ impl WorkloadSource {
                 Ok(wl)
             }
             WorkloadSource::Synthetic { apps, .. } => synthetic(seed, *apps),
-            WorkloadSource::Google2019 { .. } | WorkloadSource::Recorded { .. } => self.load(),
+            WorkloadSource::Google2019 { .. }
+            | WorkloadSource::Bitbrains { .. }
+            | WorkloadSource::Recorded { .. } => self.load(),
         }
     }
 
@@ -205,6 +221,10 @@ impl WorkloadSource {
             WorkloadSource::AlibabaGpu { path } => {
                 let cfg = datasets::alibaba_gpu::AlibabaGpuConfig::default();
                 datasets::alibaba_gpu::build_workload(path, &cfg).map_err(SimError::from)
+            }
+            WorkloadSource::Bitbrains { path } => {
+                let cfg = datasets::bitbrains::BitbrainsConfig::default();
+                datasets::bitbrains::build_workload(path, &cfg).map_err(SimError::from)
             }
             WorkloadSource::Synthetic { seed, apps } => synthetic(*seed, *apps),
             WorkloadSource::Recorded { path } => {
@@ -356,6 +376,37 @@ mod tests {
         assert!(err.to_string().contains("/nonexistent/x.csv"), "{err}");
     }
 
+    /// The shipped Bitbrains slice replays end to end: every VM completes,
+    /// the baseline (allocation = request) fails none.
+    #[test]
+    fn replays_the_shipped_bitbrains_slice() {
+        let dir = PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../data/bitbrains-slice"
+        ));
+        let src: WorkloadSource = format!("bitbrains:{}", dir.display())
+            .parse()
+            .expect("parse");
+        assert!(!src.is_seeded());
+        let wl = src.load().expect("load");
+        assert_eq!(wl.name, "bitbrains:bitbrains-slice");
+        assert_eq!(src.load_seeded(3, PoolPhase::Task).expect("seeded"), wl);
+        let cfg = crate::SimConfig {
+            parallel_forecasts: false,
+            ..crate::SimConfig::default()
+        };
+        let (run, base) = crate::runner::replay(&wl, &cfg, true, None).expect("replay");
+        let base = base.expect("baseline run");
+        let n = wl.apps.len();
+        assert_eq!(base.summary.apps_completed, n, "{:?}", base.summary);
+        assert_eq!(base.summary.oom_kills, 0);
+        assert_eq!(run.summary.apps_completed, n, "{:?}", run.summary);
+        assert!(run.summary.mem_alloc_gib_h < base.summary.mem_alloc_gib_h);
+        let missing: WorkloadSource = "bitbrains:/nonexistent/dir".parse().expect("parse");
+        let err = missing.load().expect_err("missing dir");
+        assert!(err.to_string().contains("/nonexistent/dir"), "{err}");
+    }
+
     #[test]
     fn parses() {
         assert_eq!(
@@ -380,6 +431,10 @@ mod tests {
             })
         );
         assert_eq!(
+            "bitbrains:/b".parse::<WorkloadSource>().ok(),
+            Some(WorkloadSource::Bitbrains { path: "/b".into() })
+        );
+        assert_eq!(
             "synthetic:7:100".parse::<WorkloadSource>().ok(),
             Some(WorkloadSource::Synthetic {
                 seed: 7,
@@ -399,6 +454,7 @@ mod tests {
             "google2019:",
             "alibaba-gpu:",
             "alibaba_gpu:x",
+            "bitbrains:",
             "synthetic:",
             "synthetic:x",
             "synthetic:1:2:3",

@@ -76,7 +76,7 @@ impl ForecasterArg {
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct SimArgs {
-    /// bundled | google2011:DIR | google2019:DIR (per-task usage) | alibaba-gpu:PATH (an Alibaba GPU-cluster instance or pod list, or their directory; usage from the pool) | synthetic:SEED[:APPS] | recorded:PATH (an agent recording)
+    /// bundled | google2011:DIR | google2019:DIR (per-task usage) | alibaba-gpu:PATH (an Alibaba GPU-cluster instance or pod list, or their directory; usage from the pool) | bitbrains:PATH (a Bitbrains VM file or their directory; the trace's usage) | synthetic:SEED[:APPS] | recorded:PATH (an agent recording)
     #[arg(long, default_value = "bundled")]
     pub workload: String,
     /// SimConfig TOML file (command-line flags override it).

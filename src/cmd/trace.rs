@@ -67,7 +67,9 @@ fn run_inspect(a: InspectArgs) -> anyhow::Result<()> {
             anyhow::bail!(
                 "{} is a directory: `trace inspect` reads files (e.g. {}/*/*.csv); \
                  to replay a directory of Google 2019 task CSVs use `tailor replay --workload google2019:{}`, \
-                 a directory of Alibaba GPU instance or pod lists `tailor replay --workload alibaba-gpu:{}`",
+                 a directory of Alibaba GPU instance or pod lists `tailor replay --workload alibaba-gpu:{}`, \
+                 a directory of Bitbrains VM files `tailor replay --workload bitbrains:{}`",
+                f.display(),
                 f.display(),
                 f.display(),
                 f.display(),

@@ -92,11 +92,7 @@ use std::path::{Path, PathBuf};
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 const MIB: f64 = 1024.0 * 1024.0;
-/// Most hosts a workload may have (configured, computed or from a node list).
-pub const MAX_HOSTS: usize = 100_000;
-/// Default homogeneous host capacity, in multiples of the largest request
-/// (CPU and memory separately).
-pub const HOST_REQUEST_MULTIPLE: f64 = 8.0;
+pub use crate::hosts::{HOST_REQUEST_MULTIPLE, MAX_HOSTS};
 /// File name of the gpu-v2023 node list looked for beside a pod list.
 pub const NODE_LIST_FILE: &str = "openb_node_list_all_node.csv";
 
@@ -541,8 +537,12 @@ pub fn build_workload_from(
     let mut apps: Vec<(f64, PendingApp)> = apps.into_iter().map(|a| (arrival(&a), a)).collect();
     apps.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.order.cmp(&b.1.order)));
 
-    let comps: Vec<&Comp> = apps.iter().flat_map(|(_, a)| &a.comps).collect();
-    let (peak, largest) = peak_request(&comps);
+    let lifetimes: Vec<(f64, f64, Resources)> = apps
+        .iter()
+        .flat_map(|(_, a)| &a.comps)
+        .map(|c| (c.start_s, c.start_s + c.work_s, c.request))
+        .collect();
+    let (peak, largest) = crate::hosts::peak_request(&lifetimes);
     report.peak_request_cpu_cores = peak.cpu_cores;
     report.peak_request_mem_gib = peak.mem_bytes / GIB;
     let hosts = match node_list {
@@ -551,7 +551,14 @@ pub fn build_workload_from(
             report.nodes = hosts.len() as u64;
             hosts
         }
-        _ => homogeneous_hosts(path, cfg, peak, largest)?,
+        _ => {
+            let sizing = crate::hosts::HostSizing {
+                capacity: cfg.host_capacity,
+                hosts: cfg.hosts,
+                headroom: cfg.headroom,
+            };
+            crate::hosts::homogeneous_hosts(path, sizing, peak, largest)?
+        }
     };
     report.hosts = hosts.len() as u64;
     report.capacity_cpu_cores = hosts.iter().map(|h| h.capacity.cpu_cores).sum();
@@ -596,77 +603,6 @@ pub fn build_workload_from(
         },
         report,
     ))
-}
-
-/// The peak concurrent summed request (CPU and memory peaks apart) by a
-/// sweep over start (+) and end (-) events, ends first at equal times; and
-/// the largest single request, per resource.
-fn peak_request(comps: &[&Comp]) -> (Resources, Resources) {
-    let mut events: Vec<(f64, bool, Resources)> = Vec::with_capacity(2 * comps.len());
-    let mut largest = Resources::ZERO;
-    for c in comps {
-        events.push((c.start_s, true, c.request));
-        events.push((c.start_s + c.work_s, false, c.request));
-        largest = Resources::new(
-            largest.cpu_cores.max(c.request.cpu_cores),
-            largest.mem_bytes.max(c.request.mem_bytes),
-        );
-    }
-    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let (mut now, mut peak) = (Resources::ZERO, Resources::ZERO);
-    for (_, start, r) in &events {
-        let sign = if *start { 1.0 } else { -1.0 };
-        now = Resources::new(
-            now.cpu_cores + sign * r.cpu_cores,
-            now.mem_bytes + sign * r.mem_bytes,
-        );
-        peak = Resources::new(
-            peak.cpu_cores.max(now.cpu_cores),
-            peak.mem_bytes.max(now.mem_bytes),
-        );
-    }
-    (peak, largest)
-}
-
-/// Homogeneous hosts (see the module docs): `host_capacity`, default
-/// [`HOST_REQUEST_MULTIPLE`] x `largest` (at least 1 core / 1 GiB);
-/// `hosts` of them, default enough for `peak` x `headroom` in the binding
-/// resource. More than [`MAX_HOSTS`] is an error naming `path`.
-fn homogeneous_hosts(
-    path: &Path,
-    cfg: &AlibabaGpuConfig,
-    peak: Resources,
-    largest: Resources,
-) -> Result<Vec<HostSpec>, DatasetError> {
-    let cap = cfg.host_capacity.unwrap_or(Resources::new(
-        (largest.cpu_cores * HOST_REQUEST_MULTIPLE).max(1.0),
-        (largest.mem_bytes * HOST_REQUEST_MULTIPLE).max(GIB),
-    ));
-    let n = match cfg.hosts {
-        Some(n) => n,
-        None => {
-            // capacities are > 0 (validated or floored above)
-            let need = |peak: f64, cap: f64| (peak * cfg.headroom / cap).ceil();
-            let n = need(peak.cpu_cores, cap.cpu_cores)
-                .max(need(peak.mem_bytes, cap.mem_bytes))
-                .max(1.0);
-            if !n.is_finite() || n > MAX_HOSTS as f64 {
-                return Err(DatasetError::format(
-                    path,
-                    format!(
-                        "the peak request ({:.1} cores, {:.1} GiB) x headroom {} needs {n} hosts of {} cores / {:.1} GiB, more than {MAX_HOSTS}: set a larger host_capacity or hosts",
-                        peak.cpu_cores,
-                        peak.mem_bytes / GIB,
-                        cfg.headroom,
-                        cap.cpu_cores,
-                        cap.mem_bytes / GIB
-                    ),
-                ));
-            }
-            n as usize
-        }
-    };
-    Ok(vec![HostSpec { capacity: cap }; n])
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! The rows of the Alibaba GPU lists, their headers and their parsers
 //! (read with [`TableReader`](crate::TableReader)).
 
-use crate::google2011::reader::{field, opt_nonneg_f64, opt_string, req_string, Table};
+use crate::google2011::reader::{
+    field, opt_nonneg_f64, opt_string, req_bounded, req_string, Table,
+};
 use crate::DatasetError;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -161,22 +163,6 @@ pub struct OpenbNode {
     pub memory_mib: f64,
     pub gpu: Option<f64>,
     pub model: Option<String>,
-}
-
-/// A required number in `[0, max]`.
-fn req_bounded(r: &csv::ByteRecord, i: usize, col: &str, max: f64) -> Result<f64, String> {
-    opt_bounded(r, i, col, max)?.ok_or_else(|| format!("{col}: mandatory field is empty"))
-}
-
-/// An optional number in `[0, max]`.
-fn opt_bounded(r: &csv::ByteRecord, i: usize, col: &str, max: f64) -> Result<Option<f64>, String> {
-    match opt_nonneg_f64(r, i, col)? {
-        Some(v) if v > max => Err(format!(
-            "{col}: {} is above the largest accepted, {max}",
-            String::from_utf8_lossy(field(r, i))
-        )),
-        v => Ok(v),
-    }
 }
 
 /// An optional time in `[0, MAX_TIME_S]` seconds; empty or `NaN` (the

@@ -304,6 +304,32 @@ pub(crate) fn req_f64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<f64, S
     opt_f64(r, i, col)?.ok_or_else(|| format!("{col}: mandatory field is empty"))
 }
 
+/// A required number in `[0, max]`.
+pub(crate) fn req_bounded(
+    r: &csv::ByteRecord,
+    i: usize,
+    col: &str,
+    max: f64,
+) -> Result<f64, String> {
+    opt_bounded(r, i, col, max)?.ok_or_else(|| format!("{col}: mandatory field is empty"))
+}
+
+/// An optional number in `[0, max]`.
+pub(crate) fn opt_bounded(
+    r: &csv::ByteRecord,
+    i: usize,
+    col: &str,
+    max: f64,
+) -> Result<Option<f64>, String> {
+    match opt_nonneg_f64(r, i, col)? {
+        Some(v) if v > max => Err(format!(
+            "{col}: {} is above the largest accepted, {max}",
+            String::from_utf8_lossy(field(r, i))
+        )),
+        v => Ok(v),
+    }
+}
+
 #[inline]
 pub(crate) fn opt_i64(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<i64>, String> {
     let b = field(r, i);
