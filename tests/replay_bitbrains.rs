@@ -1,0 +1,57 @@
+//! The Bitbrains VMs replayed with their own usage (README, "Bitbrains
+//! VMs"), when `../shared/data/bitbrains-rnd/2013-7` exists (CI always has
+//! it; skipped, and said so, without it): the baseline fails none, the
+//! oracle gives back most of the provisioned memory, and tailor's best
+//! frontier point within 0.5% of OOM-hit VM-days (`last`, K1 = 0.5, K2 =
+//! 3) reclaims more than the faithful VPA's best point (P90 + 30%, its own
+//! knobs), which is over that budget.
+
+use sim::frontier::{point_specs, run_frontier, Family, FrontierGrid};
+use sim::{SimConfig, WorkloadSource};
+
+#[test]
+fn tailor_beats_the_faithful_vpa_on_the_bitbrains_vms() {
+    let dir = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/data/bitbrains-rnd/2013-7"
+    ));
+    if !dir.exists() {
+        eprintln!("skipped: {} not found", dir.display());
+        return;
+    }
+    let src: WorkloadSource = format!("bitbrains:{}", dir.display())
+        .parse()
+        .expect("source");
+    let wl = src.load().expect("workload");
+    assert_eq!(wl.apps.len(), 60);
+    let grid = FrontierGrid {
+        k1: vec![0.5],
+        k2: vec![3.0],
+        memory_risk: Vec::new(),
+        vpa_percentile: vec![0.9],
+        vpa_margin: vec![0.3],
+        families: vec![Family::Last, Family::Vpa],
+        ..FrontierGrid::default()
+    };
+    let specs = point_specs(&SimConfig::default(), &grid).expect("specs");
+    let f = run_frontier(&[wl], &[0], &specs, None).expect("frontier");
+    assert_eq!(f.baseline.failed_app_fraction, 0.0);
+    let saving = f.baseline.mem_alloc_gib_h - f.oracle_mem_alloc_gib_h;
+    assert!(
+        saving > 0.9 * f.baseline.mem_alloc_gib_h,
+        "the oracle gives back {saving} of {} GiB-h",
+        f.baseline.mem_alloc_gib_h
+    );
+    let point = |fam: Family| {
+        f.points
+            .iter()
+            .find(|p| p.forecaster == fam)
+            .unwrap_or_else(|| panic!("no {fam:?} point"))
+    };
+    let (tailor, vpa) = (point(Family::Last), point(Family::Vpa));
+    eprintln!("tailor {tailor:?}\nvpa {vpa:?}");
+    assert!(tailor.oom_component_day_fraction <= 0.005, "{tailor:?}");
+    assert!(vpa.oom_component_day_fraction > 0.005, "{vpa:?}");
+    assert!(tailor.mem_alloc_gib_h < vpa.mem_alloc_gib_h);
+    assert!(tailor.oracle_capture > 0.2, "{tailor:?}");
+}
