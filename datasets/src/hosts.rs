@@ -27,6 +27,35 @@ pub struct HostSizing {
     pub headroom: f64,
 }
 
+/// Largest request or capacity accepted in a config: 1e6 cores, 2^60 bytes.
+pub const MAX_CONFIG_CORES: f64 = 1.0e6;
+pub const MAX_CONFIG_BYTES: f64 = 1_152_921_504_606_846_976.0;
+
+impl HostSizing {
+    /// Checks `min_request` (cores [0, 1e6], bytes [0, 2^60]), `hosts` [1,
+    /// [`MAX_HOSTS`]], `host_capacity` (cores (0, 1e6], bytes (0, 2^60])
+    /// and `headroom` [1, 100] into `e`, under those key names.
+    pub fn check(&self, min_request: Resources, e: &mut tailor_core::ConfigErrors) {
+        e.range(
+            "min_request.cpu_cores",
+            min_request.cpu_cores,
+            0.0,
+            MAX_CONFIG_CORES,
+        );
+        e.range(
+            "min_request.mem_bytes",
+            min_request.mem_bytes,
+            0.0,
+            MAX_CONFIG_BYTES,
+        );
+        e.range_opt("hosts", self.hosts, 1, MAX_HOSTS);
+        if let Some(c) = self.capacity {
+            crate::google2011::check_positive_resources(e, "host_capacity", c);
+        }
+        e.range("headroom", self.headroom, 1.0, 100.0);
+    }
+}
+
 /// The peak concurrent summed request (CPU and memory peaks apart) of
 /// `(start_s, end_s, request)` lifetimes, by a sweep over starts (+) and
 /// ends (-), ends first at equal times; and the largest single request,

@@ -308,15 +308,15 @@ pub fn stretch_time(wl: &mut Workload, factor: f64) -> Result<(), SimError> {
 mod tests {
     use super::*;
 
+    /// `KIND:PATH` of a slice shipped in `data/`.
+    fn shipped(kind: &str, slice: &str) -> WorkloadSource {
+        let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../data")).join(slice);
+        format!("{kind}:{}", dir.display()).parse().expect("parse")
+    }
+
     #[test]
     fn loads_the_bundled_google_2019_slice() {
-        let dir = PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../data/google-2019-slice"
-        ));
-        let src: WorkloadSource = format!("google2019:{}", dir.display())
-            .parse()
-            .expect("parse");
+        let src = shipped("google2019", "google-2019-slice");
         let wl = src.load().expect("load");
         assert!(wl.name.starts_with("google-2019:"));
         assert_eq!(wl.apps.len(), 2);
@@ -339,14 +339,8 @@ mod tests {
     /// completes, the baseline (allocation = request) fails none.
     #[test]
     fn replays_the_shipped_alibaba_gpu_slices() {
-        let root = PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../data/alibaba-gpu-slice"
-        ));
         for (sub, hosts) in [("gpu-v2025", None), ("gpu-v2023", Some(1523))] {
-            let src: WorkloadSource = format!("alibaba-gpu:{}", root.join(sub).display())
-                .parse()
-                .expect("parse");
+            let src = shipped("alibaba-gpu", &format!("alibaba-gpu-slice/{sub}"));
             assert!(src.is_seeded());
             let wl = src.load().expect("load");
             assert_eq!(wl.name, format!("alibaba-gpu:{sub}"));
@@ -380,13 +374,7 @@ mod tests {
     /// the baseline (allocation = request) fails none.
     #[test]
     fn replays_the_shipped_bitbrains_slice() {
-        let dir = PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../data/bitbrains-slice"
-        ));
-        let src: WorkloadSource = format!("bitbrains:{}", dir.display())
-            .parse()
-            .expect("parse");
+        let src = shipped("bitbrains", "bitbrains-slice");
         assert!(!src.is_seeded());
         let wl = src.load().expect("load");
         assert_eq!(wl.name, "bitbrains:bitbrains-slice");

@@ -144,29 +144,21 @@ impl Default for AlibabaGpuConfig {
 }
 
 impl AlibabaGpuConfig {
+    /// The homogeneous hosts' keys.
+    fn sizing(&self) -> crate::hosts::HostSizing {
+        crate::hosts::HostSizing {
+            capacity: self.host_capacity,
+            hosts: self.hosts,
+            headroom: self.headroom,
+        }
+    }
+
     /// Checks every field; reports all problems at once. Ranges:
     /// `min_request` cores [0, 1e6], bytes [0, 2^60]; `hosts` [1, 100,000];
     /// `host_capacity` cores (0, 1e6], bytes (0, 2^60]; `headroom` [1, 100].
     pub fn validate(&self) -> Result<(), DatasetError> {
         let mut e = tailor_core::ConfigErrors::new();
-        let max_bytes = MAX_GIB * GIB;
-        e.range(
-            "min_request.cpu_cores",
-            self.min_request.cpu_cores,
-            0.0,
-            MAX_CORES,
-        );
-        e.range(
-            "min_request.mem_bytes",
-            self.min_request.mem_bytes,
-            0.0,
-            max_bytes,
-        );
-        e.range_opt("hosts", self.hosts, 1, MAX_HOSTS);
-        if let Some(c) = self.host_capacity {
-            crate::google2011::check_positive_resources(&mut e, "host_capacity", c);
-        }
-        e.range("headroom", self.headroom, 1.0, 100.0);
+        self.sizing().check(self.min_request, &mut e);
         e.into_result().map_err(DatasetError::Config)
     }
 }
@@ -551,14 +543,7 @@ pub fn build_workload_from(
             report.nodes = hosts.len() as u64;
             hosts
         }
-        _ => {
-            let sizing = crate::hosts::HostSizing {
-                capacity: cfg.host_capacity,
-                hosts: cfg.hosts,
-                headroom: cfg.headroom,
-            };
-            crate::hosts::homogeneous_hosts(path, sizing, peak, largest)?
-        }
+        _ => crate::hosts::homogeneous_hosts(path, cfg.sizing(), peak, largest)?,
     };
     report.hosts = hosts.len() as u64;
     report.capacity_cpu_cores = hosts.iter().map(|h| h.capacity.cpu_cores).sum();

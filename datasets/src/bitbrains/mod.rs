@@ -50,7 +50,7 @@ mod rows;
 pub use rows::VmSample;
 
 use crate::google2011::reader::Table;
-use crate::hosts::{HostSizing, MAX_HOSTS};
+use crate::hosts::HostSizing;
 use crate::workload::{
     AppSpec, Class, ComponentSpec, OomRestart, RequestChange, Resources, Shape, UsageSeries,
     Workload,
@@ -64,8 +64,6 @@ const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 const MIB: f64 = 1024.0 * 1024.0;
 /// Bytes of the header line read to recognise a VM file.
 const HEADER_LIMIT: u64 = 4096;
-/// Largest request accepted in the config, bytes (2^60).
-const MAX_BYTES: f64 = 1_152_921_504_606_846_976.0;
 
 /// Configuration of [`build_workload`]. Every field has a documented default.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -109,7 +107,18 @@ impl Default for BitbrainsConfig {
 }
 
 impl BitbrainsConfig {
-    /// Checks every field; reports all problems at once.
+    /// The host keys.
+    fn sizing(&self) -> HostSizing {
+        HostSizing {
+            capacity: self.host_capacity,
+            hosts: self.hosts,
+            headroom: self.headroom,
+        }
+    }
+
+    /// Checks every field; reports all problems at once. Ranges:
+    /// `interval_s` [60, 86,400]; `max_gap_s` [`interval_s`, 86,400]; the
+    /// host keys as [`HostSizing::check`].
     pub fn validate(&self) -> Result<(), DatasetError> {
         let mut e = tailor_core::ConfigErrors::new();
         e.range("interval_s", self.interval_s, 60.0, 86_400.0);
@@ -119,23 +128,7 @@ impl BitbrainsConfig {
             self.interval_s.clamp(60.0, 86_400.0),
             86_400.0,
         );
-        e.range(
-            "min_request.cpu_cores",
-            self.min_request.cpu_cores,
-            0.0,
-            1e6,
-        );
-        e.range(
-            "min_request.mem_bytes",
-            self.min_request.mem_bytes,
-            0.0,
-            MAX_BYTES,
-        );
-        e.range_opt("hosts", self.hosts, 1, MAX_HOSTS);
-        if let Some(c) = self.host_capacity {
-            crate::google2011::check_positive_resources(&mut e, "host_capacity", c);
-        }
-        e.range("headroom", self.headroom, 1.0, 100.0);
+        self.sizing().check(self.min_request, &mut e);
         e.into_result().map_err(DatasetError::Config)
     }
 }
@@ -467,12 +460,7 @@ pub fn build_workload_with_report(
     let (peak, largest) = crate::hosts::peak_request(&lifetimes);
     report.peak_request_cpu_cores = peak.cpu_cores;
     report.peak_request_mem_gib = peak.mem_bytes / GIB;
-    let sizing = HostSizing {
-        capacity: cfg.host_capacity,
-        hosts: cfg.hosts,
-        headroom: cfg.headroom,
-    };
-    let hosts = crate::hosts::homogeneous_hosts(path, sizing, peak, largest)?;
+    let hosts = crate::hosts::homogeneous_hosts(path, cfg.sizing(), peak, largest)?;
     report.hosts = hosts.len() as u64;
     report.capacity_cpu_cores = hosts.iter().map(|h| h.capacity.cpu_cores).sum();
     report.capacity_mem_gib = hosts.iter().map(|h| h.capacity.mem_bytes).sum::<f64>() / GIB;
