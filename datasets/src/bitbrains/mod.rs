@@ -62,6 +62,9 @@ use std::sync::Arc;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 const MIB: f64 = 1024.0 * 1024.0;
+/// Most usage windows a workload may have (all runs of all VMs: 190
+/// VM-years of 300 s windows).
+pub const MAX_WINDOWS: u64 = 20_000_000;
 /// Bytes of the header line read to recognise a VM file.
 const HEADER_LIMIT: u64 = 4096;
 
@@ -312,18 +315,29 @@ fn read_runs(
 }
 
 /// One run as a component (start delay set by the caller), with the
-/// largest request of its life.
+/// largest request of its life. More than [`MAX_WINDOWS`] windows over the
+/// workload is an error naming `path`.
 fn run_component(
+    path: &Path,
     run: &[Row],
     cfg: &BitbrainsConfig,
     report: &mut BitbrainsReport,
-) -> (ComponentSpec, Resources) {
+) -> Result<(ComponentSpec, Resources), DatasetError> {
     let first = run[0].time_s;
     let interval = cfg.interval_s;
     let window = |t: u64| ((t - first) as f64 / interval) as usize;
-    // Bounded: consecutive rows are at most max_gap_s (<= 1 day) apart and
-    // interval_s >= 60 s, so the grid has at most rows x 1,441 windows.
+    // Consecutive rows are at most max_gap_s (<= 1 day) apart and
+    // interval_s >= 60 s, so a run has at most rows x 1,441 windows; the
+    // workload's total is capped as well.
     let n = window(run[run.len() - 1].time_s) + 1;
+    if report.windows.saturating_add(n as u64) > MAX_WINDOWS {
+        return Err(DatasetError::format(
+            path,
+            format!(
+                "more than {MAX_WINDOWS} usage windows of {interval} s in all (windows without rows within a run are filled): use a longer interval_s or fewer files"
+            ),
+        ));
+    }
     // Per window: (usage sum, rows, last request).
     let mut win: Vec<(Resources, u32, Option<Resources>)> = vec![(Resources::ZERO, 0, None); n];
     for r in run {
@@ -374,7 +388,7 @@ fn run_component(
     let mut c = ComponentSpec::new(Class::Core, request, n as f64 * interval, usage);
     c.request_changes = changes;
     c.oom_restart = OomRestart::Component;
-    (c, largest)
+    Ok((c, largest))
 }
 
 /// One VM file's runs.
@@ -403,15 +417,13 @@ pub fn build_workload_with_report(
             report.vms_never_on += 1;
             continue;
         };
-        let comps = runs
-            .iter()
-            .map(|run| {
-                let (c, largest) = run_component(run, cfg, &mut report);
-                let start = run[0].time_s;
-                lifetimes.push((start, start + c.work_s as u64, largest));
-                (start, c)
-            })
-            .collect();
+        let mut comps = Vec::with_capacity(runs.len());
+        for run in &runs {
+            let (c, largest) = run_component(file, run, cfg, &mut report)?;
+            let start = run[0].time_s;
+            lifetimes.push((start, start + c.work_s as u64, largest));
+            comps.push((start, c));
+        }
         vms.push(Vm {
             first_s: first,
             file_idx,

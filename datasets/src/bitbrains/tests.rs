@@ -151,6 +151,21 @@ fn every_error_names_the_file_and_line() {
         e.to_string().contains("x.csv") && e.to_string().contains("Bitbrains header"),
         "{e}"
     );
+    // rows a day apart at a 60 s grid: 1,441 windows a row, over the cap
+    let far: Vec<String> = (0..14_000u64)
+        .map(|k| row(T0 + 86_400 * k, 1.0, 1.0, 0.5, 0.1))
+        .collect();
+    let p = write(d.path(), "far.csv", &far);
+    let fine = BitbrainsConfig {
+        interval_s: 60.0,
+        max_gap_s: 86_400.0,
+        ..BitbrainsConfig::default()
+    };
+    let e = build_workload_with_report(&p, &fine).expect_err("too many windows");
+    assert!(
+        e.to_string().contains("far.csv") && e.to_string().contains("usage windows"),
+        "{e}"
+    );
     // an empty directory
     let empty = tempfile::tempdir().expect("tmp");
     let e = build_workload_with_report(empty.path(), &cfg).expect_err("empty");
