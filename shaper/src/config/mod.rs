@@ -225,7 +225,10 @@ pub struct ShaperConfig {
     /// `small_app_k1` (a core kill fails the application; its elastic
     /// ones keep the application's K1: [`Self::k1_for_class`]).
     /// Neither size rule applies to an application whose components all
-    /// restart alone (a kill does not fail it: [`AppSize::restarts_alone`]).
+    /// restart alone (a kill does not fail it: [`AppSize::restarts_alone`]),
+    /// except that such an application with one running component (a
+    /// lone service task or container, whose kill takes the whole service
+    /// down) gets `small_app_k1` when `small_app_components` >= 2.
     pub small_app_components: u32,
     /// The constant buffer term of a small application's components
     /// (fraction of the request; see `small_app_components`). Default 0.6.
@@ -493,10 +496,15 @@ impl ShaperConfig {
     /// [`Self::app_mem_ref_in`] of the view; at most [`MAX_K1`]). Both
     /// size rules are for applications that one kill fails whole: an
     /// application whose components all restart alone
-    /// ([`AppSize::restarts_alone`]) gets `k1`.
+    /// ([`AppSize::restarts_alone`]) gets `k1`, or `small_app_k1` when it
+    /// runs one component only (its kill stops the whole service) and
+    /// `small_app_components` >= 2.
     pub fn k1_for(&self, app: AppSize, ref_gib: f64) -> f64 {
         if app.restarts_alone {
-            return self.k1;
+            // A kill restarts one of a service's tasks; only a lone task's
+            // kill takes the whole service down.
+            let lone = app.components < (self.small_app_components as usize).min(2);
+            return if lone { self.small_app_k1 } else { self.k1 };
         }
         let k1 = if app.components < self.small_app_components as usize {
             self.small_app_k1

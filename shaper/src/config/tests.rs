@@ -208,13 +208,27 @@ fn an_applications_k1_falls_with_the_log_of_its_memory() {
     ));
     assert_eq!(both.k1_for(size(5, 2000.0 * gib), r), 0.05);
     // Neither rule for an application whose components restart alone
-    // (one kill does not fail it): k1 whatever its size.
-    for (n, m) in [(1, 500.0 * gib), (1, 0.5 * gib), (1, 0.0)] {
+    // (one kill does not fail it): k1 whatever its size and memory, but a
+    // lone task's kill takes the whole service down: the small K1, still
+    // not the memory rule.
+    for (n, m) in [(2, 500.0 * gib), (2, 0.5 * gib), (4, 0.0)] {
         let alone = AppSize {
             restarts_alone: true,
             ..size(n, m)
         };
         assert_eq!(both.k1_for(alone, r), 0.05);
+    }
+    for m in [500.0 * gib, 0.5 * gib, 0.0] {
+        let lone = AppSize {
+            restarts_alone: true,
+            ..size(1, m)
+        };
+        assert_eq!(both.k1_for(lone, r), 0.6);
+        let no_small = ShaperConfig {
+            small_app_components: 0,
+            ..both.clone()
+        };
+        assert_eq!(no_small.k1_for(lone, r), 0.05);
     }
     // The few core components of an application with elastic ones get at
     // least the small-application K1 (their kill fails all 2,000

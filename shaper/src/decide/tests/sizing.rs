@@ -285,26 +285,36 @@ fn a_relative_reference_follows_the_views_memory_weighted_median() {
 }
 
 #[test]
-fn the_size_rules_leave_an_application_that_restarts_alone_at_k1() {
-    // Two lone components, each a small application under both size rules;
-    // the one whose kill restarts it alone (a service's task) keeps k1.
+fn the_size_rules_leave_a_service_at_k1_but_a_lone_task_is_small() {
+    // A service of two tasks whose kills restart them alone keeps k1; a
+    // batch task alone is a small application under both size rules; a
+    // lone service task too under the small-application rule (its kill
+    // takes the whole service down), not under the memory rule.
     let mut alone = forecast_component();
     alone.restarts_alone = true;
+    let mut twin = alone.clone();
+    twin.id = ComponentId(4);
     let mut batch = forecast_component();
     batch.id = ComponentId(2);
+    let mut lone = alone.clone();
+    lone.id = ComponentId(3);
     let cfg = ShaperConfig {
         k1: 0.05,
         k2: 1.0,
-        small_app_components: 2,
+        small_app_components: 3,
         small_app_k1: 0.3,
         app_mem_ref_gib: 1.0,
-        app_k1_slope: 0.01,
+        app_k1_slope: 0.05,
         ..unfloored()
     };
     cfg.validate().expect("valid");
     let view = ClusterView {
         hosts: vec![host(0, 64.0, 1e6)],
-        apps: vec![app(1, 0.0, vec![alone.clone()]), app(2, 0.0, vec![batch])],
+        apps: vec![
+            app(1, 0.0, vec![alone.clone(), twin]),
+            app(2, 0.0, vec![batch]),
+            app(3, 0.0, vec![lone]),
+        ],
     };
     assert!(view.apps[0].restarts_alone() && !view.apps[1].restarts_alone());
     let plan = decide(&view, 10_000.0, &cfg);
@@ -321,10 +331,20 @@ fn the_size_rules_leave_an_application_that_restarts_alone_at_k1() {
             })
             .expect("resized")
     };
-    // 0.05 x 1000 bytes alone; the batch task: the larger of 0.3 and
-    // 0.01 x ln(1 GiB / 1000 B) = 0.21, x 1000 bytes.
+    // 0.05 x 1000 bytes for the service's tasks; the batch task: the
+    // larger of 0.3 and 0.05 x ln(1 GiB / 1000 B) = 0.69, x 1000 bytes;
+    // the lone service task 0.3 x 1000 bytes.
     assert!((k1_term(1) - 50.0).abs() < 1e-6, "{}", k1_term(1));
-    assert!((k1_term(2) - 300.0).abs() < 1e-6, "{}", k1_term(2));
+    assert!((k1_term(4) - 50.0).abs() < 1e-6, "{}", k1_term(4));
+    // (its target, above its request, is not a resize)
+    let batch_k1 = 0.05 * (GIB / 1000.0f64).ln();
+    let t = component_target(&view.apps[1], &view.apps[1].components[0], 10_000.0, &cfg);
+    assert!(
+        (t.mem.k1_term - 1000.0 * batch_k1).abs() < 1e-6,
+        "{:?}",
+        t.mem
+    );
+    assert!((k1_term(3) - 300.0).abs() < 1e-6, "{}", k1_term(3));
     let t = component_target(&view.apps[0], &alone, 10_000.0, &cfg);
     assert!((t.mem.k1_term - 50.0).abs() < 1e-6, "{:?}", t.mem);
     // An application with one component of each kind is one a kill can
