@@ -191,7 +191,7 @@ impl SimArgs {
         let source: WorkloadSource = self.workload.parse()?;
         if self.seeds > 1 && !source.is_seeded() {
             anyhow::bail!(
-                "--seeds {}: workload {} has no random choice (google2019 and recorded workloads replay the trace as it is); use --seeds 1",
+                "--seeds {}: workload {} has no random choice (google2019, bitbrains and recorded workloads replay the trace as it is); use --seeds 1",
                 self.seeds,
                 self.workload
             );
