@@ -25,8 +25,10 @@
 //! ```
 
 mod config_error;
+mod hash;
 
 pub use config_error::{join_key, ConfigError, ConfigErrors};
+pub use hash::fnv1a64;
 
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};

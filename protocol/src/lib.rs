@@ -70,6 +70,9 @@ use shaper::{AppId, Class, Forecasts, Predictive, Resources};
 use std::fmt;
 use std::path::PathBuf;
 
+/// 64-bit FNV-1a (the shaper's application ids).
+pub use tailor_core::fnv1a64;
+
 /// The protocol version served under `/v1/`.
 pub const API_VERSION: u32 = 1;
 /// Longest accepted agent id, container id or application label (bytes).
@@ -310,23 +313,6 @@ pub struct ErrorBody {
     pub error: String,
     /// What was wrong, for a human.
     pub message: String,
-}
-
-/// 64-bit FNV-1a.
-pub fn fnv1a64(parts: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for (i, p) in parts.iter().enumerate() {
-        if i > 0 {
-            // Separator that cannot occur inside validated names.
-            h ^= 0xff;
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        for b in p.iter() {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    h
 }
 
 /// The shaper's key of an application: `<tenant>/<label>`.
@@ -636,11 +622,6 @@ mod tests {
     fn ids_are_deterministic_and_distinct() {
         assert_eq!(app_id("web"), app_id("web"));
         assert_ne!(app_id("t/web"), app_id("t/db"));
-        // The separator keeps ("ab", "c") and ("a", "bc") apart.
-        assert_ne!(fnv1a64(&[b"ab", b"c"]), fnv1a64(&[b"a", b"bc"]));
-        // Known FNV-1a vector: empty input.
-        assert_eq!(fnv1a64(&[b""]), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a64(&[b"a"]), 0xaf63_dc4c_8601_ec8c);
     }
 
     #[test]

@@ -41,6 +41,31 @@ pub enum WorkloadSource {
     Recorded { path: PathBuf },
 }
 
+/// A workload named `PREFIX` + a path: its prefix, the error when the
+/// path is missing, and how it is built from the path.
+type PathKind = (&'static str, &'static str, fn(PathBuf) -> WorkloadSource);
+
+const PATH_KINDS: [PathKind; 5] = [
+    ("google2011:", "missing directory", |dir| {
+        WorkloadSource::Google2011 {
+            dir,
+            max_apps: None,
+        }
+    }),
+    ("google2019:", "missing directory", |dir| {
+        WorkloadSource::Google2019 { dir }
+    }),
+    ("alibaba-gpu:", "missing path", |path| {
+        WorkloadSource::AlibabaGpu { path }
+    }),
+    ("bitbrains:", "missing path", |path| {
+        WorkloadSource::Bitbrains { path }
+    }),
+    ("recorded:", "missing path", |path| {
+        WorkloadSource::Recorded { path }
+    }),
+];
+
 impl std::str::FromStr for WorkloadSource {
     type Err = SimError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -55,46 +80,13 @@ impl std::str::FromStr for WorkloadSource {
         if s == "bundled" {
             return Ok(WorkloadSource::Bundled);
         }
-        if let Some(dir) = s.strip_prefix("google2011:") {
-            if dir.is_empty() {
-                return Err(bad("missing directory"));
+        for (prefix, missing, make) in PATH_KINDS {
+            if let Some(path) = s.strip_prefix(prefix) {
+                if path.is_empty() {
+                    return Err(bad(missing));
+                }
+                return Ok(make(PathBuf::from(path)));
             }
-            return Ok(WorkloadSource::Google2011 {
-                dir: PathBuf::from(dir),
-                max_apps: None,
-            });
-        }
-        if let Some(dir) = s.strip_prefix("google2019:") {
-            if dir.is_empty() {
-                return Err(bad("missing directory"));
-            }
-            return Ok(WorkloadSource::Google2019 {
-                dir: PathBuf::from(dir),
-            });
-        }
-        if let Some(path) = s.strip_prefix("alibaba-gpu:") {
-            if path.is_empty() {
-                return Err(bad("missing path"));
-            }
-            return Ok(WorkloadSource::AlibabaGpu {
-                path: PathBuf::from(path),
-            });
-        }
-        if let Some(path) = s.strip_prefix("bitbrains:") {
-            if path.is_empty() {
-                return Err(bad("missing path"));
-            }
-            return Ok(WorkloadSource::Bitbrains {
-                path: PathBuf::from(path),
-            });
-        }
-        if let Some(path) = s.strip_prefix("recorded:") {
-            if path.is_empty() {
-                return Err(bad("missing path"));
-            }
-            return Ok(WorkloadSource::Recorded {
-                path: PathBuf::from(path),
-            });
         }
         if let Some(rest) = s.strip_prefix("synthetic:") {
             let mut parts = rest.split(':');
@@ -158,18 +150,14 @@ impl WorkloadSource {
     /// identical to [`load`](Self::load) for workloads that are not
     /// [`is_seeded`](Self::is_seeded).
     pub fn load_seeded(&self, seed: u64, phase: PoolPhase) -> Result<Workload, SimError> {
-        match self {
+        let mut wl = match self {
             WorkloadSource::Bundled => {
                 let cfg = datasets::google2011::Google2011Config {
                     seed,
                     pool_phase: phase,
                     ..datasets::bundled::bundled_config()
                 };
-                let (mut wl, _) = datasets::bundled::bundled_workload_with(&cfg)?;
-                if seed != 0 {
-                    wl.name = format!("{}:seed={seed}", wl.name);
-                }
-                Ok(wl)
+                datasets::bundled::bundled_workload_with(&cfg)?.0
             }
             WorkloadSource::Google2011 { dir, max_apps } => {
                 let cfg = datasets::google2011::Google2011Config {
@@ -178,11 +166,7 @@ impl WorkloadSource {
                     pool_phase: phase,
                     ..Default::default()
                 };
-                let mut wl = datasets::google2011::build_workload(dir, &cfg)?;
-                if seed != 0 {
-                    wl.name = format!("{}:seed={seed}", wl.name);
-                }
-                Ok(wl)
+                datasets::google2011::build_workload(dir, &cfg)?
             }
             WorkloadSource::AlibabaGpu { path } => {
                 let cfg = datasets::alibaba_gpu::AlibabaGpuConfig {
@@ -190,17 +174,18 @@ impl WorkloadSource {
                     pool_phase: phase,
                     ..Default::default()
                 };
-                let mut wl = datasets::alibaba_gpu::build_workload(path, &cfg)?;
-                if seed != 0 {
-                    wl.name = format!("{}:seed={seed}", wl.name);
-                }
-                Ok(wl)
+                datasets::alibaba_gpu::build_workload(path, &cfg)?
             }
-            WorkloadSource::Synthetic { apps, .. } => synthetic(seed, *apps),
+            WorkloadSource::Synthetic { apps, .. } => return synthetic(seed, *apps),
             WorkloadSource::Google2019 { .. }
             | WorkloadSource::Bitbrains { .. }
-            | WorkloadSource::Recorded { .. } => self.load(),
+            | WorkloadSource::Recorded { .. } => return self.load(),
+        };
+        // A pooled workload names its draw (seed 0 is the default one).
+        if seed != 0 {
+            wl.name = format!("{}:seed={seed}", wl.name);
         }
+        Ok(wl)
     }
 
     /// Builds the workload.

@@ -429,16 +429,6 @@ fn inputs(path: &Path, report: &mut AlibabaGpuReport) -> Result<Inputs, DatasetE
     Ok((lists, nodes))
 }
 
-/// FNV-1a, 64 bits: a job key that is the same in every run and process.
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
 /// Builds a workload with an explicit usage pool (see the module docs);
 /// also returns what was read.
 pub fn build_workload_from(
@@ -551,7 +541,7 @@ pub fn build_workload_from(
 
     let mut out = Vec::with_capacity(apps.len());
     for (id, (arrival_s, a)) in apps.into_iter().enumerate() {
-        let key = fnv1a64(a.name.as_bytes());
+        let key = tailor_core::fnv1a64(&[a.name.as_bytes()]);
         let components: Vec<ComponentSpec> = a
             .comps
             .iter()
