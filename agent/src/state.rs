@@ -31,7 +31,8 @@ pub struct PersistedState {
     /// Evicted containers, oldest eviction first.
     #[serde(default)]
     pub evicted: Vec<Eviction>,
-    /// Application name -> failures and preemptions seen.
+    /// Application name -> failures seen: its containers' OOM kills and
+    /// its evictions as a whole (`NodeActionKind::fails_application`).
     #[serde(default)]
     pub app_failures: BTreeMap<String, u32>,
     /// Container id -> end (Docker's `State.FinishedAt`, Unix seconds) of

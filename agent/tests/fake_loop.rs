@@ -330,6 +330,7 @@ async fn overload_evicts_youngest_elastic_of_last_app_then_restarts_it() {
     );
     // a-core's memory grows: the node no longer fits everything
     let mut evicted = Vec::new();
+    let mut b_failures = Vec::new();
     for _ in 0..5 {
         let rep = r
             .step(&[
@@ -346,12 +347,23 @@ async fn overload_evicts_youngest_elastic_of_last_app_then_restarts_it() {
                 evicted.push(o.action.container_id.clone());
             }
         }
+        b_failures.extend(
+            rep.view
+                .containers
+                .iter()
+                .filter(|c| c.meta.name == "b-core")
+                .map(|c| c.app_failures),
+        );
     }
     assert_eq!(
         evicted,
         vec!["b-el-young".to_string()],
         "the youngest elastic of the last application goes first"
     );
+    // the kernel's rule (`Action::fails_application`): an elastic
+    // component's eviction is not a failure of its application
+    assert!(b_failures.len() >= 4, "{b_failures:?}");
+    assert!(b_failures.iter().all(|&n| n == 0), "{b_failures:?}");
     assert_eq!(r.agent.evicted().len(), 1);
     // load drops again: room returns, the evicted container comes back
     let mut restarted = false;

@@ -98,7 +98,9 @@ pub struct Application {
     pub submitted_s: f64,
     /// Larger is more important.
     pub priority: i32,
-    /// How many times it has failed or been preempted so far.
+    /// How many times it has failed so far: its components' OOM kills and
+    /// its evictions as a whole (not an elastic component's eviction:
+    /// [`crate::Action::fails_application`]).
     pub failures: u32,
     /// Expected remaining run time, the SJF key; `None` sorts last.
     #[serde(default)]

@@ -212,6 +212,14 @@ pub enum NodeActionKind {
     Evict { whole_app: bool },
 }
 
+impl NodeActionKind {
+    /// The eviction of a whole application: a failure of it
+    /// ([`crate::Action::fails_application`]).
+    pub fn fails_application(&self) -> bool {
+        matches!(self, NodeActionKind::Evict { whole_app: true })
+    }
+}
+
 /// One action for one container, with its explanation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NodeAction {

@@ -108,6 +108,18 @@ impl ComponentAction<'_> {
             | ComponentAction::Evict { explanation, .. } => explanation,
         }
     }
+
+    /// The eviction of a whole application: a failure of it
+    /// ([`Action::fails_application`]).
+    pub fn fails_application(&self) -> bool {
+        matches!(
+            self,
+            ComponentAction::Evict {
+                whole_app: true,
+                ..
+            }
+        )
+    }
 }
 
 impl Plan {

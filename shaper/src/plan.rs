@@ -57,6 +57,19 @@ impl Action {
         }
     }
 
+    /// Whether carrying it out is a failure of its application, counted
+    /// (with its components' OOM kills) towards `[shaper] failure_limit`:
+    /// evicting the whole application is; evicting one elastic component
+    /// is not, nor is a resize. The plan dropped that component as the
+    /// cheapest work on a host short of room, not because its application
+    /// was sized too small; counting it would take every component of the
+    /// application back to its request, which fits the short host worse
+    /// still, and evict more of them. The agent, the central shaper and
+    /// the simulator all count failures this way.
+    pub fn fails_application(&self) -> bool {
+        matches!(self, Action::EvictApplication { .. })
+    }
+
     /// `resize`, `evict_component` or `evict_application` (as serialised).
     pub fn kind(&self) -> &'static str {
         match self {

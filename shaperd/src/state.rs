@@ -72,8 +72,9 @@ pub enum ActionStatus {
 #[derive(Clone, Debug)]
 struct ActionRecord {
     agent: Arc<str>,
-    /// The application key, for whole-application evictions only (they
-    /// count as failures of the application when applied).
+    /// The application key of an action that is a failure of its
+    /// application when applied (a whole-application eviction,
+    /// [`shaper::Action::fails_application`]).
     evicted_app: Option<String>,
     status: ActionStatus,
 }

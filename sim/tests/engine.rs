@@ -708,3 +708,39 @@ fn an_evicted_service_task_waits_where_it_was() {
         assert!(f >= a.arrival_s + 7200.0 - 1e-6, "{a:?}");
     }
 }
+
+#[test]
+fn an_elastic_components_eviction_leaves_its_application_shaped() {
+    // Host of 10 memory units. B (first in FIFO order) uses 0.9 of its 9,
+    // then jumps to 8.55 at its sample 6. A has a core component (request
+    // 2, using 0.5) and four elastic ones (request 1.5, using 0.75). Under
+    // exact forecasts the jump leaves room for A's core and one elastic
+    // component: three elastic ones are evicted. Were those evictions
+    // failures of A, A would be past `failure_limit` (3), its core would
+    // go back to its request (2), which no longer fits beside B, and the
+    // whole of A would be evicted.
+    let mut b_mem = vec![0.1f32; 6];
+    b_mem.extend([0.95f32; 14]);
+    let b = app(
+        1,
+        0.0,
+        vec![comp(Class::Core, 0.1, 9.0, 6000.0, &[0.5], &b_mem)],
+    );
+    let mut a_comps = vec![comp(Class::Core, 0.1, 2.0, 6000.0, &[0.5], &[0.25])];
+    for _ in 0..4 {
+        a_comps.push(comp(Class::Elastic, 0.1, 1.5, 6000.0, &[0.5], &[0.5]));
+    }
+    let a = app(2, 1.0, a_comps);
+    let wl = one_host(100.0, 10.0, vec![b, a]);
+    let mut c = cfg(Policy::Pessimistic, ForecasterSource::Oracle);
+    c.shaper.k1 = 0.0;
+    c.shaper.k2 = 0.0;
+    c.shaper.min_relative_change = 0.0;
+    assert_eq!(c.shaper.failure_limit, 3);
+    let r = simulate(&wl, &c, None).expect("run");
+    let s = &r.summary;
+    assert_eq!(s.apps_completed, 2, "{s:?}");
+    assert!(s.evictions >= 3, "the elastic components make room: {s:?}");
+    assert_eq!(r.metrics.apps[1].evictions, 0, "{:?}", r.metrics.apps[1]);
+    assert_eq!(s.failed_app_fraction, 0.0, "{s:?}");
+}

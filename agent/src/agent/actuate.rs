@@ -139,7 +139,9 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                                 reason: a.explanation.clone(),
                                 request,
                             });
-                            if failed_apps.insert(t.labels.app.clone()) {
+                            if a.kind.fails_application()
+                                && failed_apps.insert(t.labels.app.clone())
+                            {
                                 *self
                                     .state
                                     .app_failures

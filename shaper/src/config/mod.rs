@@ -271,7 +271,9 @@ pub struct ShaperConfig {
     /// Components younger than this keep their request (their models have
     /// too little history). Default 600 s (thesis: 10 minutes).
     pub grace_period_s: f64,
-    /// Applications that failed (or were preempted) this many times or more
+    /// Applications that failed this many times or more (OOM kills of
+    /// their components, evictions of the whole application; not an
+    /// elastic component's eviction: [`crate::Action::fails_application`])
     /// are no longer shaped: their components keep their request. Default 3.
     pub failure_limit: u32,
     /// Ceiling of a component's allocation = `request * max_growth`.

@@ -292,13 +292,14 @@ impl RoundInput {
                     Some(false) => out.evict_component += 1,
                     Some(true) => out.evict_application += 1,
                 }
-                let evicted_app = match whole_app {
-                    Some(true) => agent
+                let evicted_app = if action.fails_application() {
+                    agent
                         .report
                         .components
                         .get(o.comp as usize)
-                        .map(|c| c.app.clone()),
-                    _ => None,
+                        .map(|c| c.app.clone())
+                } else {
+                    None
                 };
                 let n = records.len() as u32;
                 records.push(ActionRecord {

@@ -329,7 +329,7 @@ impl Engine<'_> {
         if self.comps[c].warm {
             self.m.oom_kills_warm += 1;
         }
-        self.bring_back(c, Stop::OomKill);
+        self.bring_back(c, Stop::OomKill, true);
     }
 
     /// Running component `c` was stopped (killed or evicted): a failure of
@@ -341,9 +341,9 @@ impl Engine<'_> {
     /// one re-runs alone from its start. Stopping a core component, or one
     /// that restarts alone, counts as a crash or an eviction of the
     /// application.
-    fn bring_back(&mut self, c: usize, why: Stop) {
+    fn bring_back(&mut self, c: usize, why: Stop, fails_app: bool) {
         let a = self.comps[c].app as usize;
-        self.count_failure(a);
+        self.count_failure(a, fails_app);
         let app_hit = |app: &mut AppSt| match why {
             Stop::OomKill => app.crashes += 1,
             Stop::Eviction => app.evictions += 1,
@@ -361,14 +361,18 @@ impl Engine<'_> {
         }
     }
 
-    /// One more failure of application `a` (a kill or an eviction: the
-    /// shaper's failure count), and one more restart towards
-    /// `max_restarts` unless it already had one at this instant: a job
-    /// whose thousand tasks cross their allocations in the same sample
-    /// failed once, not a thousand times.
-    fn count_failure(&mut self, a: usize) {
+    /// Application `a` lost work (a kill or an eviction): one more failure
+    /// towards the shaper's `failure_limit` when `fails_app` (an OOM kill,
+    /// an eviction of the whole application; not an elastic component's
+    /// eviction: [`shaper::Action::fails_application`]), and one more
+    /// restart towards `max_restarts` unless it already had one at this
+    /// instant: a job whose thousand tasks cross their allocations in the
+    /// same sample failed once, not a thousand times.
+    fn count_failure(&mut self, a: usize, fails_app: bool) {
         let app = &mut self.apps[a];
-        app.failures += 1;
+        if fails_app {
+            app.failures += 1;
+        }
         if app.last_restart_s != self.now {
             app.last_restart_s = self.now;
             app.restarts += 1;
@@ -392,9 +396,10 @@ impl Engine<'_> {
     /// semantics it re-runs from its start; components that restart alone
     /// ([`OomRestart::Component`]) wait for room again where they were,
     /// keeping their work (a preempted service's tasks are rescheduled).
-    pub(super) fn evict_app(&mut self, a: usize) {
+    /// `fails_app`: as the action's [`shaper::ComponentAction::fails_application`].
+    pub(super) fn evict_app(&mut self, a: usize, fails_app: bool) {
         self.apps[a].evictions += 1;
-        self.count_failure(a);
+        self.count_failure(a, fails_app);
         let (first, n) = (self.apps[a].first as usize, self.apps[a].n as usize);
         let running = (first..first + n).filter(|&c| self.comps[c].state == CState::Running);
         if running
@@ -413,9 +418,10 @@ impl Engine<'_> {
     }
 
     /// The shaper evicted component `c` alone (the shaper never evicts a
-    /// lone core component; if it did, the application could not go on).
-    pub(super) fn evict_component(&mut self, c: usize) {
-        self.bring_back(c, Stop::Eviction);
+    /// lone core component; if it did, the application could not go on):
+    /// `fails_app` as the action's [`shaper::ComponentAction::fails_application`].
+    pub(super) fn evict_component(&mut self, c: usize, fails_app: bool) {
+        self.bring_back(c, Stop::Eviction, fails_app);
     }
 
     /// Kills every component of `a`, throws its work away and requeues it at

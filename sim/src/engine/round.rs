@@ -281,6 +281,7 @@ impl Engine<'_> {
                     "eviction"
                 );
             }
+            let fails_app = act.fails_application();
             match act {
                 ComponentAction::Evict {
                     app,
@@ -292,7 +293,7 @@ impl Engine<'_> {
                     if a < self.apps.len() && self.apps[a].state == AState::Running {
                         self.m.evictions += 1;
                         self.m.app_evictions += 1;
-                        self.evict_app(a);
+                        self.evict_app(a, fails_app);
                     }
                 }
                 ComponentAction::Evict {
@@ -304,7 +305,7 @@ impl Engine<'_> {
                     if c < self.comps.len() && self.comps[c].state == CState::Running {
                         self.m.evictions += 1;
                         self.m.component_evictions += 1;
-                        self.evict_component(c);
+                        self.evict_component(c, fails_app);
                     }
                 }
                 ComponentAction::Resize { component, to, .. } => {

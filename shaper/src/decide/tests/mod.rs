@@ -138,6 +138,11 @@ fn spike_evicts_youngest_elastic_of_last_app() {
     let plan = decide(&spiked, 10_000.0, &cfg0());
     let ev: Vec<&Action> = plan.evictions().collect();
     assert_eq!(ev.len(), 1, "{:#?}", plan.actions);
+    // Dropping an elastic component is not a failure of its application,
+    // nor is a resize, in every form a caller applies.
+    assert!(plan.actions.iter().all(|a| !a.fails_application()));
+    assert!(plan.component_actions().all(|a| !a.fails_application()));
+    assert!(!crate::node::NodeActionKind::Evict { whole_app: false }.fails_application());
     match ev[0] {
         Action::EvictComponent {
             app,
@@ -192,6 +197,12 @@ fn core_that_does_not_fit_evicts_whole_app_across_hosts() {
     let plan = decide(&view, 10_000.0, &cfg0());
     let ev: Vec<&Action> = plan.evictions().collect();
     assert_eq!(ev.len(), 1, "{:#?}", plan.actions);
+    // Evicting the whole application is a failure of it, once per
+    // component as callers apply it.
+    assert!(ev[0].fails_application());
+    let failing = plan.component_actions().filter(|a| a.fails_application());
+    assert_eq!(failing.count(), 3);
+    assert!(crate::node::NodeActionKind::Evict { whole_app: true }.fails_application());
     match ev[0] {
         Action::EvictApplication {
             app,
