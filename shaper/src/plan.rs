@@ -23,7 +23,8 @@ pub enum Action {
         to: Resources,
         explanation: Explanation,
     },
-    /// Kill one elastic component (its application keeps running).
+    /// Kill one elastic component, or one that restarts alone (a
+    /// service's task): its application keeps running.
     EvictComponent {
         app: AppId,
         component: ComponentId,

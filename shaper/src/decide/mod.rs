@@ -64,6 +64,11 @@ struct Slot {
     /// Next elastic slot of the same application in keep order.
     next: u32,
     state: State,
+    /// Its loss fails its application: a core component that does not
+    /// restart alone. Placed all or nothing with its application's other
+    /// such components; every other component (elastic, or restarting
+    /// alone: a service's task) is kept or evicted alone, oldest first,
+    /// and its buffer is cut before these.
     core: bool,
     protected: bool,
     changed: bool,
@@ -365,7 +370,7 @@ fn decide_with(
         for (j, c) in app.components.iter().enumerate() {
             let g = base + j as u32;
             let host = hosts.get(c.host.0);
-            let core = c.class == Class::Core;
+            let core = c.class == Class::Core && !c.restarts_alone;
             if host == UNKNOWN {
                 summary.unknown_host_components += 1;
                 slots.push(Slot {
@@ -381,7 +386,8 @@ fn decide_with(
                 continue;
             }
             has_protected |= c.protected;
-            let t = target_with_k1(app, c, now_s, cfg, if core { core_k1 } else { k1 });
+            let class_k1 = if c.class == Class::Core { core_k1 } else { k1 };
+            let t = target_with_k1(app, c, now_s, cfg, class_k1);
             let (eff, changed, skipped) = settle(t.alloc, c, cfg);
             summary.skipped_by_hysteresis += u64::from(skipped);
             slots.push(Slot {

@@ -417,8 +417,8 @@ impl Engine<'_> {
         }
     }
 
-    /// The shaper evicted component `c` alone (the shaper never evicts a
-    /// lone core component; if it did, the application could not go on):
+    /// The shaper evicted component `c` alone (an elastic one, or one that
+    /// restarts alone; never a core component its application needs):
     /// `fails_app` as the action's [`shaper::ComponentAction::fails_application`].
     pub(super) fn evict_component(&mut self, c: usize, fails_app: bool) {
         self.bring_back(c, Stop::Eviction, fails_app);

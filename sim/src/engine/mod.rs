@@ -6,7 +6,7 @@
 //! nothing in the results depends on hash-map iteration order.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::{BTreeSet, BinaryHeap, HashSet};
 use std::ops::Bound;
 use std::time::Instant;
 

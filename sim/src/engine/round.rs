@@ -265,6 +265,11 @@ impl Engine<'_> {
     /// Carries out the plan in the kernel's apply order.
     pub(super) fn apply(&mut self, plan: &Plan) {
         let mut resized: Vec<usize> = Vec::new();
+        // Applications evicted whole this round: one eviction (and one
+        // failure) each, though the plan names every component (an
+        // application whose components restart alone is still running
+        // after the first).
+        let mut evicted_apps: HashSet<usize> = HashSet::new();
         for act in plan.component_actions() {
             if let ComponentAction::Evict {
                 app,
@@ -290,7 +295,10 @@ impl Engine<'_> {
                 } => {
                     // One action per component: the first evicts the app.
                     let a = app.0 as usize;
-                    if a < self.apps.len() && self.apps[a].state == AState::Running {
+                    if a < self.apps.len()
+                        && self.apps[a].state == AState::Running
+                        && evicted_apps.insert(a)
+                    {
                         self.m.evictions += 1;
                         self.m.app_evictions += 1;
                         self.evict_app(a, fails_app);

@@ -230,6 +230,68 @@ fn core_that_does_not_fit_evicts_whole_app_across_hosts() {
 }
 
 #[test]
+fn a_service_task_that_does_not_fit_is_evicted_alone() {
+    // The view of `core_that_does_not_fit_evicts_whole_app_across_hosts`,
+    // with app 2's components restarting alone (a service's tasks): the
+    // task that does not fit goes, youngest first, and the service keeps
+    // the others; that is not a failure of the service.
+    let task = |id, host, started_s, fc| {
+        let mut c = comp(id, Class::Core, host, started_s, (2.0, 50.0), fc);
+        c.restarts_alone = true;
+        c
+    };
+    let view = ClusterView {
+        hosts: vec![host(0, 4.0, 100.0), host(1, 4.0, 100.0)],
+        apps: vec![
+            app(
+                1,
+                0.0,
+                vec![comp(10, Class::Core, 1, 0.0, (4.0, 100.0), (3.0, 80.0))],
+            ),
+            app(
+                2,
+                1.0,
+                vec![
+                    task(20, 0, 0.0, (1.0, 10.0)),
+                    task(21, 1, 10.0, (1.0, 30.0)),
+                    task(22, 0, 20.0, (1.0, 10.0)),
+                ],
+            ),
+        ],
+    };
+    let plan = decide(&view, 10_000.0, &cfg0());
+    let ev: Vec<&Action> = plan.evictions().collect();
+    assert_eq!(ev.len(), 1, "{:#?}", plan.actions);
+    match ev[0] {
+        Action::EvictComponent {
+            app,
+            component,
+            host,
+            explanation,
+        } => {
+            assert_eq!(
+                (*app, *component, *host),
+                (AppId(2), ComponentId(21), HostId(1))
+            );
+            let b = explanation.binding.as_deref().copied().expect("binding");
+            assert_eq!((b.host, b.resource), (HostId(1), Resource::Mem));
+        }
+        other => panic!("expected one task's eviction, got {other:?}"),
+    }
+    assert!(!ev[0].fails_application());
+    // Its other tasks are kept (and resized).
+    let resized: Vec<ComponentId> = plan
+        .resizes()
+        .filter(|a| a.app() == AppId(2))
+        .map(|a| match a {
+            Action::Resize { component, .. } => *component,
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(resized, vec![ComponentId(20), ComponentId(22)]);
+}
+
+#[test]
 fn protected_is_never_shrunk_nor_evicted() {
     let mut p = comp(1, Class::Elastic, 0, 0.0, (4.0, 100.0), (1.0, 10.0));
     p.protected = true;
