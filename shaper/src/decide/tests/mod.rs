@@ -233,8 +233,8 @@ fn core_that_does_not_fit_evicts_whole_app_across_hosts() {
 fn a_service_task_that_does_not_fit_is_evicted_alone() {
     // The view of `core_that_does_not_fit_evicts_whole_app_across_hosts`,
     // with app 2's components restarting alone (a service's tasks): the
-    // task that does not fit goes, youngest first, and the service keeps
-    // the others; that is not a failure of the service.
+    // task that does not fit goes alone, and the service keeps the
+    // others; that is not a failure of the service.
     let task = |id, host, started_s, fc| {
         let mut c = comp(id, Class::Core, host, started_s, (2.0, 50.0), fc);
         c.restarts_alone = true;
