@@ -173,9 +173,10 @@ fn spike_evicts_youngest_elastic_of_last_app() {
         if *component == ComponentId(10) && (to.mem_bytes - 8.0 * GIB).abs() < 1.0)));
 }
 
-#[test]
-fn core_that_does_not_fit_evicts_whole_app_across_hosts() {
-    let view = ClusterView {
+/// Two hosts; app 1 holds 80 of host 1's 100 memory units, where app
+/// 2's core component 21 forecasts 30 (its 20 and 22 on host 0 fit).
+fn host_1_short() -> ClusterView {
+    ClusterView {
         hosts: vec![host(0, 4.0, 100.0), host(1, 4.0, 100.0)],
         apps: vec![
             app(
@@ -193,7 +194,12 @@ fn core_that_does_not_fit_evicts_whole_app_across_hosts() {
                 ],
             ),
         ],
-    };
+    }
+}
+
+#[test]
+fn core_that_does_not_fit_evicts_whole_app_across_hosts() {
+    let view = host_1_short();
     let plan = decide(&view, 10_000.0, &cfg0());
     let ev: Vec<&Action> = plan.evictions().collect();
     assert_eq!(ev.len(), 1, "{:#?}", plan.actions);
@@ -231,34 +237,14 @@ fn core_that_does_not_fit_evicts_whole_app_across_hosts() {
 
 #[test]
 fn a_service_task_that_does_not_fit_is_evicted_alone() {
-    // The view of `core_that_does_not_fit_evicts_whole_app_across_hosts`,
-    // with app 2's components restarting alone (a service's tasks): the
-    // task that does not fit goes alone, and the service keeps the
-    // others; that is not a failure of the service.
-    let task = |id, host, started_s, fc| {
-        let mut c = comp(id, Class::Core, host, started_s, (2.0, 50.0), fc);
+    // `host_1_short` with app 2's components all core and restarting
+    // alone (a service's tasks): the task that does not fit goes alone,
+    // and the service keeps the others; that is not a failure of it.
+    let mut view = host_1_short();
+    for c in &mut view.apps[1].components {
+        c.class = Class::Core;
         c.restarts_alone = true;
-        c
-    };
-    let view = ClusterView {
-        hosts: vec![host(0, 4.0, 100.0), host(1, 4.0, 100.0)],
-        apps: vec![
-            app(
-                1,
-                0.0,
-                vec![comp(10, Class::Core, 1, 0.0, (4.0, 100.0), (3.0, 80.0))],
-            ),
-            app(
-                2,
-                1.0,
-                vec![
-                    task(20, 0, 0.0, (1.0, 10.0)),
-                    task(21, 1, 10.0, (1.0, 30.0)),
-                    task(22, 0, 20.0, (1.0, 10.0)),
-                ],
-            ),
-        ],
-    };
+    }
     let plan = decide(&view, 10_000.0, &cfg0());
     let ev: Vec<&Action> = plan.evictions().collect();
     assert_eq!(ev.len(), 1, "{:#?}", plan.actions);
