@@ -122,7 +122,7 @@ pub struct SimArgs {
     /// The same rule with its reference relative to the view: X times the
     /// memory-weighted median application memory, worked out every round
     /// (overrides the config's reference, absolute or relative, default
-    /// 0.35; 0: off).
+    /// 0.2; 0: off).
     #[arg(long, value_name = "X")]
     pub app_mem_ref_rel: Option<f64>,
     /// Never show a progress bar.

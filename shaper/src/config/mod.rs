@@ -9,7 +9,7 @@
 //! k2 = 1.0                         # dynamic buffer term, band level (sigmas)
 //! small_app_components = 5         # apps with fewer running (core) components are small:
 //! small_app_k1 = 0.6               #   their (core components') constant buffer term
-//! app_mem_ref_rel = 0.35           # apps below ref = this x the view's memory-weighted
+//! app_mem_ref_rel = 0.2            # apps below ref = this x the view's memory-weighted
 //! app_k1_slope = 0.3               #   median app get max(k1, slope * ln(ref / app memory))
 //! app_mem_ref_gib = 0.0            # or an absolute ref (GiB; when set, replaces the relative one)
 //! order = "fifo"                   # fifo | sjf | priority
@@ -251,7 +251,7 @@ pub struct ShaperConfig {
     /// applications' memory (the size below which applications hold half
     /// the view's memory request; [`weighted_median`]), worked out every
     /// round. It scales with the workload, where `app_mem_ref_gib` must be
-    /// read off each one. Default 0.35; 0 with `app_mem_ref_gib` 0: off.
+    /// read off each one. Default 0.2 (README, "Defaults"); 0 with `app_mem_ref_gib` 0: off.
     pub app_mem_ref_rel: f64,
     /// How fast the constant buffer term grows as an application's memory
     /// falls below `app_mem_ref_gib`: `app_k1_slope` more per factor `e`
@@ -378,7 +378,7 @@ impl Default for ShaperConfig {
             small_app_k1: 0.6,
             app_mem_ref_gib: 0.0,
             app_k1_slope: 0.3,
-            app_mem_ref_rel: 0.35,
+            app_mem_ref_rel: 0.2,
             order: SchedulerOrder::Fifo,
             victim_order: VictimOrder::OldestFirstKeep,
             cpu_shortfall: CpuShortfall::Share,

@@ -23,7 +23,7 @@ fn default_is_valid_and_documented_values() {
     assert_eq!((c.small_app_components, c.small_app_k1), (5, 0.6));
     assert_eq!(
         (c.app_mem_ref_rel, c.app_mem_ref_gib, c.app_k1_slope),
-        (0.35, 0.0, 0.3)
+        (0.2, 0.0, 0.3)
     );
     assert!(c.app_mem_rule());
     assert_eq!((c.sibling_hold_s, c.mem_hold_s), (1200.0, 86_400.0));
