@@ -284,3 +284,41 @@ fn gp_buffer_findings_on_google_2011_part0() {
         check_gp(&wl, 0.25, false);
     }
 }
+
+/// Issue 14's check of the two optimistic semantics, on a contended
+/// synthetic cluster whose components live long (the synthetic workload of
+/// the checks above, seed 1, 1,000 applications, 30% of the hosts'
+/// capacity, time stretched 100 times: the thesis's applications ran for
+/// up to weeks, and a long life is what brings a component's memory to
+/// grow on a host that others have filled). The replay's own oracle
+/// (`sim::oracle_of` the shipped defaults: exact forecasts, no buffer)
+/// under the thesis's optimistic semantics (`optimistic_growth =
+/// "refuse"`) fails at least 10% of the applications; under the
+/// pessimistic policy, none.
+#[test]
+fn refusing_optimistic_oracle_fails_a_tenth_of_a_contended_cluster_pessimistic_none() {
+    let cfg = datasets::synthetic::SyntheticConfig {
+        seed: 1,
+        apps: SYNTHETIC_APPS,
+        ..Default::default()
+    };
+    let wl = datasets::synthetic::generate(&cfg).expect("synthetic");
+    let wl = thesis_setup(wl, 100.0, SYNTHETIC_CAPACITY);
+    let pes = sim::oracle_of(&SimConfig::default());
+    assert_eq!(pes.shaper.policy, Policy::Pessimistic);
+    let mut opt = pes.clone();
+    opt.shaper.policy = Policy::Optimistic;
+    opt.optimistic_growth = sim::OptimisticGrowth::Refuse;
+    let o = simulate(&wl, &opt, None).expect("optimistic").summary;
+    let p = simulate(&wl, &pes, None).expect("pessimistic").summary;
+    eprintln!(
+        "contended synthetic x100: oracle + optimistic (refuse): failed {:.4}, oom {}; oracle + pessimistic: failed {:.4}, oom {}, evictions {}",
+        o.failed_app_fraction, o.oom_kills, p.failed_app_fraction, p.oom_kills, p.evictions
+    );
+    assert!(o.failed_app_fraction >= 0.10, "{o:?}");
+    assert_eq!(p.failed_app_fraction, 0.0, "{p:?}");
+    assert_eq!(p.oom_kills, 0, "{p:?}");
+    for s in [&o, &p] {
+        assert_eq!(s.apps_completed, s.apps - s.apps_rejected, "{s:?}");
+    }
+}
