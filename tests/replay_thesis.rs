@@ -56,13 +56,19 @@ fn bundled() -> Workload {
 }
 
 fn synthetic() -> Workload {
+    synthetic_stretched(SYNTHETIC_STRETCH)
+}
+
+/// The synthetic workload (seed 1) on the contended cluster, its time
+/// stretched `stretch` times.
+fn synthetic_stretched(stretch: f64) -> Workload {
     let cfg = datasets::synthetic::SyntheticConfig {
         seed: 1,
         apps: SYNTHETIC_APPS,
         ..Default::default()
     };
     let wl = datasets::synthetic::generate(&cfg).expect("synthetic");
-    thesis_setup(wl, SYNTHETIC_STRETCH, SYNTHETIC_CAPACITY)
+    thesis_setup(wl, stretch, SYNTHETIC_CAPACITY)
 }
 
 const SYNTHETIC_APPS: usize = 1000;
@@ -297,13 +303,7 @@ fn gp_buffer_findings_on_google_2011_part0() {
 /// pessimistic policy, none.
 #[test]
 fn refusing_optimistic_oracle_fails_a_tenth_of_a_contended_cluster_pessimistic_none() {
-    let cfg = datasets::synthetic::SyntheticConfig {
-        seed: 1,
-        apps: SYNTHETIC_APPS,
-        ..Default::default()
-    };
-    let wl = datasets::synthetic::generate(&cfg).expect("synthetic");
-    let wl = thesis_setup(wl, 100.0, SYNTHETIC_CAPACITY);
+    let wl = synthetic_stretched(100.0);
     let pes = sim::oracle_of(&SimConfig::default());
     assert_eq!(pes.shaper.policy, Policy::Pessimistic);
     let mut opt = pes.clone();

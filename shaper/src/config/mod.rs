@@ -251,7 +251,8 @@ pub struct ShaperConfig {
     /// applications' memory (the size below which applications hold half
     /// the view's memory request; [`weighted_median`]), worked out every
     /// round. It scales with the workload, where `app_mem_ref_gib` must be
-    /// read off each one. Default 0.2 (README, "Defaults"); 0 with `app_mem_ref_gib` 0: off.
+    /// read off each one. Default 0.2 (README, "Defaults re-chosen after
+    /// the oracle correction"); 0 with `app_mem_ref_gib` 0: off.
     pub app_mem_ref_rel: f64,
     /// How fast the constant buffer term grows as an application's memory
     /// falls below `app_mem_ref_gib`: `app_k1_slope` more per factor `e`
