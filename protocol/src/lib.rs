@@ -417,11 +417,13 @@ impl ReportRequest {
             if let Some(f) = &c.forecast {
                 check_predictive(At(i, "forecast.cpu"), &f.cpu, &mut errors);
                 check_predictive(At(i, "forecast.mem"), &f.mem, &mut errors);
-                if !f.mem_hold_bytes.is_finite() || f.mem_hold_bytes < 0.0 {
-                    errors.push(format!(
-                        "{} must be finite and >= 0",
-                        At(i, "forecast.mem_hold_bytes")
-                    ));
+                for (key, x) in [
+                    ("forecast.mem_hold_bytes", f.mem_hold_bytes),
+                    ("forecast.mem_small_hold_bytes", f.mem_small_hold_bytes),
+                ] {
+                    if !x.is_finite() || x < 0.0 {
+                        errors.push(format!("{} must be finite and >= 0", At(i, key)));
+                    }
                 }
             }
             if !c.started_s.is_finite() || c.started_s < 0.0 {
@@ -553,6 +555,7 @@ mod tests {
                 cpu: Predictive::gaussian(0.2, 0.01),
                 mem: Predictive::gaussian(2e8, 1e6),
                 mem_hold_bytes: 0.0,
+                mem_small_hold_bytes: 0.0,
             }),
             started_s: 1000.0,
             work_done_s: None,
@@ -642,14 +645,17 @@ mod tests {
         r.components[0].usage.mem_bytes = f64::INFINITY;
         if let Some(f) = r.components[1].forecast.as_mut() {
             f.mem_hold_bytes = f64::NAN;
+            f.mem_small_hold_bytes = -1.0;
         }
         let errors = r.validate(100).expect_err("invalid");
-        assert!(
-            errors
-                .iter()
-                .any(|e| e.contains("components[1].forecast.mem_hold_bytes")),
-            "{errors:?}"
-        );
+        for key in ["mem_hold_bytes", "mem_small_hold_bytes"] {
+            assert!(
+                errors
+                    .iter()
+                    .any(|e| e.contains(&format!("components[1].forecast.{key}"))),
+                "{errors:?}"
+            );
+        }
         assert!(
             errors.iter().any(|e| e.contains("agent_id is empty")),
             "{errors:?}"

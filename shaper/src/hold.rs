@@ -28,12 +28,19 @@ pub struct Hold {
 }
 
 impl Hold {
-    /// A hold over the last `n` samples; `n = 0` holds nothing.
+    /// A hold over the last `n` samples in [`BUCKETS`] buckets; `n = 0`
+    /// holds nothing.
     pub fn new(n: usize) -> Self {
+        Self::with_buckets(n, BUCKETS)
+    }
+
+    /// A hold over the last `n` samples in `buckets` buckets (at least 1):
+    /// fewer buckets cost less memory and cover the window less exactly.
+    pub fn with_buckets(n: usize, buckets: usize) -> Self {
         if n == 0 {
             return Self::default();
         }
-        let bucket_len = n.div_ceil(BUCKETS);
+        let bucket_len = n.div_ceil(buckets.max(1));
         Self {
             bucket_len,
             buckets: n.div_ceil(bucket_len),
@@ -90,9 +97,9 @@ mod tests {
 
     proptest! {
         #[test]
-        fn holds_the_recent_peak(n in 1usize..200, xs in proptest::collection::vec(0.0f64..1.0, 1..500)) {
-            let mut h = Hold::new(n);
-            let len = n.div_ceil(BUCKETS);
+        fn holds_the_recent_peak(n in 1usize..200, buckets in 1usize..30, xs in proptest::collection::vec(0.0f64..1.0, 1..500)) {
+            let mut h = Hold::with_buckets(n, buckets);
+            let len = n.div_ceil(buckets);
             for (i, &x) in xs.iter().enumerate() {
                 h.push(x);
                 let seen = &xs[..=i];

@@ -51,6 +51,7 @@
 //!                 cpu: Predictive::gaussian(0.6, 0.05),
 //!                 mem: Predictive::gaussian(1.2e9, 0.1e9),
 //!                 mem_hold_bytes: 0.0,
+//!                 mem_small_hold_bytes: 0.0,
 //!             }),
 //!             protected: false,
 //!             work_done_s: 3600.0,

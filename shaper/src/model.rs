@@ -41,6 +41,12 @@ pub struct Forecasts {
     /// (`[shaper] mem_shortfall = "buffer"`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub mem_hold_bytes: f64,
+    /// The peak of the component's own memory samples over a small
+    /// application's longer hold (bytes; 0: none; `[shaper]
+    /// small_app_mem_hold_s`): the level its memory is sized from when
+    /// `decide()` counts it as small ([`crate::ShaperConfig::is_small`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mem_small_hold_bytes: f64,
 }
 
 fn is_zero(x: &f64) -> bool {

@@ -121,6 +121,9 @@ pub struct ComponentModels {
     last: (Option<f64>, Option<f64>),
     /// The peak of the recent relative memory samples ([`hold_samples`]).
     mem_hold: Hold,
+    /// The same over a small application's longer window
+    /// ([`small_hold_samples`]).
+    small_hold: Hold,
     /// Samples before which the siblings' high-water mark still holds
     /// ([`sibling_hold_samples`]).
     sibling_hold: usize,
@@ -172,6 +175,15 @@ fn samples_in(seconds: f64, sample_interval_s: f64) -> usize {
     }
 }
 
+/// Buckets of a small application's memory hold (a week in days).
+pub const SMALL_HOLD_BUCKETS: usize = 7;
+
+/// A small application's memory hold in samples ([`ShaperConfig::small_hold_s`]
+/// over the interval, rounded up; 0 when off or the interval unknown).
+pub fn small_hold_samples(cfg: &ShaperConfig, sample_interval_s: f64) -> usize {
+    samples_in(cfg.small_hold_s(), sample_interval_s)
+}
+
 /// The memory hold in samples: `[shaper] mem_hold_s / sample_interval_s`,
 /// rounded up, at most 1e9 (0 when the hold is off or the interval
 /// unknown). A hold costs the same bounded memory at any length
@@ -215,6 +227,7 @@ impl ComponentModels {
             pending: PairMoments::default(),
             last: (None, None),
             mem_hold: Hold::default(),
+            small_hold: Hold::default(),
             sibling_hold: 0,
             inherited_samples: 0,
             tracked: None,
@@ -232,6 +245,14 @@ impl ComponentModels {
     /// [`hold_samples`]); default 0, no hold.
     pub fn with_mem_hold(mut self, n: usize) -> Self {
         self.mem_hold = Hold::new(n);
+        self
+    }
+
+    /// Keeps the largest of the last `n` samples for a small application's
+    /// sizing (`Forecasts::mem_small_hold_bytes`; see
+    /// [`small_hold_samples`]); default 0, none.
+    pub fn with_small_hold(mut self, n: usize) -> Self {
+        self.small_hold = Hold::with_buckets(n, SMALL_HOLD_BUCKETS);
         self
     }
 
@@ -254,6 +275,7 @@ impl ComponentModels {
             pending: PairMoments::default(),
             last: (None, None),
             mem_hold: Hold::default(),
+            small_hold: Hold::default(),
             sibling_hold: 0,
             inherited_samples: 0,
             tracked: None,
@@ -301,6 +323,7 @@ impl ComponentModels {
                     self.pending.mem.add_jump(jump);
                 }
                 self.mem_hold.push(mem);
+                self.small_hold.push(mem);
                 if let Some(t) = self.tracked.as_mut() {
                     t.peak_rel = Some(t.peak_rel.map_or(mem, |p| p.max(mem)));
                 }
@@ -477,14 +500,24 @@ impl ComponentModels {
                 mem.mean = floor;
             }
         }
+        let small_hold = if self.small_hold.is_on() && !self.always_warm {
+            self.small_hold.max()
+        } else {
+            0.0
+        };
         let mem = denormalise(mem, request.mem_bytes);
         let f = Forecasts {
             cpu: denormalise(cpu, request.cpu_cores),
             mem_hold_bytes: absolute(kill_hold, request.mem_bytes).max(0.0),
+            mem_small_hold_bytes: absolute(small_hold, request.mem_bytes).max(0.0),
             mem,
         };
         let finite = |p: &Predictive| p.mean.is_finite() && p.std.is_finite();
-        if finite(&f.cpu) && finite(&f.mem) && f.mem_hold_bytes.is_finite() {
+        if finite(&f.cpu)
+            && finite(&f.mem)
+            && f.mem_hold_bytes.is_finite()
+            && f.mem_small_hold_bytes.is_finite()
+        {
             (Some(f), source)
         } else {
             (None, ForecastSource::Fallback)
@@ -589,6 +622,52 @@ mod tests {
         let pending = m.take_pending();
         assert_eq!(pending.mem.w, 4.0);
         assert!(m.take_pending().is_empty());
+    }
+
+    #[test]
+    fn a_small_applications_hold_keeps_a_peak_the_days_hold_has_let_go() {
+        let cfg = ShaperConfig {
+            min_history_samples: 1,
+            mem_hold_s: 600.0,
+            small_app_mem_hold_s: 2100.0,
+            ..ShaperConfig::default()
+        };
+        assert_eq!(small_hold_samples(&cfg, 300.0), 7);
+        let off = |c: ShaperConfig| small_hold_samples(&c, 300.0);
+        assert_eq!(
+            off(ShaperConfig {
+                small_app_mem_hold_s: 600.0,
+                ..cfg.clone()
+            }),
+            0,
+            "not longer than the day's hold"
+        );
+        assert_eq!(
+            off(ShaperConfig {
+                small_app_components: 0,
+                ..cfg.clone()
+            }),
+            0,
+            "no application can be small"
+        );
+        let req = Resources::new(1.0, 1e9);
+        let mut m = ComponentModels::build(req, last)
+            .expect("models")
+            .with_mem_hold(2)
+            .with_small_hold(7);
+        m.observe(Some(0.1), 9e8, req);
+        for i in 1..=8 {
+            m.observe(Some(0.1), 2e8, req);
+            let f = m.forecast_with(1, req, &cfg, None).0.expect("forecast");
+            let day = if i < 2 { 9e8 } else { 2e8 };
+            assert!((f.mem.mean - day).abs() < 1.0, "{i}: {}", f.mem.mean);
+            let week = if i < 7 { 9e8 } else { 2e8 };
+            assert!(
+                (f.mem_small_hold_bytes - week).abs() < 1.0,
+                "{i}: {}",
+                f.mem_small_hold_bytes
+            );
+        }
     }
 
     #[test]

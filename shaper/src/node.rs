@@ -490,6 +490,7 @@ mod tests {
                 cpu: Predictive::gaussian(0.1, 0.0),
                 mem: Predictive::gaussian(mem_use, 0.0),
                 mem_hold_bytes: 0.0,
+                mem_small_hold_bytes: 0.0,
             }),
             forecast_source: None,
             samples: 100,

@@ -103,6 +103,8 @@ pub struct NodeModels {
     warm_samples: usize,
     /// The memory hold in samples ([`crate::models::hold_samples`]).
     mem_hold: usize,
+    /// [`crate::models::small_hold_samples`].
+    small_hold: usize,
     /// [`crate::models::sibling_hold_samples`].
     sibling_hold: usize,
     history_cap: usize,
@@ -171,6 +173,7 @@ impl NodeModels {
             model,
             warm_samples,
             mem_hold: crate::models::hold_samples(cfg, sample_interval_s),
+            small_hold: crate::models::small_hold_samples(cfg, sample_interval_s),
             sibling_hold: crate::models::sibling_hold_samples(cfg, sample_interval_s),
             history_cap,
             live: HashMap::new(),
@@ -235,6 +238,7 @@ impl NodeModels {
                     let m = m
                         .with_warm_samples(self.warm_samples)
                         .with_mem_hold(self.mem_hold)
+                        .with_small_hold(self.small_hold)
                         .with_sibling_hold(self.sibling_hold);
                     // its own checkpoint keeps its age; a predecessor's
                     // history does not

@@ -81,6 +81,7 @@ pub fn synthetic_view(n_components: usize, seed: u64) -> ClusterView {
                                 request.mem_bytes * sd,
                             ),
                             mem_hold_bytes: 0.0,
+                            mem_small_hold_bytes: 0.0,
                         }),
                         protected: false,
                         work_done_s: rng.range(0.0, NOW_S),

@@ -26,6 +26,7 @@ fn comp(
             cpu: Predictive::point(fc.0),
             mem: Predictive::point(fc.1 * GIB),
             mem_hold_bytes: 0.0,
+            mem_small_hold_bytes: 0.0,
         }),
         protected: false,
         work_done_s: NOW_S - started_s,
@@ -129,6 +130,7 @@ fn thesis_spike_evicts_youngest_elastic_of_last_application() {
         cpu: Predictive::point(2.0),
         mem: Predictive::point(6.0 * GIB),
         mem_hold_bytes: 0.0,
+        mem_small_hold_bytes: 0.0,
     });
     let plan = decide(&spike, NOW_S, &exact());
     assert_eq!(evicted_components(&plan), vec![32], "{plan:#?}");
@@ -465,6 +467,7 @@ fn calibrated_band_sets_the_dynamic_term() {
         },
         mem: Predictive::gaussian(2.0 * GIB, 0.1 * GIB),
         mem_hold_bytes: 0.0,
+        mem_small_hold_bytes: 0.0,
     });
     let a = app(1, 0.0, 0, vec![c.clone()]);
     let cfg = ShaperConfig {

@@ -169,6 +169,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                                         cpu: Predictive::gaussian(rc * mc, rc * sc),
                                         mem: Predictive::gaussian(rm * mm, rm * sm),
                                         mem_hold_bytes: 0.0,
+                                        mem_small_hold_bytes: 0.0,
                                     }),
                                     protected,
                                     work_done_s: work,

@@ -64,6 +64,7 @@ fn report(agent: usize, seq: u64, round: u64) -> ReportRequest {
                 cpu: Predictive::gaussian(usage.cpu_cores, 0.05 * usage.cpu_cores),
                 mem: Predictive::gaussian(usage.mem_bytes, 0.05 * usage.mem_bytes),
                 mem_hold_bytes: 0.0,
+                mem_small_hold_bytes: 0.0,
             }),
             started_s: 0.0,
             work_done_s: None,

@@ -248,11 +248,13 @@ fn advise(
             cpu: p,
             mem: idle,
             mem_hold_bytes: 0.0,
+            mem_small_hold_bytes: 0.0,
         },
         ResourceArg::Mem => Forecasts {
             cpu: idle,
             mem: p,
             mem_hold_bytes: 0.0,
+            mem_small_hold_bytes: 0.0,
         },
     };
     let component = Component {

@@ -29,6 +29,7 @@
 //! prior_half_life_s = 21600.0      #   pooled samples decay with this half-life
 //! prior_max_keys = 1000000
 //! mem_hold_s = 86400.0             # memory shrinks only below the peak of the last day
+//! small_app_mem_hold_s = 604800.0  #   a small app's only below the peak of the last week
 //! sibling_hold_s = 1200.0          # own-model components: at least their siblings' peak this long,
 //! sibling_jump = true              #   then their own peak + the siblings' largest new high
 //! mem_shrink_max_fraction = 1.0    # a memory shrink takes at most this share of the limit a round
@@ -338,6 +339,18 @@ pub struct ShaperConfig {
     /// memory peak window, and at least as good as shorter holds on every
     /// trace we measured (see the README).
     pub mem_hold_s: f64,
+    /// The memory hold of a small application's components (those the
+    /// size rules give `small_app_k1`: [`Self::is_small`]), when longer
+    /// than `mem_hold_s`: their allocation never falls below the largest
+    /// of their own samples of the last `small_app_mem_hold_s` seconds
+    /// (kept as 7 buckets of a seventh each). A small application's kill
+    /// fails it whole, or takes a lone service down, while a hold longer
+    /// than a day costs only the components that live longer than a day:
+    /// services whose busy day comes back within the week (Bitbrains VMs:
+    /// README, "A small application holds its memory for a week"). 0 or
+    /// at most `mem_hold_s`: off. Default 604,800 s (7 days; the
+    /// Kubernetes VPA keeps 8 days of daily peaks).
+    pub small_app_mem_hold_s: f64,
     /// For its first `sibling_hold_s` seconds of samples, a component's
     /// memory forecast never falls below its siblings' and predecessors'
     /// high-water mark (see [`crate::prior`]), even once its own model is
@@ -401,6 +414,7 @@ impl Default for ShaperConfig {
             prior_half_life_s: 21_600.0,
             prior_max_keys: 1_000_000,
             mem_hold_s: 86_400.0,
+            small_app_mem_hold_s: 604_800.0,
             sibling_hold_s: 1200.0,
             sibling_jump: true,
             mem_shrink_max_fraction: 1.0,
@@ -492,29 +506,57 @@ impl ShaperConfig {
         }
     }
 
-    /// The constant buffer term (fraction of the request) of a component
-    /// of an application of size `app`: `small_app_k1` for a small
-    /// application, else `k1`, raised to `app_k1_slope * ln(ref_gib /
-    /// app_mem_gib)` when the application-memory rule is on (`ref_gib`:
-    /// [`Self::app_mem_ref_in`] of the view; at most [`MAX_K1`]). Both
-    /// size rules are for applications that one kill fails whole: an
-    /// application whose components all restart alone
-    /// ([`AppSize::restarts_alone`]) gets `k1`, or `small_app_k1` when it
-    /// runs one component only (its kill stops the whole service) and
+    /// Whether the size rules count an application of size `app` as small
+    /// (its components get `small_app_k1`): fewer running components than
+    /// `small_app_components`. Both size rules are for applications that
+    /// one kill fails whole: an application whose components all restart
+    /// alone ([`AppSize::restarts_alone`]) is small only when it runs one
+    /// component (its kill stops the whole service) and
     /// `small_app_components` >= 2.
-    pub fn k1_for(&self, app: AppSize, ref_gib: f64) -> f64 {
+    pub fn is_small_app(&self, app: AppSize) -> bool {
+        let limit = self.small_app_components as usize;
         if app.restarts_alone {
             // A kill restarts one of a service's tasks; only a lone task's
             // kill takes the whole service down.
-            let lone = app.components < (self.small_app_components as usize).min(2);
-            return if lone { self.small_app_k1 } else { self.k1 };
+            app.components < limit.min(2)
+        } else {
+            app.components < limit
         }
-        let k1 = if app.components < self.small_app_components as usize {
+    }
+
+    /// Whether a component of class `class` in an application of size
+    /// `app` is sized as a small application's ([`Self::is_small_app`]),
+    /// or as one of the few core components of an application with
+    /// elastic ones: fewer than `small_app_components` (a core kill re-runs
+    /// every one of its components; its elastic ones, each a task's work,
+    /// are not). Such a component gets at least `small_app_k1`
+    /// ([`Self::k1_for_class`]) and the longer memory hold
+    /// (`small_app_mem_hold_s`).
+    pub fn is_small(&self, app: AppSize, class: Class) -> bool {
+        self.is_small_app(app) || self.has_few_core(app, class)
+    }
+
+    fn has_few_core(&self, app: AppSize, class: Class) -> bool {
+        class == Class::Core
+            && !app.restarts_alone
+            && app.core_components < app.components
+            && app.core_components < self.small_app_components as usize
+    }
+
+    /// The constant buffer term (fraction of the request) of a component
+    /// of an application of size `app`: `small_app_k1` for a small
+    /// application ([`Self::is_small_app`]), else `k1`, raised to
+    /// `app_k1_slope * ln(ref_gib / app_mem_gib)` when the
+    /// application-memory rule is on (`ref_gib`: [`Self::app_mem_ref_in`]
+    /// of the view; at most [`MAX_K1`]) and the application does not
+    /// restart alone (a kill does not fail it).
+    pub fn k1_for(&self, app: AppSize, ref_gib: f64) -> f64 {
+        let k1 = if self.is_small_app(app) {
             self.small_app_k1
         } else {
             self.k1
         };
-        if self.app_mem_rule() && ref_gib > 0.0 {
+        if !app.restarts_alone && self.app_mem_rule() && ref_gib > 0.0 {
             let gib = app.mem_bytes.max(0.0) / GIB_BYTES;
             let by_size = self.app_k1_slope * (ref_gib / gib).ln();
             // No memory at all: +inf, capped.
@@ -525,21 +567,26 @@ impl ShaperConfig {
     }
 
     /// The constant buffer term of a component of class `class` in an
-    /// application of size `app` whose K1 is `app_k1` ([`Self::k1_for`]).
-    /// The small-application rule counts the components whose kill fails
-    /// the application: the few core components of an application with
-    /// elastic ones get at least `small_app_k1`, as a small application
-    /// does (a core kill re-runs every one of its components; its elastic
-    /// ones, each a task's work, keep `app_k1`).
+    /// application of size `app` whose K1 is `app_k1` ([`Self::k1_for`]):
+    /// at least `small_app_k1` for the few core components of an
+    /// application with elastic ones ([`Self::is_small`]).
     pub fn k1_for_class(&self, app: AppSize, app_k1: f64, class: Class) -> f64 {
-        let few_core = class == Class::Core
-            && !app.restarts_alone
-            && app.core_components < app.components
-            && app.core_components < self.small_app_components as usize;
-        if few_core {
+        if self.has_few_core(app, class) {
             app_k1.max(self.small_app_k1)
         } else {
             app_k1
+        }
+    }
+
+    /// The memory hold of a small component ([`Self::is_small`]) in
+    /// seconds: `small_app_mem_hold_s` when it is longer than
+    /// `mem_hold_s` and some application can be small
+    /// (`small_app_components` > 0), else 0 (off).
+    pub fn small_hold_s(&self) -> f64 {
+        if self.small_app_components > 0 && self.small_app_mem_hold_s > self.mem_hold_s {
+            self.small_app_mem_hold_s
+        } else {
+            0.0
         }
     }
 
@@ -566,6 +613,7 @@ impl ShaperConfig {
     /// | `prior_half_life_s` | [1, 1e9] |
     /// | `prior_max_keys` | [1, 10000000] |
     /// | `mem_hold_s` | [0, 1e9] |
+    /// | `small_app_mem_hold_s` | [0, 1e9] |
     /// | `sibling_hold_s` | [0, 1e9] |
     /// | `mem_shrink_max_fraction` | (0, 1] |
     pub fn validate(&self) -> Result<(), ConfigErrors> {
@@ -625,6 +673,7 @@ impl ShaperConfig {
         e.range("prior_half_life_s", self.prior_half_life_s, 1.0, 1e9);
         e.range("prior_max_keys", self.prior_max_keys, 1, MAX_PRIOR_KEYS);
         e.range("mem_hold_s", self.mem_hold_s, 0.0, 1e9);
+        e.range("small_app_mem_hold_s", self.small_app_mem_hold_s, 0.0, 1e9);
         e.range(
             "sibling_hold_s",
             self.sibling_hold_s,

@@ -27,6 +27,8 @@ fn default_is_valid_and_documented_values() {
     );
     assert!(c.app_mem_rule());
     assert_eq!((c.sibling_hold_s, c.mem_hold_s), (1200.0, 86_400.0));
+    assert_eq!(c.small_app_mem_hold_s, 604_800.0);
+    assert_eq!(c.small_hold_s(), 604_800.0);
     assert!(c.sibling_jump);
     assert_eq!(c.grace_period_s, 600.0);
     assert_eq!(c.max_evictions_per_round, None);
@@ -39,6 +41,7 @@ fn default_is_valid_and_documented_values() {
     );
     assert!(!u.sibling_jump);
     assert!(!u.app_mem_rule());
+    assert_eq!(u.small_hold_s(), 0.0, "no application is small");
 }
 
 #[test]
@@ -131,6 +134,7 @@ fn absurd_values_are_refused() {
         max_growth: f64::MAX,
         min_cpu_cores: 1e300,
         min_mem_bytes: 1e300,
+        small_app_mem_hold_s: -1.0,
         ..ShaperConfig::default()
     };
     let e = c.validate().expect_err("invalid");
@@ -149,7 +153,8 @@ fn absurd_values_are_refused() {
             "failure_limit",
             "max_growth",
             "min_cpu_cores",
-            "min_mem_bytes"
+            "min_mem_bytes",
+            "small_app_mem_hold_s"
         ]
     );
 }

@@ -28,7 +28,7 @@ mod target;
 #[cfg(test)]
 mod tests;
 
-use pessimistic::{apply_eviction_cap, plan_pessimistic, AppInfo, GlobalKey, Squeezed};
+use pessimistic::{apply_eviction_cap, plan_pessimistic, AppInfo, ClassRules, GlobalKey, Squeezed};
 use target::settle;
 use target::target_with_k1;
 pub use target::{buffer, component_target, risk_to_level, Buffer, Target};
@@ -366,7 +366,11 @@ fn decide_with(
         app_elastic.clear();
         let size = app.size(app_mem_bytes.get(ai).copied().unwrap_or(0.0));
         let k1 = cfg.k1_for(size, app_mem_ref_gib);
-        let core_k1 = cfg.k1_for_class(size, k1, Class::Core);
+        let rules = |class| ClassRules {
+            k1: cfg.k1_for_class(size, k1, class),
+            small: cfg.is_small(size, class),
+        };
+        let (elastic_rules, core_rules) = (rules(Class::Elastic), rules(Class::Core));
         for (j, c) in app.components.iter().enumerate() {
             let g = base + j as u32;
             let host = hosts.get(c.host.0);
@@ -386,8 +390,12 @@ fn decide_with(
                 continue;
             }
             has_protected |= c.protected;
-            let class_k1 = if c.class == Class::Core { core_k1 } else { k1 };
-            let t = target_with_k1(app, c, now_s, cfg, class_k1);
+            let r = if c.class == Class::Core {
+                core_rules
+            } else {
+                elastic_rules
+            };
+            let t = target_with_k1(app, c, now_s, cfg, r.k1, r.small);
             let (eff, changed, skipped) = settle(t.alloc, c, cfg);
             summary.skipped_by_hysteresis += u64::from(skipped);
             slots.push(Slot {
@@ -439,7 +447,8 @@ fn decide_with(
             end: slots.len() as u32,
             elastic_head,
             pinned: has_protected,
-            k1,
+            elastic: elastic_rules,
+            core: core_rules,
         });
     }
     if summary.unknown_host_components > 0 {
@@ -473,7 +482,8 @@ fn decide_with(
         )
     };
     let target_of = |ai: u32, app: &Application, c: &Component| {
-        target_with_k1(app, c, now_s, cfg, app_info[ai as usize].k1)
+        let r = app_info[ai as usize].rules(c.class);
+        target_with_k1(app, c, now_s, cfg, r.k1, r.small)
     };
     let mut evictions: Vec<Action> = Vec::new();
     for v in victims.iter().filter(|v| !v.deferred && v.whole_app) {

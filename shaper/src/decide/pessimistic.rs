@@ -17,8 +17,28 @@ pub(super) struct AppInfo {
     pub(super) elastic_head: u32,
     /// Has a protected component: its core components are forced.
     pub(super) pinned: bool,
-    /// Its components' constant buffer term ([`ShaperConfig::k1_for`]).
+    /// Its elastic and its core components' constant buffer terms and
+    /// smallness ([`ShaperConfig::k1_for_class`], [`ShaperConfig::is_small`]).
+    pub(super) elastic: ClassRules,
+    pub(super) core: ClassRules,
+}
+
+/// A component's constant buffer term and whether the size rules count it
+/// as small, the same for every component of one class in an application.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ClassRules {
     pub(super) k1: f64,
+    pub(super) small: bool,
+}
+
+impl AppInfo {
+    /// The rules of a component of class `class`.
+    pub(super) fn rules(&self, class: Class) -> ClassRules {
+        match class {
+            Class::Core => self.core,
+            Class::Elastic => self.elastic,
+        }
+    }
 }
 
 /// Touches the data of the applications a few places after `pos` in

@@ -20,7 +20,9 @@ pub use crate::risk::risk_to_level;
 
 /// The target allocation of one component under `cfg` at `now_s`:
 /// `mean + k1 * request + (upper(k2) - mean)` per resource (for memory,
-/// `mean` raised to the forecast's `mem_hold_bytes`), plus
+/// `mean` raised to the forecast's `mem_hold_bytes`, and for a small
+/// application's component ([`ShaperConfig::is_small`]) to its
+/// `mem_small_hold_bytes`), plus
 /// `mem_margin * mean` for memory (when `memory_risk = P` is set, memory
 /// is `upper(risk_to_level(P))`, the allocation its forecast peak crosses
 /// with probability `P`; see [`buffer`]), raised to the
@@ -46,18 +48,20 @@ pub fn component_target(
     let ref_gib = cfg.app_mem_ref_in(&mut mem);
     let size = app.size(mem[0]);
     let k1 = cfg.k1_for_class(size, cfg.k1_for(size, ref_gib), c.class);
-    target_with_k1(app, c, now_s, cfg, k1)
+    target_with_k1(app, c, now_s, cfg, k1, cfg.is_small(size, c.class))
 }
 
-/// [`component_target`] with the application's constant buffer term
-/// ([`ShaperConfig::k1_for`]) already known: `decide()` works it out once
-/// per application, with the reference of the whole view.
+/// [`component_target`] with the component's constant buffer term
+/// ([`ShaperConfig::k1_for_class`]) and smallness
+/// ([`ShaperConfig::is_small`]) already known: `decide()` works them out
+/// once per application, with the reference of the whole view.
 pub(crate) fn target_with_k1(
     app: &Application,
     c: &Component,
     now_s: f64,
     cfg: &ShaperConfig,
     k1: f64,
+    small: bool,
 ) -> Target {
     let basis = if cfg.policy == Policy::Baseline {
         Basis::Baseline
@@ -93,10 +97,15 @@ pub(crate) fn target_with_k1(
             (Some(f), Basis::Forecast) => {
                 let held;
                 let mut p = f.get(r);
-                if r == Resource::Mem && f.mem_hold_bytes > p.mean {
+                let hold = if small {
+                    f.mem_hold_bytes.max(f.mem_small_hold_bytes)
+                } else {
+                    f.mem_hold_bytes
+                };
+                if r == Resource::Mem && hold > p.mean {
                     // sized from the hold; the need stays the forecast's
                     held = Predictive {
-                        mean: f.mem_hold_bytes,
+                        mean: hold,
                         ..p.clone()
                     };
                     p = &held;

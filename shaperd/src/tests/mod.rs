@@ -108,6 +108,7 @@ pub(crate) fn component(
             cpu: Predictive::gaussian(0.1, 0.0),
             mem: Predictive::gaussian(use_mem, 0.0),
             mem_hold_bytes: 0.0,
+            mem_small_hold_bytes: 0.0,
         }),
         started_s,
         work_done_s: None,

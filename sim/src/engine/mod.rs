@@ -19,7 +19,9 @@ use shaper::{
     Resources, SchedulerKey, ShaperConfig, ViewBuilder,
 };
 
-use shaper::models::{history_cap, hold_samples, normalise, sibling_hold_samples, RelSample};
+use shaper::models::{
+    history_cap, hold_samples, normalise, sibling_hold_samples, small_hold_samples, RelSample,
+};
 use shaper::risk::RiskCalibration;
 
 use crate::metrics::{AppOutcome, ComponentDays, RunMetrics, TimePoint};

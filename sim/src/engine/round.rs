@@ -78,6 +78,7 @@ impl Engine<'_> {
                         })?
                         .with_warm_samples(warm_samples)
                         .with_mem_hold(hold_samples(kernel, u))
+                        .with_small_hold(small_hold_samples(kernel, u))
                         .with_sibling_hold(sibling_hold_samples(kernel, u))
                         .inheriting(&c.history),
                         fed: 0,

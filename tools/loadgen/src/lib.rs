@@ -343,6 +343,7 @@ impl SimAgent {
                     cpu: Predictive::gaussian(usage.cpu_cores, std.cpu_cores),
                     mem: Predictive::gaussian(usage.mem_bytes, std.mem_bytes),
                     mem_hold_bytes: 0.0,
+                    mem_small_hold_bytes: 0.0,
                 }),
                 started_s: c.started_s,
                 work_done_s: None,

@@ -30,6 +30,7 @@ pub(super) fn comp(
             cpu: Predictive::point(fc.0),
             mem: Predictive::point(fc.1),
             mem_hold_bytes: 0.0,
+            mem_small_hold_bytes: 0.0,
         }),
         protected: false,
         work_done_s: 0.0,
@@ -134,6 +135,7 @@ fn spike_evicts_youngest_elastic_of_last_app() {
         cpu: Predictive::point(2.0),
         mem: Predictive::point(8.0 * GIB),
         mem_hold_bytes: 0.0,
+        mem_small_hold_bytes: 0.0,
     });
     let plan = decide(&spiked, 10_000.0, &cfg0());
     let ev: Vec<&Action> = plan.evictions().collect();

@@ -11,6 +11,7 @@ fn forecast_component() -> Component {
         cpu: Predictive::gaussian(1.0, 0.1),
         mem: Predictive::gaussian(400.0, 50.0),
         mem_hold_bytes: 0.0,
+        mem_small_hold_bytes: 0.0,
     });
     c
 }
@@ -38,6 +39,7 @@ fn buffer_terms_and_clamps() {
         cpu: Predictive::point(9.0),
         mem: Predictive::point(10.0),
         mem_hold_bytes: 0.0,
+        mem_small_hold_bytes: 0.0,
     });
     let t = component_target(&a, &big, 10_000.0, &cfg);
     assert_eq!(t.alloc.cpu_cores, 4.0);
@@ -101,6 +103,7 @@ fn the_memory_margin_scales_with_the_forecast_not_the_request() {
         cpu: Predictive::gaussian(1.0, 0.1),
         mem: Predictive::gaussian(800.0, 50.0),
         mem_hold_bytes: 0.0,
+        mem_small_hold_bytes: 0.0,
     });
     let t2 = component_target(&a, &twice, 10_000.0, &cfg);
     assert!((t2.mem.margin_term - 160.0).abs() < 1e-9);
@@ -354,6 +357,74 @@ fn the_size_rules_leave_a_service_at_k1_but_a_lone_task_is_small() {
 }
 
 #[test]
+fn a_small_applications_components_are_sized_from_the_longer_hold() {
+    // Every component's forecast: 400 bytes, its week's peak 700. A lone
+    // service task and the one core component of a job with elastic ones
+    // are small and sized from 700; a service of two tasks, the job's
+    // elastic components and a large configuration's lone task from 400.
+    let week = |mut c: Component, id: u64, class: Class, alone: bool| {
+        c.id = ComponentId(id);
+        c.class = class;
+        c.restarts_alone = alone;
+        if let Some(f) = c.forecast.as_mut() {
+            f.mem_small_hold_bytes = 700.0;
+        }
+        c
+    };
+    let c = forecast_component();
+    let cfg = ShaperConfig {
+        k1: 0.05,
+        k2: 1.0,
+        small_app_components: 3,
+        small_app_k1: 0.1,
+        ..unfloored()
+    };
+    let view = ClusterView {
+        hosts: vec![host(0, 64.0, 1e6)],
+        apps: vec![
+            app(1, 0.0, vec![week(c.clone(), 1, Class::Core, true)]),
+            app(
+                2,
+                0.0,
+                vec![
+                    week(c.clone(), 2, Class::Core, true),
+                    week(c.clone(), 3, Class::Core, true),
+                ],
+            ),
+            app(
+                3,
+                0.0,
+                vec![
+                    week(c.clone(), 4, Class::Core, false),
+                    week(c.clone(), 5, Class::Elastic, false),
+                    week(c.clone(), 6, Class::Elastic, false),
+                    week(c.clone(), 7, Class::Elastic, false),
+                ],
+            ),
+        ],
+    };
+    let mem = |cfg: &ShaperConfig, id: u64| {
+        decide(&view, 10_000.0, cfg)
+            .resizes()
+            .find_map(|x| match x {
+                Action::Resize { component, to, .. } if component.0 == id => Some(to.mem_bytes),
+                _ => None,
+            })
+            .expect("resized")
+    };
+    // 700 + 0.1 x 1000 + 50 when small; 400 + 0.05 x 1000 + 50 if not
+    for (id, want) in [(1, 850.0), (2, 500.0), (3, 500.0), (4, 850.0), (5, 500.0)] {
+        let got = mem(&cfg, id);
+        assert!((got - want).abs() < 1e-9, "{id}: {got}");
+    }
+    let none_small = ShaperConfig {
+        small_app_components: 0,
+        ..cfg.clone()
+    };
+    assert!((mem(&none_small, 1) - 500.0).abs() < 1e-9);
+}
+
+#[test]
 fn memory_risk_sizes_memory_from_the_predictive_tail() {
     let mut c = forecast_component();
     c.usage = Resources::new(0.5, 300.0);
@@ -398,6 +469,7 @@ fn memory_risk_sizes_memory_from_the_predictive_tail() {
             ..Predictive::gaussian(400.0, 50.0)
         },
         mem_hold_bytes: 0.0,
+        mem_small_hold_bytes: 0.0,
     };
     c.forecast = Some(calibrated);
     let t = component_target(&a, &c, 10_000.0, &cfg);
