@@ -690,12 +690,9 @@ mod tests {
         let mut r = report();
         let v = serde_json::to_value(&r).expect("serialise");
         assert!(v["components"][0].get("restarts_alone").is_none(), "{v}");
-        assert!(
-            v["components"][0]["forecast"]
-                .get("mem_hold_bytes")
-                .is_none(),
-            "{v}"
-        );
+        for key in ["mem_hold_bytes", "mem_small_hold_bytes"] {
+            assert!(v["components"][0]["forecast"].get(key).is_none(), "{v}");
+        }
         r.components[0].restarts_alone = true;
         if let Some(f) = r.components[0].forecast.as_mut() {
             f.mem_hold_bytes = 3e8;

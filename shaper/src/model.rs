@@ -42,9 +42,10 @@ pub struct Forecasts {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub mem_hold_bytes: f64,
     /// The peak of the component's own memory samples over a small
-    /// application's longer hold (bytes; 0: none; `[shaper]
-    /// small_app_mem_hold_s`): the level its memory is sized from when
-    /// `decide()` counts it as small ([`crate::ShaperConfig::is_small`]).
+    /// application's longer hold (`[shaper] small_app_mem_hold_s`), when
+    /// it is above `mem.mean` (bytes; 0: none): the level its memory is
+    /// sized from when `decide()` counts it as small
+    /// ([`crate::ShaperConfig::is_small`]).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub mem_small_hold_bytes: f64,
 }

@@ -500,8 +500,12 @@ impl ComponentModels {
                 mem.mean = floor;
             }
         }
+        // (only when above the held forecast: 0, and so left off the
+        // wire, while the week's peak is the day's)
         let small_hold = if self.small_hold.is_on() && !self.always_warm {
-            self.small_hold.max()
+            Some(self.small_hold.max())
+                .filter(|&x| x > mem.mean)
+                .unwrap_or(0.0)
         } else {
             0.0
         };
@@ -661,7 +665,8 @@ mod tests {
             let f = m.forecast_with(1, req, &cfg, None).0.expect("forecast");
             let day = if i < 2 { 9e8 } else { 2e8 };
             assert!((f.mem.mean - day).abs() < 1.0, "{i}: {}", f.mem.mean);
-            let week = if i < 7 { 9e8 } else { 2e8 };
+            // reported only while above the day's hold
+            let week = if (2..7).contains(&i) { 9e8 } else { 0.0 };
             assert!(
                 (f.mem_small_hold_bytes - week).abs() < 1.0,
                 "{i}: {}",
