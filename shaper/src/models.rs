@@ -175,6 +175,24 @@ fn samples_in(seconds: f64, sample_interval_s: f64) -> usize {
     }
 }
 
+/// The peaks a component's memory holds keep, relative to its request
+/// ([`ComponentModels::held_peaks`]): the one-day hold's and a small
+/// application's week-long one's (0: none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HeldPeaks {
+    #[serde(default)]
+    pub day_rel: f64,
+    #[serde(default)]
+    pub week_rel: f64,
+}
+
+impl HeldPeaks {
+    /// True when neither hold keeps anything.
+    pub fn is_none(&self) -> bool {
+        self.day_rel == 0.0 && self.week_rel == 0.0
+    }
+}
+
 /// Buckets of a small application's memory hold (a week in days).
 pub const SMALL_HOLD_BUCKETS: usize = 7;
 
@@ -342,6 +360,30 @@ impl ComponentModels {
         let mut m = self.restoring(history);
         m.inherited_samples = m.observed();
         m
+    }
+
+    /// The peaks its memory holds keep (relative to the request), for a
+    /// checkpoint: they reach further back than the history it carries.
+    pub fn held_peaks(&self) -> HeldPeaks {
+        HeldPeaks {
+            day_rel: self.mem_hold.max(),
+            week_rel: self.small_hold.max(),
+        }
+    }
+
+    /// Puts a checkpoint's held peaks back into the holds, as their oldest
+    /// sample (before [`ComponentModels::restoring`] replays the history):
+    /// a peak is then held one whole window from the restart, never less
+    /// than it would have been. Negative or non-finite peaks are ignored.
+    pub fn with_held_peaks(mut self, p: HeldPeaks) -> Self {
+        let ok = |x: f64| x.is_finite() && x > 0.0;
+        if ok(p.day_rel) {
+            self.mem_hold.push(p.day_rel);
+        }
+        if ok(p.week_rel) {
+            self.small_hold.push(p.week_rel);
+        }
+        self
     }
 
     /// [`ComponentModels::inheriting`] for the component's own history (a

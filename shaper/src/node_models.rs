@@ -17,7 +17,7 @@
 
 use crate::config::ShaperConfig;
 use crate::model::Forecasts;
-use crate::models::{history_cap, ComponentModels, ForecastSource};
+use crate::models::{history_cap, ComponentModels, ForecastSource, HeldPeaks};
 pub use crate::models::{RelSample, MAX_HISTORY_SAMPLES};
 use crate::node::ContainerSample;
 use crate::prior::PriorBook;
@@ -40,6 +40,11 @@ pub struct HistoryEntry {
     pub id: String,
     pub lineage: String,
     pub samples: Vec<RelSample>,
+    /// A live container's held memory peaks, which reach further back
+    /// than its samples (none for a retired lineage: a successor inherits
+    /// the history only, as a re-run task does in the simulator).
+    #[serde(default, skip_serializing_if = "HeldPeaks::is_none")]
+    pub held: HeldPeaks,
 }
 
 /// What [`NodeModels::checkpoint`] saves and [`NodeModels::restore`] reads.
@@ -109,8 +114,9 @@ pub struct NodeModels {
     sibling_hold: usize,
     history_cap: usize,
     live: HashMap<String, Live>,
-    /// Histories from a checkpoint, by container id, used once.
-    restored: HashMap<String, Vec<RelSample>>,
+    /// Histories and held peaks from a checkpoint, by container id, used
+    /// once.
+    restored: HashMap<String, (Vec<RelSample>, HeldPeaks)>,
     /// Histories of containers that went away, by lineage.
     retired: HashMap<String, Vec<RelSample>>,
     prior: PriorBook<String>,
@@ -210,12 +216,12 @@ impl NodeModels {
         let origin_s = *self.origin_s.get_or_insert(now_s);
         if !self.live.contains_key(&c.meta.id) {
             let keys = prior_keys(c);
-            let (origin, history) = if let Some(h) = self.restored.remove(&c.meta.id) {
-                (ModelOrigin::Restored, h)
+            let (origin, history, held) = if let Some((h, p)) = self.restored.remove(&c.meta.id) {
+                (ModelOrigin::Restored, h, p)
             } else if let Some(h) = self.retired.remove(&keys[0]) {
-                (ModelOrigin::Inherited, h)
+                (ModelOrigin::Inherited, h, HeldPeaks::default())
             } else {
-                (ModelOrigin::Fresh, Vec::new())
+                (ModelOrigin::Fresh, Vec::new(), HeldPeaks::default())
             };
             let built = if self.model.kind == ModelKind::Vpa {
                 // the history replayed below ends now
@@ -243,7 +249,7 @@ impl NodeModels {
                     // its own checkpoint keeps its age; a predecessor's
                     // history does not
                     if origin == ModelOrigin::Restored {
-                        m.restoring(&history)
+                        m.with_held_peaks(held).restoring(&history)
                     } else {
                         m.inheriting(&history)
                     }
@@ -253,7 +259,7 @@ impl NodeModels {
                     // keep the history for the next try
                     match origin {
                         ModelOrigin::Restored => {
-                            self.restored.insert(c.meta.id.clone(), history);
+                            self.restored.insert(c.meta.id.clone(), (history, held));
                         }
                         ModelOrigin::Inherited => {
                             self.retired.insert(keys[0].clone(), history);
@@ -381,6 +387,7 @@ impl NodeModels {
                 id: id.clone(),
                 lineage: l.keys[0].clone(),
                 samples: l.recent.iter().copied().collect(),
+                held: l.models.held_peaks(),
             })
             .collect();
         containers.sort_by(|a, b| a.id.cmp(&b.id));
@@ -391,6 +398,7 @@ impl NodeModels {
                 id: String::new(),
                 lineage: lineage.clone(),
                 samples: s.clone(),
+                held: HeldPeaks::default(),
             })
             .collect();
         retired.sort_by(|a, b| a.lineage.cmp(&b.lineage));
@@ -426,7 +434,7 @@ impl NodeModels {
         let n = ck.containers.len();
         for e in ck.containers {
             self.restored
-                .insert(e.id, clean(e.samples, self.history_cap));
+                .insert(e.id, (clean(e.samples, self.history_cap), e.held));
         }
         for e in ck.retired {
             self.retired
@@ -609,6 +617,54 @@ mod tests {
     }
 
     #[test]
+    fn a_restart_keeps_the_held_peaks_older_than_the_history() {
+        // A 1.1 GiB peak, then more samples at 0.55 GiB than a checkpoint
+        // keeps: the restored models still hold the peak (the day's hold,
+        // and a small application's week), as the running ones did. (No
+        // sibling hold or jump: the application's prior holds the same
+        // peak for young containers.)
+        let cfg = ShaperConfig {
+            sibling_hold_s: 0.0,
+            sibling_jump: false,
+            ..cfg()
+        };
+        let mut m = NodeModels::new(model(), &cfg, 10.0);
+        let mut t = 0.0;
+        m.observe(&sample("a", "web", "web", 1.0), t, 1, &cfg);
+        for _ in 0..m.history_cap + 10 {
+            t += 10.0;
+            m.observe(&sample("a", "web", "web", 0.5), t, 1, &cfg);
+        }
+        let mem = |m: &mut NodeModels, t: f64| {
+            m.observe(&sample("a", "web", "web", 0.5), t, 1, &cfg)
+                .expect("models")
+                .forecast
+                .expect("warm")
+                .mem
+                .mean
+        };
+        assert!((mem(&mut m, t + 10.0) - 1.1 * GIB).abs() < 1e3);
+        let ck = m.checkpoint(t + 10.0);
+        let held = ck.containers[0].held;
+        assert!((held.day_rel - 0.55).abs() < 1e-9, "{held:?}");
+        assert!((held.week_rel - 0.55).abs() < 1e-9, "{held:?}");
+        let text = serde_json::to_string(&ck).expect("serialises");
+        let back: ModelCheckpoint = serde_json::from_str(&text).expect("parses");
+        assert_eq!(back, ck);
+        let mut restored = NodeModels::new(model(), &cfg, 10.0);
+        restored.restore(back, &cfg).expect("restored");
+        assert!((mem(&mut restored, t + 20.0) - 1.1 * GIB).abs() < 1e3);
+        // without them (a checkpoint of an older agent), the history alone
+        let mut older = ck.clone();
+        older.containers[0].held = HeldPeaks::default();
+        let text = serde_json::to_string(&older).expect("serialises");
+        assert!(!text.contains("held"), "{text}");
+        let mut restored = NodeModels::new(model(), &cfg, 10.0);
+        restored.restore(older, &cfg).expect("restored");
+        assert!((mem(&mut restored, t + 20.0) - 0.55 * GIB).abs() < 1e3);
+    }
+
+    #[test]
     fn bad_checkpoints_are_refused_or_cleaned() {
         let cfg = cfg();
         let mut m = NodeModels::new(model(), &cfg, 10.0);
@@ -630,6 +686,10 @@ mod tests {
                         }
                     })
                     .collect(),
+                held: HeldPeaks {
+                    day_rel: f64::NAN,
+                    week_rel: -1.0,
+                },
             }],
             retired: vec![],
             prior: PriorBook::new(),
