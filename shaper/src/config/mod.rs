@@ -347,7 +347,9 @@ pub struct ShaperConfig {
     /// fails it whole, or takes a lone service down, while a hold longer
     /// than a day costs only the components that live longer than a day:
     /// services whose busy day comes back within the week (Bitbrains VMs:
-    /// README, "A small application holds its memory for a week"). 0 or
+    /// README, "A small application holds its memory for a week"). On a
+    /// host without room for every buffer, what it adds above the
+    /// forecast is cut as a buffer is (`mem_shortfall = "buffer"`). 0 or
     /// at most `mem_hold_s`: off. Default 604,800 s (7 days; the
     /// Kubernetes VPA keeps 8 days of daily peaks).
     pub small_app_mem_hold_s: f64,
