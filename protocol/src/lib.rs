@@ -45,7 +45,8 @@
 //! Compatibility within version 1: every field added since the first
 //! release has a default, so a shaper accepts the reports of older agents;
 //! an agent leaves an added field out while it holds its default (so far
-//! [`ComponentReport::restarts_alone`] when false). Messages refuse
+//! [`ComponentReport::restarts_alone`] when false, and a forecast's
+//! `mem_hold_bytes` and `mem_small_hold_bytes` when 0). Messages refuse
 //! unknown fields, so an older shaper refuses a report that carries a field
 //! it does not know: upgrade the shapers before the agents.
 //!
