@@ -60,12 +60,14 @@
 //!     }],
 //! };
 //! let plan = decide(&view, 3600.0, &cfg);
-//! // cpu: 0.6 + 0.05 * 2 + 3 * 0.05 = 0.85 cores; mem: 1.2e9 + 0.2e9 + 0.3e9,
+//! // A core component whose kill fails its application gets
+//! // core_k1_factor (1.2) x K1 = 0.06 of its request:
+//! // cpu: 0.6 + 0.06 * 2 + 3 * 0.05 = 0.87 cores; mem: 1.2e9 + 0.24e9 + 0.3e9,
 //! // rounded up to whole 4 KiB pages.
 //! match &plan.actions[0] {
 //!     Action::Resize { to, .. } => {
-//!         assert!((to.cpu_cores - 0.85).abs() < 1e-9);
-//!         assert!(to.mem_bytes >= 1.7e9 && to.mem_bytes < 1.7e9 + 4096.0);
+//!         assert!((to.cpu_cores - 0.87).abs() < 1e-9);
+//!         assert!(to.mem_bytes >= 1.74e9 && to.mem_bytes < 1.74e9 + 4096.0);
 //!         assert_eq!(to.mem_bytes % 4096.0, 0.0);
 //!     }
 //!     other => panic!("expected a resize, got {other}"),

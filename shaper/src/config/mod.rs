@@ -224,7 +224,7 @@ pub struct ShaperConfig {
     /// The core components of an application with elastic ones count the
     /// same way: fewer core components than this get at least
     /// `small_app_k1` (a core kill fails the application; its elastic
-    /// ones keep the application's K1: [`Self::k1_for_class`]).
+    /// ones get `elastic_k1_factor * k1`: [`Self::k1_for_class`]).
     /// Neither size rule applies to an application whose components all
     /// restart alone (a kill does not fail it: [`AppSize::restarts_alone`]),
     /// except that such an application with one running component (a
@@ -234,6 +234,20 @@ pub struct ShaperConfig {
     /// The constant buffer term of a small application's components
     /// (fraction of the request; see `small_app_components`). Default 0.6.
     pub small_app_k1: f64,
+    /// The constant buffer term of a core component whose kill fails its
+    /// application (one that does not restart alone:
+    /// [`AppSize::restarts_alone`]) is at least `core_k1_factor * k1`.
+    /// With `elastic_k1_factor`, the buffer follows what a kill costs: a
+    /// core kill re-runs the whole application, an elastic one only its
+    /// own task's work. Default 1.2 (README, "The buffer follows what a
+    /// kill costs"); 1 with `elastic_k1_factor` 1: one K1 for all.
+    pub core_k1_factor: f64,
+    /// The constant buffer term of an elastic component is
+    /// `elastic_k1_factor * k1`, and never more than its application's:
+    /// its kill restarts it alone and fails nothing, so neither size rule
+    /// applies to it. Default 0.4 (README, "The buffer follows what a
+    /// kill costs").
+    pub elastic_k1_factor: f64,
     /// Reference application size in GiB of memory request (the sum over
     /// its running components, counted in the view as for
     /// `small_app_components`): an application holding `m` GiB gets
@@ -392,6 +406,8 @@ impl Default for ShaperConfig {
             mem_margin: 0.0,
             small_app_components: 5,
             small_app_k1: 0.6,
+            core_k1_factor: 1.2,
+            elastic_k1_factor: 0.4,
             app_mem_ref_gib: 0.0,
             app_k1_slope: 0.3,
             app_mem_ref_rel: 0.2,
@@ -480,6 +496,8 @@ impl ShaperConfig {
             k2: 3.0,
             small_app_components: 0,
             small_app_k1: 0.3,
+            core_k1_factor: 1.0,
+            elastic_k1_factor: 1.0,
             app_mem_ref_rel: 0.0,
             app_k1_slope: 0.25,
             sibling_hold_s: 0.0,
@@ -535,7 +553,7 @@ impl ShaperConfig {
     /// ([`Self::k1_for_class`]) and the longer memory hold
     /// (`small_app_mem_hold_s`).
     pub fn is_small(&self, app: AppSize, class: Class) -> bool {
-        self.is_small_app(app) || self.has_few_core(app, class)
+        class != Class::Elastic && (self.is_small_app(app) || self.has_few_core(app, class))
     }
 
     fn has_few_core(&self, app: AppSize, class: Class) -> bool {
@@ -569,12 +587,25 @@ impl ShaperConfig {
     }
 
     /// The constant buffer term of a component of class `class` in an
-    /// application of size `app` whose K1 is `app_k1` ([`Self::k1_for`]):
-    /// at least `small_app_k1` for the few core components of an
-    /// application with elastic ones ([`Self::is_small`]).
+    /// application of size `app` whose K1 is `app_k1` ([`Self::k1_for`]),
+    /// following what its kill costs:
+    /// - an elastic component (its kill restarts it alone):
+    ///   `elastic_k1_factor * k1`, at most `app_k1`;
+    /// - one of the few core components of an application with elastic
+    ///   ones ([`Self::is_small`]): at least `small_app_k1`;
+    /// - any other core component of an application that does not restart
+    ///   alone (its kill fails the application): at least
+    ///   `core_k1_factor * k1`;
+    /// - else `app_k1`.
+    ///
+    /// Never more than [`MAX_K1`] unless `app_k1` is.
     pub fn k1_for_class(&self, app: AppSize, app_k1: f64, class: Class) -> f64 {
-        if self.has_few_core(app, class) {
+        if class == Class::Elastic {
+            app_k1.min(self.elastic_k1_factor * self.k1)
+        } else if self.has_few_core(app, class) {
             app_k1.max(self.small_app_k1)
+        } else if !app.restarts_alone {
+            app_k1.max((self.core_k1_factor * self.k1).min(MAX_K1))
         } else {
             app_k1
         }
@@ -602,6 +633,8 @@ impl ShaperConfig {
     /// | `mem_margin` | [0, 10] |
     /// | `small_app_components` | [0, 1000000] |
     /// | `small_app_k1` | [0, 10] |
+    /// | `core_k1_factor` | [1, 100] |
+    /// | `elastic_k1_factor` | [0, 1] |
     /// | `app_mem_ref_gib` | [0, 1e9] |
     /// | `app_k1_slope` | [0, 10] |
     /// | `app_mem_ref_rel` | [0, 1e6] (`app_mem_ref_gib`, when set, replaces it) |
@@ -630,6 +663,8 @@ impl ShaperConfig {
             1_000_000,
         );
         e.range("small_app_k1", self.small_app_k1, 0.0, MAX_K1);
+        e.range("core_k1_factor", self.core_k1_factor, 1.0, 100.0);
+        e.range("elastic_k1_factor", self.elastic_k1_factor, 0.0, 1.0);
         e.range("app_mem_ref_gib", self.app_mem_ref_gib, 0.0, 1e9);
         e.range("app_k1_slope", self.app_k1_slope, 0.0, MAX_K1);
         e.range("app_mem_ref_rel", self.app_mem_ref_rel, 0.0, 1e6);

@@ -237,30 +237,99 @@ fn an_applications_k1_falls_with_the_log_of_its_memory() {
     }
     // The few core components of an application with elastic ones get at
     // least the small-application K1 (their kill fails all 2,000
-    // components); its elastic ones, an all-core application's and a
-    // service's keep the application's.
+    // components); with one K1 for every class, its elastic ones, an
+    // all-core application's and a service's keep the application's.
+    let one_k1 = ShaperConfig {
+        core_k1_factor: 1.0,
+        elastic_k1_factor: 1.0,
+        ..both.clone()
+    };
     let job = AppSize {
         core_components: 1,
         ..size(2000, 2000.0 * gib)
     };
-    let k1 = both.k1_for(job, r);
+    let k1 = one_k1.k1_for(job, r);
     assert_eq!(k1, 0.05);
-    assert_eq!(both.k1_for_class(job, k1, Class::Core), 0.6);
-    assert_eq!(both.k1_for_class(job, k1, Class::Elastic), 0.05);
-    assert_eq!(both.k1_for_class(size(2000, 1.0), k1, Class::Core), 0.05);
+    assert_eq!(one_k1.k1_for_class(job, k1, Class::Core), 0.6);
+    assert_eq!(one_k1.k1_for_class(job, k1, Class::Elastic), 0.05);
+    assert_eq!(one_k1.k1_for_class(size(2000, 1.0), k1, Class::Core), 0.05);
     let many_core = AppSize {
         core_components: 5,
         ..job
     };
-    assert_eq!(both.k1_for_class(many_core, k1, Class::Core), 0.05);
+    assert_eq!(one_k1.k1_for_class(many_core, k1, Class::Core), 0.05);
     let service = AppSize {
         restarts_alone: true,
         ..job
     };
-    assert_eq!(both.k1_for_class(service, k1, Class::Core), 0.05);
+    assert_eq!(one_k1.k1_for_class(service, k1, Class::Core), 0.05);
     // Off (the uniform form): the memory is not looked at.
     assert_eq!(ShaperConfig::uniform().app_mem_ref_in(&mut [gib]), 0.0);
     assert_eq!(ShaperConfig::uniform().k1_for(size(1, 1.0), r), 0.3);
+}
+
+#[test]
+fn the_buffer_follows_what_a_kill_costs() {
+    // The shipped factors: a core kill that fails its application gets
+    // 1.2 K1, an elastic kill (its task's work alone) 0.4 K1.
+    let o: ShaperConfig = toml::from_str("k1 = 0.05\n").expect("parses");
+    o.validate().expect("valid");
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+    let gib = (1u64 << 30) as f64;
+    let r = 0.0;
+    let job = AppSize {
+        core_components: 1,
+        ..size(2000, 2000.0 * gib)
+    };
+    let k1 = o.k1_for(job, r);
+    assert_eq!(k1, 0.05);
+    // The job's one core task: the small-application K1, as before.
+    assert_eq!(o.k1_for_class(job, k1, Class::Core), 0.6);
+    assert!(close(o.k1_for_class(job, k1, Class::Elastic), 0.02));
+    assert!(!o.is_small(job, Class::Elastic));
+    // An all-core application: every kill fails it.
+    let rigid = size(2000, 2000.0 * gib);
+    assert!(close(o.k1_for_class(rigid, k1, Class::Core), 0.06));
+    // A larger application K1 (the size rules) stands for core
+    // components; an elastic one never gets more than 0.4 K1, even in a
+    // small application, and is not sized as small.
+    assert_eq!(o.k1_for_class(size(3, gib), 0.6, Class::Core), 0.6);
+    assert!(close(
+        o.k1_for_class(size(3, gib), 0.6, Class::Elastic),
+        0.02
+    ));
+    assert!(o.is_small(size(3, gib), Class::Core));
+    assert!(!o.is_small(size(3, gib), Class::Elastic));
+    // Nor above the application's own K1.
+    let low = ShaperConfig {
+        small_app_k1: 0.01,
+        ..o.clone()
+    };
+    assert_eq!(low.k1_for_class(size(3, gib), 0.01, Class::Elastic), 0.01);
+    // A service's task restarts alone: its kill fails nothing, K1 stands.
+    let service = AppSize {
+        restarts_alone: true,
+        ..rigid
+    };
+    assert_eq!(o.k1_for_class(service, k1, Class::Core), 0.05);
+    // The factor's product is capped like any K1.
+    let big = ShaperConfig {
+        k1: MAX_K1,
+        core_k1_factor: 100.0,
+        ..o.clone()
+    };
+    assert_eq!(big.k1_for_class(rigid, MAX_K1, Class::Core), MAX_K1);
+    // Out of range: named by key.
+    let bad = ShaperConfig {
+        core_k1_factor: 0.5,
+        elastic_k1_factor: 1.5,
+        ..o.clone()
+    };
+    let e = bad.validate().expect_err("out of range").to_string();
+    assert!(
+        e.contains("core_k1_factor") && e.contains("elastic_k1_factor"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -187,6 +187,76 @@ fn a_small_applications_components_get_the_small_app_buffer() {
 }
 
 #[test]
+fn the_k1_term_follows_what_a_kill_costs_in_the_target_and_the_plan() {
+    // A job of 5 components (not small), 2 core and 3 elastic: a core kill
+    // fails it (1.2 K1), an elastic kill loses one task's work (0.4 K1).
+    // Its service twin restarts each task alone: K1 for all.
+    let c = forecast_component();
+    let cfg = ShaperConfig {
+        k1: 0.05,
+        k2: 1.0,
+        small_app_components: 2,
+        small_app_k1: 0.3,
+        core_k1_factor: 1.2,
+        elastic_k1_factor: 0.4,
+        ..unfloored()
+    };
+    let comps: Vec<Component> = (0..5)
+        .map(|i| Component {
+            id: ComponentId(i),
+            class: if i < 2 { Class::Core } else { Class::Elastic },
+            ..c.clone()
+        })
+        .collect();
+    let job = app(1, 0.0, comps.clone());
+    let service = app(
+        2,
+        0.0,
+        comps
+            .iter()
+            .map(|x| Component {
+                id: ComponentId(x.id.0 + 10),
+                class: Class::Core,
+                restarts_alone: true,
+                ..x.clone()
+            })
+            .collect(),
+    );
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    let k1_term =
+        |a: &Application, x: &Component| component_target(a, x, 10_000.0, &cfg).mem.k1_term;
+    assert!(close(k1_term(&job, &job.components[0]), 60.0));
+    assert!(close(k1_term(&job, &job.components[4]), 20.0));
+    assert!(close(k1_term(&service, &service.components[0]), 50.0));
+    let view = ClusterView {
+        hosts: vec![host(c.host.0, 100.0, 1e6)],
+        apps: vec![job, service],
+    };
+    let plan = decide(&view, 10_000.0, &cfg);
+    for (id, want) in [
+        (0, 60.0),
+        (1, 60.0),
+        (2, 20.0),
+        (4, 20.0),
+        (10, 50.0),
+        (14, 50.0),
+    ] {
+        let e = plan
+            .resizes()
+            .find_map(|a| match a {
+                Action::Resize {
+                    component,
+                    explanation,
+                    ..
+                } if *component == ComponentId(id) => Some(explanation.clone()),
+                _ => None,
+            })
+            .expect("resized");
+        assert!(close(e.mem.k1_term, want), "{id}: {:?}", e.mem);
+    }
+}
+
+#[test]
 fn an_applications_k1_follows_its_memory_in_the_target_and_the_plan() {
     // Each component requests 1000 bytes; the reference is e x 1000 bytes,
     // so a lone component's application gets 0.25 x ln(e) = 0.25, a pair's
