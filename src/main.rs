@@ -27,7 +27,7 @@ enum Command {
     /// Sweep K1 x K2 on a workload and pick the best under a failure budget.
     Tune(cmd::tune::Args),
     /// Sweep every forecaster's sizing knobs: memory reclaimed vs failures (the savings frontier).
-    Frontier(cmd::frontier::Args),
+    Frontier(Box<cmd::frontier::Args>),
     /// Inspect trace files.
     Trace(cmd::trace::Args),
     /// Run the per-node agent.
@@ -48,7 +48,7 @@ fn main() -> anyhow::Result<()> {
         Command::Forecast(a) => cmd::forecast::run(a),
         Command::Replay(a) => cmd::replay::run(a),
         Command::Tune(a) => cmd::tune::run(a),
-        Command::Frontier(a) => cmd::frontier::run(a),
+        Command::Frontier(a) => cmd::frontier::run(*a),
         Command::Trace(a) => cmd::trace::run(a),
         Command::Agent(a) => cmd::agent::run(a),
         Command::Shaper(a) => cmd::shaper::run(a),

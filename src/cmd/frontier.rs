@@ -93,6 +93,17 @@ pub struct Args {
     /// config's `app_mem_ref_gib` / `app_mem_ref_rel`).
     #[arg(long, value_delimiter = ',')]
     pub app_k1_slope: Option<Vec<f64>>,
+    /// `[shaper] core_k1_factor` values for the tailor families' K1/K2
+    /// points (default: the config's value only), e.g. `1,1.2,1.5`: a
+    /// core component whose kill fails its application gets at least
+    /// this times K1.
+    #[arg(long, value_delimiter = ',')]
+    pub core_k1_factor: Option<Vec<f64>>,
+    /// `[shaper] elastic_k1_factor` values for the tailor families' K1/K2
+    /// points (default: the config's value only), e.g. `0.2,0.4,1`: an
+    /// elastic component gets this times K1.
+    #[arg(long, value_delimiter = ',')]
+    pub elastic_k1_factor: Option<Vec<f64>>,
     /// VPA target memory percentiles (default 0.5,0.8,0.9,0.95).
     #[arg(long, value_delimiter = ',')]
     pub vpa_percentile: Option<Vec<f64>>,
@@ -150,6 +161,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         mem_margin: sorted(args.mem_margin.clone().unwrap_or_default()),
         small_app_k1: sorted(args.small_app_k1.clone().unwrap_or_default()),
         app_k1_slope: sorted(args.app_k1_slope.clone().unwrap_or_default()),
+        core_k1_factor: sorted(args.core_k1_factor.clone().unwrap_or_default()),
+        elastic_k1_factor: sorted(args.elastic_k1_factor.clone().unwrap_or_default()),
         vpa_percentile: sorted(
             args.vpa_percentile
                 .clone()

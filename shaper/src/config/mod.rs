@@ -457,6 +457,8 @@ pub const MAX_K1: f64 = 10.0;
 const GIB_BYTES: f64 = (1u64 << 30) as f64;
 /// Largest `mem_margin` (buffer as a fraction of the forecast).
 pub const MAX_MEM_MARGIN: f64 = 10.0;
+/// Largest `core_k1_factor`.
+pub const MAX_CORE_K1_FACTOR: f64 = 100.0;
 /// Largest `k2` (band level in sigmas).
 pub const MAX_K2: f64 = 100.0;
 /// Longest grace period: one year.
@@ -663,7 +665,12 @@ impl ShaperConfig {
             1_000_000,
         );
         e.range("small_app_k1", self.small_app_k1, 0.0, MAX_K1);
-        e.range("core_k1_factor", self.core_k1_factor, 1.0, 100.0);
+        e.range(
+            "core_k1_factor",
+            self.core_k1_factor,
+            1.0,
+            MAX_CORE_K1_FACTOR,
+        );
         e.range("elastic_k1_factor", self.elastic_k1_factor, 0.0, 1.0);
         e.range("app_mem_ref_gib", self.app_mem_ref_gib, 0.0, 1e9);
         e.range("app_k1_slope", self.app_k1_slope, 0.0, MAX_K1);

@@ -221,6 +221,12 @@ pub struct FrontierGrid {
     /// must be set). Empty:
     /// the base config's value only (and no `app_k1_slope` param).
     pub app_k1_slope: Vec<f64>,
+    /// `[shaper] core_k1_factor` values for the tailor families' K1/K2
+    /// points. Empty: the base config's value only (and no param).
+    pub core_k1_factor: Vec<f64>,
+    /// `[shaper] elastic_k1_factor` values for the tailor families' K1/K2
+    /// points. Empty: the base config's value only (and no param).
+    pub elastic_k1_factor: Vec<f64>,
     pub vpa_percentile: Vec<f64>,
     pub vpa_margin: Vec<f64>,
     /// Families to sweep (baseline and oracle always run).
@@ -237,6 +243,8 @@ impl Default for FrontierGrid {
             mem_margin: Vec::new(),
             small_app_k1: Vec::new(),
             app_k1_slope: Vec::new(),
+            core_k1_factor: Vec::new(),
+            elastic_k1_factor: Vec::new(),
             vpa_percentile: DEFAULT_VPA_PERCENTILE.to_vec(),
             vpa_margin: DEFAULT_VPA_MARGIN.to_vec(),
             families: Family::SWEPT.to_vec(),
@@ -248,13 +256,14 @@ impl FrontierGrid {
     /// Every problem at once. Ranges: K1 [0, shaper MAX_K1], K2 [0,
     /// MAX_K2], memory_risk [1e-9, 0.25], sibling_hold_s [0, 1e9],
     /// mem_margin [0, shaper MAX_MEM_MARGIN], small_app_k1 and
-    /// app_k1_slope [0, MAX_K1], VPA
+    /// app_k1_slope [0, MAX_K1], core_k1_factor [1, 100],
+    /// elastic_k1_factor [0, 1], VPA
     /// percentile (0, 1), margin [0, 10]; at most [`MAX_LIST`] values per
     /// list, K1/K2/percentile/margin lists non-empty when their family is
     /// swept.
     pub fn validate(&self) -> Result<(), ConfigErrors> {
         let mut e = ConfigErrors::new();
-        let lists: [(&str, &Vec<f64>, f64, f64, bool); 9] = [
+        let lists: [(&str, &Vec<f64>, f64, f64, bool); 11] = [
             ("k1", &self.k1, 0.0, shaper::config::MAX_K1, true),
             ("k2", &self.k2, 0.0, shaper::config::MAX_K2, true),
             (
@@ -293,6 +302,20 @@ impl FrontierGrid {
                 false,
             ),
             (
+                "core_k1_factor",
+                &self.core_k1_factor,
+                1.0,
+                shaper::config::MAX_CORE_K1_FACTOR,
+                false,
+            ),
+            (
+                "elastic_k1_factor",
+                &self.elastic_k1_factor,
+                0.0,
+                1.0,
+                false,
+            ),
+            (
                 "vpa_percentile",
                 &self.vpa_percentile,
                 1e-6,
@@ -307,7 +330,9 @@ impl FrontierGrid {
             });
             let used = match name {
                 "k1" | "k2" | "memory_risk" | "sibling_hold_s" | "mem_margin" | "small_app_k1"
-                | "app_k1_slope" => self.families.iter().any(|f| f.is_tailor()),
+                | "app_k1_slope" | "core_k1_factor" | "elastic_k1_factor" => {
+                    self.families.iter().any(|f| f.is_tailor())
+                }
                 _ => self.families.contains(&Family::Vpa),
             };
             if needed && used {
@@ -463,8 +488,9 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
                 all.extend_from_slice(extra);
                 params(&all)
             };
-            // The margin, the small applications' K1 and the K1 slope by
-            // application memory, like the hold, are params only when swept.
+            // The margin, the small applications' K1, the K1 slope by
+            // application memory and the kill-cost factors, like the hold,
+            // are params only when swept.
             for (extra, mc) in sweep_product(
                 &m,
                 &[
@@ -474,6 +500,12 @@ pub fn point_specs(base: &SimConfig, grid: &FrontierGrid) -> Result<Vec<PointSpe
                     }),
                     ("app_k1_slope", &grid.app_k1_slope, |s, x| {
                         s.app_k1_slope = x
+                    }),
+                    ("core_k1_factor", &grid.core_k1_factor, |s, x| {
+                        s.core_k1_factor = x
+                    }),
+                    ("elastic_k1_factor", &grid.elastic_k1_factor, |s, x| {
+                        s.elastic_k1_factor = x
                     }),
                 ],
             ) {

@@ -165,6 +165,8 @@ fn grid_validation_names_every_bad_list() {
         mem_margin: vec![f64::NAN],
         small_app_k1: vec![-0.1],
         app_k1_slope: Vec::new(),
+        core_k1_factor: Vec::new(),
+        elastic_k1_factor: Vec::new(),
         vpa_percentile: vec![1.0],
         vpa_margin: vec![0.1; MAX_LIST + 1],
         families: Family::SWEPT.to_vec(),
@@ -203,6 +205,8 @@ fn specs_put_no_buffer_on_the_vpa() {
         mem_margin: Vec::new(),
         small_app_k1: Vec::new(),
         app_k1_slope: Vec::new(),
+        core_k1_factor: Vec::new(),
+        elastic_k1_factor: Vec::new(),
         vpa_percentile: vec![0.9],
         vpa_margin: vec![0.15, 0.3],
         families: vec![Family::Gp, Family::Vpa],
@@ -240,6 +244,8 @@ fn a_swept_sibling_hold_multiplies_the_tailor_points_only() {
         mem_margin: Vec::new(),
         small_app_k1: Vec::new(),
         app_k1_slope: Vec::new(),
+        core_k1_factor: Vec::new(),
+        elastic_k1_factor: Vec::new(),
         vpa_percentile: vec![0.9],
         vpa_margin: vec![0.15],
         families: vec![Family::Last, Family::Vpa],
@@ -284,6 +290,8 @@ fn a_swept_margin_multiplies_the_k1k2_points_only() {
         mem_margin: vec![0.0, 0.2],
         small_app_k1: Vec::new(),
         app_k1_slope: Vec::new(),
+        core_k1_factor: Vec::new(),
+        elastic_k1_factor: Vec::new(),
         vpa_percentile: vec![0.9],
         vpa_margin: vec![0.15],
         families: vec![Family::Peak, Family::Vpa],
@@ -325,6 +333,8 @@ fn small_app_grid() -> FrontierGrid {
         mem_margin: Vec::new(),
         small_app_k1: vec![0.3, 0.5],
         app_k1_slope: Vec::new(),
+        core_k1_factor: Vec::new(),
+        elastic_k1_factor: Vec::new(),
         vpa_percentile: vec![0.9],
         vpa_margin: vec![0.15],
         families: vec![Family::Last, Family::Vpa],
@@ -417,8 +427,51 @@ fn a_swept_app_k1_slope_multiplies_the_k1k2_points_and_needs_a_reference() {
     // A slope out of range is refused by its key.
     let bad = FrontierGrid {
         app_k1_slope: vec![-1.0],
+        core_k1_factor: vec![0.5],
+        elastic_k1_factor: vec![1.5],
         ..grid
     };
     let e = point_specs(&base, &bad).expect_err("refused");
-    assert!(e.to_string().contains("app_k1_slope"), "{e}");
+    for k in ["app_k1_slope", "core_k1_factor", "elastic_k1_factor"] {
+        assert!(e.to_string().contains(k), "{k}: {e}");
+    }
+}
+
+#[test]
+fn swept_kill_cost_factors_multiply_the_k1k2_points() {
+    let base = SimConfig::default();
+    let grid = FrontierGrid {
+        k1: vec![0.05],
+        k2: vec![1.0],
+        memory_risk: Vec::new(),
+        core_k1_factor: vec![1.0, 1.2],
+        elastic_k1_factor: vec![0.2, 0.4, 1.0],
+        families: vec![Family::Last, Family::Vpa],
+        vpa_percentile: vec![0.9],
+        vpa_margin: vec![0.15],
+        ..FrontierGrid::default()
+    };
+    let specs = point_specs(&base, &grid).expect("specs");
+    // baseline + oracle + 2 x 3 factor pairs + 1 VPA
+    assert_eq!(specs.len(), 2 + 6 + 1);
+    for core in [1.0, 1.2] {
+        for elastic in [0.2, 0.4, 1.0] {
+            let n = specs
+                .iter()
+                .filter(|s| {
+                    s.params.get("core_k1_factor") == Some(&core)
+                        && s.params.get("elastic_k1_factor") == Some(&elastic)
+                })
+                .inspect(|s| {
+                    assert_eq!(s.family, Family::Last);
+                    assert_eq!(s.cfg.shaper.core_k1_factor, core);
+                    assert_eq!(s.cfg.shaper.elastic_k1_factor, elastic);
+                })
+                .count();
+            assert_eq!(n, 1, "core {core} elastic {elastic}");
+        }
+    }
+    let vpa = specs.iter().find(|s| s.family == Family::Vpa).expect("vpa");
+    assert!(!vpa.params.contains_key("core_k1_factor"));
+    assert!(!vpa.params.contains_key("elastic_k1_factor"));
 }
