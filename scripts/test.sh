@@ -9,8 +9,9 @@
 #    promtool (Debian's `prometheus` package) for tests/cluster_hardening.rs,
 #    installed when missing; that test FAILS when CI=true and it is missing.
 #    etcd (Debian's `etcd-server`, /usr/bin/etcd) for tests/cluster_etcd.rs
-#    (the test starts its own three-member cluster on loopback), installed
-#    when missing; that test FAILS when CI=true and it is missing.
+#    and tests/etcd_store.rs (each test starts its own three-member cluster
+#    on loopback), installed when missing; those tests FAIL when CI=true and
+#    it is missing.
 # 3. cargo fmt --all --check and cargo clippy --workspace --all-targets
 #    -- -D warnings.
 # 4. cargo test --workspace --all-targets, then the doc examples
