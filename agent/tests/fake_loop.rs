@@ -1,94 +1,15 @@
 //! The agent loop's logic against the in-memory fake runtime (no Docker),
 //! driven round by round with a manual clock.
 
-use agent::config::check_toml;
 use agent::fake::{FakeCall, FakeRuntime};
 use agent::runtime::CpuLimit;
-use agent::{Agent, AgentConfig, LocalShaper, NodeActionKind};
+use agent::{Agent, LocalShaper, NodeActionKind};
 use std::sync::Arc;
 use tailor_core::ManualClock;
 
-const MIB: u64 = 1 << 20;
-const GIB: u64 = 1 << 30;
+mod fake_rig;
 
-fn config(extra: &str) -> AgentConfig {
-    let text = format!(
-        r#"
-interval_s = 1.0
-state_file = ""
-restart_cooldown_s = 0.0
-actuation = "shape"
-manage_unlimited = true
-[http]
-listen = ""
-[shaper]
-max_evictions_per_round = 1000
-min_history_samples = 3
-horizon_samples = 3
-grace_period_s = 0.0
-k1 = 0.05
-k2 = 3.0
-small_app_components = 0
-app_mem_ref_rel = 0.0
-sibling_hold_s = 0.0
-[forecaster]
-kind = "peak"
-calibrated = false
-[forecaster.peak]
-window = 3
-{extra}
-"#
-    );
-    check_toml(&text).expect("test config is valid")
-}
-
-fn with_capacity(cfg: &str, cpu: f64, mem: u64) -> String {
-    format!("{cfg}\n[capacity]\ncpu_cores = {cpu}\nmem_bytes = {mem}\n")
-}
-
-struct Rig {
-    fake: FakeRuntime,
-    clock: Arc<ManualClock>,
-    agent: Agent<FakeRuntime>,
-}
-
-fn rig(cfg: AgentConfig) -> Rig {
-    let fake = FakeRuntime::new(4, 8 * GIB);
-    let clock = Arc::new(ManualClock::new(1_000.0));
-    let source = Box::new(LocalShaper::new(cfg.shaper.clone()));
-    let agent = Agent::new(cfg, Arc::new(fake.clone()), source, clock.clone()).expect("agent");
-    Rig { fake, clock, agent }
-}
-
-impl Rig {
-    /// Advances 1 s, burns `cpu` cores for every listed container, sets memory.
-    async fn step(&mut self, usage: &[(&str, u64, f64)]) -> agent::RoundReport {
-        self.clock.advance(1.0);
-        self.fake.set_now(self.clock_now());
-        for (id, mem, cpu) in usage {
-            self.fake.set_usage(id, *mem, (cpu * 1e9) as u64);
-        }
-        self.agent.round().await.expect("round")
-    }
-
-    fn clock_now(&self) -> f64 {
-        use tailor_core::Clock;
-        self.clock.now_s()
-    }
-
-    fn updates_of(&self, id: &str) -> Vec<agent::runtime::ResourceUpdate> {
-        self.fake
-            .calls()
-            .into_iter()
-            .filter_map(|c| match c {
-                FakeCall::Update(i, u) if i == id => Some(u),
-                _ => None,
-            })
-            .collect()
-    }
-}
-
-const ENABLE: (&str, &str) = ("tailor.enable", "true");
+use fake_rig::*;
 
 #[tokio::test]
 async fn idle_container_memory_is_cut_towards_usage_plus_buffer() {
@@ -552,65 +473,6 @@ async fn shutdown_restores_requests_and_keeps_containers_running() {
         .calls()
         .iter()
         .all(|c| !matches!(c, FakeCall::Stop(..))));
-}
-
-trait CloneWith {
-    fn clone_with(self, f: impl FnOnce(&mut Self)) -> Self;
-}
-
-impl CloneWith for AgentConfig {
-    fn clone_with(mut self, f: impl FnOnce(&mut Self)) -> Self {
-        f(&mut self);
-        self
-    }
-}
-
-/// A container with a 100 MiB limit after 4 rounds at 90 MiB usage (the
-/// agent has shaped it to `before`), optionally with the event listener;
-/// `max_growth` 2 leaves the OOM floor room past the 100 MiB the container
-/// was started with (the floor stops at the ceiling).
-async fn oom_rig(listener: bool) -> (Rig, u64) {
-    let mut c = config("");
-    c.shaper.max_growth = 2.0;
-    tight_rig(c, listener, 90 * MIB).await
-}
-
-/// Container "tight" with a 100 MiB limit after 4 rounds at `use_bytes`
-/// under `cfg`, and the limit the agent has shaped it to.
-async fn tight_rig(cfg: AgentConfig, listener: bool, use_bytes: u64) -> (Rig, u64) {
-    let mut r = rig(cfg);
-    if listener {
-        r.agent.start_event_listener();
-    }
-    r.fake.add(
-        "tight",
-        &[ENABLE],
-        Some(100 * MIB),
-        CpuLimit::Nano {
-            nano_cpus: 1_000_000_000,
-        },
-        900.0,
-    );
-    for _ in 0..4 {
-        r.step(&[("tight", use_bytes, 0.1)]).await;
-    }
-    let before = r.mem_limit("tight");
-    (r, before)
-}
-
-impl Rig {
-    fn mem_limit(&self, id: &str) -> u64 {
-        self.fake
-            .container(id)
-            .and_then(|c| c.info.limits.mem_bytes)
-            .expect("limited")
-    }
-
-    /// `docker start` (a restart policy or an operator).
-    async fn restart(&self, id: &str) {
-        use agent::ContainerRuntime;
-        self.fake.start(id).await.expect("start");
-    }
 }
 
 #[tokio::test]
