@@ -1,4 +1,6 @@
 use super::*;
+use crate::config::{ForecasterSource, SimConfig};
+use shaper::Policy;
 
 fn pt(fam: Family, failed: f64, mem: f64) -> Point {
     Point {
