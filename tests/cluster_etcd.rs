@@ -239,32 +239,6 @@ impl Replica {
     }
 }
 
-fn register(dir: &Path, creds: &Path, agent: &str, tenant: &str) -> PathBuf {
-    let token_file = dir.join(format!("{agent}.token"));
-    let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
-        .args([
-            "shaper",
-            "credentials",
-            "add",
-            "--agent",
-            agent,
-            "--tenant",
-            tenant,
-        ])
-        .arg("--file")
-        .arg(creds)
-        .arg("--token-file")
-        .arg(&token_file)
-        .output()
-        .expect("run tailor shaper credentials add");
-    assert!(
-        out.status.success(),
-        "credentials add: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    token_file
-}
-
 fn start_replica(dir: &Path, name: &str, port: u16, creds: &Path, endpoints: &[String]) -> Replica {
     let cfg = dir.join(format!("shaper-{name}.toml"));
     let token = dir.join("token");
@@ -474,8 +448,8 @@ fn killing_the_leader_then_an_etcd_member_keeps_shaping() {
     write_private(&d.join("token"), &format!("{TOKEN}\n"));
     let mut etcd = Etcd::start(&bin, d);
     let creds = d.join("credentials.toml");
-    let ta = register(d, &creds, "et-a", "team");
-    let tb = register(d, &creds, "et-b", "team");
+    let ta = register_agent(d, &creds, "et-a", "team");
+    let tb = register_agent(d, &creds, "et-b", "team");
     let [p1, p2] = free_ports::<2>();
     let mut replicas = [
         start_replica(d, "one", p1, &creds, &etcd.endpoints()),

@@ -39,29 +39,7 @@ impl Cluster {
     /// Registers `agent` in `tenant` with `tailor shaper credentials add`;
     /// returns its token file.
     pub fn register(&self, agent: &str, tenant: &str) -> PathBuf {
-        let token_file = self.dir.path().join(format!("{agent}.token"));
-        let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
-            .args([
-                "shaper",
-                "credentials",
-                "add",
-                "--agent",
-                agent,
-                "--tenant",
-                tenant,
-            ])
-            .arg("--file")
-            .arg(&self.creds_file)
-            .arg("--token-file")
-            .arg(&token_file)
-            .output()
-            .expect("run tailor shaper credentials add");
-        assert!(
-            out.status.success(),
-            "credentials add: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        token_file
+        register_agent(self.dir.path(), &self.creds_file, agent, tenant)
     }
 
     pub fn token_of(&self, agent: &str) -> String {

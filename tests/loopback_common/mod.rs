@@ -5,8 +5,8 @@
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
-use std::path::Path;
-use std::process::Child;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 /// True under CI (`CI` set, not empty, "false" or "0"): a test whose real
@@ -144,4 +144,32 @@ pub fn labels<'a>(label: &'a str, app: &'a str, class: &'a str) -> Vec<(&'a str,
         ("tailor.app", app),
         ("tailor.class", class),
     ]
+}
+
+/// Registers `agent` in `tenant` in the credentials file `creds` with
+/// `tailor shaper credentials add`; returns its token file (in `dir`).
+pub fn register_agent(dir: &Path, creds: &Path, agent: &str, tenant: &str) -> PathBuf {
+    let token_file = dir.join(format!("{agent}.token"));
+    let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
+        .args([
+            "shaper",
+            "credentials",
+            "add",
+            "--agent",
+            agent,
+            "--tenant",
+            tenant,
+        ])
+        .arg("--file")
+        .arg(creds)
+        .arg("--token-file")
+        .arg(&token_file)
+        .output()
+        .expect("run tailor shaper credentials add");
+    assert!(
+        out.status.success(),
+        "credentials add: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    token_file
 }

@@ -232,7 +232,8 @@ pub struct ShaperConfig {
     /// down) gets `small_app_k1` when `small_app_components` >= 2.
     pub small_app_components: u32,
     /// The constant buffer term of a small application's components
-    /// (fraction of the request; see `small_app_components`). Default 0.6.
+    /// (fraction of the request; see `small_app_components`), but for its
+    /// elastic ones (`elastic_k1_factor`). Default 0.6.
     pub small_app_k1: f64,
     /// The constant buffer term of a core component whose kill fails its
     /// application (one that does not restart alone:
@@ -240,7 +241,8 @@ pub struct ShaperConfig {
     /// With `elastic_k1_factor`, the buffer follows what a kill costs: a
     /// core kill re-runs the whole application, an elastic one only its
     /// own task's work. Default 1.2 (README, "The buffer follows what a
-    /// kill costs"); 1 with `elastic_k1_factor` 1: one K1 for all.
+    /// kill costs"); 1, with `elastic_k1_factor` 1 and no size rule,
+    /// gives every component K1, as in the thesis.
     pub core_k1_factor: f64,
     /// The constant buffer term of an elastic component is
     /// `elastic_k1_factor * k1`, and never more than its application's:
@@ -553,7 +555,8 @@ impl ShaperConfig {
     /// every one of its components; its elastic ones, each a task's work,
     /// are not). Such a component gets at least `small_app_k1`
     /// ([`Self::k1_for_class`]) and the longer memory hold
-    /// (`small_app_mem_hold_s`).
+    /// (`small_app_mem_hold_s`). An elastic component never is: its kill
+    /// fails nothing.
     pub fn is_small(&self, app: AppSize, class: Class) -> bool {
         class != Class::Elastic && (self.is_small_app(app) || self.has_few_core(app, class))
     }

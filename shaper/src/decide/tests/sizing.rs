@@ -171,17 +171,7 @@ fn a_small_applications_components_get_the_small_app_buffer() {
     };
     let plan = decide(&view, 10_000.0, &cfg);
     for (id, want) in [(0, 300.0), (1, 50.0)] {
-        let e = plan
-            .resizes()
-            .find_map(|a| match a {
-                Action::Resize {
-                    component,
-                    explanation,
-                    ..
-                } if *component == ComponentId(id) => Some(explanation.clone()),
-                _ => None,
-            })
-            .expect("resized");
+        let e = resize_explanation(&plan, id);
         assert!((e.mem.k1_term - want).abs() < 1e-9, "{id}: {:?}", e.mem);
     }
 }
@@ -241,17 +231,7 @@ fn the_k1_term_follows_what_a_kill_costs_in_the_target_and_the_plan() {
         (10, 50.0),
         (14, 50.0),
     ] {
-        let e = plan
-            .resizes()
-            .find_map(|a| match a {
-                Action::Resize {
-                    component,
-                    explanation,
-                    ..
-                } if *component == ComponentId(id) => Some(explanation.clone()),
-                _ => None,
-            })
-            .expect("resized");
+        let e = resize_explanation(&plan, id);
         assert!(close(e.mem.k1_term, want), "{id}: {:?}", e.mem);
     }
 }
@@ -636,4 +616,18 @@ fn a_memory_shrink_takes_a_bounded_fraction_a_round() {
         Some(Action::Resize { to, .. }) => assert!(to.mem_bytes >= 0.1 * GIB),
         other => panic!("expected a growth, got {other:?}"),
     };
+}
+
+/// The explanation of component `id`'s resize in `plan`.
+fn resize_explanation(plan: &Plan, id: u64) -> Explanation {
+    plan.resizes()
+        .find_map(|a| match a {
+            Action::Resize {
+                component,
+                explanation,
+                ..
+            } if *component == ComponentId(id) => Some(explanation.clone()),
+            _ => None,
+        })
+        .expect("resized")
 }
