@@ -250,17 +250,7 @@ credentials_file = "{creds}"
 interval_s = {INTERVAL_S}
 stale_after_intervals = 3
 warmup_intervals = 1
-[limits]
-header_read_timeout_s = 2.0
-idle_timeout_s = 4.0
-[shaper]
-grace_period_s = 0.0
-k1 = 0.1
-k2 = 3.0
-# one K1 for every application (each test container is a lone one)
-small_app_components = 0
-app_mem_ref_rel = 0.0
-sibling_hold_s = 0.0
+{TEST_SHAPER_TABLES}
 [etcd]
 endpoints = {endpoints}
 prefix = "/tailor-test"

@@ -17,7 +17,7 @@ pub fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn in_ci() -> bool {
+pub fn in_ci() -> bool {
     std::env::var("CI")
         .map(|v| !v.is_empty() && v != "false" && v != "0")
         .unwrap_or(false)
@@ -63,15 +63,20 @@ pub fn docker_or_skip(test: &str) -> Option<()> {
 }
 
 pub fn docker(args: &[&str]) -> Result<String, String> {
-    let o = Command::new("docker")
+    cli("docker", args)
+}
+
+/// Runs `program` with `args`; its trimmed stdout, or what went wrong.
+pub fn cli(program: &str, args: &[&str]) -> Result<String, String> {
+    let o = Command::new(program)
         .args(args)
         .output()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| format!("cannot run {program}: {e}"))?;
     if o.status.success() {
         Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
     } else {
         Err(format!(
-            "docker {}: {}",
+            "{program} {}: {}",
             args.join(" "),
             String::from_utf8_lossy(&o.stderr).trim()
         ))

@@ -63,17 +63,7 @@ credentials_file = "{creds}"
 interval_s = 1.0
 stale_after_intervals = 3
 warmup_intervals = 1
-[limits]
-header_read_timeout_s = 2.0
-idle_timeout_s = 4.0
-[shaper]
-grace_period_s = 0.0
-k1 = 0.1
-k2 = 3.0
-# one K1 for every application (each test container is a lone one)
-small_app_components = 0
-app_mem_ref_rel = 0.0
-sibling_hold_s = 0.0
+{TEST_SHAPER_TABLES}
 "#,
             port = self.port,
             token = self.token_file.display(),

@@ -9,6 +9,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+/// The `[limits]` and `[shaper]` tables of the cluster tests' shaper
+/// config: short timeouts, no grace period, one K1 for every application
+/// (each test container is a lone one).
+pub const TEST_SHAPER_TABLES: &str = r#"[limits]
+header_read_timeout_s = 2.0
+idle_timeout_s = 4.0
+[shaper]
+grace_period_s = 0.0
+k1 = 0.1
+k2 = 3.0
+small_app_components = 0
+app_mem_ref_rel = 0.0
+sibling_hold_s = 0.0"#;
+
 /// True under CI (`CI` set, not empty, "false" or "0"): a test whose real
 /// part is missing then fails instead of skipping.
 pub fn in_ci() -> bool {

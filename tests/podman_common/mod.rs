@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-use crate::agent_common;
+use crate::agent_common::{self, cli, in_ci};
 use agent::podman::PodmanRuntime;
 use agent::Agent;
 use std::io::{Read, Write};
@@ -17,26 +17,8 @@ pub const SOCK: &str = "/run/podman/podman.sock";
 pub const IMAGE: &str = "localhost/tailor-test:latest";
 pub const MIB: u64 = 1 << 20;
 
-pub fn in_ci() -> bool {
-    std::env::var("CI")
-        .map(|v| !v.is_empty() && v != "false" && v != "0")
-        .unwrap_or(false)
-}
-
 pub fn podman(args: &[&str]) -> Result<String, String> {
-    let o = Command::new("podman")
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run podman: {e}"))?;
-    if o.status.success() {
-        Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
-    } else {
-        Err(format!(
-            "podman {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&o.stderr).trim()
-        ))
-    }
+    cli("podman", args)
 }
 
 /// A raw HTTP/1.0 request; (status, body).

@@ -236,10 +236,19 @@ impl ComponentModels {
         build: impl Fn(Resource, f64) -> Result<Box<dyn Forecaster>, ForecastError>,
     ) -> Result<Self, ForecastError> {
         let unit = |r: f64| if r > 0.0 && r.is_finite() { r } else { 1.0 };
-        Ok(Self {
-            cpu: build(Resource::Cpu, unit(request.cpu_cores))?,
-            mem: build(Resource::Mem, unit(request.mem_bytes))?,
-            always_warm: false,
+        Ok(Self::fresh(
+            build(Resource::Cpu, unit(request.cpu_cores))?,
+            build(Resource::Mem, unit(request.mem_bytes))?,
+            false,
+        ))
+    }
+
+    /// `cpu` and `mem` with nothing observed, no hold and no history.
+    fn fresh(cpu: Box<dyn Forecaster>, mem: Box<dyn Forecaster>, always_warm: bool) -> Self {
+        Self {
+            cpu,
+            mem,
+            always_warm,
             warm_samples: 1,
             own: PairMoments::default(),
             pending: PairMoments::default(),
@@ -249,7 +258,7 @@ impl ComponentModels {
             sibling_hold: 0,
             inherited_samples: 0,
             tracked: None,
-        })
+        }
     }
 
     /// Sets the samples the models need before they fit (their
@@ -284,20 +293,7 @@ impl ComponentModels {
 
     /// Models that forecast from the start (the simulator's oracle).
     pub fn always_warm(cpu: Box<dyn Forecaster>, mem: Box<dyn Forecaster>) -> Self {
-        Self {
-            cpu,
-            mem,
-            always_warm: true,
-            warm_samples: 1,
-            own: PairMoments::default(),
-            pending: PairMoments::default(),
-            last: (None, None),
-            mem_hold: Hold::default(),
-            small_hold: Hold::default(),
-            sibling_hold: 0,
-            inherited_samples: 0,
-            tracked: None,
-        }
+        Self::fresh(cpu, mem, true)
     }
 
     /// Feeds one sample in absolute units; a missing CPU value (no rate
