@@ -28,7 +28,7 @@ mod target;
 #[cfg(test)]
 mod tests;
 
-use pessimistic::{apply_eviction_cap, plan_pessimistic, AppInfo, ClassRules, GlobalKey, Squeezed};
+use pessimistic::{apply_eviction_cap, plan_pessimistic, AppInfo, AppRules, GlobalKey, Squeezed};
 use target::settle;
 use target::target_with_k1;
 pub use target::{buffer, component_target, risk_to_level, Buffer, Target};
@@ -366,11 +366,7 @@ fn decide_with(
         app_elastic.clear();
         let size = app.size(app_mem_bytes.get(ai).copied().unwrap_or(0.0));
         let k1 = cfg.k1_for(size, app_mem_ref_gib);
-        let rules = |class| ClassRules {
-            k1: cfg.k1_for_class(size, k1, class),
-            small: cfg.is_small(size, class),
-        };
-        let (elastic_rules, core_rules) = (rules(Class::Elastic), rules(Class::Core));
+        let rules = AppRules::new(cfg, size, k1);
         for (j, c) in app.components.iter().enumerate() {
             let g = base + j as u32;
             let host = hosts.get(c.host.0);
@@ -390,11 +386,7 @@ fn decide_with(
                 continue;
             }
             has_protected |= c.protected;
-            let r = if c.class == Class::Core {
-                core_rules
-            } else {
-                elastic_rules
-            };
+            let r = rules.of(c.class);
             let t = target_with_k1(app, c, now_s, cfg, r.k1, r.small);
             let (eff, changed, skipped) = settle(t.alloc, c, cfg);
             summary.skipped_by_hysteresis += u64::from(skipped);
@@ -447,8 +439,7 @@ fn decide_with(
             end: slots.len() as u32,
             elastic_head,
             pinned: has_protected,
-            elastic: elastic_rules,
-            core: core_rules,
+            rules,
         });
     }
     if summary.unknown_host_components > 0 {
@@ -482,7 +473,7 @@ fn decide_with(
         )
     };
     let target_of = |ai: u32, app: &Application, c: &Component| {
-        let r = app_info[ai as usize].rules(c.class);
+        let r = app_info[ai as usize].rules.of(c.class);
         target_with_k1(app, c, now_s, cfg, r.k1, r.small)
     };
     let mut evictions: Vec<Action> = Vec::new();

@@ -1,6 +1,7 @@
 //! Pessimistic planning (thesis Algorithm 3) and the eviction cap.
 
 use super::*;
+use crate::AppSize;
 
 /// Cluster-wide elastic keep-order key: (victim-order key, scheduler
 /// position, start time, component id, slot).
@@ -17,10 +18,8 @@ pub(super) struct AppInfo {
     pub(super) elastic_head: u32,
     /// Has a protected component: its core components are forced.
     pub(super) pinned: bool,
-    /// Its elastic and its core components' constant buffer terms and
-    /// smallness ([`ShaperConfig::k1_for_class`], [`ShaperConfig::is_small`]).
-    pub(super) elastic: ClassRules,
-    pub(super) core: ClassRules,
+    /// Its components' constant buffer terms and smallness, by class.
+    pub(super) rules: AppRules,
 }
 
 /// A component's constant buffer term and whether the size rules count it
@@ -31,9 +30,30 @@ pub(super) struct ClassRules {
     pub(super) small: bool,
 }
 
-impl AppInfo {
+/// The [`ClassRules`] of an application's elastic and core components.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct AppRules {
+    elastic: ClassRules,
+    core: ClassRules,
+}
+
+impl AppRules {
+    /// The rules of an application of size `size` whose K1 is `app_k1`
+    /// ([`ShaperConfig::k1_for`]): [`ShaperConfig::k1_for_class`] and
+    /// [`ShaperConfig::is_small`] for each class.
+    pub(super) fn new(cfg: &ShaperConfig, size: AppSize, app_k1: f64) -> Self {
+        let rules = |class| ClassRules {
+            k1: cfg.k1_for_class(size, app_k1, class),
+            small: cfg.is_small(size, class),
+        };
+        Self {
+            elastic: rules(Class::Elastic),
+            core: rules(Class::Core),
+        }
+    }
+
     /// The rules of a component of class `class`.
-    pub(super) fn rules(&self, class: Class) -> ClassRules {
+    pub(super) fn of(&self, class: Class) -> ClassRules {
         match class {
             Class::Core => self.core,
             Class::Elastic => self.elastic,
