@@ -295,6 +295,8 @@ impl Engine<'_> {
                 request_mem_bytes = cc.request.mem_bytes,
                 forecast_mem_bytes = cc.forecast.as_ref().map_or(f64::NAN, |f| f.mem.mean),
                 forecast_mem_std_bytes = cc.forecast.as_ref().map_or(f64::NAN, |f| f.mem.std),
+                forecast_mem_hold_bytes =
+                    cc.forecast.as_ref().map_or(f64::NAN, |f| f.mem_hold_bytes),
                 "oom kill"
             );
         }
