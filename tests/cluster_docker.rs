@@ -12,15 +12,16 @@
 //! In CI (CI=true) these tests fail when Docker is unavailable; elsewhere
 //! they skip loudly (see tests/agent_common).
 
+mod agent_child;
 mod agent_common;
 mod cluster_common;
 mod loopback_common;
 
+use agent_child::run_agent_child;
 use agent_common::*;
 use cluster_common::*;
 use loopback_common::*;
 use std::io::{Read, Write};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Not a test: the agent process of the tests above (run by them as a
@@ -28,37 +29,7 @@ use std::time::{Duration, Instant};
 #[test]
 #[ignore = "helper process of the cluster Docker tests"]
 fn cluster_agent_child() {
-    let Ok(label) = std::env::var("TAILOR_CLUSTER_CHILD_LABEL") else {
-        eprintln!("cluster_agent_child: only run as a child of the cluster Docker tests");
-        return;
-    };
-    let top = std::env::var("TAILOR_CLUSTER_CHILD_TOP").unwrap_or_default();
-    let tables = std::env::var("TAILOR_CLUSTER_CHILD_TABLES").unwrap_or_default();
-    let state_file = std::env::var("TAILOR_CLUSTER_CHILD_STATE_FILE").unwrap_or_default();
-    let mut cfg = agent_config(&label, &top, &tables);
-    cfg.state_file = PathBuf::from(state_file);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async move {
-        let cluster_cfg = cfg.cluster.clone().expect("[cluster]");
-        let now_s = tailor_core::Clock::now_s(&tailor_core::SystemClock);
-        let source = agent::cluster::ClusterPlanSource::new(&cluster_cfg, now_s)
-            .expect("cluster plan source");
-        let runtime = std::sync::Arc::new(
-            agent::docker::DockerRuntime::new(&cfg.docker_socket).expect("docker"),
-        );
-        let a = agent::Agent::new(
-            cfg,
-            runtime,
-            Box::new(source),
-            std::sync::Arc::new(tailor_core::SystemClock),
-        )
-        .expect("agent");
-        a.run(std::future::pending()).await.expect("agent run");
-    });
+    run_agent_child("cluster_agent_child", "the cluster Docker tests");
 }
 
 /// An application with its core on host b and an elastic component on host

@@ -15,10 +15,12 @@
 //! In CI (CI=true) these tests fail when etcd or Docker is missing;
 //! elsewhere they skip loudly. `scripts/test.sh` installs both.
 
+mod agent_child;
 mod agent_common;
 mod etcd_common;
 mod loopback_common;
 
+use agent_child::{run_agent_child, spawn_agent_child};
 use agent_common::*;
 use etcd_common::*;
 use loopback_common::*;
@@ -332,24 +334,14 @@ regrow_fraction = 0.5
         urls = toml_list(urls),
         token = token_file.display()
     );
-    let log = std::fs::File::create(dir.join(format!("agent-{agent_id}.log"))).expect("log");
-    let child = Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "--ignored",
-            "--exact",
-            "cluster_etcd_agent_child",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
-        .env("TAILOR_CLUSTER_CHILD_LABEL", agent_id)
-        .env("TAILOR_CLUSTER_CHILD_TOP", top)
-        .env("TAILOR_CLUSTER_CHILD_TABLES", tables)
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(log))
-        .spawn()
-        .expect("spawn agent child");
-    Proc { child }
+    spawn_agent_child(
+        "cluster_etcd_agent_child",
+        agent_id,
+        &top,
+        &tables,
+        None,
+        &dir.join(format!("agent-{agent_id}.log")),
+    )
 }
 
 /// Not a test: the agent process of the failover test (run by it as a
@@ -357,35 +349,7 @@ regrow_fraction = 0.5
 #[test]
 #[ignore = "helper process of the etcd cluster test"]
 fn cluster_etcd_agent_child() {
-    let Ok(label) = std::env::var("TAILOR_CLUSTER_CHILD_LABEL") else {
-        eprintln!("cluster_etcd_agent_child: only run as a child of the etcd cluster test");
-        return;
-    };
-    let top = std::env::var("TAILOR_CLUSTER_CHILD_TOP").unwrap_or_default();
-    let tables = std::env::var("TAILOR_CLUSTER_CHILD_TABLES").unwrap_or_default();
-    let cfg = agent_config(&label, &top, &tables);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async move {
-        let cluster_cfg = cfg.cluster.clone().expect("[cluster]");
-        let now_s = tailor_core::Clock::now_s(&tailor_core::SystemClock);
-        let source = agent::cluster::ClusterPlanSource::new(&cluster_cfg, now_s)
-            .expect("cluster plan source");
-        let runtime = std::sync::Arc::new(
-            agent::docker::DockerRuntime::new(&cfg.docker_socket).expect("docker"),
-        );
-        let a = agent::Agent::new(
-            cfg,
-            runtime,
-            Box::new(source),
-            std::sync::Arc::new(tailor_core::SystemClock),
-        )
-        .expect("agent");
-        a.run(std::future::pending()).await.expect("agent run");
-    });
+    run_agent_child("cluster_etcd_agent_child", "the etcd cluster test");
 }
 
 #[test]

@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+use crate::agent_child::spawn_agent_child;
 use crate::agent_common::*;
 use crate::loopback_common::*;
 use std::path::{Path, PathBuf};
@@ -125,26 +126,14 @@ regrow_fraction = 0.5
             url = self.url(),
             token = token_file.display()
         );
-        let log = std::fs::File::create(self.dir.path().join(format!("agent-{agent_id}.log")))
-            .expect("log");
-        let child = Command::new(std::env::current_exe().expect("test binary"))
-            .args([
-                "--ignored",
-                "--exact",
-                "cluster_agent_child",
-                "--nocapture",
-                "--test-threads",
-                "1",
-            ])
-            .env("TAILOR_CLUSTER_CHILD_LABEL", label)
-            .env("TAILOR_CLUSTER_CHILD_TOP", top)
-            .env("TAILOR_CLUSTER_CHILD_TABLES", tables)
-            .env("TAILOR_CLUSTER_CHILD_STATE_FILE", state_file)
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .expect("spawn agent child");
-        Proc { child }
+        spawn_agent_child(
+            "cluster_agent_child",
+            label,
+            &top,
+            &tables,
+            Some(state_file),
+            &self.dir.path().join(format!("agent-{agent_id}.log")),
+        )
     }
 
     pub fn log(&self, name: &str) -> String {
