@@ -4,7 +4,7 @@
 #   /usr/bin/tailor
 #   /lib/systemd/system/tailor-agent.service   (packaging/, Type=notify, User=tailor)
 #   /etc/tailor/agent.toml                     (packaging/, recommend mode; a conffile)
-#   /usr/share/doc/tailor/{copyright,README.md,examples/shaper.toml}
+#   /usr/share/doc/tailor/{copyright,README.md,docs/*.md,examples/shaper.toml}
 # Maintainer scripts: postinst creates the `tailor` system user (added to the
 # `docker` group when it exists) and /var/lib/tailor; the unit is not enabled
 # or started (`systemctl enable --now tailor-agent`); prerm stops it; purge
@@ -47,7 +47,7 @@ stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 root="$stage/root"
 install -d "$root/DEBIAN" "$root/usr/bin" "$root/lib/systemd/system" "$root/etc/tailor" \
-    "$root/usr/share/doc/tailor/examples"
+    "$root/usr/share/doc/tailor/examples" "$root/usr/share/doc/tailor/docs"
 install -m 0755 "$bin" "$root/usr/bin/tailor"
 # debug info stays out of the package (a debug build is hundreds of MB)
 if command -v strip >/dev/null; then strip --strip-debug "$root/usr/bin/tailor"; fi
@@ -55,6 +55,7 @@ install -m 0644 packaging/tailor-agent.service "$root/lib/systemd/system/tailor-
 install -m 0644 packaging/agent.toml "$root/etc/tailor/agent.toml"
 install -m 0644 packaging/shaper.toml "$root/usr/share/doc/tailor/examples/shaper.toml"
 install -m 0644 README.md "$root/usr/share/doc/tailor/README.md"
+install -m 0644 docs/*.md "$root/usr/share/doc/tailor/docs/"
 
 # Debian machine-readable copyright: tailor (Apache-2.0) and the font
 # embedded in the binary (DejaVu Sans, Bitstream Vera licence).

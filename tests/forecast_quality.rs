@@ -1,4 +1,4 @@
-//! Pooled forecast quality on real series (the README's figures).
+//! Pooled forecast quality on real series (the figures of docs/results.md, "Forecast quality").
 //!
 //! Series: the fixed set in `forecaster/tests/support/quality_set.rs`
 //! (Bitbrains CPU + memory of VMs 1-10, Google 2019 job 113 CPU + memory,

@@ -108,6 +108,8 @@ fn deb_builds_installs_verifies_runs_and_removes() {
         "./lib/systemd/system/tailor-agent.service",
         "./etc/tailor/agent.toml",
         "./usr/share/doc/tailor/copyright",
+        "./usr/share/doc/tailor/README.md",
+        "./usr/share/doc/tailor/docs/results.md",
     ] {
         assert!(listing.contains(path), "{path} missing in:\n{listing}");
     }

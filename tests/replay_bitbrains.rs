@@ -1,4 +1,4 @@
-//! The Bitbrains VMs replayed with their own usage (README, "Bitbrains
+//! The Bitbrains VMs replayed with their own usage (docs/results.md, "Bitbrains
 //! VMs"), when `../shared/data/bitbrains-rnd/2013-7` exists (CI always has
 //! it; skipped, and said so, without it): the baseline fails none, the
 //! oracle gives back most of the provisioned memory, and tailor's points
@@ -61,7 +61,7 @@ fn tailor_beats_the_faithful_vpa_on_the_bitbrains_vms() {
         assert!(tailor.oom_component_day_fraction <= 0.005, "{tailor:?}");
         assert!(tailor.mem_alloc_gib_h < vpa.mem_alloc_gib_h);
         // 22.4% and 21.9% at commit a16c82b, 1 VM failed; the shipped
-        // defaults failed 7 with a one-day hold (README, "A small
+        // defaults failed 7 with a one-day hold (docs/results.md, "A small
         // application holds its memory for a week")
         assert!(
             tailor.failed_app_fraction <= 1.0 / 60.0 + 1e-9,

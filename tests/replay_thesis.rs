@@ -113,7 +113,7 @@ fn config(policy: Policy, source: ForecasterSource, k1: f64, k2: f64) -> SimConf
     c.shaper.mem_hold_s = 0.0;
     // The thesis's Algorithm 3: CPU that does not fit evicts like memory
     // (tailor's default squeezes it instead), and the OOM floor of the
-    // figures in the README (one hour).
+    // figures in docs/results.md, "Thesis findings" (one hour).
     c.shaper.cpu_shortfall = CpuShortfall::Evict;
     c.shaper.mem_shortfall = MemShortfall::Evict;
     c.shaper.oom_memory_s = 3600.0;

@@ -22,7 +22,7 @@ pub enum ModelKind {
     Gp,
     /// Last value (default: with the kernel's one-day memory hold and
     /// buffers, the best of the forecasters on every trace we replayed; see
-    /// the README, "Defaults").
+    /// docs/results.md, "Defaults").
     #[default]
     Last,
     /// Moving-window peak.

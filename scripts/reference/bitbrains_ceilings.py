@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How far simple memory-sizing rules get on the Bitbrains VMs without an
 OOM kill: a bound on what any online forecaster can do there, next to
-`tailor frontier --workload bitbrains:DIR` (README, "Bitbrains VMs").
+`tailor frontier --workload bitbrains:DIR` (docs/results.md, "Bitbrains VMs").
 
 For every VM file in DIR (the layout of
 ../shared/data/bitbrains-rnd/2013-7/<vm>.csv: header, `;` + TAB

@@ -2,7 +2,7 @@
 """How much of the oracle's memory saving simple sizing rules can reach on
 the Google 2019 per-task usage with zero OOM kills: a bound on what any
 online forecaster can do there, next to `tailor frontier --workload
-google2019:DIR` (README, "Savings frontier (Google 2019)").
+google2019:DIR` (docs/results.md, "Savings frontier (Google 2019)").
 
 For every task CSV under DIR (the layout of
 ../shared/data/google-2019/instance_usage/<job>/<task>.csv), the series are

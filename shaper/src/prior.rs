@@ -33,7 +33,7 @@
 //! stays at least at its own held peak plus that jump, within the siblings'
 //! high-water mark (`[shaper] sibling_jump`): a rise one sibling made is one
 //! the others may make at their own time, since real siblings share only a
-//! fifth of their jumps (README, "Sibling jumps").
+//! fifth of their jumps (docs/results.md, "Sibling jumps").
 //!
 //! ## How a prior hands over to the component's own model
 //! A component with `n` own samples (mean `x̄`, latest `x_n`) gets the

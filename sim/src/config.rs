@@ -225,7 +225,7 @@ kind = "last"
 
     #[test]
     fn the_previous_defaults_file_is_the_uniform_form_with_the_gp() {
-        // configs/previous-defaults.toml reproduces the README's figures
+        // configs/previous-defaults.toml reproduces the figures of docs/results.md
         // measured before the shipped defaults changed: it must not drift.
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/previous-defaults.toml");
         let c = SimConfig::load(&path).expect("configs/previous-defaults.toml is valid");

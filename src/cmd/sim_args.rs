@@ -104,7 +104,7 @@ pub struct SimArgs {
     /// (`job`, the default: a jump of the shape is every sibling's at the
     /// same age) or from a phase of its own (`task`: same shape and level,
     /// jumps at different ages). Real siblings lie between the two
-    /// (README, Known gaps).
+    /// (docs/known-gaps.md).
     #[arg(long, value_enum, default_value = "job")]
     pub pool_phase: PoolPhaseArg,
     /// Applications with fewer running components than N are small: their

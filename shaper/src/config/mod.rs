@@ -199,7 +199,7 @@ pub struct ShaperConfig {
     /// Constant buffer term: `k1 * request` per resource. Default 0.05:
     /// with the size rules below, the shipped defaults are the best point
     /// of the Google 2011 and 2019 frontiers that stays within every
-    /// failure budget on all of them (README, "Defaults").
+    /// failure budget on all of them (docs/results.md, "Defaults").
     pub k1: f64,
     /// Dynamic buffer term: `forecast.upper(k2) - forecast.mean` (`k2 * sigma`
     /// for a Gaussian forecast). Default 1.0.
@@ -218,7 +218,7 @@ pub struct ShaperConfig {
     /// size, while a large one gives back many components' memory, and the
     /// jumps that kill come job by job: under a budget of failed
     /// applications the buffer is better spent on the small ones (see the
-    /// README, "Small applications"). Counted in the view `decide()` gets:
+    /// docs/results.md, "Small applications"). Counted in the view `decide()` gets:
     /// on a node, the application's containers on that node; in the
     /// central shaper and the simulator, across the cluster. Default 5.
     /// The core components of an application with elastic ones count the
@@ -240,14 +240,14 @@ pub struct ShaperConfig {
     /// [`AppSize::restarts_alone`]) is at least `core_k1_factor * k1`.
     /// With `elastic_k1_factor`, the buffer follows what a kill costs: a
     /// core kill re-runs the whole application, an elastic one only its
-    /// own task's work. Default 1.2 (README, "The buffer follows what a
+    /// own task's work. Default 1.2 (docs/results.md, "The buffer follows what a
     /// kill costs"); 1, with `elastic_k1_factor` 1 and no size rule,
     /// gives every component K1, as in the thesis.
     pub core_k1_factor: f64,
     /// The constant buffer term of an elastic component is
     /// `elastic_k1_factor * k1`, and never more than its application's:
     /// its kill restarts it alone and fails nothing, so neither size rule
-    /// applies to it. Default 0.4 (README, "The buffer follows what a
+    /// applies to it. Default 0.4 (docs/results.md, "The buffer follows what a
     /// kill costs").
     pub elastic_k1_factor: f64,
     /// Reference application size in GiB of memory request (the sum over
@@ -260,7 +260,7 @@ pub struct ShaperConfig {
     /// a given expected number of failures when a jump past `k1 * request`
     /// comes with probability falling as `exp(-k1 / app_k1_slope)`: the
     /// optimum gives an application a buffer term falling with the log of
-    /// its memory (README, "Small applications"). Default 0: the relative
+    /// its memory (docs/results.md, "Small applications"). Default 0: the relative
     /// reference `app_mem_ref_rel` is used; when set, it replaces it.
     pub app_mem_ref_gib: f64,
     /// The reference of the application-memory rule relative to the view:
@@ -268,7 +268,7 @@ pub struct ShaperConfig {
     /// applications' memory (the size below which applications hold half
     /// the view's memory request; [`weighted_median`]), worked out every
     /// round. It scales with the workload, where `app_mem_ref_gib` must be
-    /// read off each one. Default 0.2 (README, "Defaults re-chosen after
+    /// read off each one. Default 0.2 (docs/results.md, "Defaults re-chosen after
     /// the oracle correction"); 0 with `app_mem_ref_gib` 0: off.
     pub app_mem_ref_rel: f64,
     /// How fast the constant buffer term grows as an application's memory
@@ -302,7 +302,7 @@ pub struct ShaperConfig {
     /// except a growth needed to stay above current usage. Default 0.05.
     pub min_relative_change: f64,
     /// At most this many components evicted per round; absent = unlimited.
-    /// Would-be victims beyond the cap are kept (see README: "eviction cap").
+    /// Would-be victims beyond the cap are kept (the agent sets 1 when it is absent: `agent::config`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_evictions_per_round: Option<u32>,
     /// Allocation floor for CPU (cores), applied before the ceiling.
@@ -325,7 +325,7 @@ pub struct ShaperConfig {
     /// Defaults 100 MiB, 1.2 and 86,400 s: as long as the memory hold (the
     /// VPA keeps a kill as a peak of its one-day window). With 3600 s, a
     /// restarted task of Google 2011 parts 0-3 crashed again at the same
-    /// peak once the floor had lapsed (see the README).
+    /// peak once the floor had lapsed (docs/results.md, "OOM floor for a day").
     pub oom_bump_bytes: f64,
     pub oom_bump_factor: f64,
     pub oom_memory_s: f64,
@@ -353,7 +353,7 @@ pub struct ShaperConfig {
     /// grows at once and shrinks only after usage has stayed lower this
     /// long. 0 = no hold. Default 86400 s: one day, the Kubernetes VPA's
     /// memory peak window, and at least as good as shorter holds on every
-    /// trace we measured (see the README).
+    /// trace we measured (docs/results.md, "Memory hold").
     pub mem_hold_s: f64,
     /// The memory hold of a small application's components (those the
     /// size rules give `small_app_k1`: [`Self::is_small`]), when longer
@@ -363,7 +363,7 @@ pub struct ShaperConfig {
     /// fails it whole, or takes a lone service down, while a hold longer
     /// than a day costs only the components that live longer than a day:
     /// services whose busy day comes back within the week (Bitbrains VMs:
-    /// README, "A small application holds its memory for a week"). On a
+    /// docs/results.md, "A small application holds its memory for a week"). On a
     /// host without room for every buffer, what it adds above the
     /// forecast is cut as a buffer is (`mem_shortfall = "buffer"`). 0 or
     /// at most `mem_hold_s`: off. Default 604,800 s (7 days; the
@@ -374,9 +374,9 @@ pub struct ShaperConfig {
     /// high-water mark (see [`crate::prior`]), even once its own model is
     /// warm: a model that has seen an hour of a task may not have seen its
     /// peak yet. Needs the memory hold (`mem_hold_s > 0`). 0: only while
-    /// the component is sized from its prior. Default 1,200 s (README,
+    /// the component is sized from its prior. Default 1,200 s (docs/results.md,
     /// "Defaults"). A trace-dependent
-    /// trade (see the README): on Google 2011 parts 0-3 (`peak`, K1 = 0.3,
+    /// trade (docs/results.md, "Savings frontier (Google 2011 parts 0-3)"): on Google 2011 parts 0-3 (`peak`, K1 = 0.3,
     /// K2 = 0) 7,200 s cuts the failed apps from 0.28% to 0.09% and
     /// reclaims 76,945 GiB-h instead of 70,660 (fewer re-runs); on the
     /// bundled slice, whose fast models are warm within minutes, it holds
@@ -390,7 +390,7 @@ pub struct ShaperConfig {
     /// [`crate::prior`], "Sibling jumps"). A jump one sibling made is one
     /// the others may make at their own time: siblings share a fifth of
     /// their jumps on Google 2011's per-task series, not all of them.
-    /// Needs the memory hold. Default true (README, "Sibling jumps").
+    /// Needs the memory hold. Default true (docs/results.md, "Sibling jumps").
     pub sibling_jump: bool,
     /// A memory shrink takes at most this fraction of the current
     /// allocation in one round (growths are never held back). Default 1.0:
@@ -492,7 +492,7 @@ impl ShaperConfig {
     /// One constant buffer for every component, as in the thesis: K1 = 0.3,
     /// K2 = 3, no application-size rule, no sibling hold or jump; every other
     /// setting at its default. These were the shipped defaults until the
-    /// frontiers showed the size rules' gain (README, "Defaults"); the
+    /// frontiers showed the size rules' gain (docs/results.md, "Defaults"); the
     /// unit tests whose arithmetic assumes one K1 for all pin it.
     pub fn uniform() -> Self {
         Self {

@@ -498,7 +498,7 @@ fn give_buffers(
 /// first (0) kills so many elastic components that their applications
 /// reach the failure limit and are evicted; on Google 2011 parts 0-3 the
 /// even cut of every buffer (1) failed 6 applications, 0.75 4, 0.5 2,
-/// 0.25 and 0.1 one (README, "Buffers cut elastic first").
+/// 0.25 and 0.1 one (docs/results.md, "Buffers cut elastic first").
 pub(crate) const ELASTIC_CUT_FIRST_TO: f64 = 0.25;
 
 /// The share of each tier of a host's buffers that it has room for
