@@ -329,16 +329,22 @@ fn settle_within(planned: Resources, c: &Component, cfg: &ShaperConfig) -> (Reso
 
 /// `mem_shortfall = buffer`, second pass: every kept component gets its
 /// memory buffer (target above its need) where its host has room for all
-/// of them. On a host that has not, the buffers are cut in three tiers:
-/// * first the **holds**, the part of a target raised to a sibling's kill
-///   mark (`Forecasts::mem_hold_bytes`), insurance against a peak the
-///   component has not shown;
-/// * then, when cutting every hold is not enough, the rest of the
+/// of them. On a host that has not, the buffers are cut in four tiers:
+/// * first the elastic components' **holds**, the part of a target raised
+///   to a sibling's kill mark (`Forecasts::mem_hold_bytes`), insurance
+///   against a peak the component has not shown;
+/// * then, when cutting every such hold is not enough, the rest of the
 ///   **elastic** components' buffers alone, down to
 ///   [`ELASTIC_CUT_FIRST_TO`] of them: an elastic component's kill costs
 ///   its own work, a core component's fails its whole application;
-/// * last, when that is not enough either, the rest of every buffer, the
-///   elastic ones' from what the second tier left them.
+/// * then, when that is not enough either, the rest of every buffer, the
+///   elastic ones' from what the second tier left them;
+/// * last, the **core** components' holds. A core kill re-runs its whole
+///   application, and the re-run replays the same usage: its components
+///   reach the mark that killed the first run at the same age, which is
+///   what the hold covers (a cut hold let the re-run of one 1,499-task job
+///   die again at the same sample; docs/results.md, "Core holds are cut
+///   last").
 ///
 /// Within a tier every buffer there is cut by the same fraction (what is
 /// left over what they want), so that no component loses its whole buffer
@@ -389,9 +395,10 @@ fn give_buffers(
         // Every host has room for all of its buffers: nothing is cut.
         return;
     }
-    // Some host is short: the held part of its buffers, and the rest of
-    // its core components' buffers, per host.
-    let mut holds: Vec<u64> = vec![0; free.len()];
+    // Some host is short: per host, the held part of its elastic and of
+    // its core components' buffers, and the rest of its core components'.
+    let mut elastic_holds: Vec<u64> = vec![0; free.len()];
+    let mut core_holds: Vec<u64> = vec![0; free.len()];
     let mut core_rest: Vec<u64> = vec![0; free.len()];
     for (ai, a) in app_info.iter().enumerate() {
         let range = a.start as usize..a.end as usize;
@@ -400,11 +407,12 @@ fn give_buffers(
                 let c = &view.apps[ai].components[g - a.start as usize];
                 let want = wanted(s, g);
                 let hold = held(c, want, g);
-                let h = &mut holds[s.host as usize];
-                *h = h.saturating_add(units(hold));
+                let h = s.host as usize;
                 if s.core {
-                    let r = &mut core_rest[s.host as usize];
-                    *r = r.saturating_add(units(want - hold));
+                    core_holds[h] = core_holds[h].saturating_add(units(hold));
+                    core_rest[h] = core_rest[h].saturating_add(units(want - hold));
+                } else {
+                    elastic_holds[h] = elastic_holds[h].saturating_add(units(hold));
                 }
             }
         }
@@ -417,11 +425,13 @@ fn give_buffers(
             }
             let bytes = |u: u64| u as f64 / UNITS_PER_BYTE;
             let f = free[h].mem_bytes;
-            let hold = bytes(holds[h]);
+            let hold = bytes(elastic_holds[h]);
+            let core_hold = bytes(core_holds[h]);
             let core = bytes(core_rest[h]);
             let elastic = bytes(
                 total[h]
-                    .saturating_sub(holds[h])
+                    .saturating_sub(elastic_holds[h])
+                    .saturating_sub(core_holds[h])
                     .saturating_sub(core_rest[h]),
             );
             let part = |x: f64, of: f64| {
@@ -431,6 +441,16 @@ fn give_buffers(
                     1.0
                 }
             };
+            if f < core_hold {
+                // the core holds last
+                return Shares {
+                    hold: 0.0,
+                    elastic: 0.0,
+                    core: 0.0,
+                    core_hold: part(f, core_hold),
+                };
+            }
+            let f = f - core_hold;
             if f >= elastic + core {
                 Shares {
                     hold: part(f - elastic - core, hold),
@@ -442,7 +462,7 @@ fn give_buffers(
                 Shares {
                     hold: 0.0,
                     elastic: part(f - core, elastic),
-                    core: 1.0,
+                    ..Shares::WHOLE
                 }
             } else {
                 // then every buffer evenly, the elastic ones' from there
@@ -451,6 +471,7 @@ fn give_buffers(
                     hold: 0.0,
                     elastic: ELASTIC_CUT_FIRST_TO * y,
                     core: y,
+                    core_hold: 1.0,
                 }
             }
         })
@@ -463,7 +484,11 @@ fn give_buffers(
             }
             let want = wanted(s, g);
             let sh = share[s.host as usize];
-            let (sh_rest, sh_hold) = (if s.core { sh.core } else { sh.elastic }, sh.hold);
+            let (sh_rest, sh_hold) = if s.core {
+                (sh.core, sh.core_hold)
+            } else {
+                (sh.elastic, sh.hold)
+            };
             if want <= 0.0 || (sh_rest >= 1.0 && sh_hold >= 1.0) {
                 continue;
             }
@@ -505,9 +530,11 @@ pub(crate) const ELASTIC_CUT_FIRST_TO: f64 = 0.25;
 /// ([`give_buffers`]).
 #[derive(Clone, Copy, Debug)]
 struct Shares {
+    /// the elastic components' holds
     hold: f64,
     elastic: f64,
     core: f64,
+    core_hold: f64,
 }
 
 impl Shares {
@@ -515,6 +542,7 @@ impl Shares {
         hold: 1.0,
         elastic: 1.0,
         core: 1.0,
+        core_hold: 1.0,
     };
 }
 

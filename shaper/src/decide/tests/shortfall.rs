@@ -173,12 +173,14 @@ fn a_squeezed_component_keeps_the_cpu_floor() {
     assert_eq!(to.cpu_cores, MIN_SHARE_CPU_CORES);
 }
 
-/// `mem_shortfall = buffer` cuts the holds (a target raised to a sibling's
-/// kill mark, `mem_hold_bytes`) before any other buffer: on a host short
-/// of room for every buffer, the component held above its forecast loses
-/// its hold first, and the other keeps its whole buffer.
+/// `mem_shortfall = buffer` cuts an elastic component's hold (a target
+/// raised to a sibling's kill mark, `mem_hold_bytes`) before any other
+/// buffer, and a core component's after every other buffer: on a host
+/// short of room for every buffer, an elastic component held above its
+/// forecast loses its hold first and the other keeps its whole buffer,
+/// while a held core component keeps its hold and the buffers are cut.
 #[test]
-fn holds_are_cut_before_buffers() {
+fn elastic_holds_are_cut_first_and_core_holds_last() {
     // Means 2 GiB, K1 = 0.25 of 4 GiB: buffers of 1 GiB; app 2 is held at
     // 3 GiB, so it targets 3 + 1 = 4 GiB (1 GiB of it the hold).
     let cfg = ShaperConfig {
@@ -186,40 +188,45 @@ fn holds_are_cut_before_buffers() {
         mem_shortfall: MemShortfall::Buffer,
         ..cfg0()
     };
-    let view = |host_gib: f64| {
+    let view = |host_gib: f64, class: Class| {
         let mut v = two_apps_on_one_host((8.0, host_gib * GIB), (1.0, 2.0 * GIB), (1.0, 2.0 * GIB));
-        if let Some(f) = v.apps[1].components[0].forecast.as_mut() {
+        let c = &mut v.apps[1].components[0];
+        c.class = class;
+        if let Some(f) = c.forecast.as_mut() {
             f.mem_hold_bytes = 3.0 * GIB;
         }
         v
     };
     let near = |a: f64, b: f64| (a - b).abs() < 4096.0;
-    // Room for every buffer: nothing is cut.
-    let plan = decide(&view(8.0), 1000.0, &cfg);
-    assert_eq!(plan.summary.squeezed_mem, 0, "{plan:#?}");
-    assert!(near(
-        to_of(&plan, 20).expect("resized").0.mem_bytes,
-        4.0 * GIB
-    ));
-    // 2.5 GiB for buffers of 1 + (1 + 1 held): the buffers whole, half
-    // the hold.
-    let plan = decide(&view(6.5), 1000.0, &cfg);
-    assert_eq!(plan.evictions().count(), 0, "{plan:#?}");
-    assert_eq!(plan.summary.squeezed_mem, 1, "{plan:#?}");
-    assert!(near(
-        to_of(&plan, 10).expect("resized").0.mem_bytes,
-        3.0 * GIB
-    ));
-    assert!(near(
-        to_of(&plan, 20).expect("resized").0.mem_bytes,
-        3.5 * GIB
-    ));
-    // 1.5 GiB for them: no hold, and three quarters of each buffer.
-    let plan = decide(&view(5.5), 1000.0, &cfg);
-    assert_eq!(plan.summary.squeezed_mem, 2, "{plan:#?}");
-    for id in [10, 20] {
-        let to = to_of(&plan, id).expect("resized").0.mem_bytes;
-        assert!(near(to, 2.75 * GIB), "{id}: {to}");
+    let mem_of = |plan: &Plan, id: u64| to_of(plan, id).expect("resized").0.mem_bytes;
+    // (host GiB, class of app 2's component, app 1's and app 2's limits)
+    let cases = [
+        // Room for every buffer: nothing is cut.
+        (8.0, Class::Core, 3.0, 4.0),
+        (8.0, Class::Elastic, 3.0, 4.0),
+        // Elastic, 2.5 GiB for buffers of 1 + (1 + 1 held): the buffers
+        // whole, half the hold.
+        (6.5, Class::Elastic, 3.0, 3.5),
+        // 1.5 GiB: no hold, and the elastic buffer cut alone, to half.
+        (5.5, Class::Elastic, 3.0, 2.5),
+        // Core, 2.5 GiB: the hold whole, three quarters of each buffer.
+        (6.5, Class::Core, 2.75, 3.75),
+        // 1.5 GiB: the hold whole, a quarter of each buffer.
+        (5.5, Class::Core, 2.25, 3.25),
+        // 0.5 GiB: half the hold, no buffer.
+        (4.5, Class::Core, 2.0, 2.5),
+    ];
+    for (host_gib, class, one, two) in cases {
+        let plan = decide(&view(host_gib, class), 1000.0, &cfg);
+        let what = format!("{host_gib} GiB, {class:?}");
+        assert_eq!(plan.evictions().count(), 0, "{what}: {plan:#?}");
+        assert_eq!(
+            plan.summary.squeezed_mem > 0,
+            host_gib < 8.0,
+            "{what}: {plan:#?}"
+        );
+        assert!(near(mem_of(&plan, 10), one * GIB), "{what}: app 1");
+        assert!(near(mem_of(&plan, 20), two * GIB), "{what}: app 2");
     }
 }
 
