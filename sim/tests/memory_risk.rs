@@ -7,7 +7,8 @@
 //! Under `mem_shortfall = "evict"`: P is the risk of the allocation the
 //! calibration sized. The default `buffer` cuts an allocation that does
 //! not fit its host down to what is left there, and a cut allocation
-//! carries more than P by design (docs/results.md, "Savings frontier (bundled workload)", gives both figures).
+//! carries more than P by design (docs/results.md, "Savings frontier
+//! (bundled workload)", gives both figures).
 
 use shaper::MemShortfall;
 use sim::{simulate, SimConfig};

@@ -302,7 +302,8 @@ pub struct ShaperConfig {
     /// except a growth needed to stay above current usage. Default 0.05.
     pub min_relative_change: f64,
     /// At most this many components evicted per round; absent = unlimited.
-    /// Would-be victims beyond the cap are kept (the agent sets 1 when it is absent: `agent::config`).
+    /// Would-be victims beyond the cap are kept (the agent sets 1 when it
+    /// is absent: `agent::config`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_evictions_per_round: Option<u32>,
     /// Allocation floor for CPU (cores), applied before the ceiling.
@@ -374,14 +375,15 @@ pub struct ShaperConfig {
     /// high-water mark (see [`crate::prior`]), even once its own model is
     /// warm: a model that has seen an hour of a task may not have seen its
     /// peak yet. Needs the memory hold (`mem_hold_s > 0`). 0: only while
-    /// the component is sized from its prior. Default 1,200 s (docs/results.md,
-    /// "Defaults"). A trace-dependent
-    /// trade (docs/results.md, "Savings frontier (Google 2011 parts 0-3)"): on Google 2011 parts 0-3 (`peak`, K1 = 0.3,
-    /// K2 = 0) 7,200 s cuts the failed apps from 0.28% to 0.09% and
-    /// reclaims 76,945 GiB-h instead of 70,660 (fewer re-runs); on the
-    /// bundled slice, whose fast models are warm within minutes, it holds
-    /// everything for the slice's whole length and the frontier's best
-    /// at a 1% budget falls from 578.2 to 336.3 GiB-h.
+    /// the component is sized from its prior. Default 1,200 s
+    /// (docs/results.md, "Defaults"). A trace-dependent trade
+    /// (docs/results.md, "Savings frontier (Google 2011 parts 0-3)"): on
+    /// Google 2011 parts 0-3 (`peak`, K1 = 0.3, K2 = 0) 7,200 s cuts the
+    /// failed apps from 0.28% to 0.09% and reclaims 76,945 GiB-h instead
+    /// of 70,660 (fewer re-runs); on the bundled slice, whose fast models
+    /// are warm within minutes, it holds everything for the slice's whole
+    /// length and the frontier's best at a 1% budget falls from 578.2 to
+    /// 336.3 GiB-h.
     pub sibling_hold_s: f64,
     /// After the sibling hold, a component's memory forecast never falls
     /// below its own held peak plus its siblings' largest new high (how
