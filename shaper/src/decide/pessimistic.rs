@@ -425,7 +425,7 @@ fn give_buffers(
             }
             let bytes = |u: u64| u as f64 / UNITS_PER_BYTE;
             let f = free[h].mem_bytes;
-            let hold = bytes(elastic_holds[h]);
+            let elastic_hold = bytes(elastic_holds[h]);
             let core_hold = bytes(core_holds[h]);
             let core = bytes(core_rest[h]);
             let elastic = bytes(
@@ -444,7 +444,7 @@ fn give_buffers(
             if f < core_hold {
                 // the core holds last
                 return Shares {
-                    hold: 0.0,
+                    elastic_hold: 0.0,
                     elastic: 0.0,
                     core: 0.0,
                     core_hold: part(f, core_hold),
@@ -453,14 +453,14 @@ fn give_buffers(
             let f = f - core_hold;
             if f >= elastic + core {
                 Shares {
-                    hold: part(f - elastic - core, hold),
+                    elastic_hold: part(f - elastic - core, elastic_hold),
                     ..Shares::WHOLE
                 }
             } else if f >= elastic * ELASTIC_CUT_FIRST_TO + core {
                 // the elastic buffers alone, down to
                 // `ELASTIC_CUT_FIRST_TO` of them
                 Shares {
-                    hold: 0.0,
+                    elastic_hold: 0.0,
                     elastic: part(f - core, elastic),
                     ..Shares::WHOLE
                 }
@@ -468,7 +468,7 @@ fn give_buffers(
                 // then every buffer evenly, the elastic ones' from there
                 let y = part(f, elastic * ELASTIC_CUT_FIRST_TO + core);
                 Shares {
-                    hold: 0.0,
+                    elastic_hold: 0.0,
                     elastic: ELASTIC_CUT_FIRST_TO * y,
                     core: y,
                     core_hold: 1.0,
@@ -487,7 +487,7 @@ fn give_buffers(
             let (sh_rest, sh_hold) = if s.core {
                 (sh.core, sh.core_hold)
             } else {
-                (sh.elastic, sh.hold)
+                (sh.elastic, sh.elastic_hold)
             };
             if want <= 0.0 || (sh_rest >= 1.0 && sh_hold >= 1.0) {
                 continue;
@@ -530,8 +530,7 @@ pub(crate) const ELASTIC_CUT_FIRST_TO: f64 = 0.25;
 /// ([`give_buffers`]).
 #[derive(Clone, Copy, Debug)]
 struct Shares {
-    /// the elastic components' holds
-    hold: f64,
+    elastic_hold: f64,
     elastic: f64,
     core: f64,
     core_hold: f64,
@@ -539,7 +538,7 @@ struct Shares {
 
 impl Shares {
     const WHOLE: Shares = Shares {
-        hold: 1.0,
+        elastic_hold: 1.0,
         elastic: 1.0,
         core: 1.0,
         core_hold: 1.0,
