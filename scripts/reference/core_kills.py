@@ -31,7 +31,8 @@ the same age.
         --workload google2011:../shared/data/google-2011-parts-0-3
 
 About 40 s a seed on parts 0-3 (2 cores); under a second on the bundled
-slice (`--workload bundled`, the default).
+slice (`--workload bundled`, the default). It runs the release binary
+(`cargo build --release` first) or the one `--tailor PATH` names.
 """
 
 import argparse
@@ -70,7 +71,10 @@ def kills(tailor, workload, seed, extra):
         if workload != "bundled":
             cmd[2:2] = ["--workload", workload]
         env = dict(os.environ, RUST_LOG="sim=debug")
-        run = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        try:
+            run = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        except OSError as e:
+            sys.exit(f"{tailor}: {e} (build it with `cargo build --release`, or pass --tailor)")
         if run.returncode != 0:
             sys.exit(f"{' '.join(cmd)} failed:\n{run.stderr[-2000:]}")
         for line in (run.stdout + run.stderr).splitlines():
