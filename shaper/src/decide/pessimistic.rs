@@ -349,7 +349,11 @@ fn settle_within(planned: Resources, c: &Component, cfg: &ShaperConfig) -> (Reso
 /// Within a tier every buffer there is cut by the same fraction (what is
 /// left over what they want), so that no component loses its whole buffer
 /// for another to keep all of its own: the chance of a kill falls ever
-/// more slowly as a buffer grows, so an even cut kills fewest. A cut
+/// more slowly as a buffer grows, so an even cut kills fewest. The one
+/// exception is a target at its ceiling whose cut would be a sliver
+/// (under [`CEILING_CUT_MIN`] of its request): it is not cut, and the
+/// host's other buffers share what it would have given (a second pass
+/// over that host's shares, skipped where the rest cannot make room). A cut
 /// component gets need + its share, rounded down to whole pages, and is
 /// marked [`State::Squeezed`], with a memory record in `squeezed` (a
 /// component whose CPU was squeezed too gets a second record:
@@ -418,62 +422,82 @@ fn give_buffers(
         }
     }
     // Per host: the share of each tier that fits.
+    let bytes = |u: u64| u as f64 / UNITS_PER_BYTE;
+    let tiers = |h: usize| Tiers {
+        elastic_hold: bytes(elastic_holds[h]),
+        core_hold: bytes(core_holds[h]),
+        core: bytes(core_rest[h]),
+        elastic: bytes(
+            total[h]
+                .saturating_sub(elastic_holds[h])
+                .saturating_sub(core_holds[h])
+                .saturating_sub(core_rest[h]),
+        ),
+    };
     let share: Vec<Shares> = (0..free.len())
         .map(|h| {
-            if !short(h, total[h]) {
-                return Shares::WHOLE;
-            }
-            let bytes = |u: u64| u as f64 / UNITS_PER_BYTE;
-            let f = free[h].mem_bytes;
-            let elastic_hold = bytes(elastic_holds[h]);
-            let core_hold = bytes(core_holds[h]);
-            let core = bytes(core_rest[h]);
-            let elastic = bytes(
-                total[h]
-                    .saturating_sub(elastic_holds[h])
-                    .saturating_sub(core_holds[h])
-                    .saturating_sub(core_rest[h]),
-            );
-            let part = |x: f64, of: f64| {
-                if of > 0.0 {
-                    (x / of).clamp(0.0, 1.0)
-                } else {
-                    1.0
-                }
-            };
-            if f < core_hold {
-                // the core holds last
-                return Shares {
-                    elastic_hold: 0.0,
-                    elastic: 0.0,
-                    core: 0.0,
-                    core_hold: part(f, core_hold),
-                };
-            }
-            let f = f - core_hold;
-            if f >= elastic + core {
-                Shares {
-                    elastic_hold: part(f - elastic - core, elastic_hold),
-                    ..Shares::WHOLE
-                }
-            } else if f >= elastic * ELASTIC_CUT_FIRST_TO + core {
-                // the elastic buffers alone, down to
-                // `ELASTIC_CUT_FIRST_TO` of them
-                Shares {
-                    elastic_hold: 0.0,
-                    elastic: part(f - core, elastic),
-                    ..Shares::WHOLE
-                }
+            if short(h, total[h]) {
+                tiers(h).shares(free[h].mem_bytes)
             } else {
-                // then every buffer evenly, the elastic ones' from there
-                let y = part(f, elastic * ELASTIC_CUT_FIRST_TO + core);
-                Shares {
-                    elastic_hold: 0.0,
-                    elastic: ELASTIC_CUT_FIRST_TO * y,
-                    core: y,
-                    core_hold: 1.0,
+                Shares::WHOLE
+            }
+        })
+        .collect();
+    // What slot `g` (component `c`) keeps of what it wants under `sh`.
+    let kept_of = |c: &Component, s: &Slot, g: usize, sh: Shares| {
+        let want = wanted(s, g);
+        let hold = held(c, want, g);
+        let (sh_rest, sh_hold) = if s.core {
+            (sh.core, sh.core_hold)
+        } else {
+            (sh.elastic, sh.elastic_hold)
+        };
+        let whole = (hold <= 0.0 || sh_hold >= 1.0) && (want - hold <= 0.0 || sh_rest >= 1.0);
+        let keeps = if whole {
+            want
+        } else {
+            (want - hold) * sh_rest + hold * sh_hold
+        };
+        (want, keeps)
+    };
+    // A target at its ceiling whose cut would be smaller than
+    // `CEILING_CUT_MIN` of its request is not cut ([`CEILING_CUT_MIN`]).
+    let ceiling_kept = |c: &Component, s: &Slot, g: usize, sh: Shares| {
+        let (want, keeps) = kept_of(c, s, g, sh);
+        want > 0.0
+            && s.eff.mem_bytes
+                >= crate::limits::ceiling(c.request.mem_bytes, cfg.max_growth) - MEM_STEP_BYTES
+            && want - keeps < CEILING_CUT_MIN * c.request.mem_bytes
+    };
+    // Per host: the buffers kept whole that way, out of their tiers, and
+    // the shares of the rest in what is left; a host whose other needs
+    // leave no room for them cuts every buffer as above.
+    let mut whole_bytes = vec![0.0; free.len()];
+    let mut out: Vec<Tiers> = vec![Tiers::default(); free.len()];
+    for (ai, a) in app_info.iter().enumerate() {
+        let range = a.start as usize..a.end as usize;
+        for (g, s) in range.clone().zip(&slots[range]) {
+            let h = s.host as usize;
+            let c = &view.apps[ai].components[g - a.start as usize];
+            if kept(s) && short(h, total[h]) && ceiling_kept(c, s, g, share[h]) {
+                let want = wanted(s, g);
+                let hold = held(c, want, g);
+                whole_bytes[h] += want;
+                let o = &mut out[h];
+                if s.core {
+                    o.core_hold += hold;
+                    o.core += want - hold;
+                } else {
+                    o.elastic_hold += hold;
+                    o.elastic += want - hold;
                 }
             }
+        }
+    }
+    let rest: Vec<Option<Shares>> = (0..free.len())
+        .map(|h| {
+            let f = free[h].mem_bytes - whole_bytes[h];
+            (whole_bytes[h] > 0.0 && f >= 0.0).then(|| tiers(h).without(&out[h]).shares(f))
         })
         .collect();
     for (ai, a) in app_info.iter().enumerate() {
@@ -482,24 +506,19 @@ fn give_buffers(
             if !kept(s) {
                 continue;
             }
-            let want = wanted(s, g);
-            let sh = share[s.host as usize];
-            let (sh_rest, sh_hold) = if s.core {
-                (sh.core, sh.core_hold)
-            } else {
-                (sh.elastic, sh.elastic_hold)
-            };
-            if want <= 0.0 || (sh_rest >= 1.0 && sh_hold >= 1.0) {
-                continue;
-            }
+            let h = s.host as usize;
             let c = &view.apps[ai].components[g - a.start as usize];
-            let hold = held(c, want, g);
-            if (hold <= 0.0 || sh_hold >= 1.0) && (want - hold <= 0.0 || sh_rest >= 1.0) {
+            let sh = match rest[h] {
+                Some(_) if ceiling_kept(c, s, g, share[h]) => continue,
+                Some(rest) => rest,
+                None => share[h],
+            };
+            let (want, exact) = kept_of(c, s, g, sh);
+            if want <= 0.0 || exact >= want {
                 continue;
             }
             // Its share, in whole pages (a cut limit is not rounded up; the
             // shares of a host sum to at most what is free there).
-            let exact = (want - hold) * sh_rest + hold * sh_hold;
             let room = ((exact / MEM_STEP_BYTES).floor() * MEM_STEP_BYTES).max(0.0);
             let placed = s.eff.mem_bytes - want;
             let planned = Resources::new(s.eff.cpu_cores, placed + room);
@@ -525,6 +544,89 @@ fn give_buffers(
 /// even cut of every buffer (1) failed 6 applications, 0.75 4, 0.5 2,
 /// 0.25 and 0.1 one (docs/results.md, "Buffers cut elastic first").
 pub(crate) const ELASTIC_CUT_FIRST_TO: f64 = 0.25;
+
+/// On a host short of room for its buffers, a component whose target is
+/// its ceiling (`request x max_growth`) keeps its whole buffer when its
+/// cut would take less than this fraction of its request
+/// ([`give_buffers`]): a usage that presses against its limit sits at the
+/// ceiling (a trace's usage is cut there; a container's page cache fills
+/// its limit), so any cut kills it there and a small one frees almost
+/// nothing. The rest of the host's buffers are cut that much more.
+pub(crate) const CEILING_CUT_MIN: f64 = 0.02;
+
+/// A host's buffers by tier (bytes), cut in this order: the elastic
+/// components' holds, their buffers (down to [`ELASTIC_CUT_FIRST_TO`]),
+/// every buffer, the core components' holds ([`give_buffers`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Tiers {
+    elastic_hold: f64,
+    elastic: f64,
+    core: f64,
+    core_hold: f64,
+}
+
+impl Tiers {
+    /// These tiers without `other`'s.
+    fn without(&self, other: &Tiers) -> Tiers {
+        let minus = |a: f64, b: f64| (a - b).max(0.0);
+        Tiers {
+            elastic_hold: minus(self.elastic_hold, other.elastic_hold),
+            elastic: minus(self.elastic, other.elastic),
+            core: minus(self.core, other.core),
+            core_hold: minus(self.core_hold, other.core_hold),
+        }
+    }
+
+    /// The share of each tier that `free_bytes` has room for.
+    fn shares(&self, free_bytes: f64) -> Shares {
+        let Tiers {
+            elastic_hold,
+            elastic,
+            core,
+            core_hold,
+        } = *self;
+        let part = |x: f64, of: f64| {
+            if of > 0.0 {
+                (x / of).clamp(0.0, 1.0)
+            } else {
+                1.0
+            }
+        };
+        if free_bytes < core_hold {
+            // the core holds last
+            return Shares {
+                elastic_hold: 0.0,
+                elastic: 0.0,
+                core: 0.0,
+                core_hold: part(free_bytes, core_hold),
+            };
+        }
+        let f = free_bytes - core_hold;
+        if f >= elastic + core {
+            Shares {
+                elastic_hold: part(f - elastic - core, elastic_hold),
+                ..Shares::WHOLE
+            }
+        } else if f >= elastic * ELASTIC_CUT_FIRST_TO + core {
+            // the elastic buffers alone, down to `ELASTIC_CUT_FIRST_TO` of
+            // them
+            Shares {
+                elastic_hold: 0.0,
+                elastic: part(f - core, elastic),
+                ..Shares::WHOLE
+            }
+        } else {
+            // then every buffer evenly, the elastic ones' from there
+            let y = part(f, elastic * ELASTIC_CUT_FIRST_TO + core);
+            Shares {
+                elastic_hold: 0.0,
+                elastic: ELASTIC_CUT_FIRST_TO * y,
+                core: y,
+                core_hold: 1.0,
+            }
+        }
+    }
+}
 
 /// The share of each tier of a host's buffers that it has room for
 /// ([`give_buffers`]).

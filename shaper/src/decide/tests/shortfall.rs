@@ -278,3 +278,46 @@ fn elastic_buffers_are_cut_before_core_ones() {
     assert!(near(mem_of(&plan, 10), 2.5 * GIB), "{plan:#?}");
     assert!(near(mem_of(&plan, 11), (2.0 + e / 2.0) * GIB), "{plan:#?}");
 }
+
+/// On a host short of room for its buffers, a component whose target is
+/// its ceiling keeps its whole buffer when its even cut would take less
+/// than `CEILING_CUT_MIN` of its request (a usage pressing against its
+/// limit sits there, and any cut kills it); the other buffers are cut that
+/// much more. A deeper cut is shared evenly as before.
+#[test]
+fn a_target_at_its_ceiling_is_not_cut_by_a_sliver() {
+    use crate::decide::pessimistic::CEILING_CUT_MIN;
+    // Means 3 and 2 GiB, K1 = 0.25 of 4 GiB: buffers of 1 GiB each; app
+    // 1 targets its ceiling (4 GiB), app 2 3 GiB.
+    let cfg = ShaperConfig {
+        k1: 0.25,
+        mem_shortfall: MemShortfall::Buffer,
+        ..cfg0()
+    };
+    let view = |host_gib: f64| {
+        two_apps_on_one_host((8.0, host_gib * GIB), (1.0, 3.0 * GIB), (1.0, 2.0 * GIB))
+    };
+    let near = |a: f64, b: f64| (a - b).abs() < 4096.0;
+    let mem_of = |plan: &Plan, id: u64| to_of(plan, id).map(|(to, _)| to.mem_bytes);
+    // Short by less than twice the smallest cut (an even cut would take
+    // under `CEILING_CUT_MIN` x 4 GiB from each): app 1 keeps its ceiling
+    // (no resize), app 2 alone gives the whole shortfall.
+    let short_gib = CEILING_CUT_MIN * 4.0;
+    let plan = decide(&view(7.0 - short_gib), 1000.0, &cfg);
+    assert_eq!(plan.evictions().count(), 0, "{plan:#?}");
+    assert_eq!(plan.summary.squeezed_mem, 1, "{plan:#?}");
+    assert_eq!(mem_of(&plan, 10), Some(4.0 * GIB), "{plan:#?}");
+    let two = mem_of(&plan, 20).expect("app 2 resized");
+    assert!(near(two, (3.0 - short_gib) * GIB), "{two}");
+    // Short by 1 GiB: half of each buffer, the ceiling's too.
+    let plan = decide(&view(6.0), 1000.0, &cfg);
+    assert_eq!(plan.summary.squeezed_mem, 2, "{plan:#?}");
+    assert!(
+        near(mem_of(&plan, 10).expect("resized"), 3.5 * GIB),
+        "{plan:#?}"
+    );
+    assert!(
+        near(mem_of(&plan, 20).expect("resized"), 2.5 * GIB),
+        "{plan:#?}"
+    );
+}
