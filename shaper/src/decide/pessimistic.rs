@@ -478,8 +478,11 @@ fn give_buffers(
         let range = a.start as usize..a.end as usize;
         for (g, s) in range.clone().zip(&slots[range]) {
             let h = s.host as usize;
+            if !kept(s) || !short(h, total[h]) {
+                continue;
+            }
             let c = &view.apps[ai].components[g - a.start as usize];
-            if kept(s) && short(h, total[h]) && ceiling_kept(c, s, g, share[h]) {
+            if ceiling_kept(c, s, g, share[h]) {
                 let want = wanted(s, g);
                 let hold = held(c, want, g);
                 whole_bytes[h] += want;
@@ -503,10 +506,11 @@ fn give_buffers(
     for (ai, a) in app_info.iter().enumerate() {
         let range = a.start as usize..a.end as usize;
         for (g, s) in range.clone().zip(&mut slots[range]) {
-            if !kept(s) {
+            let h = s.host as usize;
+            if !kept(s) || !short(h, total[h]) {
+                // nothing is cut on a host with room for every buffer
                 continue;
             }
-            let h = s.host as usize;
             let c = &view.apps[ai].components[g - a.start as usize];
             let sh = match rest[h] {
                 Some(_) if ceiling_kept(c, s, g, share[h]) => continue,
