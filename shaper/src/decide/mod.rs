@@ -24,11 +24,13 @@ const FIT_TOLERANCE: f64 = 1e-9;
 const MIN_SHARE_CPU_CORES: f64 = 0.01;
 
 mod pessimistic;
+mod squeeze;
 mod target;
 #[cfg(test)]
 mod tests;
 
-use pessimistic::{apply_eviction_cap, plan_pessimistic, AppInfo, AppRules, GlobalKey, Squeezed};
+use pessimistic::{apply_eviction_cap, plan_pessimistic, AppInfo, AppRules, GlobalKey};
+use squeeze::Squeezed;
 use target::settle;
 use target::target_with_k1;
 pub use target::{buffer, component_target, risk_to_level, Buffer, Target};

@@ -236,7 +236,7 @@ fn elastic_holds_are_cut_first_and_core_holds_last() {
 /// application); past that, every buffer is cut evenly from there.
 #[test]
 fn elastic_buffers_are_cut_before_core_ones() {
-    use crate::decide::pessimistic::ELASTIC_CUT_FIRST_TO;
+    use crate::decide::squeeze::ELASTIC_CUT_FIRST_TO;
     // One application: a core and an elastic component, means 2 GiB,
     // K1 = 0.25 of 4 GiB: needs of 2 GiB and buffers of 1 GiB each.
     let cfg = ShaperConfig {
@@ -286,7 +286,7 @@ fn elastic_buffers_are_cut_before_core_ones() {
 /// much more. A deeper cut is shared evenly as before.
 #[test]
 fn a_target_at_its_ceiling_is_not_cut_by_a_sliver() {
-    use crate::decide::pessimistic::CEILING_CUT_MIN;
+    use crate::decide::squeeze::CEILING_CUT_MIN;
     // Means 3 and 2 GiB, K1 = 0.25 of 4 GiB: buffers of 1 GiB each; app
     // 1 targets its ceiling (4 GiB), app 2 3 GiB.
     let cfg = ShaperConfig {
