@@ -17,7 +17,7 @@
 //! parameters in, a plan out. No clock reads, no I/O.
 //!
 //! * [`ShaperConfig`] (`[shaper]` TOML table) with [`ShaperConfig::validate`].
-//! * [`decide`] returns a [`Plan`] of [`Action`]s, each with an
+//! * [`decide()`] returns a [`Plan`] of [`Action`]s, each with an
 //!   [`Explanation`]; apply them in order.
 //! * [`component_target`] exposes the per-component target (forecast +
 //!   buffer, clamped) for callers that only want a recommendation.

@@ -1,7 +1,7 @@
 //! The faithful VPA's workload state: one aggregate per application and
 //! resource, shared by the models of all its components, as the Kubernetes
 //! VPA keeps one state per workload fed by every container of it. Used by
-//! the agent's models ([`crate::NodeModels`]) and by the simulator alike.
+//! the agent's models ([`crate::node_models::NodeModels`]) and by the simulator alike.
 
 use crate::model::{Resource, Resources};
 use crate::models::ComponentModels;

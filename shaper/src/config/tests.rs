@@ -2,6 +2,7 @@
 //! rules' arithmetic (small applications, application memory).
 
 use super::*;
+use crate::model::{AppSize, Class};
 
 /// An application of `components` running components holding `mem_bytes`
 /// of memory request, whose kill fails it whole.

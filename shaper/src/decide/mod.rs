@@ -2,7 +2,7 @@
 //!
 //! Layout for speed: hosts are indexed by position once (dense ids map
 //! directly, others through one sorted table and a binary search); every
-//! component gets one flat [`Slot`] (no per-component allocation, no hash
+//! component gets one flat `Slot` (no per-component allocation, no hash
 //! maps); sort keys are packed integers.
 
 use crate::config::{CpuShortfall, MemShortfall, Policy, ShaperConfig, VictimOrder};
