@@ -12,6 +12,7 @@
 // `!(x > 0.0)` style comparisons are deliberate: they also reject NaN.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
+mod arlike;
 mod auto;
 mod config;
 mod fit;

@@ -340,6 +340,10 @@ pub(crate) fn arma_likelihood(
 ) -> Option<LikeSums> {
     let p = phi.len();
     let q = theta.len();
+    if q == 0 {
+        // pure AR: the same innovations without the filter
+        return super::arlike::ar_likelihood(w, phi);
+    }
     let r = p.max(q + 1);
     if r > MAX_R {
         return None;
@@ -350,8 +354,6 @@ pub(crate) fn arma_likelihood(
     let mut v = [0.0; MAX_R];
     v[0] = 1.0;
     v[1..=q].copy_from_slice(theta);
-    const S: usize = MAX_R + 1; // row stride, with a zero row/column at r
-    let mut pm = [0.0; S * S];
     let mut pnew = [0.0; S * S];
     if r == 1 {
         let den = 1.0 - ph[0] * ph[0];
@@ -367,6 +369,30 @@ pub(crate) fn arma_likelihood(
             }
         }
     }
+    match r {
+        1 => Some(arma_filter::<1>(w, &ph, &v, pnew, steady_tol)),
+        2 => Some(arma_filter::<2>(w, &ph, &v, pnew, steady_tol)),
+        3 => Some(arma_filter::<3>(w, &ph, &v, pnew, steady_tol)),
+        4 => Some(arma_filter::<4>(w, &ph, &v, pnew, steady_tol)),
+        5 => Some(arma_filter::<5>(w, &ph, &v, pnew, steady_tol)),
+        _ => Some(arma_filter::<MAX_R>(w, &ph, &v, pnew, steady_tol)),
+    }
+}
+
+/// Row stride of [`arma_filter`]'s matrices, with a zero row/column at r.
+const S: usize = MAX_R + 1;
+
+/// The filter loop of [`arma_likelihood`] for state dimension `R` (a
+/// compile-time constant so that the small loops unroll), from the initial
+/// covariance `pnew`.
+fn arma_filter<const R: usize>(
+    w: &[f64],
+    ph: &[f64; MAX_R],
+    v: &[f64; MAX_R],
+    mut pnew: [f64; S * S],
+    steady_tol: f64,
+) -> LikeSums {
+    let mut pm = [0.0; S * S];
     let mut a = [0.0; S];
     let mut anew = [0.0; S];
     let mut kg = [0.0; MAX_R];
@@ -376,18 +402,18 @@ pub(crate) fn arma_likelihood(
     let mut gain = 1.0;
     let mut steady = false;
     for (l, &wl) in w.iter().enumerate() {
-        // predict: anew = T a (a[r] is a permanent 0)
-        for i in 0..r {
+        // predict: anew = T a (a[R] is a permanent 0)
+        for i in 0..R {
             anew[i] = ph[i] * a[0] + a[i + 1];
         }
         if !steady {
             if l > 0 {
                 // pnew = T P T' + R R' over the upper triangle (row/column
-                // r of pm are zeros)
+                // R of pm are zeros)
                 let p00 = pm[0];
-                for i in 0..r {
+                for i in 0..R {
                     let pi = ph[i];
-                    for j in i..r {
+                    for j in i..R {
                         let pj = ph[j];
                         let val = pi * pj * p00
                             + pi * pm[j + 1]
@@ -400,7 +426,7 @@ pub(crate) fn arma_likelihood(
                 }
             }
             gain = pnew[0];
-            for i in 0..r {
+            for i in 0..R {
                 kg[i] = pnew[i * S] / gain;
             }
         }
@@ -410,15 +436,15 @@ pub(crate) fn arma_likelihood(
             ssq += resid * resid / gain;
             logs.add(gain, steady);
         }
-        for i in 0..r {
+        for i in 0..R {
             a[i] = anew[i] + kg[i] * resid;
         }
         if !steady {
             let mut change: f64 = 0.0;
             let mut size: f64 = 0.0;
-            for i in 0..r {
+            for i in 0..R {
                 let mi = pnew[i * S];
-                for j in i..r {
+                for j in i..R {
                     let val = pnew[i * S + j] - mi * pnew[j * S] / gain;
                     change = change.max((val - pm[i * S + j]).abs());
                     size = size.max(val.abs());
@@ -431,11 +457,11 @@ pub(crate) fn arma_likelihood(
             }
         }
     }
-    Some(LikeSums {
+    LikeSums {
         ssq,
         sumlog: logs.total(),
         nu,
-    })
+    }
 }
 
 /// Unconditional covariance of the stationary ARMA state (r x r, row major):
@@ -616,128 +642,4 @@ impl LogGainSum {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ar1_likelihood_matches_closed_form() {
-        // Exact Gaussian AR(1) likelihood (sigma2 = 1 concentrated form):
-        // first obs variance 1/(1-phi^2), then e_t = y_t - phi y_{t-1}.
-        let phi = 0.6;
-        let y = [0.3, -0.1, 0.8, 1.2, 0.4, -0.5, 0.0, 0.9];
-        let mut m = SsModel::new(&[phi], &[], 0).expect("model");
-        let s = m.filter(&y, None);
-        let v0 = 1.0 / (1.0 - phi * phi);
-        let mut ssq = y[0] * y[0] / v0;
-        for t in 1..y.len() {
-            let e = y[t] - phi * y[t - 1];
-            ssq += e * e;
-        }
-        assert_eq!(s.nu, y.len());
-        assert!((s.ssq - ssq).abs() < 1e-12, "{} vs {}", s.ssq, ssq);
-        assert!((s.sumlog - v0.ln()).abs() < 1e-12);
-    }
-
-    #[test]
-    fn stationary_cov_ma1_and_arma11() {
-        // MA(1): Var(y) = 1 + theta^2 ; state 2 = theta e_t, Var = theta^2,
-        // Cov = theta.
-        let th = 0.4;
-        let q0 = stationary_cov(&[], &[th], 2).expect("q0");
-        assert!((q0[0] - (1.0 + th * th)).abs() < 1e-12);
-        assert!((q0[1] - th).abs() < 1e-12);
-        assert!((q0[3] - th * th).abs() < 1e-12);
-        // ARMA(1,1): Var(y) = (1 + 2 phi theta + theta^2) / (1 - phi^2)
-        let (ph, th) = (0.5, 0.3);
-        let q0 = stationary_cov(&[ph], &[th], 2).expect("q0");
-        let want = (1.0 + 2.0 * ph * th + th * th) / (1.0 - ph * ph);
-        assert!((q0[0] - want).abs() < 1e-12, "{} vs {}", q0[0], want);
-    }
-
-    #[test]
-    fn arma_likelihood_matches_the_general_filter() {
-        let y: Vec<f64> = (0..60)
-            .map(|i| ((i * 37) % 23) as f64 * 0.1 + 0.02 * i as f64)
-            .collect();
-        for (phi, theta) in [
-            (vec![], vec![]),
-            (vec![0.6], vec![]),
-            (vec![0.5, -0.2], vec![0.3, 0.1]),
-            (vec![], vec![-0.7]),
-            (vec![0.2, 0.1, -0.1], vec![0.4]),
-        ] {
-            let mut m = SsModel::new(&phi, &theta, 0).expect("model");
-            let a = m.filter(&y, None);
-            let b = arma_likelihood(&y, &phi, &theta, 1e-14).expect("stationary");
-            assert_eq!(a.nu, b.nu);
-            assert!((a.ssq - b.ssq).abs() <= 1e-10 * a.ssq, "{phi:?} {theta:?}");
-            assert!((a.sumlog - b.sumlog).abs() <= 1e-10, "{phi:?} {theta:?}");
-            // d = 1: the diffuse filter on y equals the ARMA filter on the
-            // differences up to O(1 / kappa)
-            let mut m1 = SsModel::new(&phi, &theta, 1).expect("model");
-            let a1 = m1.filter(&y, None);
-            let dy: Vec<f64> = y.windows(2).map(|w| w[1] - w[0]).collect();
-            let b1 = arma_likelihood(&dy, &phi, &theta, 1e-14).expect("stationary");
-            assert_eq!(a1.nu, b1.nu);
-            assert!(
-                (a1.ssq - b1.ssq).abs() <= 1e-5 * a1.ssq,
-                "{} {}",
-                a1.ssq,
-                b1.ssq
-            );
-            assert!(
-                (a1.sumlog - b1.sumlog).abs() <= 1e-5,
-                "{} {}",
-                a1.sumlog,
-                b1.sumlog
-            );
-        }
-        assert!(arma_likelihood(&y, &[1.0], &[], 1e-14).is_none());
-    }
-
-    #[test]
-    fn unit_root_has_no_stationary_cov() {
-        assert!(SsModel::new(&[1.0], &[], 0).is_none());
-        assert!(stationary_cov(&[0.5, 0.5], &[0.0], 2).is_none());
-    }
-
-    #[test]
-    fn psi_weights_known_values() {
-        // AR(1): psi_j = phi^j
-        let psi = psi_weights(&[0.5], &[], 0, 4);
-        assert_eq!(psi, vec![1.0, 0.5, 0.25, 0.125]);
-        // MA(1): 1, theta, 0, 0
-        let psi = psi_weights(&[], &[0.3], 0, 4);
-        assert_eq!(psi, vec![1.0, 0.3, 0.0, 0.0]);
-        // random walk: all ones
-        let psi = psi_weights(&[], &[], 1, 4);
-        assert_eq!(psi, vec![1.0; 4]);
-        // ARIMA(0,1,1): 1, 1 + theta, 1 + theta, ...
-        let psi = psi_weights(&[], &[-0.4], 1, 3);
-        assert!((psi[1] - 0.6).abs() < 1e-15 && (psi[2] - 0.6).abs() < 1e-15);
-        // ARIMA(0,2,0): 1, 2, 3, 4
-        let psi = psi_weights(&[], &[], 2, 4);
-        assert_eq!(psi, vec![1.0, 2.0, 3.0, 4.0]);
-    }
-
-    #[test]
-    fn kalman_forecast_variance_matches_psi_weights_for_ar1() {
-        let phi = 0.7;
-        let y: Vec<f64> = (0..40).map(|i| ((i * 7) % 11) as f64 * 0.1 - 0.5).collect();
-        let mut m = SsModel::new(&[phi], &[], 0).expect("model");
-        m.filter(&y, None);
-        let fc = m.forecast(4);
-        let psi = psi_weights(&[phi], &[], 0, 4);
-        let mut acc = 0.0;
-        for k in 0..4 {
-            acc += psi[k] * psi[k];
-            assert!(
-                (fc[k].1 - acc).abs() < 1e-9,
-                "step {k}: {} vs {}",
-                fc[k].1,
-                acc
-            );
-            assert!((fc[k].0 - y[39] * phi.powi(k as i32 + 1)).abs() < 1e-12);
-        }
-    }
-}
+mod tests;
