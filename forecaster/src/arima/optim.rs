@@ -44,10 +44,14 @@ fn gradient<F: FnMut(&[f64]) -> f64>(
     xt: &mut Vec<f64>,
     forward: bool,
 ) -> bool {
+    // Coordinates last to first: the last ones of an ARMA likelihood (MA
+    // coefficients, mean) keep its AR part, so its cached stationary
+    // covariance factors and gains (kalman) are reused right after `f(x)`.
+    // Each component is computed on its own: the order changes no value.
     if forward {
         xt.clear();
         xt.extend_from_slice(x);
-        for i in 0..x.len() {
+        for i in (0..x.len()).rev() {
             let h = 1e-7 * x[i].abs().max(1.0);
             xt[i] = x[i] + h;
             let fp = f(xt);
@@ -68,7 +72,7 @@ fn gradient<F: FnMut(&[f64]) -> f64>(
     }
     xt.clear();
     xt.extend_from_slice(x);
-    for i in 0..x.len() {
+    for i in (0..x.len()).rev() {
         let h = 1e-6 * x[i].abs().max(1.0);
         xt[i] = x[i] + h;
         let fp = f(xt);

@@ -14,6 +14,9 @@ pub(crate) const MAX_D: usize = 2;
 pub(crate) const MAX_RD: usize = MAX_R + MAX_D;
 const KAPPA: f64 = 1e6;
 
+mod lyap;
+pub(crate) use lyap::stationary_cov;
+
 /// The state-space model with its filter state (`a`, `P`) and initial
 /// covariance `Pn`.
 #[derive(Clone, Debug)]
@@ -354,6 +357,27 @@ pub(crate) fn arma_likelihood(
     let mut v = [0.0; MAX_R];
     v[0] = 1.0;
     v[1..=q].copy_from_slice(theta);
+    // the gains depend on (phi, theta) only: reuse the last sequence
+    let mut key = [0u64; 2 * MAX_R + 2];
+    for i in 0..MAX_R {
+        key[i] = ph[i].to_bits();
+        key[MAX_R + i] = v[i].to_bits();
+    }
+    key[2 * MAX_R] = r as u64;
+    key[2 * MAX_R + 1] = steady_tol.to_bits();
+    if let Some(s) = GAINS.with(|c| {
+        let c = c.borrow();
+        (c.key == key && (c.steady_at.is_some() || c.gain.len() >= w.len())).then(|| match r {
+            1 => arma_replay::<1>(w, &ph, &c),
+            2 => arma_replay::<2>(w, &ph, &c),
+            3 => arma_replay::<3>(w, &ph, &c),
+            4 => arma_replay::<4>(w, &ph, &c),
+            5 => arma_replay::<5>(w, &ph, &c),
+            _ => arma_replay::<MAX_R>(w, &ph, &c),
+        })
+    }) {
+        return Some(s);
+    }
     let mut pnew = [0.0; S * S];
     if r == 1 {
         let den = 1.0 - ph[0] * ph[0];
@@ -369,13 +393,80 @@ pub(crate) fn arma_likelihood(
             }
         }
     }
-    match r {
-        1 => Some(arma_filter::<1>(w, &ph, &v, pnew, steady_tol)),
-        2 => Some(arma_filter::<2>(w, &ph, &v, pnew, steady_tol)),
-        3 => Some(arma_filter::<3>(w, &ph, &v, pnew, steady_tol)),
-        4 => Some(arma_filter::<4>(w, &ph, &v, pnew, steady_tol)),
-        5 => Some(arma_filter::<5>(w, &ph, &v, pnew, steady_tol)),
-        _ => Some(arma_filter::<MAX_R>(w, &ph, &v, pnew, steady_tol)),
+    GAINS.with(|c| {
+        let c = &mut *c.borrow_mut();
+        c.key = key;
+        c.gain.clear();
+        c.kg.clear();
+        c.steady_at = None;
+        Some(match r {
+            1 => arma_filter::<1>(w, &ph, &v, pnew, steady_tol, c),
+            2 => arma_filter::<2>(w, &ph, &v, pnew, steady_tol, c),
+            3 => arma_filter::<3>(w, &ph, &v, pnew, steady_tol, c),
+            4 => arma_filter::<4>(w, &ph, &v, pnew, steady_tol, c),
+            5 => arma_filter::<5>(w, &ph, &v, pnew, steady_tol, c),
+            _ => arma_filter::<MAX_R>(w, &ph, &v, pnew, steady_tol, c),
+        })
+    })
+}
+
+/// The gain sequence of the last [`arma_filter`] run, per thread: it depends
+/// on the coefficients only, so a run with the same `(phi, theta)` on other
+/// data (a finite-difference step in the mean) replays it instead of
+/// updating the covariance (the same operations on the data, bit-identical).
+struct GainSeq {
+    /// Bits of phi, theta (padded), r and the steady tolerance.
+    key: [u64; 2 * MAX_R + 2],
+    /// Prediction variance and Kalman gain of each step until steady.
+    gain: Vec<f64>,
+    kg: Vec<[f64; MAX_R]>,
+    /// Step after which the gain was held fixed.
+    steady_at: Option<usize>,
+}
+
+thread_local! {
+    static GAINS: std::cell::RefCell<GainSeq> = const {
+        std::cell::RefCell::new(GainSeq {
+            key: [u64::MAX; 2 * MAX_R + 2],
+            gain: Vec::new(),
+            kg: Vec::new(),
+            steady_at: None,
+        })
+    };
+}
+
+/// [`arma_filter`] with the recorded gains of `seq` (which covers `w`).
+fn arma_replay<const R: usize>(w: &[f64], ph: &[f64; MAX_R], seq: &GainSeq) -> LikeSums {
+    let mut a = [0.0; S];
+    let mut anew = [0.0; S];
+    let mut kg = [0.0; MAX_R];
+    let mut ssq = 0.0;
+    let mut logs = LogGainSum::new();
+    let mut nu = 0usize;
+    let mut gain = 1.0;
+    for (l, &wl) in w.iter().enumerate() {
+        for i in 0..R {
+            anew[i] = ph[i] * a[0] + a[i + 1];
+        }
+        let steady = seq.steady_at.is_some_and(|s| l > s);
+        if !steady {
+            gain = seq.gain[l];
+            kg = seq.kg[l];
+        }
+        let resid = wl - anew[0];
+        if gain < 1e4 {
+            nu += 1;
+            ssq += resid * resid / gain;
+            logs.add(gain, steady);
+        }
+        for i in 0..R {
+            a[i] = anew[i] + kg[i] * resid;
+        }
+    }
+    LikeSums {
+        ssq,
+        sumlog: logs.total(),
+        nu,
     }
 }
 
@@ -391,6 +482,7 @@ fn arma_filter<const R: usize>(
     v: &[f64; MAX_R],
     mut pnew: [f64; S * S],
     steady_tol: f64,
+    seq: &mut GainSeq,
 ) -> LikeSums {
     let mut pm = [0.0; S * S];
     let mut a = [0.0; S];
@@ -429,6 +521,8 @@ fn arma_filter<const R: usize>(
             for i in 0..R {
                 kg[i] = pnew[i * S] / gain;
             }
+            seq.gain.push(gain);
+            seq.kg.push(kg);
         }
         let resid = wl - anew[0];
         if gain < 1e4 {
@@ -454,6 +548,7 @@ fn arma_filter<const R: usize>(
             }
             if l > 0 && change <= steady_tol * size.max(1.0) {
                 steady = true;
+                seq.steady_at = Some(l);
             }
         }
     }
@@ -461,105 +556,6 @@ fn arma_filter<const R: usize>(
         ssq,
         sumlog: logs.total(),
         nu,
-    }
-}
-
-/// Unconditional covariance of the stationary ARMA state (r x r, row major):
-/// solves `P = T P T' + R R'` over the upper triangle by Gaussian
-/// elimination. `theta` has length `r - 1` (zero padded). `None` when the
-/// system is singular (unit-root AR) or the result is not finite.
-pub(crate) fn stationary_cov(phi: &[f64], theta: &[f64], r: usize) -> Option<[f64; MAX_R * MAX_R]> {
-    let p = phi.len();
-    let ph = |i: usize| if i < p { phi[i] } else { 0.0 };
-    let rv = |i: usize| {
-        if i == 0 {
-            1.0
-        } else {
-            theta.get(i - 1).copied().unwrap_or(0.0)
-        }
-    };
-    // index of (i, j), i <= j
-    let nvar = r * (r + 1) / 2;
-    let mut pos = [0usize; MAX_R * MAX_R];
-    let mut k = 0;
-    for i in 0..r {
-        for j in i..r {
-            pos[i * r + j] = k;
-            pos[j * r + i] = k;
-            k += 1;
-        }
-    }
-    const NV: usize = MAX_R * (MAX_R + 1) / 2;
-    let mut a = [0.0; NV * (NV + 1)];
-    let w = nvar + 1;
-    for i in 0..r {
-        for j in i..r {
-            let row = pos[i * r + j];
-            a[row * w + row] += 1.0;
-            // (T P T')_{ij} = phi_i phi_j P00 + phi_i P[0][j+1] + phi_j P[i+1][0] + P[i+1][j+1]
-            let (pi, pj) = (ph(i), ph(j));
-            if pi != 0.0 && pj != 0.0 {
-                a[row * w + pos[0]] -= pi * pj;
-            }
-            if pi != 0.0 && j + 1 < r {
-                a[row * w + pos[j + 1]] -= pi;
-            }
-            if pj != 0.0 && i + 1 < r {
-                a[row * w + pos[(i + 1) * r]] -= pj;
-            }
-            if i + 1 < r && j + 1 < r {
-                a[row * w + pos[(i + 1) * r + j + 1]] -= 1.0;
-            }
-            a[row * w + nvar] = rv(i) * rv(j);
-        }
-    }
-    // Gaussian elimination with partial pivoting.
-    for col in 0..nvar {
-        let mut best = col;
-        let mut bv = a[col * w + col].abs();
-        for row in (col + 1)..nvar {
-            let v = a[row * w + col].abs();
-            if v > bv {
-                bv = v;
-                best = row;
-            }
-        }
-        if !(bv > 1e-12) {
-            return None;
-        }
-        if best != col {
-            for c in 0..w {
-                a.swap(col * w + c, best * w + c);
-            }
-        }
-        let piv = a[col * w + col];
-        for row in (col + 1)..nvar {
-            let f = a[row * w + col] / piv;
-            if f != 0.0 {
-                for c in col..w {
-                    a[row * w + c] -= f * a[col * w + c];
-                }
-            }
-        }
-    }
-    let mut x = [0.0; NV];
-    for row in (0..nvar).rev() {
-        let mut s = a[row * w + nvar];
-        for c in (row + 1)..nvar {
-            s -= a[row * w + c] * x[c];
-        }
-        x[row] = s / a[row * w + row];
-    }
-    let mut out = [0.0; MAX_R * MAX_R];
-    for i in 0..r {
-        for j in 0..r {
-            out[i * r + j] = x[pos[i * r + j]];
-        }
-    }
-    if out[..r * r].iter().all(|v| v.is_finite()) && out[0] > 0.0 {
-        Some(out)
-    } else {
-        None
     }
 }
 
