@@ -346,7 +346,10 @@ pub struct Evaluator<'a> {
     jitter: f64,
     /// Whether `u`/`alpha` hold a successful factorisation at `theta`.
     valid: bool,
-    /// Factorisations done.
+    /// The gradient at `theta`, once computed.
+    grad: Option<Theta>,
+    /// Evaluations requested (a repeat of the last successful point
+    /// reuses its factorisation).
     pub evals: usize,
 }
 
@@ -389,6 +392,7 @@ impl<'a> Evaluator<'a> {
             lml: f64::NEG_INFINITY,
             jitter: BASE_JITTER,
             valid: false,
+            grad: None,
             evals: 0,
         }
     }
@@ -408,8 +412,14 @@ impl<'a> Evaluator<'a> {
     /// Factorises `K(theta)` (jitter retries) and returns the LML; `None`
     /// when even [`MAX_JITTER`] fails or a value is not finite.
     pub fn lml(&mut self, theta: Theta) -> Option<f64> {
-        self.valid = false;
         self.evals += 1;
+        if self.valid && theta == self.theta {
+            // the same point again (an optimisation restarted where the
+            // last one ended): the factor and gradient are still here
+            return Some(self.lml);
+        }
+        self.valid = false;
+        self.grad = None;
         let ts = self.ts;
         let n = ts.n;
         if n == 0 {
@@ -490,6 +500,9 @@ impl<'a> Evaluator<'a> {
     pub fn grad(&mut self) -> Option<Theta> {
         if !self.valid {
             return None;
+        }
+        if self.grad.is_some() {
+            return self.grad;
         }
         let n = self.ts.n;
         let theta = self.theta;
@@ -573,7 +586,8 @@ impl<'a> Evaluator<'a> {
             g[0] += gt * it2 * sf2;
             g[1] += gh * ih2 * sf2;
         }
-        Some(g)
+        self.grad = Some(g);
+        self.grad
     }
 
     /// The factor at the last successful evaluation.
