@@ -436,6 +436,13 @@ thread_local! {
 }
 
 /// [`arma_filter`] with the recorded gains of `seq` (which covers `w`).
+///
+/// Its data pass repeats [`arma_filter`]'s on purpose. Running a fresh
+/// likelihood as a gain pass followed by this one removes the copy, but
+/// the worst bench series then took 193-197 us per update against
+/// 187 us fused (`ARIMA_BENCH_SUMMARY_ONLY=1 cargo bench -p forecaster
+/// --bench arima`, 2026-11-29): the fused loop overlaps the covariance
+/// recursion with the data pass.
 fn arma_replay<const R: usize>(w: &[f64], ph: &[f64; MAX_R], seq: &GainSeq) -> LikeSums {
     let mut a = [0.0; S];
     let mut anew = [0.0; S];
