@@ -25,7 +25,11 @@ reports `sum(saving) / sum(oracle saving)`:
 - with `--seasonal`, online rules that also look back a day: the same
   rule raised to `max(peaks within +-H of the same time of day, on each
   of the last D days) * (1 + m)`, on the trace's clock (a daily pattern
-  would foretell a jump that the last hours do not).
+  would foretell a jump that the last hours do not);
+- with `--siblings`, online rules held at the request for H hours after
+  any other task of the same job touched its request (a peak at 99% of
+  it or more): a job whose tasks fill their limits together would warn
+  the later ones.
 
 Simplified against the simulator: no re-runs after a kill, no host
 contention, no hysteresis. It is an analysis, not a fixture: nothing in
@@ -33,7 +37,7 @@ contention, no hysteresis. It is an analysis, not a fixture: nothing in
 
     python3 scripts/reference/google2019_ceilings.py \
         [--dir ../shared/data/google-2019/instance_usage] [--young 6] [--all]
-        [--seasonal]
+        [--seasonal] [--siblings]
 """
 
 import argparse
@@ -94,16 +98,18 @@ def scan(tasks, young, size):
     return kills, total
 
 
-def online(tasks, window, margin, k, young):
-    def size(ps, _ts, t):
-        diffs = [b - a for a, b in zip(ps[max(0, t - 49) : t], ps[max(0, t - 48) : t])]
-        sd = 0.0
-        if len(diffs) >= 2:
-            mean = sum(diffs) / len(diffs)
-            sd = (sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)) ** 0.5
-        return max(ps[max(0, t - window) : t]) * (1 + margin) + k * sd
+def online_size(ps, t, window, margin, k):
+    """`max(last window peaks) * (1 + margin) + k * sd` at sample `t`."""
+    diffs = [b - a for a, b in zip(ps[max(0, t - 49) : t], ps[max(0, t - 48) : t])]
+    sd = 0.0
+    if len(diffs) >= 2:
+        mean = sum(diffs) / len(diffs)
+        sd = (sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)) ** 0.5
+    return max(ps[max(0, t - window) : t]) * (1 + margin) + k * sd
 
-    return scan(tasks, young, size)
+
+def online(tasks, window, margin, k, young):
+    return scan(tasks, young, lambda ps, _ts, t: online_size(ps, t, window, margin, k))
 
 
 DAY_US = 86_400_000_000
@@ -123,6 +129,40 @@ def seasonal(tasks, window, margin, days, half_window_s, young):
         return top * (1 + margin)
 
     return scan(tasks, young, size)
+
+
+def sibling_touch_times(tasks, touch=0.99):
+    """Per job folder, the sorted times of every sample at `touch` of the
+    request or more, with the task that made each."""
+    out = {}
+    for name, ps, rs, ts in tasks:
+        job = os.path.dirname(name)
+        for p, r, t in zip(ps, rs, ts):
+            if r > 0 and p / r >= touch:
+                out.setdefault(job, []).append((t, name))
+    for v in out.values():
+        v.sort()
+    return out
+
+
+def with_siblings(tasks, window, margin, k, hold_h, young, touches):
+    """`online`, held at the request for `hold_h` hours after another task
+    of the same job touched its request."""
+    kills, total = 0, 0.0
+    for task in tasks:
+        name = task[0]
+        others = [t for t, n in touches.get(os.path.dirname(name), []) if n != name]
+
+        def size(ps, ts, t, others=others):
+            lo = bisect.bisect_left(others, ts[t] - hold_h * 3_600_000_000)
+            if lo < len(others) and others[lo] < ts[t]:
+                return float("inf")
+            return online_size(ps, t, window, margin, k)
+
+        n_kills, saving = scan([task], young, size)
+        kills += n_kills
+        total += saving
+    return kills, total
 
 
 def first_touches(tasks, day=288, touch=0.99):
@@ -150,6 +190,9 @@ def main():
     ap.add_argument("--young", type=int, default=6, help="samples at the request")
     ap.add_argument("--all", action="store_true", help="print every rule of the grid")
     ap.add_argument("--seasonal", action="store_true", help="also the rules that look back a day")
+    ap.add_argument(
+        "--siblings", action="store_true", help="also the rules held after a sibling's touch"
+    )
     a = ap.parse_args()
     tasks = load(a.dir)
     if not tasks:
@@ -208,6 +251,33 @@ def main():
             print(
                 f"seasonal, best without a kill: {share:.1%} of the oracle's (window {window} "
                 f"samples, margin {margin}, {days} days back, +-{half // 3600} h)"
+            )
+
+    if a.siblings:
+        touches = sibling_touch_times(tasks)
+        best = None
+        for window in (3, 6, 12):
+            for margin in (0.05, 0.08, 0.1):
+                for k in (0.0, 1.0):
+                    for hold_h in (1, 2, 6, 24):
+                        kills, saving = with_siblings(
+                            tasks, window, margin, k, hold_h, a.young, touches
+                        )
+                        share = saving / oracle
+                        if a.all:
+                            print(
+                                f"  siblings: window {window:>2} margin {margin:.2f} k {k:.1f} "
+                                f"hold {hold_h} h: {kills} kills, {share:.1%}"
+                            )
+                        if kills == 0 and (best is None or share > best[0]):
+                            best = (share, window, margin, k, hold_h)
+        if best is None:
+            print("siblings: no rule of the grid without a kill")
+        else:
+            share, window, margin, k, hold_h = best
+            print(
+                f"siblings, best without a kill: {share:.1%} of the oracle's (window {window} "
+                f"samples, margin {margin}, k {k}, held {hold_h} h after a sibling's touch)"
             )
 
 

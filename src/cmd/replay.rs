@@ -258,7 +258,7 @@ fn run_seeds(args: &Args, cfg: &SimConfig, seeds: &[u64]) -> anyhow::Result<()> 
     );
     let mut header = format!("  {:<28}", "");
     for c in &stats {
-        header.push_str(&format!("{:>28}", c.label));
+        header.push_str(&format!(" {:>27}", c.label));
     }
     println!("{header}");
     let pct = |x: f64| {
@@ -300,7 +300,7 @@ fn run_seeds(args: &Args, cfg: &SimConfig, seeds: &[u64]) -> anyhow::Result<()> 
     for (name, key, f) in rows {
         let mut line = format!("  {name:<28}");
         for c in &stats {
-            line.push_str(&format!("{:>28}", c.stats.get(key).display(f)));
+            line.push_str(&format!(" {:>27}", c.stats.get(key).display(f)));
         }
         println!("{line}");
     }
@@ -385,7 +385,8 @@ fn print_human(wl: &datasets::workload::Workload, baseline: Option<&Summary>, ru
     let row = |name: &str, f: &dyn Fn(&Summary) -> String| {
         let mut line = format!("  {name:<26}");
         for s in &cols {
-            line.push_str(&format!("{:>22}", f(s)));
+            // At least one space between columns, however wide a cell.
+            line.push_str(&format!(" {:>21}", f(s)));
         }
         println!("{line}");
     };
