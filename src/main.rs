@@ -42,8 +42,40 @@ enum Command {
     History(cmd::history::Args),
 }
 
-fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+fn main() -> std::process::ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{}", error_report(&e));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// `Error: <error>`, then each cause whose text the message before it
+/// does not already hold (an error that prints its source, as most of
+/// ours do, would otherwise show it twice). No backtrace: these are the
+/// user's errors, not the program's.
+fn error_report(e: &anyhow::Error) -> String {
+    let mut out = format!("Error: {e}");
+    let mut shown = e.to_string();
+    let mut first = true;
+    for cause in e.chain().skip(1) {
+        let text = cause.to_string();
+        if shown.contains(&text) {
+            continue;
+        }
+        if first {
+            out.push_str("\n\nCaused by:");
+            first = false;
+        }
+        out.push_str(&format!("\n    {text}"));
+        shown = text;
+    }
+    out
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Forecast(a) => cmd::forecast::run(a),
         Command::Replay(a) => cmd::replay::run(a),
@@ -55,5 +87,27 @@ fn main() -> anyhow::Result<()> {
         Command::Config(a) => cmd::config::run(a),
         Command::Recommendations(a) => cmd::recommendations::run(a),
         Command::History(a) => cmd::history::run(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_report;
+    use anyhow::Context;
+
+    #[test]
+    fn a_cause_the_message_already_holds_is_not_repeated() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        // An error that prints its source, as a thiserror `{0}` variant does.
+        let e = Err::<(), _>(io)
+            .context("reading x.toml: no such file")
+            .context("loading the config")
+            .expect_err("an error");
+        assert_eq!(
+            error_report(&e),
+            "Error: loading the config\n\nCaused by:\n    reading x.toml: no such file"
+        );
+        let plain = anyhow::anyhow!("just this");
+        assert_eq!(error_report(&plain), "Error: just this");
     }
 }

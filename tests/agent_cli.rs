@@ -134,3 +134,17 @@ fn agent_once_prints_one_rounds_decisions() {
         .is_some_and(|e| !e.is_empty())));
     assert_eq!(c.mem_limit(), 256 * MIB, "--recommend changes nothing");
 }
+
+#[test]
+fn history_refuses_a_missing_state_dir_and_counts_lines_it_skips() {
+    let (ok, _, err) = tailor(&["history", "--state-dir", "/nonexistent/tailor-state"]);
+    assert!(!ok);
+    assert!(err.contains("not a directory"), "{err}");
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join("decisions.jsonl"), "not json\n\n").expect("write");
+    let state = dir.path().to_str().expect("utf8");
+    let (ok, out, err) = tailor(&["history", "--state-dir", state]);
+    assert!(ok, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("1 line(s)"), "{err}");
+}

@@ -164,10 +164,26 @@ fn reads_the_real_formats() {
     assert_eq!(v["points"], 3 * 99, "{v}");
     let g19 = data.join("google-2019/instance_usage_job113/22-300000000-2531793000000.csv");
     let v = run_json(
-        &["--model", "vpa", "--max-series", "1", "--max-points", "100"],
+        &[
+            "--model",
+            "arima",
+            "--max-series",
+            "1",
+            "--max-points",
+            "100",
+        ],
         &g19,
     );
     assert_eq!(v["points"], 99, "{v}");
+    // normalised units: the VPA's absolute constants would not mean anything
+    let out = tailor()
+        .args(["forecast", "--model", "vpa", "--input"])
+        .arg(&g19)
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("needs values in cores or bytes"), "{err}");
     let derived = data.join("google-2011/derived/data_resource_usage_5Minutes_6176858948.csv");
     let v = run_json(&["--model", "peak", "--max-points", "100"], &derived);
     assert_eq!(v["points"], 99, "{v}");
@@ -313,4 +329,77 @@ fn enum_flags_are_validated_by_clap() {
         assert!(err.contains("invalid value"), "{args:?}: {err}");
         assert!(err.contains(expected), "{args:?}: {err}");
     }
+}
+
+/// Runs `tailor forecast ARGS --input INPUT`: (success, stdout, stderr).
+fn run_any(args: &[&str], input: &Path) -> (bool, String, String) {
+    let out = tailor()
+        .arg("forecast")
+        .args(args)
+        .arg("--input")
+        .arg(input)
+        .output()
+        .expect("run tailor");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_column_read_picks_the_resource_and_the_vpa_works_in_real_units() {
+    let dir = tempfile::tempdir().expect("tmp");
+    // one column of memory in bytes, about 1 GiB
+    let p = dir.path().join("mem.csv");
+    let mut text = String::from("mem_bytes\n");
+    for i in 0..60 {
+        text.push_str(&format!("{}\n", 1_073_741_824 + (i % 5) * 1_048_576));
+    }
+    std::fs::write(&p, text).expect("write");
+    let (ok, out, err) = run_any(&["--model", "last"], &p);
+    assert!(ok, "{err}");
+    assert!(out.contains("mem / MiB (values read as bytes)"), "{out}");
+    // the faithful VPA fed real bytes: a series in KiB (about 100 MiB,
+    // below the VPA's 250 MiB minimum) comes back in KiB at that minimum,
+    // not at 250 Mi of the file's units
+    let k = dir.path().join("kib.csv");
+    let mut text = String::from("mem_kib\n");
+    for i in 0..60 {
+        text.push_str(&format!("{}\n", 102_400 + (i % 5) * 1024));
+    }
+    std::fs::write(&k, text).expect("write");
+    let v = run_json(&["--model", "vpa", "--unit", "kib"], &k);
+    let level_kib = v["mean_level"].as_f64().expect("level");
+    let mae_kib = v["mae"].as_f64().expect("mae");
+    assert!(
+        (mae_kib - (256_000.0 - level_kib)).abs() < 0.05 * level_kib,
+        "the VPA's minimum is 250 MiB = 256,000 KiB: {v}"
+    );
+    // the same by index, with a header of several columns
+    let q = dir.path().join("two.csv");
+    let mut text = String::from("cpu,mem\n");
+    for i in 0..30 {
+        text.push_str(&format!("0.5,{}\n", 1_000_000 + i));
+    }
+    std::fs::write(&q, text).expect("write");
+    let (ok, out, err) = run_any(&["--model", "last", "--column", "1"], &q);
+    assert!(ok, "{err}");
+    assert!(out.contains("resource / unit     mem"), "{out}");
+}
+
+#[test]
+fn a_negative_usage_names_its_line_and_a_constant_series_prints_no_nan() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let neg = write_series(dir.path(), &[1.0, 2.0, -3.0, 4.0]);
+    let (ok, _, err) = run_any(&["--model", "last"], &neg);
+    assert!(!ok);
+    assert!(
+        err.contains("series.csv:4") && err.contains("negative"),
+        "{err}"
+    );
+    let flat = write_series(dir.path(), &[2.0; 20]);
+    let (ok, out, err) = run_any(&["--model", "last"], &flat);
+    assert!(ok, "{err}");
+    assert!(!out.contains("NaN"), "{out}");
 }

@@ -161,6 +161,64 @@ fn replay_rejects_bad_arguments() {
         assert!(!out.status.success(), "{args:?} should fail");
         assert!(!out.stderr.is_empty());
     }
+    // The message once, without a backtrace, however the environment is set.
+    let out = tailor()
+        .args(["replay", "--seeds", "0"])
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("run tailor");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(
+        err.matches("--seeds must be in [1, 100], got 0").count(),
+        1,
+        "{err}"
+    );
+    assert!(!err.contains("backtrace"), "{err}");
+    // A directory of both Alibaba GPU clusters names its subdirectories.
+    let slice = concat!(env!("CARGO_MANIFEST_DIR"), "/data/alibaba-gpu-slice");
+    let out = tailor()
+        .args(["replay", "--workload", &format!("alibaba-gpu:{slice}")])
+        .output()
+        .expect("run tailor");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("gpu-v2023, gpu-v2025: name one of them"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unwritable_out_fails_before_the_run() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").expect("write");
+    for cmd in ["replay", "tune", "frontier"] {
+        let out = tailor()
+            .args([cmd, "--quiet", "--out"])
+            .arg(&file)
+            .output()
+            .expect("run tailor");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{cmd}");
+        assert!(err.contains("cannot create the directory"), "{cmd}: {err}");
+    }
+}
+
+#[test]
+fn replay_counts_the_applications_no_host_could_hold() {
+    let out = tailor()
+        .args(["replay", "--quiet", "--capacity-scale", "0.01"])
+        .output()
+        .expect("run tailor");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("apps completed"))
+        .expect("apps completed row");
+    assert!(line.contains(" rejected)"), "{line}");
 }
 
 #[test]

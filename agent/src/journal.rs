@@ -209,23 +209,33 @@ fn write_line(path: &Path, entry: &JournalEntry, max_bytes: u64) -> std::io::Res
 /// Every readable entry in `dir` (the rotated file first), oldest first.
 /// Lines that do not parse are skipped.
 pub fn read_dir(dir: &Path) -> Vec<JournalEntry> {
+    read_dir_counted(dir).0
+}
+
+/// [`read_dir`], with the number of lines skipped because they do not
+/// parse (or are longer than a journal line can be).
+pub fn read_dir_counted(dir: &Path) -> (Vec<JournalEntry>, usize) {
     let cur = dir.join(FILE_NAME);
     let old = dir.join(format!("{FILE_NAME}.1"));
     let mut out = Vec::new();
+    let mut skipped = 0;
     for p in [old, cur] {
         let Ok(text) = std::fs::read_to_string(&p) else {
             continue;
         };
-        for line in text.lines() {
-            if line.len() > MAX_LINE_BYTES {
-                continue;
-            }
-            if let Ok(e) = serde_json::from_str::<JournalEntry>(line) {
-                out.push(e);
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let entry = if line.len() > MAX_LINE_BYTES {
+                None
+            } else {
+                serde_json::from_str::<JournalEntry>(line).ok()
+            };
+            match entry {
+                Some(e) => out.push(e),
+                None => skipped += 1,
             }
         }
     }
-    out
+    (out, skipped)
 }
 
 #[cfg(test)]

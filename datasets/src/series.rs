@@ -34,8 +34,12 @@ use std::path::{Path, PathBuf};
 /// file's unit, in time order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NamedSeries {
-    /// `<file stem>:<column>` or `<file stem>/<group>:<column>` for grouped formats.
+    /// `<file stem>:<column>` or `<file stem>/<group>:<column>` for grouped
+    /// formats (a plain file of one column: `<file stem>`).
     pub name: String,
+    /// The column read: its header, or its 0-based index when the file
+    /// has no header.
+    pub column: String,
     pub values: Vec<f64>,
 }
 
@@ -241,6 +245,18 @@ fn parse_value(field: &[u8]) -> Option<f64> {
     v.is_finite().then_some(v)
 }
 
+/// A usage sample of column `col_name`: a finite number, not negative.
+fn parse_usage(field: &[u8], col_name: &str) -> Result<f64, String> {
+    match parse_value(field) {
+        Some(v) if v >= 0.0 => Ok(v),
+        Some(v) => Err(format!("{col_name}: {v} is negative (a usage cannot be)")),
+        None => Err(format!(
+            "{col_name}: {:?} is not a finite number",
+            String::from_utf8_lossy(field)
+        )),
+    }
+}
+
 fn load_delimited(
     path: &Path,
     column: Option<&str>,
@@ -351,16 +367,7 @@ fn load_delimited(
                 ),
             )
         })?;
-        let value = parse_value(field).ok_or_else(|| {
-            DatasetError::row(
-                path,
-                line,
-                format!(
-                    "{col_name}: {:?} is not a finite number",
-                    String::from_utf8_lossy(field)
-                ),
-            )
-        })?;
+        let value = parse_usage(field, &col_name).map_err(|e| DatasetError::row(path, line, e))?;
         let key: &[u8] = match group_col {
             Some(g) => record.get(g).unwrap_or(b""),
             None => b"",
@@ -416,6 +423,7 @@ fn load_delimited(
             };
             NamedSeries {
                 name,
+                column: col_name.clone(),
                 values: rows.into_iter().map(|r| r.1).collect(),
             }
         })
@@ -477,13 +485,8 @@ fn load_gcd_tar(path: &Path, column: Option<&str>) -> Result<Vec<NamedSeries>, D
                     format!("no field {} ({col_name})", c + 1),
                 )
             })?;
-            let v = parse_value(field.as_bytes()).ok_or_else(|| {
-                DatasetError::row(
-                    &member_path,
-                    i as u64 + 1,
-                    format!("{col_name}: {field:?} is not a finite number"),
-                )
-            })?;
+            let v = parse_usage(field.as_bytes(), &col_name)
+                .map_err(|e| DatasetError::row(&member_path, i as u64 + 1, e))?;
             values.push(v);
         }
         if values.is_empty() {
@@ -495,6 +498,7 @@ fn load_gcd_tar(path: &Path, column: Option<&str>) -> Result<Vec<NamedSeries>, D
             .unwrap_or_default();
         out.push(NamedSeries {
             name: format!("{stem}:{col_name}"),
+            column: col_name.clone(),
             values,
         });
     }
@@ -583,6 +587,7 @@ mod tests {
             cpu,
             vec![NamedSeries {
                 name: "7:CPU usage [MHZ]".into(),
+                column: "CPU usage [MHZ]".into(),
                 values: vec![10.5, 11.0]
             }]
         );
@@ -617,6 +622,7 @@ mod tests {
             load_series(&a, None).expect("a")[0],
             NamedSeries {
                 name: "a".into(),
+                column: "load".into(),
                 values: vec![1.0, 2.5, 3.0]
             }
         );
@@ -686,6 +692,7 @@ mod tests {
             cpu[0],
             NamedSeries {
                 name: "vm_1_0:cpu".into(),
+                column: "cpu".into(),
                 values: vec![10.5, 11.0]
             }
         );

@@ -69,9 +69,20 @@ impl<T> Checked<T> {
 /// Parses TOML text (a syntax error is one error with an empty key).
 pub fn parse_text(text: &str) -> Result<toml::Table, ConfigErrors> {
     text.parse::<toml::Table>().map_err(|e| {
+        let at = e.span().map_or(String::new(), |span| {
+            // 1-based line and column (in characters) of the error's start
+            let mut end = span.start.min(text.len());
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            let before = &text[..end];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!(" at line {line}, column {column}")
+        });
         ConfigErrors::single(
             "",
-            format!("TOML syntax: {}", clean_message(&e.to_string())),
+            format!("TOML syntax{at}: {}", clean_message(e.message())),
         )
     })
 }
@@ -165,6 +176,15 @@ pub fn clean_message(m: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_syntax_error_names_its_line_and_column() {
+        let e = parse_text("a = 1\nk1 = \n").expect_err("no value");
+        let text = e.to_string();
+        assert!(text.contains("TOML syntax at line 2, column 6"), "{text}");
+        let e = parse_text("é = [\n").expect_err("unclosed");
+        assert!(e.to_string().contains("TOML syntax at line "), "{e}");
+    }
     use serde::Deserialize;
 
     #[derive(Debug, Deserialize)]

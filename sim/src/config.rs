@@ -35,8 +35,9 @@ use crate::engine::{EngineConfig, OptimisticGrowth};
 use crate::placement::Placement;
 use crate::SimError;
 
-/// Shortest shaping interval of a simulation (seconds).
-pub const MIN_INTERVAL_S: f64 = 1.0;
+/// Shortest shaping interval of a simulation (seconds): the agent's, so
+/// that any recording it makes can be replayed.
+pub const MIN_INTERVAL_S: f64 = 0.1;
 /// Longest shaping interval of a simulation (seconds): one day.
 pub const MAX_INTERVAL_S: f64 = 86_400.0;
 /// Latest `max_time_s` (about 100 years).
@@ -141,7 +142,7 @@ impl SimConfig {
 
     /// Every problem at once, with dotted key paths. Ranges (so that every
     /// accepted value runs in bounded time and memory): `interval_s`
-    /// [1, 86400]; `max_time_s` (0, 3.2e9] (about 100 years);
+    /// [0.1, 86400]; `max_time_s` (0, 3.2e9] (about 100 years);
     /// `max_restarts` [1, 1000000]; `[shaper]`
     /// (the kernel's config, horizon and history included) and
     /// `[forecaster]` as their own `validate()`.

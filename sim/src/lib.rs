@@ -116,7 +116,7 @@ pub enum SimError {
     Workload(String),
     #[error("forecaster: {0}")]
     Forecaster(#[from] forecaster::ForecastError),
-    #[error("reading {path}: {source}")]
+    #[error("{path}: {source}")]
     Io {
         path: String,
         source: std::io::Error,

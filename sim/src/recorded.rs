@@ -142,6 +142,22 @@ fn describe(a: &NodeAction) -> String {
     }
 }
 
+/// A forecast as a mismatch line shows it: means and sigmas in cores and
+/// MiB (the calibration tables are compared, not printed).
+fn describe_forecast(f: Option<&Forecasts>) -> String {
+    match f {
+        None => "no forecast".into(),
+        Some(f) => format!(
+            "forecast cpu {:.3} ± {:.3} cores, memory {:.1} ± {:.1} MiB (hold {:.1} MiB)",
+            f.cpu.mean,
+            f.cpu.std,
+            f.mem.mean / 1048576.0,
+            f.mem.std / 1048576.0,
+            f.mem_hold_bytes / 1048576.0
+        ),
+    }
+}
+
 fn close(a: f64, b: f64) -> bool {
     a == b || (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
 }
@@ -210,11 +226,16 @@ pub fn check_parity(rec: &Recording, shaper: Option<&ShaperConfig>) -> Result<Pa
         for (c, recorded) in view.containers.iter().zip(&r.forecasts) {
             p.forecasts += 1;
             if !same_forecast(&c.forecast, recorded) {
+                let recorded = describe_forecast(recorded.as_ref());
+                let mut replayed = describe_forecast(c.forecast.as_ref());
+                if replayed == recorded {
+                    replayed.push_str(" (differs beyond these digits or in its calibration)");
+                }
                 p.mismatches.push(Mismatch {
                     round: r.round,
                     container: c.meta.name.clone(),
-                    recorded: Some(format!("forecast {recorded:?}")),
-                    replayed: Some(format!("forecast {:?}", c.forecast)),
+                    recorded: Some(recorded),
+                    replayed: Some(replayed),
                 });
             }
         }
@@ -323,7 +344,8 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
     }
     if !(capacity.cpu_cores > 0.0 && capacity.mem_bytes > 0.0) {
         return Err(SimError::Workload(format!(
-            "recording {name}: node capacity is zero"
+            "recording {name}: node capacity must be positive, got {} cores and {} bytes",
+            capacity.cpu_cores, capacity.mem_bytes
         )));
     }
     let mut apps: BTreeMap<String, AppSpec> = BTreeMap::new();

@@ -169,7 +169,12 @@ fn check(files: &[PathBuf], kind: Kind, print: bool) -> anyhow::Result<()> {
     }
     if print {
         if let Some(t) = effective {
-            print!("{t}");
+            // toml ends a table with a newline but not an empty document
+            if t.ends_with('\n') || t.is_empty() {
+                print!("{t}");
+            } else {
+                println!("{t}");
+            }
         }
     }
     for f in files {

@@ -83,6 +83,16 @@ pub enum UnitArg {
     Native,
 }
 
+/// The resource a column measures by its name: memory when it names
+/// memory ("mem" in any case), else CPU.
+fn resource_of_column(column: &str) -> ResourceArg {
+    if column.to_lowercase().contains("mem") {
+        ResourceArg::Mem
+    } else {
+        ResourceArg::Cpu
+    }
+}
+
 /// How values are read and printed.
 #[derive(Clone, Debug, PartialEq)]
 struct Unit {
@@ -105,6 +115,7 @@ impl Unit {
         resource: ResourceArg,
         unit: Option<UnitArg>,
         format: SeriesFormat,
+        column: &str,
     ) -> anyhow::Result<Unit> {
         let native = |label: &str| Unit {
             resource,
@@ -118,6 +129,9 @@ impl Unit {
                 (SeriesFormat::Csv, ResourceArg::Cpu) => UnitArg::Cores,
                 (SeriesFormat::Csv, ResourceArg::Mem) => UnitArg::Bytes,
                 (SeriesFormat::Bitbrains, ResourceArg::Mem) => UnitArg::Kib,
+                (SeriesFormat::Bitbrains, ResourceArg::Cpu) if column.contains('%') => {
+                    return Ok(native("% of the VM's CPU"))
+                }
                 (SeriesFormat::Bitbrains, ResourceArg::Cpu) => return Ok(native("MHz")),
                 (SeriesFormat::AlibabaContainerUsage, _) => return Ok(native("% of the machine")),
                 (
@@ -162,12 +176,29 @@ impl Unit {
 
     /// A file value (or a difference of two) with its unit.
     fn fmt(&self, v: f64) -> String {
-        let x = self.shown(v);
+        format!("{} {}", fmt_num(self.shown(v), self.decimals()), self.label)
+    }
+
+    /// Decimals a printed value gets: 3 for cores, 1 for MiB, 4 for a
+    /// native unit.
+    fn decimals(&self) -> usize {
         match (self.to_base, self.resource) {
-            (Some(_), ResourceArg::Cpu) => format!("{x:.3} {}", self.label),
-            (Some(_), ResourceArg::Mem) => format!("{x:.1} {}", self.label),
-            (None, _) => format!("{x:.4} {}", self.label),
+            (Some(_), ResourceArg::Cpu) => 3,
+            (Some(_), ResourceArg::Mem) => 1,
+            (None, _) => 4,
         }
+    }
+}
+
+/// `x` with `decimals` decimals; in scientific notation from 1e9 up (so
+/// a huge value is not printed digit by digit); "-" when not finite.
+fn fmt_num(x: f64, decimals: usize) -> String {
+    if !x.is_finite() {
+        "-".to_string()
+    } else if x.abs() >= 1e9 {
+        format!("{x:.4e}")
+    } else {
+        format!("{x:.decimals$}")
     }
 }
 
@@ -353,8 +384,8 @@ pub struct Args {
     /// are overridden by --model / --calibrated).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Resource the series measures (default: mem when the column name
-    /// contains "mem", else cpu).
+    /// Resource the series measures (default: mem when the name of the
+    /// column read contains "mem", else cpu).
     #[arg(long, value_enum)]
     pub resource: Option<ResourceArg>,
     /// Unit of the series' values (default: cores / bytes for a plain CSV,
@@ -414,20 +445,33 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     shaper_cfg
         .validate()
         .map_err(|e| anyhow::anyhow!("invalid --k1/--k2: {e}"))?;
-    let resource = args
-        .resource
-        .unwrap_or_else(|| match args.column.as_deref() {
-            Some(c) if c.to_lowercase().contains("mem") => ResourceArg::Mem,
-            _ => ResourceArg::Cpu,
-        });
     let format =
         detect_format(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
-    let unit = Unit::resolve(resource, args.unit, format)?;
     let series = datasets::series::load_series(&args.input, args.column.as_deref())
         .with_context(|| format!("loading {}", args.input.display()))?;
-    if series.is_empty() {
+    let Some(first) = series.first() else {
         anyhow::bail!("{} holds no series", args.input.display());
+    };
+    // The column actually read (by name or index, or the format's default).
+    let column = first.column.as_str();
+    let resource = args.resource.unwrap_or_else(|| resource_of_column(column));
+    let unit = Unit::resolve(resource, args.unit, format, column)?;
+    if cfg.kind == ModelKind::Vpa && unit.to_base.is_none() {
+        anyhow::bail!(
+            "--model vpa needs values in cores or bytes (the VPA's 250 MiB and 25 millicore \
+             minimums and its 10 MB / 0.01 core buckets are absolute), but {} is read in {}: \
+             pass --unit",
+            args.input.display(),
+            unit.label
+        );
     }
+    // The faithful VPA treats CPU and memory differently and works in
+    // real cores and bytes: one file value is `to_base` of them.
+    let vpa_resource = match resource {
+        ResourceArg::Cpu => tailor_core::Resource::Cpu,
+        ResourceArg::Mem => tailor_core::Resource::Mem,
+    };
+    let vpa_unit = unit.to_base.unwrap_or(1.0);
     let take = args.max_series.unwrap_or(usize::MAX);
     let mut pooled = ReplayStats::default();
     let mut name = cfg.kind.as_str().to_string();
@@ -435,7 +479,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut last: Vec<(Predictive, f64)> = Vec::new();
     for s in series.iter().take(take) {
         let mut model = cfg
-            .build()
+            .build_for(vpa_resource, vpa_unit)
             .with_context(|| format!("building model {}", cfg.kind))?;
         name = model.name().to_string();
         let st = replay(model.as_mut(), &s.values, args.horizon, args.max_points);
@@ -494,9 +538,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         unit.label
     );
     println!(
-        "MAE / MASE          {} / {:.4}",
+        "MAE / MASE          {} / {}",
         unit.fmt(score.mae),
-        score.mase
+        fmt_num(score.mase, 4)
     );
     println!(
         "coverage 1/2/3 sd   {:.2}% / {:.2}% / {:.2}%",
@@ -526,15 +570,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             );
             match advice {
                 Some(a) => {
-                    let show = |v: f64| {
-                        if unit.resource == ResourceArg::Cpu && unit.to_base.is_some() {
-                            format!("{v:.3} {}", a.unit)
-                        } else if unit.to_base.is_some() {
-                            format!("{v:.1} {}", a.unit)
-                        } else {
-                            format!("{v:.4} {}", a.unit)
-                        }
-                    };
+                    let show = |v: f64| format!("{} {}", fmt_num(v, unit.decimals()), a.unit);
                     println!(
                         "limit               would set {} (current {}: {:+.1}%), bound: {}",
                         show(a.limit),

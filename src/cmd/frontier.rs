@@ -137,10 +137,13 @@ fn risk_list(v: &Option<Vec<String>>) -> anyhow::Result<Vec<f64>> {
         Some(items) if items.len() == 1 && items[0].trim() == "none" => Ok(Vec::new()),
         Some(items) => items
             .iter()
-            .map(|s| {
-                s.trim().parse::<f64>().map_err(|_| {
+            .map(|s| match s.trim() {
+                "none" => anyhow::bail!(
+                    "--memory-risk: `none` (no risk-targeted points) goes alone, not with probabilities"
+                ),
+                t => t.parse::<f64>().map_err(|_| {
                     anyhow::anyhow!("--memory-risk: {s:?} is not a number (or use `none`)")
-                })
+                }),
             })
             .collect::<anyhow::Result<Vec<f64>>>()
             .map(sorted),
@@ -177,6 +180,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let specs = point_specs(&cfg, &grid)?;
     let seeds = args.sim.seed_list(&cfg)?;
+    if let Some(dir) = &args.out {
+        crate::cmd::sim_args::prepare_out_dir(dir)?;
+    }
     let workloads = args.sim.seeded_workloads(&seeds)?;
     let pb = args.sim.progress_bar("frontier");
     let cb = |done: usize, total: usize| {
@@ -226,24 +232,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         f.oracle_mem_alloc_gib_h,
         f.baseline.mem_alloc_gib_h - f.oracle_mem_alloc_gib_h
     );
-    println!(
-        "{:>10} {:>40} {:>40}",
-        format!("budget"),
-        "tailor best: reclaimed GiB-h (capture)",
-        "vpa best: reclaimed GiB-h (capture)"
-    );
+    let has_vpa = f.families().contains(&Family::Vpa);
     let show = |p: Option<&sim::frontier::Point>| match p {
         None => "none within budget".to_string(),
         Some(p) => format!(
-            "{} {:.1} ({}) {}",
+            "{} {:.1} GiB-h ({}), {}",
             p.forecaster,
             f.reclaimed_gib_h(p),
             pct(p.oracle_capture),
             p.params_label()
         ),
     };
+    println!("best reclaimed within each failure budget (share of the oracle's saving):");
     for (b, t, v) in budget_rows(&f, measure) {
-        println!("{:>10} {:>40} {:>40}", pct(b), show(t), show(v));
+        let vpa = match (has_vpa, v) {
+            (false, _) => String::new(),
+            (true, Some(_)) => format!("; {}", show(v)),
+            (true, None) => "; vpa: none within budget".to_string(),
+        };
+        println!("  <= {:>6}  tailor: {}{vpa}", pct(b), show(t));
     }
     println!("(failure measure: {})", measure.label());
     Ok(())

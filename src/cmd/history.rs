@@ -29,10 +29,23 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let since = Since::parse(&args.since).map_err(anyhow::Error::msg)?;
     let entries: Vec<JournalEntry> = match &args.source.state_dir {
-        Some(dir) => journal::read_dir(dir)
-            .into_iter()
-            .filter(|e| since.admits(e))
-            .collect(),
+        Some(dir) => {
+            if !dir.is_dir() {
+                anyhow::bail!(
+                    "--state-dir {}: not a directory (the agent's state_dir holds {})",
+                    dir.display(),
+                    journal::FILE_NAME
+                );
+            }
+            let (entries, skipped) = journal::read_dir_counted(dir);
+            if skipped > 0 {
+                eprintln!(
+                    "warning: {skipped} line(s) of {} that are not journal entries were skipped",
+                    dir.join(journal::FILE_NAME).display()
+                );
+            }
+            entries.into_iter().filter(|e| since.admits(e)).collect()
+        }
         None => {
             let url = args.source.url.as_deref().unwrap_or(DEFAULT_URL);
             let body = http_get(url, &format!("/v1/decisions?since={}", args.since))?;

@@ -89,22 +89,25 @@ pub fn http_get(url: &str, path: &str) -> anyhow::Result<String> {
 }
 
 fn load(source: &Source) -> anyhow::Result<Recommendations> {
-    let text = match &source.state_dir {
+    let (text, from) = match &source.state_dir {
         Some(dir) => {
             let p = dir.join(agent::agent::RECOMMENDATIONS_FILE);
-            std::fs::read_to_string(&p).with_context(|| {
+            let text = std::fs::read_to_string(&p).with_context(|| {
                 format!(
                     "cannot read {} (has the agent run a round with this state directory?)",
                     p.display()
                 )
-            })?
+            })?;
+            (text, p.display().to_string())
         }
-        None => http_get(
-            source.url.as_deref().unwrap_or(DEFAULT_URL),
-            "/v1/recommendations",
-        )?,
+        None => {
+            let url = source.url.as_deref().unwrap_or(DEFAULT_URL);
+            let path = "/v1/recommendations";
+            (http_get(url, path)?, format!("{url}{path}"))
+        }
     };
-    serde_json::from_str(&text).context("recommendations: not the agent's JSON")
+    serde_json::from_str(&text)
+        .with_context(|| format!("{from}: not the agent's recommendations JSON"))
 }
 
 fn num(r: ResourceKind, v: f64) -> String {
@@ -163,11 +166,12 @@ pub fn table(r: &Recommendations) -> String {
         }
     }
     let mut out = format!(
-        "node {} round {} ({}): {} containers\n",
+        "node {} round {} ({}): {} container{}\n",
         r.node,
         r.round,
         r.actuation,
-        r.items.len() / 2
+        r.items.len() / 2,
+        if r.items.len() / 2 == 1 { "" } else { "s" }
     );
     let line = |cells: Vec<&str>| {
         let mut l = String::new();

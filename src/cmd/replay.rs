@@ -112,6 +112,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let cfg = config_from(&args)?;
     let seeds = args.sim.seed_list(&cfg)?;
+    if let Some(dir) = &args.out {
+        crate::cmd::sim_args::prepare_out_dir(dir)?;
+    }
     if seeds.len() > 1 {
         return run_seeds(&args, &cfg, &seeds);
     }
@@ -395,15 +398,20 @@ fn print_human(wl: &datasets::workload::Workload, baseline: Option<&Summary>, ru
     });
     row("K1 / K2", &|s| format!("{} / {}", s.k1, s.k2));
     row("apps completed", &|s| {
-        let abandoned = match s.apps_abandoned {
-            0 => String::new(),
-            n => format!(" ({n} abandoned)"),
+        let mut notes = Vec::new();
+        if s.apps_abandoned > 0 {
+            notes.push(format!("{} abandoned", s.apps_abandoned));
+        }
+        if s.apps_rejected > 0 {
+            // never placed: no host could ever hold them
+            notes.push(format!("{} rejected", s.apps_rejected));
+        }
+        let notes = if notes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", notes.join(", "))
         };
-        format!(
-            "{} / {}{abandoned}",
-            s.apps_completed,
-            s.apps - s.apps_rejected
-        )
+        format!("{} / {}{notes}", s.apps_completed, s.apps - s.apps_rejected)
     });
     row("turnaround mean", &|s| fmt_s(s.turnaround_mean_s));
     row("turnaround median", &|s| fmt_s(s.turnaround_median_s));

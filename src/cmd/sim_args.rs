@@ -2,7 +2,7 @@
 //! base simulator configuration and its policy/forecaster overrides.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use datasets::pool::PoolPhase;
@@ -10,6 +10,19 @@ use datasets::workload::Workload;
 use forecaster::config::ModelKind;
 use shaper::Policy;
 use sim::{ForecasterSource, SimConfig, WorkloadSource};
+
+/// Creates the `--out` directory and checks that it can be written to,
+/// before a run whose results would otherwise be lost at the end.
+pub fn prepare_out_dir(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
+    let probe = dir.join(".tailor-write-check");
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("--out {}: cannot write there", dir.display()))?;
+    // Best effort: the probe is empty and hidden.
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
 
 /// `--pool-phase` values (the spellings of [`PoolPhase`]).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,9 +102,9 @@ pub struct SimArgs {
     /// future usage (an upper bound for any model).
     #[arg(long, value_enum)]
     pub forecaster: Option<ForecasterArg>,
-    /// Keep only the first N applications (by arrival).
-    #[arg(long)]
-    pub max_apps: Option<usize>,
+    /// Keep only the first N applications (by arrival; N >= 1).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_apps: Option<u64>,
     /// Slow the workload down F times: arrivals and work x F, usage series
     /// read F times further (long-lived components, as in the thesis).
     #[arg(long)]
@@ -214,7 +227,9 @@ impl SimArgs {
         let mut source: WorkloadSource = self.workload.parse()?;
         if let WorkloadSource::Google2011 { max_apps, .. } = &mut source {
             // Built from the trace's first N applications directly.
-            *max_apps = self.max_apps;
+            *max_apps = self
+                .max_apps
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         }
         let phase = match self.pool_phase {
             PoolPhaseArg::Job => PoolPhase::Job,
@@ -224,7 +239,7 @@ impl SimArgs {
             .load_seeded(seed, phase)
             .with_context(|| format!("loading workload {}", self.workload))?;
         if let Some(n) = self.max_apps {
-            sim::source::keep_first_apps(&mut wl, n);
+            sim::source::keep_first_apps(&mut wl, usize::try_from(n).unwrap_or(usize::MAX));
         }
         if let Some(f) = self.stretch {
             sim::source::stretch_time(&mut wl, f).context("--stretch")?;

@@ -40,6 +40,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let cfg = args.sim.base_config()?;
     cfg.validate()?;
     let seeds = args.sim.seed_list(&cfg)?;
+    crate::cmd::sim_args::prepare_out_dir(&args.out)?;
     let workloads = args.sim.seeded_workloads(&seeds)?;
     // Ascending, without duplicates: heatmap axes and edge warnings read
     // the lists in order.

@@ -401,9 +401,28 @@ fn inputs(path: &Path, report: &mut AlibabaGpuReport) -> Result<Inputs, DatasetE
             }
         }
         if lists.is_empty() {
+            // A directory of one list per cluster (as shipped: gpu-v2023/,
+            // gpu-v2025/): the clusters differ, so each is replayed alone.
+            let mut subdirs: Vec<String> = std::fs::read_dir(path)
+                .map_err(|e| DatasetError::io(path, e))?
+                .filter_map(Result::ok)
+                .filter(|e| e.path().is_dir())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            subdirs.sort();
+            let hint = if subdirs.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; it has the subdirectories {}: name one of them (each cluster is replayed alone)",
+                    subdirs.join(", ")
+                )
+            };
             return Err(DatasetError::format(
                 path,
-                "no gpu-v2025 instance list or gpu-v2023 pod list (*.csv with their header)",
+                format!(
+                    "no gpu-v2025 instance list or gpu-v2023 pod list (*.csv with their header){hint}"
+                ),
             ));
         }
         path.to_path_buf()

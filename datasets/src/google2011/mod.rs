@@ -94,6 +94,14 @@ pub enum Input {
 }
 
 impl Input {
+    /// The file's path or the embedded table's name, for messages.
+    fn label(&self) -> String {
+        match self {
+            Input::File(p) => p.display().to_string(),
+            Input::Static { name, .. } => name.clone(),
+        }
+    }
+
     fn reader<T: Table>(&self, lenient: bool) -> Result<TableReader<T>, DatasetError> {
         match self {
             Input::File(p) => TableReader::open(p, lenient),
@@ -119,6 +127,12 @@ impl Google2011Sources {
     pub fn from_dir(dir: &Path) -> Result<Self, DatasetError> {
         let list = |sub: &str, required: bool| -> Result<Vec<Input>, DatasetError> {
             let d = dir.join(sub);
+            if d.exists() && !d.is_dir() {
+                return Err(DatasetError::format(
+                    &d,
+                    "not a directory (the table's files go in it)",
+                ));
+            }
             if !d.is_dir() {
                 if required {
                     return Err(DatasetError::format(&d, "missing table directory"));
@@ -362,9 +376,11 @@ pub fn build_workload_from(
         })
         .collect();
     if hosts.is_empty() {
-        return Err(DatasetError::Empty(
-            "no machine with a known capacity in machine_events".into(),
-        ));
+        let files: Vec<String> = sources.machine_events.iter().map(Input::label).collect();
+        return Err(DatasetError::Empty(format!(
+            "no machine with a known capacity in machine_events ({})",
+            files.join(", ")
+        )));
     }
     report.hosts = hosts.len() as u64;
 

@@ -78,10 +78,21 @@ pub fn markdown(f: &Frontier, measure: BudgetMeasure, command: &str) -> String {
     );
     let _ = writeln!(md, "![frontier](frontier.png)\n");
     let _ = writeln!(md, "## Best reclaim within a failure budget\n");
+    let tailor: Vec<String> = f
+        .families()
+        .into_iter()
+        .filter(Family::is_tailor)
+        .map(|fam| fam.to_string())
+        .collect();
     let _ = writeln!(
         md,
-        "| budget ({}) | tailor best (gp, arima, peak, last) | VPA best | tailor - VPA (GiB-h) |",
-        measure.label()
+        "| budget ({}) | tailor best ({}) | VPA best | tailor - VPA (GiB-h) |",
+        measure.label(),
+        if tailor.is_empty() {
+            "none swept".to_string()
+        } else {
+            tailor.join(", ")
+        }
     );
     let _ = writeln!(md, "|---|---|---|---|");
     for (b, t, v) in budget_rows(f, measure) {
