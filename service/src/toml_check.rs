@@ -176,6 +176,7 @@ pub fn clean_message(m: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize;
 
     #[test]
     fn a_syntax_error_names_its_line_and_column() {
@@ -185,7 +186,6 @@ mod tests {
         let e = parse_text("é = [\n").expect_err("unclosed");
         assert!(e.to_string().contains("TOML syntax at line "), "{e}");
     }
-    use serde::Deserialize;
 
     #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields)]
