@@ -210,6 +210,7 @@ fn detect(path: &Path) -> Result<(TableKind, Option<String>), DatasetError> {
             return Ok((TableKind::Google2019InstanceUsage, None))
         }
         SeriesFormat::AlibabaContainerUsage => return Ok((TableKind::AlibabaContainerUsage, None)),
+        SeriesFormat::Google2011TaskUsage { .. } => return Ok((TableKind::TaskUsage, None)),
         SeriesFormat::GcdVmsTar | SeriesFormat::Google2011Derived => {
             return Ok((TableKind::Series, None))
         }

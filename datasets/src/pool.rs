@@ -540,6 +540,7 @@ fn pool_columns(format: SeriesFormat) -> Option<(&'static str, &'static str)> {
         SeriesFormat::Google2011Derived => Some(("meanCPUUsage", "canonical_memory_usage")),
         SeriesFormat::GcdVmsTar => Some(("cpu", "mem")),
         SeriesFormat::AlibabaContainerUsage => Some(("cpu_util_percent", "mem_util_percent")),
+        SeriesFormat::Google2011TaskUsage { .. } => Some(("cpu_rate", "canonical_memory")),
         SeriesFormat::Csv => None,
     }
 }

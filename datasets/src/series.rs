@@ -51,6 +51,11 @@ pub enum SeriesFormat {
     Google2011Derived,
     GcdVmsTar,
     AlibabaContainerUsage,
+    /// Google 2011 `task_usage`, with the header of the shipped sample
+    /// or without one (the raw trace).
+    Google2011TaskUsage {
+        has_header: bool,
+    },
     Csv,
 }
 
@@ -73,6 +78,30 @@ pub const GOOGLE2011_DERIVED_COLUMNS: [&str; 18] = [
     "mai",
     "sampling_portion",
     "agg_type",
+    "sampled_cpu_usage",
+];
+
+/// Column names of Google 2011 `task_usage` (no header in the raw trace).
+pub const GOOGLE2011_TASK_USAGE_COLUMNS: [&str; 20] = [
+    "start_time",
+    "end_time",
+    "job_id",
+    "task_index",
+    "machine_id",
+    "cpu_rate",
+    "canonical_memory",
+    "assigned_memory",
+    "unmapped_page_cache",
+    "total_page_cache",
+    "max_memory",
+    "disk_io_time",
+    "local_disk_space",
+    "max_cpu_rate",
+    "max_disk_io_time",
+    "cpi",
+    "mai",
+    "sample_portion",
+    "aggregation_type",
     "sampled_cpu_usage",
 ];
 
@@ -126,6 +155,20 @@ fn detect_from_first_line(line: &str) -> SeriesFormat {
     if fields.len() == 18 && fields.iter().all(|f| f.parse::<f64>().is_ok()) {
         return SeriesFormat::Google2011Derived;
     }
+    if fields.contains(&"job_id") && fields.contains(&"task_index") && fields.contains(&"cpu_rate")
+    {
+        return SeriesFormat::Google2011TaskUsage { has_header: true };
+    }
+    // The raw trace: 20 fields, the first four integers (times, job id,
+    // task index), the rest numbers or empty.
+    if fields.len() == GOOGLE2011_TASK_USAGE_COLUMNS.len()
+        && fields[..4].iter().all(|f| f.parse::<u64>().is_ok())
+        && fields[4..]
+            .iter()
+            .all(|f| f.is_empty() || f.parse::<f64>().is_ok())
+    {
+        return SeriesFormat::Google2011TaskUsage { has_header: false };
+    }
     SeriesFormat::Csv
 }
 
@@ -143,6 +186,9 @@ pub fn load_series(path: &Path, column: Option<&str>) -> Result<Vec<NamedSeries>
             load_delimited(path, column, Layout::google2011_derived())
         }
         SeriesFormat::AlibabaContainerUsage => load_delimited(path, column, Layout::alibaba()),
+        SeriesFormat::Google2011TaskUsage { has_header } => {
+            load_delimited(path, column, Layout::google2011_task_usage(has_header))
+        }
         SeriesFormat::Csv => load_delimited(path, column, Layout::plain()),
     }
 }
@@ -155,8 +201,9 @@ struct Layout {
     /// `None`: the first row is a header iff one of its fields is not a number.
     has_header: Option<bool>,
     default_column: Option<&'static str>,
-    /// Column whose value groups rows into series.
-    group_by: Option<&'static str>,
+    /// Columns whose values together group rows into series (none: one
+    /// series).
+    group_by: &'static [&'static str],
     /// Column to sort each group by (stable).
     sort_by: Option<&'static str>,
 }
@@ -168,7 +215,7 @@ impl Layout {
             fixed_names: None,
             has_header: Some(true),
             default_column: Some("CPU usage [MHZ]"),
-            group_by: None,
+            group_by: &[],
             sort_by: None,
         }
     }
@@ -178,7 +225,7 @@ impl Layout {
             fixed_names: None,
             has_header: Some(true),
             default_column: Some("avg_cpu_usage"),
-            group_by: Some("unique_id"),
+            group_by: &["unique_id"],
             sort_by: Some("time"),
         }
     }
@@ -188,7 +235,7 @@ impl Layout {
             fixed_names: Some(&GOOGLE2011_DERIVED_COLUMNS),
             has_header: Some(false),
             default_column: Some("meanCPUUsage"),
-            group_by: None,
+            group_by: &[],
             sort_by: None,
         }
     }
@@ -198,8 +245,20 @@ impl Layout {
             fixed_names: Some(&ALIBABA_CONTAINER_USAGE_COLUMNS),
             has_header: Some(false),
             default_column: Some("cpu_util_percent"),
-            group_by: Some("container_id"),
+            group_by: &["container_id"],
             sort_by: Some("time_stamp"),
+        }
+    }
+    /// Google 2011 `task_usage`: one series per task (job id and task
+    /// index), in time order; the raw trace's files have no header.
+    fn google2011_task_usage(has_header: bool) -> Self {
+        Layout {
+            delimiter: b',',
+            fixed_names: (!has_header).then_some(&GOOGLE2011_TASK_USAGE_COLUMNS[..]),
+            has_header: Some(has_header),
+            default_column: Some("cpu_rate"),
+            group_by: &["job_id", "task_index"],
+            sort_by: Some("start_time"),
         }
     }
     fn plain() -> Self {
@@ -208,7 +267,7 @@ impl Layout {
             fixed_names: None,
             has_header: None,
             default_column: None,
-            group_by: None,
+            group_by: &[],
             sort_by: None,
         }
     }
@@ -277,13 +336,14 @@ fn load_delimited(
         .map(|n| n.iter().map(|s| s.to_string()).collect())
         .unwrap_or_default();
     let mut col: Option<usize> = None;
-    let mut group_col: Option<usize> = None;
+    let mut group_cols: Vec<usize> = Vec::new();
     let mut sort_col: Option<usize> = None;
     let mut col_name = String::new();
     // group key -> index in `groups`; groups keep first-appearance order.
     let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
     let mut groups: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     let mut row_no: u64 = 0;
+    let mut key: Vec<u8> = Vec::new();
     loop {
         let more = csv.read_byte_record(&mut record).map_err(|e| {
             let line = e.position().map(|p| p.line()).unwrap_or(0);
@@ -344,9 +404,11 @@ fn load_delimited(
                 .get(chosen)
                 .cloned()
                 .unwrap_or_else(|| chosen.to_string());
-            if let Some(g) = layout.group_by {
-                group_col = resolve_column(&names, g);
-            }
+            group_cols = layout
+                .group_by
+                .iter()
+                .filter_map(|g| resolve_column(&names, g))
+                .collect();
             if let Some(s) = layout.sort_by {
                 sort_col = resolve_column(&names, s);
             }
@@ -368,10 +430,13 @@ fn load_delimited(
             )
         })?;
         let value = parse_usage(field, &col_name).map_err(|e| DatasetError::row(path, line, e))?;
-        let key: &[u8] = match group_col {
-            Some(g) => record.get(g).unwrap_or(b""),
-            None => b"",
-        };
+        key.clear();
+        for (i, &g) in group_cols.iter().enumerate() {
+            if i > 0 {
+                key.push(b'/');
+            }
+            key.extend_from_slice(record.get(g).unwrap_or(b""));
+        }
         let sort_key = match sort_col {
             Some(s) => match record.get(s).and_then(parse_value) {
                 Some(v) => v,
@@ -385,21 +450,18 @@ fn load_delimited(
             },
             None => row_no as f64,
         };
-        let gi = match index.get(key) {
+        let gi = match index.get(&key) {
             Some(&gi) => gi,
             None => {
-                let label = if group_col.is_some() {
-                    let k = String::from_utf8_lossy(key);
-                    if k.is_empty() {
-                        format!("/(empty {})", layout.group_by.unwrap_or("group"))
-                    } else {
-                        format!("/{k}")
-                    }
-                } else {
+                let label = if group_cols.is_empty() {
                     String::new()
+                } else if key.iter().all(|&b| b == b'/') {
+                    format!("/(empty {})", layout.group_by.join("/"))
+                } else {
+                    format!("/{}", String::from_utf8_lossy(&key))
                 };
                 groups.push((label, Vec::new()));
-                index.insert(key.to_vec(), groups.len() - 1);
+                index.insert(key.clone(), groups.len() - 1);
                 groups.len() - 1
             }
         };
@@ -409,7 +471,7 @@ fn load_delimited(
         return Err(DatasetError::format(path, "no data rows"));
     }
     let stem = file_stem(path);
-    let single_plain = layout.group_by.is_none() && names.len() <= 1;
+    let single_plain = layout.group_by.is_empty() && names.len() <= 1;
     Ok(groups
         .into_iter()
         .map(|(label, mut rows)| {
@@ -612,6 +674,58 @@ mod tests {
         assert_eq!(s[1].values, vec![4.0, 3.0]);
         let m = load_series(&p, Some("mem_util_percent")).expect("load");
         assert_eq!(m[1].values, vec![41.0, 40.0]);
+    }
+
+    #[test]
+    fn google2011_task_usage_is_one_series_per_task_in_time_order() {
+        let dir = tempfile::tempdir().expect("tmp");
+        // raw trace rows (no header): task (7, 0) out of order, then (7, 1)
+        let row = |start: u64, job: u64, task: u64, cpu: f64, mem: f64| {
+            format!(
+                "{start},{},{job},{task},99,{cpu},{mem},0.1,,,0.2,0,0,0.5,0,1.1,0.01,0,1,\n",
+                start + 300_000_000
+            )
+        };
+        let text = [
+            row(900_000_000, 7, 0, 0.3, 0.03),
+            row(600_000_000, 7, 0, 0.2, 0.02),
+            row(600_000_000, 7, 1, 0.5, 0.05),
+        ]
+        .concat();
+        let p = write(&dir, "part-00000-of-00500.csv", &text);
+        assert_eq!(
+            detect_format(&p).expect("detect"),
+            SeriesFormat::Google2011TaskUsage { has_header: false }
+        );
+        let cpu = load_series(&p, None).expect("load");
+        assert_eq!(cpu.len(), 2);
+        assert_eq!(cpu[0].name, "part-00000-of-00500/7/0:cpu_rate");
+        assert_eq!(cpu[0].values, vec![0.2, 0.3]);
+        assert_eq!(cpu[1].values, vec![0.5]);
+        let mem = load_series(&p, Some("canonical_memory")).expect("mem");
+        assert_eq!(mem[0].column, "canonical_memory");
+        assert_eq!(mem[0].values, vec![0.02, 0.03]);
+        // the shipped sample's header
+        let header = GOOGLE2011_TASK_USAGE_COLUMNS.join(",") + "\n";
+        let q = write(&dir, "with-header.csv", &(header + &text));
+        assert_eq!(
+            detect_format(&q).expect("detect"),
+            SeriesFormat::Google2011TaskUsage { has_header: true }
+        );
+        assert_eq!(
+            load_series(&q, None).expect("load"),
+            cpu_renamed(&cpu, "with-header")
+        );
+    }
+
+    fn cpu_renamed(series: &[NamedSeries], stem: &str) -> Vec<NamedSeries> {
+        series
+            .iter()
+            .map(|s| NamedSeries {
+                name: s.name.replace("part-00000-of-00500", stem),
+                ..s.clone()
+            })
+            .collect()
     }
 
     #[test]

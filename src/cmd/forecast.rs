@@ -136,6 +136,7 @@ impl Unit {
                 (SeriesFormat::AlibabaContainerUsage, _) => return Ok(native("% of the machine")),
                 (
                     SeriesFormat::Google2011Derived
+                    | SeriesFormat::Google2011TaskUsage { .. }
                     | SeriesFormat::GcdVmsTar
                     | SeriesFormat::Google2019InstanceUsage,
                     _,
@@ -365,7 +366,8 @@ pub struct Args {
     #[arg(long)]
     pub calibrated: bool,
     /// Usage series file (Bitbrains, Google 2019 instance_usage, Google 2011
-    /// derived, GCD_VMs.tar.gz, Alibaba container_usage, plain CSV).
+    /// derived or task_usage, GCD_VMs.tar.gz, Alibaba container_usage, plain
+    /// CSV).
     #[arg(long)]
     pub input: PathBuf,
     /// Column to read (header name or 0-based index; default: the format's CPU column).
