@@ -467,13 +467,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             unit.label
         );
     }
-    // The faithful VPA treats CPU and memory differently and works in
-    // real cores and bytes: one file value is `to_base` of them.
-    let vpa_resource = match resource {
+    // The faithful VPA (the one model that reads these) treats CPU and
+    // memory differently and works in real cores and bytes: one file
+    // value is `to_base` of them.
+    let model_resource = match resource {
         ResourceArg::Cpu => tailor_core::Resource::Cpu,
         ResourceArg::Mem => tailor_core::Resource::Mem,
     };
-    let vpa_unit = unit.to_base.unwrap_or(1.0);
+    let model_unit = unit.to_base.unwrap_or(1.0);
     let take = args.max_series.unwrap_or(usize::MAX);
     let mut pooled = ReplayStats::default();
     let mut name = cfg.kind.as_str().to_string();
@@ -481,7 +482,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut last: Vec<(Predictive, f64)> = Vec::new();
     for s in series.iter().take(take) {
         let mut model = cfg
-            .build_for(vpa_resource, vpa_unit)
+            .build_for(model_resource, model_unit)
             .with_context(|| format!("building model {}", cfg.kind))?;
         name = model.name().to_string();
         let st = replay(model.as_mut(), &s.values, args.horizon, args.max_points);

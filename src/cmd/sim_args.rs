@@ -103,8 +103,8 @@ pub struct SimArgs {
     #[arg(long, value_enum)]
     pub forecaster: Option<ForecasterArg>,
     /// Keep only the first N applications (by arrival; N >= 1).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    pub max_apps: Option<u64>,
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_apps: Option<usize>,
     /// Slow the workload down F times: arrivals and work x F, usage series
     /// read F times further (long-lived components, as in the thesis).
     #[arg(long)]
@@ -227,9 +227,7 @@ impl SimArgs {
         let mut source: WorkloadSource = self.workload.parse()?;
         if let WorkloadSource::Google2011 { max_apps, .. } = &mut source {
             // Built from the trace's first N applications directly.
-            *max_apps = self
-                .max_apps
-                .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+            *max_apps = self.max_apps;
         }
         let phase = match self.pool_phase {
             PoolPhaseArg::Job => PoolPhase::Job,
@@ -239,7 +237,7 @@ impl SimArgs {
             .load_seeded(seed, phase)
             .with_context(|| format!("loading workload {}", self.workload))?;
         if let Some(n) = self.max_apps {
-            sim::source::keep_first_apps(&mut wl, usize::try_from(n).unwrap_or(usize::MAX));
+            sim::source::keep_first_apps(&mut wl, n);
         }
         if let Some(f) = self.stretch {
             sim::source::stretch_time(&mut wl, f).context("--stretch")?;
