@@ -138,6 +138,13 @@ pub fn detect_format(path: &Path) -> Result<SeriesFormat, DatasetError> {
     if line.trim().is_empty() {
         return Err(DatasetError::format(path, "empty file (no first line)"));
     }
+    // not UTF-8 (replaced on reading) or control bytes: not a text table
+    if line.contains('\u{FFFD}') || line.bytes().any(|b| b < 0x20 && b != b'\t') {
+        return Err(DatasetError::format(
+            path,
+            "binary data, not a text table (a series file is CSV, plain or gzip)",
+        ));
+    }
     Ok(detect_from_first_line(&line))
 }
 
@@ -674,6 +681,15 @@ mod tests {
         assert_eq!(s[1].values, vec![4.0, 3.0]);
         let m = load_series(&p, Some("mem_util_percent")).expect("load");
         assert_eq!(m[1].values, vec![41.0, 40.0]);
+    }
+
+    #[test]
+    fn binary_data_is_refused_without_echoing_it() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("blob.csv");
+        std::fs::write(&p, [0x35u8, 0xff, 0xfe, 0x00, 0x6b, b'\n', 0x01]).expect("write");
+        let e = detect_format(&p).expect_err("binary").to_string();
+        assert!(e.contains("binary data") && !e.contains('\u{FFFD}'), "{e}");
     }
 
     #[test]
