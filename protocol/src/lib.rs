@@ -343,29 +343,42 @@ fn check_name(what: impl fmt::Display, s: &str, errors: &mut Vec<String>) {
     }
 }
 
+/// Largest magnitude of a reported amount (cores, bytes, a forecast's
+/// mean or std): far above any machine, and small enough that the
+/// shaper's sums and buffers over them stay finite (a value that passes
+/// validation never turns into a `null` in the answer).
+pub const MAX_REPORTED_VALUE: f64 = 1e18;
+
+/// Largest calibration multiplier of a reported forecast.
+pub const MAX_CALIBRATION_MULTIPLIER: f32 = 1e6;
+
 fn check_resources(what: impl fmt::Display, r: &Resources, errors: &mut Vec<String>) {
     for (name, v) in [("cpu_cores", r.cpu_cores), ("mem_bytes", r.mem_bytes)] {
-        if !v.is_finite() || v < 0.0 {
-            errors.push(format!("{what}.{name} must be finite and >= 0 (got {v})"));
+        if !(0.0..=MAX_REPORTED_VALUE).contains(&v) {
+            errors.push(format!(
+                "{what}.{name} must be in [0, {MAX_REPORTED_VALUE:e}] (got {v})"
+            ));
         }
     }
 }
 
 fn check_predictive(what: impl fmt::Display, p: &Predictive, errors: &mut Vec<String>) {
-    if !p.mean.is_finite() {
-        errors.push(format!("{what}.mean must be finite"));
+    if !(-MAX_REPORTED_VALUE..=MAX_REPORTED_VALUE).contains(&p.mean) {
+        errors.push(format!(
+            "{what}.mean must be finite, of magnitude at most {MAX_REPORTED_VALUE:e}"
+        ));
     }
-    if !p.std.is_finite() || p.std < 0.0 {
-        errors.push(format!("{what}.std must be finite and >= 0"));
+    if !(0.0..=MAX_REPORTED_VALUE).contains(&p.std) {
+        errors.push(format!("{what}.std must be in [0, {MAX_REPORTED_VALUE:e}]"));
     }
     if let Some(c) = &p.calibration {
         if c.upper
             .iter()
             .chain(c.lower.iter())
-            .any(|m| !m.is_finite() || *m < 0.0)
+            .any(|m| !(0.0..=MAX_CALIBRATION_MULTIPLIER).contains(m))
         {
             errors.push(format!(
-                "{what}.calibration multipliers must be finite and >= 0"
+                "{what}.calibration multipliers must be in [0, {MAX_CALIBRATION_MULTIPLIER:e}]"
             ));
         }
     }
@@ -422,8 +435,11 @@ impl ReportRequest {
                     ("forecast.mem_hold_bytes", f.mem_hold_bytes),
                     ("forecast.mem_small_hold_bytes", f.mem_small_hold_bytes),
                 ] {
-                    if !x.is_finite() || x < 0.0 {
-                        errors.push(format!("{} must be finite and >= 0", At(i, key)));
+                    if !(0.0..=MAX_REPORTED_VALUE).contains(&x) {
+                        errors.push(format!(
+                            "{} must be in [0, {MAX_REPORTED_VALUE:e}]",
+                            At(i, key)
+                        ));
                     }
                 }
             }
@@ -676,6 +692,33 @@ mod tests {
             "{errors:?}"
         );
         assert!(report().validate(1).is_err(), "component limit");
+    }
+
+    /// Finite but huge amounts would overflow the shaper's buffers into a
+    /// `null` answer: refused, with their key.
+    #[test]
+    fn huge_amounts_are_refused() {
+        let mut r = report();
+        r.components[0].request.mem_bytes = 1.7e308;
+        if let Some(f) = r.components[1].forecast.as_mut() {
+            f.mem = Predictive::gaussian(1e8, 1e308);
+        }
+        let errors = r.validate(100).expect_err("invalid");
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("components[0].request.mem_bytes")),
+            "{errors:?}"
+        );
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("components[1].forecast.mem.std")),
+            "{errors:?}"
+        );
+        let mut ok = report();
+        ok.components[0].request.mem_bytes = MAX_REPORTED_VALUE;
+        assert!(ok.validate(100).is_ok());
     }
 
     #[test]

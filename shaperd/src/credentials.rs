@@ -419,6 +419,10 @@ pub struct FileStamp {
     len: u64,
     #[cfg(unix)]
     ino: u64,
+    /// Permissions: a reload refused for a group- or world-writable file
+    /// is tried again once the operator's `chmod` fixes it.
+    #[cfg(unix)]
+    mode: u32,
 }
 
 impl FileStamp {
@@ -430,6 +434,8 @@ impl FileStamp {
             len: m.len(),
             #[cfg(unix)]
             ino: std::os::unix::fs::MetadataExt::ino(&m),
+            #[cfg(unix)]
+            mode: std::os::unix::fs::MetadataExt::mode(&m),
         })
     }
 }
@@ -437,6 +443,19 @@ impl FileStamp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_chmod_changes_the_stamp() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("creds.toml");
+        std::fs::write(&p, "x").expect("write");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o664)).expect("chmod");
+        let before = FileStamp::of(&p);
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        assert_ne!(before, FileStamp::of(&p));
+    }
 
     #[test]
     fn tokens_verify_only_against_their_own_record() {

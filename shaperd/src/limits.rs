@@ -182,7 +182,18 @@ pub fn report_mem_bytes(r: &ReportRequest) -> u64 {
         .components
         .iter()
         .map(|c| {
-            (std::mem::size_of::<ComponentReport>() + c.container_id.len() + c.app.len()) as u64
+            // each forecast's calibration table sits behind its own `Arc`
+            let tables = c.forecast.as_ref().map_or(0, |f| {
+                [&f.cpu, &f.mem]
+                    .iter()
+                    .filter(|p| p.calibration.is_some())
+                    .count()
+            });
+            let table_bytes = tables * (std::mem::size_of::<shaper::Calibration>() + 16);
+            (std::mem::size_of::<ComponentReport>()
+                + c.container_id.len()
+                + c.app.len()
+                + table_bytes) as u64
         })
         .sum();
     std::mem::size_of::<ReportRequest>() as u64 + r.agent_id.len() as u64 + per

@@ -27,6 +27,8 @@ use shaper::{AppId, ClusterView, Plan, Resources, ShaperConfig};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
+mod acks;
+mod app_failures;
 mod durable;
 mod round;
 use round::{parse_action_id, split_over_capacity, LazyAction, Pending};
@@ -124,6 +126,8 @@ pub struct RoundInput {
     agents: Vec<SnapAgent>,
     live_agents: Vec<Arc<str>>,
     pub stale_agents: Vec<String>,
+    /// The applications with recorded failures that are in the view.
+    failed_apps_seen: Vec<String>,
     /// Components left out of the view because their application id
     /// collided with another application's (should never happen with
     /// 64-bit hashes; counted to be sure).
@@ -165,6 +169,9 @@ impl Replaced {
 #[derive(Debug)]
 pub struct PreparedRound {
     round: u64,
+    now_s: f64,
+    /// The applications with recorded failures that were in the view.
+    failed_apps_seen: Vec<String>,
     plan: Arc<Plan>,
     per_agent: HashMap<Arc<str>, Vec<LazyAction>>,
     records: Vec<ActionRecord>,
@@ -304,6 +311,9 @@ pub struct ShaperState {
     /// Issued actions by round, each round's indexed by action number.
     actions: BTreeMap<u64, Vec<ActionRecord>>,
     app_failures: BTreeMap<String, u32>,
+    /// When each application of `app_failures` was last in a round's view
+    /// (in memory only; [`app_failures`] prunes by it).
+    app_seen_s: HashMap<String, f64>,
     counted_app_evictions: HashSet<(u64, String)>,
     acks: AckCounters,
     usage: Usage,
@@ -331,6 +341,7 @@ impl ShaperState {
             agents: BTreeMap::new(),
             actions: BTreeMap::new(),
             app_failures: BTreeMap::new(),
+            app_seen_s: HashMap::new(),
             counted_app_evictions: HashSet::new(),
             acks: AckCounters::default(),
             usage: Usage::default(),
@@ -527,88 +538,6 @@ impl ShaperState {
         })
     }
 
-    /// Records acknowledgements sent on their own by the agent `who`
-    /// authenticated as (403 when the request names another agent).
-    pub fn ack_as(&mut self, who: &Identity, req: &AckRequest) -> Result<AckResponse, Refusal> {
-        if req.agent_id.as_str() != &*who.agent_id {
-            let e = Refusal::Forbidden(format!(
-                "the credential of agent {:?} cannot acknowledge for {:?}",
-                who.agent_id, req.agent_id
-            ));
-            self.count_refusal(&e);
-            return Err(e);
-        }
-        self.ack(req).map_err(|Invalid(e)| Refusal::Invalid(e))
-    }
-
-    /// Records acknowledgements (the agent is trusted to be `req.agent_id`:
-    /// the server calls [`ShaperState::ack_as`]).
-    fn ack(&mut self, req: &AckRequest) -> Result<AckResponse, Invalid> {
-        req.validate(self.cfg.max_components_per_report)
-            .map_err(Invalid)?;
-        // An agent that has not reported to this instance yet (e.g. after a
-        // leader change) still acknowledges the actions issued to it.
-        let key: Arc<str> = match self.agents.get_key_value(req.agent_id.as_str()) {
-            Some((k, _)) => k.clone(),
-            None => Arc::from(req.agent_id.as_str()),
-        };
-        Ok(self.apply_acks(&key, &req.acks))
-    }
-
-    fn apply_acks(&mut self, agent: &Arc<str>, acks: &[Ack]) -> AckResponse {
-        let mut out = AckResponse::default();
-        let mut done: HashSet<(u64, u32)> = HashSet::new();
-        for ack in acks {
-            let place = parse_action_id(&self.epoch, &ack.action_id);
-            let rec = match place.and_then(|(round, n)| {
-                self.actions
-                    .get_mut(&round)
-                    .and_then(|v| v.get_mut(n as usize))
-            }) {
-                Some(r) if *r.agent == **agent => r,
-                _ => {
-                    out.unknown += 1;
-                    continue;
-                }
-            };
-            let Some((round, n)) = place else { continue };
-            out.accepted += 1;
-            done.insert((round, n));
-            match &ack.outcome {
-                AckOutcome::Applied => {
-                    rec.status = ActionStatus::Applied;
-                    self.acks.applied += 1;
-                    if let Some(app) = &rec.evicted_app {
-                        if self.counted_app_evictions.insert((round, app.clone())) {
-                            let count = self.app_failures.entry(app.clone()).or_insert(0);
-                            *count += 1;
-                            self.writes.app_failures.push((app.clone(), *count));
-                        }
-                    }
-                }
-                AckOutcome::Failed { error } => {
-                    rec.status = ActionStatus::Failed {
-                        error: error.clone(),
-                    };
-                    self.acks.failed += 1;
-                }
-            }
-            self.writes.acks.push(crate::store::AckWrite {
-                round,
-                n,
-                status: rec.status.clone(),
-            });
-        }
-        self.acks.unknown += out.unknown;
-        if !done.is_empty() {
-            if let Some(a) = self.agents.get_mut(agent) {
-                let round = a.pending.round;
-                a.pending.actions.retain(|l| !done.contains(&(round, l.n)));
-            }
-        }
-        out
-    }
-
     /// Starts a round: forgets agents silent for `forget_after_intervals`,
     /// numbers the round and takes cheap references to every agent's latest
     /// report. Call [`RoundSnapshot::build`] (outside any lock) next.
@@ -676,12 +605,15 @@ impl ShaperState {
     pub fn commit_deferring_drops(&mut self, prepared: PreparedRound) -> (RoundOutcome, Replaced) {
         let PreparedRound {
             round,
+            now_s,
+            failed_apps_seen,
             plan,
             mut per_agent,
             records,
             in_round,
             outcome,
         } = prepared;
+        self.prune_app_failures(&failed_apps_seen, now_s);
         if round < self.round {
             // A newer round was begun meanwhile (cannot happen with one round
             // task, but be safe): keep its actions, drop these.

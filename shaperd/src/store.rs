@@ -256,7 +256,11 @@ impl StateStore for MemoryStore {
         Self::check(&inner)?;
         apply_acks(&mut inner.durable, &writes.acks);
         for (app, n) in &writes.app_failures {
-            inner.durable.app_failures.insert(app.clone(), *n);
+            if *n == 0 {
+                inner.durable.app_failures.remove(app);
+            } else {
+                inner.durable.app_failures.insert(app.clone(), *n);
+            }
         }
         Ok(())
     }

@@ -256,6 +256,10 @@ pub(super) fn put(key: &str, value: &[u8]) -> Value {
     json!({ "request_put": { "key": b64(key.as_bytes()), "value": b64(value) } })
 }
 
+pub(super) fn delete(key: &str) -> Value {
+    json!({ "request_delete_range": { "key": b64(key.as_bytes()) } })
+}
+
 pub(super) fn delete_range(from: &str, to: &str) -> Value {
     json!({ "request_delete_range": { "key": b64(from.as_bytes()), "range_end": b64(to.as_bytes()) } })
 }

@@ -49,7 +49,7 @@ use crate::state::ActionStatus;
 use crate::store::{
     decode, encode, Durable, DurableAction, PendingWrites, ReplaySnapshot, StateStore, StoreError,
 };
-use client::{b64, delete_range, put};
+use client::{b64, delete, delete_range, put};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -374,7 +374,13 @@ impl StateStore for EtcdStore {
             .map(|(app, n)| (app.as_str(), *n))
             .collect();
         for (app, n) in failures {
-            ops.push(put(&self.key(&format!("app_failures/{app}")), &encode(&n)));
+            let key = self.key(&format!("app_failures/{app}"));
+            if n == 0 {
+                // forgotten (`ShaperState::prune_app_failures`)
+                ops.push(delete(&key));
+            } else {
+                ops.push(put(&key, &encode(&n)));
+            }
         }
         self.fenced(ops).await.map(|_| ())
     }

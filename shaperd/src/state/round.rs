@@ -156,6 +156,7 @@ impl RoundSnapshot {
         let mut live_agents = Vec::new();
         let mut stale_agents = Vec::new();
         let mut collisions = 0u64;
+        let mut failed_apps_seen = Vec::new();
         for (ai, agent) in self.agents.iter().enumerate() {
             let name = &agent.name;
             let report = &agent.report;
@@ -177,6 +178,9 @@ impl RoundSnapshot {
                     Entry::Occupied(o) => o.get().1,
                     Entry::Vacant(v) => {
                         let n = self.app_failures.get(&c.app).copied().unwrap_or(0);
+                        if n > 0 {
+                            failed_apps_seen.push(c.app.clone());
+                        }
                         v.insert((c.app.as_str(), n)).1
                     }
                 };
@@ -241,6 +245,7 @@ impl RoundSnapshot {
             agents: self.agents.clone(),
             live_agents,
             stale_agents,
+            failed_apps_seen,
             collisions,
         }
     }
@@ -329,6 +334,8 @@ impl RoundInput {
         );
         PreparedRound {
             round: self.round,
+            now_s: self.now_s,
+            failed_apps_seen: self.failed_apps_seen.clone(),
             plan: Arc::new(plan),
             per_agent,
             records,

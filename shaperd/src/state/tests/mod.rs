@@ -5,6 +5,7 @@ use proptest::prelude::*;
 use shaper::{Class, ComponentAction};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod app_failures;
 mod failover;
 
 const GB: f64 = 1e9;
@@ -254,12 +255,21 @@ fn multi_host_app_is_evicted_everywhere_when_its_core_does_not_fit() {
         .expect("evict")
         .id
         .clone();
+    // The same action thrice in one request counts once, as first said.
+    let ack = |outcome| Ack {
+        action_id: id.clone(),
+        outcome,
+    };
+    let failed = || AckOutcome::Failed {
+        error: "later".into(),
+    };
     let resp = s.ack(&AckRequest {
         agent_id: "a".into(),
-        acks: vec![Ack {
-            action_id: id.clone(),
-            outcome: AckOutcome::Applied,
-        }],
+        acks: vec![
+            ack(AckOutcome::Applied),
+            ack(AckOutcome::Applied),
+            ack(failed()),
+        ],
     });
     assert_eq!(
         resp,
@@ -269,6 +279,7 @@ fn multi_host_app_is_evicted_everywhere_when_its_core_does_not_fit() {
         })
     );
     assert_eq!(s.action_status(&id), Some(ActionStatus::Applied));
+    assert_eq!(s.ack_counters().applied, 1);
     assert_eq!(s.status(13.0).app_failures.get("t/late"), Some(&1));
     // An ack from another agent for the same id is not accepted.
     let other = s.ack(&AckRequest {
