@@ -190,19 +190,9 @@ fn reads_the_real_formats() {
 }
 
 fn run_text(args: &[&str], input: &Path) -> String {
-    let out = tailor()
-        .arg("forecast")
-        .args(args)
-        .arg("--input")
-        .arg(input)
-        .output()
-        .expect("run tailor");
-    assert!(
-        out.status.success(),
-        "tailor forecast {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let (ok, out, err) = run_any(args, input);
+    assert!(ok, "tailor forecast {args:?} failed: {err}");
+    out
 }
 
 #[test]

@@ -5,18 +5,17 @@
 use super::*;
 use crate::state::app_failures::{ABSENT_RETENTION_S, MAX_ABSENT_PER_TENANT};
 
+/// Agent a reports application "kept" of tenant t.
+fn report_kept(s: &mut ShaperState, now_s: f64) {
+    let kept = comp("c1", "kept", Class::Core, 4.0 * GB, 1.0 * GB, 0.0);
+    s.report(report("a", 10.0 * GB, vec![kept]), now_s)
+        .expect("ok");
+}
+
 #[test]
 fn absent_applications_counts_are_capped_and_expire() {
     let mut s = state(0.0);
-    s.report(
-        report(
-            "a",
-            10.0 * GB,
-            vec![comp("c1", "kept", Class::Core, 4.0 * GB, 1.0 * GB, 0.0)],
-        ),
-        11.0,
-    )
-    .expect("ok");
+    report_kept(&mut s, 11.0);
     // What an agent that acknowledges the evictions of ever new labels
     // leaves behind, plus one present application and another tenant's.
     s.app_failures.insert("t/kept".into(), 2);
@@ -27,15 +26,7 @@ fn absent_applications_counts_are_capped_and_expire() {
     s.plan_round(12.0).expect("round");
     // Seen for the first time: nothing is absent yet.
     assert_eq!(s.app_failures.len(), MAX_ABSENT_PER_TENANT + 52);
-    s.report(
-        report(
-            "a",
-            10.0 * GB,
-            vec![comp("c1", "kept", Class::Core, 4.0 * GB, 1.0 * GB, 0.0)],
-        ),
-        21.0,
-    )
-    .expect("ok");
+    report_kept(&mut s, 21.0);
     s.take_writes();
     s.plan_round(22.0).expect("round");
     // Tenant t keeps the cap of absent ones plus its present one; u is
@@ -57,15 +48,7 @@ fn absent_applications_counts_are_capped_and_expire() {
     assert_eq!(deleted.len(), 50);
     // After the retention only the present application's count is left.
     let later = 22.0 + ABSENT_RETENTION_S + 10.0;
-    s.report(
-        report(
-            "a",
-            10.0 * GB,
-            vec![comp("c1", "kept", Class::Core, 4.0 * GB, 1.0 * GB, 0.0)],
-        ),
-        later - 1.0,
-    )
-    .expect("ok");
+    report_kept(&mut s, later - 1.0);
     s.plan_round(later).expect("round");
     assert_eq!(s.app_failures.keys().collect::<Vec<_>>(), vec!["t/kept"]);
     assert_eq!(s.app_seen_s.len(), 1);
