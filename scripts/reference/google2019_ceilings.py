@@ -44,6 +44,7 @@ import argparse
 import bisect
 import csv
 import glob
+import itertools
 import os
 
 
@@ -180,6 +181,27 @@ def first_touches(tasks, day=288, touch=0.99):
     return out
 
 
+def best_of_grid(label, grid, run, oracle, show_all, row, best_text):
+    """Runs `run(params)` -> (kills, saving) over `grid` and prints the best
+    share of the oracle's saving without a kill (every row with
+    `show_all`)."""
+    best = None
+    for params in grid:
+        kills, saving = run(params)
+        share = saving / oracle
+        if show_all:
+            print(f"  {label}: {row(*params)}: {kills} kills, {share:.1%}")
+        if kills == 0 and (best is None or share > best[0]):
+            best = (share, params)
+    if best is None:
+        print(f"{label}: no rule of the grid without a kill")
+    else:
+        share, params = best
+        print(
+            f"{label}, best without a kill: {share:.1%} of the oracle's ({best_text(*params)})"
+        )
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     here = os.path.dirname(os.path.abspath(__file__))
@@ -230,56 +252,29 @@ def main():
         )
 
     if a.seasonal:
-        best = None
-        for window in (6, 12, 36):
-            for margin in (0.02, 0.05, 0.1):
-                for days in (1, 3, 7):
-                    for half in (3600, 3 * 3600):
-                        kills, saving = seasonal(tasks, window, margin, days, half, a.young)
-                        share = saving / oracle
-                        if a.all:
-                            print(
-                                f"  seasonal: window {window:>2} margin {margin:.2f} days {days} "
-                                f"+-{half // 3600} h: {kills} kills, {share:.1%}"
-                            )
-                        if kills == 0 and (best is None or share > best[0]):
-                            best = (share, window, margin, days, half)
-        if best is None:
-            print("seasonal: no rule of the grid without a kill")
-        else:
-            share, window, margin, days, half = best
-            print(
-                f"seasonal, best without a kill: {share:.1%} of the oracle's (window {window} "
-                f"samples, margin {margin}, {days} days back, +-{half // 3600} h)"
-            )
+        best_of_grid(
+            "seasonal",
+            itertools.product((6, 12, 36), (0.02, 0.05, 0.1), (1, 3, 7), (3600, 3 * 3600)),
+            lambda p: seasonal(tasks, *p, a.young),
+            oracle,
+            a.all,
+            lambda w, m, d, h: f"window {w:>2} margin {m:.2f} days {d} +-{h // 3600} h",
+            lambda w, m, d, h: f"window {w} samples, margin {m}, {d} days back, +-{h // 3600} h",
+        )
 
     if a.siblings:
         touches = sibling_touch_times(tasks)
-        best = None
-        for window in (3, 6, 12):
-            for margin in (0.05, 0.08, 0.1):
-                for k in (0.0, 1.0):
-                    for hold_h in (1, 2, 6, 24):
-                        kills, saving = with_siblings(
-                            tasks, window, margin, k, hold_h, a.young, touches
-                        )
-                        share = saving / oracle
-                        if a.all:
-                            print(
-                                f"  siblings: window {window:>2} margin {margin:.2f} k {k:.1f} "
-                                f"hold {hold_h} h: {kills} kills, {share:.1%}"
-                            )
-                        if kills == 0 and (best is None or share > best[0]):
-                            best = (share, window, margin, k, hold_h)
-        if best is None:
-            print("siblings: no rule of the grid without a kill")
-        else:
-            share, window, margin, k, hold_h = best
-            print(
-                f"siblings, best without a kill: {share:.1%} of the oracle's (window {window} "
-                f"samples, margin {margin}, k {k}, held {hold_h} h after a sibling's touch)"
-            )
-
+        best_of_grid(
+            "siblings",
+            itertools.product((3, 6, 12), (0.05, 0.08, 0.1), (0.0, 1.0), (1, 2, 6, 24)),
+            lambda p: with_siblings(tasks, *p, a.young, touches),
+            oracle,
+            a.all,
+            lambda w, m, k, h: f"window {w:>2} margin {m:.2f} k {k:.1f} hold {h} h",
+            lambda w, m, k, h: (
+                f"window {w} samples, margin {m}, k {k}, held {h} h after a sibling's touch"
+            ),
+        )
 
 if __name__ == "__main__":
     main()
