@@ -20,8 +20,9 @@
 //! * Errors: a JSON [`ErrorBody`] with status 400 (malformed or invalid),
 //!   401 (missing or unknown credential), 403 (the credential belongs to
 //!   another agent id), 404, 408 (request not completed in time), 409
-//!   (stale or replayed report), 413 (body too large), 429 (a cap of the
-//!   shaper would be exceeded). A refused request changes nothing.
+//!   (stale or replayed report; `min_boot_id` names the boot to start
+//!   from), 413 (body too large), 429 (a cap of the shaper would be
+//!   exceeded). A refused request changes nothing.
 //!
 //! Ids: the shaper works on `u64` ids. Agents speak in names (their agent id,
 //! Docker container ids, application labels). An application's id is a
@@ -309,12 +310,25 @@ pub struct AckResponse {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorBody {
     /// Short machine-readable kind: `unauthorized`, `forbidden`,
-    /// `bad_request`, `payload_too_large`, `not_found`, `timeout`,
-    /// `replayed`, `limit_exceeded`, `internal`.
+    /// `bad_request`, `payload_too_large`, `not_found`,
+    /// `method_not_allowed`, `timeout`, `replayed`, `limit_exceeded`,
+    /// `internal`.
     pub error: String,
     /// What was wrong, for a human.
     pub message: String,
+    /// With a `409 replayed` report: the smallest `boot_id` the shaper
+    /// accepts in this agent's next report (its last accepted boot + 1).
+    /// An agent whose clock went back starts its new boot there instead of
+    /// being refused until its clock catches up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_boot_id: Option<u64>,
 }
+
+/// How far ahead of the shaper's wall clock a report's `boot_id` (the
+/// agent's start, Unix ms) may be: 24 h. A boot id further ahead is refused
+/// (400): accepted, it would lock its agent out until that time, since
+/// every later boot must have a larger id.
+pub const MAX_BOOT_AHEAD_MS: u64 = 24 * 3600 * 1000;
 
 /// The shaper's key of an application: `<tenant>/<label>`.
 pub fn app_key(tenant: &str, app: &str) -> String {
@@ -535,7 +549,12 @@ pub enum ClusterError {
     #[error("shaper unreachable: {0}")]
     Unreachable(String),
     #[error("shaper rejected the request with HTTP {status}: {message}")]
-    Rejected { status: u16, message: String },
+    Rejected {
+        status: u16,
+        message: String,
+        /// [`ErrorBody::min_boot_id`] of a `409`.
+        min_boot_id: Option<u64>,
+    },
     #[error("cannot decode the shaper's answer: {0}")]
     Decode(String),
     #[error("HTTP client setup failed: {0}")]

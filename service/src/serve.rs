@@ -5,8 +5,8 @@
 //!
 //! * Connections over `max_connections` are closed at once (counted).
 //! * A connection on which nothing is read or written for `idle_timeout`
-//!   is closed (this also covers connections that never send a byte, and
-//!   keep-alive connections left open).
+//!   is closed (keep-alive connections left open, stalled clients); one
+//!   that sends no byte at all within `header_read_timeout` is closed then.
 //! * HTTP/1 request headers must be complete within `header_read_timeout`
 //!   (hyper's own timer).
 //! * A request (headers to response, body included) must be handled within
@@ -85,6 +85,7 @@ impl ConnStats {
 pub struct LimitAcceptor {
     permits: Arc<Semaphore>,
     idle: Duration,
+    first_byte: Duration,
     stats: Arc<ConnStats>,
 }
 
@@ -93,6 +94,7 @@ impl LimitAcceptor {
         Self {
             permits: Arc::new(Semaphore::new(limits.max_connections.max(1))),
             idle: limits.idle_timeout,
+            first_byte: limits.header_read_timeout.min(limits.idle_timeout),
             stats,
         }
     }
@@ -110,7 +112,13 @@ impl<S> Accept<TcpStream, S> for LimitAcceptor {
                 self.stats.open.fetch_add(1, Ordering::Relaxed);
                 let _ = stream.set_nodelay(true);
                 std::future::ready(Ok((
-                    IdleTimeoutStream::new(stream, self.idle, permit, self.stats.clone()),
+                    IdleTimeoutStream::new(
+                        stream,
+                        self.idle,
+                        self.first_byte,
+                        permit,
+                        self.stats.clone(),
+                    ),
                     service,
                 )))
             }
@@ -125,8 +133,9 @@ impl<S> Accept<TcpStream, S> for LimitAcceptor {
 }
 
 /// A stream that fails with `TimedOut` once no byte has moved in either
-/// direction for `idle` while the server waits on it; holds a connection
-/// permit until dropped.
+/// direction for `idle` while the server waits on it, or no byte has come
+/// in within `first_byte` of the connection; holds a connection permit
+/// until dropped.
 #[derive(Debug)]
 pub struct IdleTimeoutStream<T> {
     inner: T,
@@ -137,11 +146,17 @@ pub struct IdleTimeoutStream<T> {
 }
 
 impl<T> IdleTimeoutStream<T> {
-    fn new(inner: T, idle: Duration, permit: OwnedSemaphorePermit, stats: Arc<ConnStats>) -> Self {
+    fn new(
+        inner: T,
+        idle: Duration,
+        first_byte: Duration,
+        permit: OwnedSemaphorePermit,
+        stats: Arc<ConnStats>,
+    ) -> Self {
         Self {
             inner,
             idle,
-            deadline: Box::pin(tokio::time::sleep(idle)),
+            deadline: Box::pin(tokio::time::sleep(first_byte)),
             stats,
             _permit: permit,
         }
@@ -329,6 +344,33 @@ mod tests {
         let mut out = String::new();
         s.read_to_string(&mut out).ok()?;
         Some(out)
+    }
+
+    /// A connection that never sends a byte is closed at the header read
+    /// timeout, not held for the (much longer) idle timeout.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_silent_connection_is_closed_at_the_header_timeout() {
+        let limits = ServeLimits {
+            max_connections: 8,
+            header_read_timeout: Duration::from_millis(200),
+            idle_timeout: Duration::from_secs(60),
+            request_timeout: Duration::from_secs(5),
+        };
+        let (addr, stats) = start(limits).await;
+        let closed = tokio::task::spawn_blocking(move || {
+            let mut s = std::net::TcpStream::connect(addr).expect("connect");
+            s.set_read_timeout(Some(Duration::from_secs(10)))
+                .expect("timeout");
+            let mut buf = Vec::new();
+            match s.read_to_end(&mut buf) {
+                Ok(_) => true,
+                Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+            }
+        })
+        .await
+        .expect("join");
+        assert!(closed, "closed by the server well before the idle timeout");
+        assert_eq!(stats.counts().idle_closed, 1);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -45,6 +45,7 @@ pub async fn leader_only(State(sh): State<Arc<Shared>>, req: Request, next: Next
                 Json(ErrorBody {
                     error: ERROR_NOT_LEADER.into(),
                     message: format!("this shaper replica is a follower; the leader is {url}"),
+                    min_boot_id: None,
                 }),
             )
                 .into_response();
@@ -58,6 +59,7 @@ pub async fn leader_only(State(sh): State<Arc<Shared>>, req: Request, next: Next
             Json(ErrorBody {
                 error: ERROR_NO_LEADER.into(),
                 message: "no shaper replica leads at the moment; try another or retry".into(),
+                min_boot_id: None,
             }),
         )
             .into_response(),

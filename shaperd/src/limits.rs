@@ -168,8 +168,12 @@ pub enum Refusal {
     #[error("forbidden: {0}")]
     Forbidden(String),
     /// Stale or replayed report (HTTP 409).
-    #[error("stale or replayed report: {0}")]
-    Replay(String),
+    #[error("stale or replayed report: {message}")]
+    Replay {
+        message: String,
+        /// The smallest boot id the agent's next report may have.
+        min_boot_id: Option<u64>,
+    },
     /// A cap would be exceeded (HTTP 429).
     #[error("limit {} exceeded: {message}", .cap.as_str())]
     Limit { cap: Cap, message: String },
@@ -317,21 +321,28 @@ pub struct ReplayGuard {
 impl ReplayGuard {
     /// Refuses a report of `agent` that does not come after the last one.
     pub fn check(&self, agent: &str, boot_id: u64, seq: u64) -> Result<(), Refusal> {
-        match self.last.get(agent) {
-            Some(&(b, s)) if (boot_id, seq) <= (b, s) => Err(Refusal::Replay(if boot_id < b {
+        let Some(&(b, s)) = self.last.get(agent) else {
+            return Ok(());
+        };
+        let message = if (boot_id, seq) <= (b, s) {
+            if boot_id < b {
                 format!(
                     "boot_id {boot_id} is older than the agent's current boot {b} (an old report, or the agent's clock went back)"
                 )
             } else {
                 format!("seq {seq} of boot {boot_id} is not after the last accepted seq {s}")
-            })),
-            Some(&(b, _)) if boot_id <= b && self.needs_new_boot.contains(agent) => {
-                Err(Refusal::Replay(format!(
-                    "the shaper changed leader: reports of boot {b} are no longer accepted, start a new boot"
-                )))
             }
-            _ => Ok(()),
-        }
+        } else if boot_id <= b && self.needs_new_boot.contains(agent) {
+            format!(
+                "the shaper changed leader: reports of boot {b} are no longer accepted, start a new boot"
+            )
+        } else {
+            return Ok(());
+        };
+        Err(Refusal::Replay {
+            message,
+            min_boot_id: b.checked_add(1),
+        })
     }
 
     pub fn accept(&mut self, agent: &Arc<str>, boot_id: u64, seq: u64) {
@@ -371,9 +382,38 @@ impl ReplayGuard {
     }
 }
 
+/// Refuses a report whose boot id (the agent's start, Unix ms) is more than
+/// [`crate::protocol::MAX_BOOT_AHEAD_MS`] ahead of `wall_ms`, the shaper's
+/// wall clock: accepted, it would lock the agent out until that time.
+pub fn check_boot_not_ahead(boot_id: u64, wall_ms: u64) -> Result<(), Refusal> {
+    let ahead_ms = boot_id.saturating_sub(wall_ms);
+    if ahead_ms <= crate::protocol::MAX_BOOT_AHEAD_MS {
+        return Ok(());
+    }
+    Err(Refusal::Invalid(vec![format!(
+        "boot_id {boot_id} (the agent's start, Unix ms) is {:.1} h ahead of the shaper's clock, more than {} h: check the agent host's clock",
+        ahead_ms as f64 / 3.6e6,
+        crate::protocol::MAX_BOOT_AHEAD_MS / 3_600_000
+    )]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_boot_id_far_ahead_of_the_clock_is_refused() {
+        let now_ms = 1_800_000_000_000;
+        let day_ms = crate::protocol::MAX_BOOT_AHEAD_MS;
+        assert!(
+            check_boot_not_ahead(1, now_ms).is_ok(),
+            "behind is the guard's job"
+        );
+        assert!(check_boot_not_ahead(now_ms + day_ms, now_ms).is_ok());
+        let e = check_boot_not_ahead(now_ms + day_ms + 1, now_ms).expect_err("ahead");
+        assert!(e.to_string().contains("24.0 h ahead"), "{e}");
+        assert!(check_boot_not_ahead(u64::MAX, now_ms).is_err());
+    }
 
     #[test]
     fn replay_guard_orders_boots_then_seqs() {
@@ -381,9 +421,15 @@ mod tests {
         let a: Arc<str> = Arc::from("a");
         assert!(g.check("a", 10, 5).is_ok());
         g.accept(&a, 10, 5);
-        assert!(matches!(g.check("a", 10, 5), Err(Refusal::Replay(_))));
-        assert!(matches!(g.check("a", 10, 4), Err(Refusal::Replay(_))));
-        assert!(matches!(g.check("a", 9, 100), Err(Refusal::Replay(_))));
+        assert!(matches!(g.check("a", 10, 5), Err(Refusal::Replay { .. })));
+        assert!(matches!(g.check("a", 10, 4), Err(Refusal::Replay { .. })));
+        assert!(matches!(
+            g.check("a", 9, 100),
+            Err(Refusal::Replay {
+                min_boot_id: Some(11),
+                ..
+            })
+        ));
         assert!(g.check("a", 10, 6).is_ok());
         assert!(g.check("a", 11, 0).is_ok(), "a new boot starts over");
         assert!(g.check("b", 1, 0).is_ok());

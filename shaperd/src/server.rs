@@ -238,11 +238,21 @@ impl Shared {
 }
 
 fn error(status: StatusCode, kind: &str, message: impl Into<String>) -> Response {
+    error_body(status, kind, message.into(), None)
+}
+
+fn error_body(
+    status: StatusCode,
+    kind: &str,
+    message: String,
+    min_boot_id: Option<u64>,
+) -> Response {
     (
         status,
         Json(ErrorBody {
             error: kind.to_string(),
-            message: message.into(),
+            message,
+            min_boot_id,
         }),
     )
         .into_response()
@@ -252,10 +262,14 @@ fn refusal_response(r: &Refusal) -> Response {
     let (status, kind) = match r {
         Refusal::Invalid(_) => (StatusCode::BAD_REQUEST, "bad_request"),
         Refusal::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
-        Refusal::Replay(_) => (StatusCode::CONFLICT, "replayed"),
+        Refusal::Replay { .. } => (StatusCode::CONFLICT, "replayed"),
         Refusal::Limit { .. } => (StatusCode::TOO_MANY_REQUESTS, "limit_exceeded"),
     };
-    error(status, kind, r.to_string())
+    let min_boot_id = match r {
+        Refusal::Replay { min_boot_id, .. } => *min_boot_id,
+        _ => None,
+    };
+    error_body(status, kind, r.to_string(), min_boot_id)
 }
 
 fn endpoint_of(path: &str) -> &'static str {
@@ -366,7 +380,8 @@ async fn report(
         Err(resp) => return *resp,
     };
     let now_s = sh.now_s();
-    let result = sh.with_state(|s| s.report_as(&who, req, now_s));
+    let wall_ms = (SystemClock.now_s() * 1000.0) as u64;
+    let result = sh.with_state(|s| s.report_as_within(&who, req, now_s, Some(wall_ms)));
     if result.is_ok() {
         if let Err(e) = sh.persist_writes().await {
             return store_error(&sh, &e);
@@ -450,6 +465,17 @@ async fn not_found() -> Response {
     )
 }
 
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!(
+            "{method} is not allowed on {} (POST /v1/report and /v1/ack; GET /v1/status, /metrics, /healthz)",
+            uri.path()
+        ),
+    )
+}
+
 /// The router, for embedding or testing with `tower::ServiceExt::oneshot`.
 pub fn router(shared: Arc<Shared>, max_body_bytes: usize, request_timeout: Duration) -> Router {
     let agents = Router::new()
@@ -474,6 +500,7 @@ pub fn router(shared: Arc<Shared>, max_body_bytes: usize, request_timeout: Durat
         .merge(agents)
         .merge(operator)
         .route("/healthz", get(healthz))
+        .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .layer(middleware::from_fn(move |req, next| {
@@ -484,6 +511,20 @@ pub fn router(shared: Arc<Shared>, max_body_bytes: usize, request_timeout: Durat
             count_requests,
         ))
         .with_state(shared)
+}
+
+/// This instance's epoch, the prefix of its action ids: its start in Unix
+/// ms and 32 random bits, so that two instances never share one, even
+/// started in the same millisecond (an agent does not apply again an action
+/// whose id it has applied).
+pub(crate) fn new_epoch() -> Result<String, ClusterError> {
+    use ring::rand::SecureRandom;
+    let mut r = [0u8; 4];
+    ring::rand::SystemRandom::new()
+        .fill(&mut r)
+        .map_err(|_| ClusterError::Serve("the system random generator failed".into()))?;
+    let ms = (SystemClock.now_s() * 1000.0) as u64;
+    Ok(format!("{ms:x}.{:08x}", u32::from_be_bytes(r)))
 }
 
 /// A running shaper server.
@@ -545,7 +586,7 @@ impl ShaperServer {
             _ => None,
         };
         let now_s = clock.now_s();
-        let epoch = format!("{:x}", (SystemClock.now_s() * 1000.0) as u64);
+        let epoch = new_epoch()?;
         let state = ShaperState::new(StateConfig::from(&cfg), cfg.shaper.clone(), epoch, now_s);
         let etcd = match &cfg.etcd {
             Some(e) => Some(Arc::new(

@@ -408,7 +408,7 @@ impl ShaperState {
         match r {
             Refusal::Invalid(_) => {}
             Refusal::Forbidden(_) => self.refusals.forbidden += 1,
-            Refusal::Replay(_) => self.refusals.replayed += 1,
+            Refusal::Replay { .. } => self.refusals.replayed += 1,
             Refusal::Limit { cap, .. } => {
                 if let Some(i) = Cap::ALL.iter().position(|c| c == cap) {
                     self.refusals.limit[i] += 1;
@@ -441,7 +441,20 @@ impl ShaperState {
         req: ReportRequest,
         now_s: f64,
     ) -> Result<ReportResponse, Refusal> {
-        let r = self.report_checked(who, req, now_s);
+        self.report_as_within(who, req, now_s, None)
+    }
+
+    /// [`Self::report_as`], also refusing a boot id far ahead of `wall_ms`
+    /// (the shaper's wall clock in Unix ms; `now_s` may be another clock):
+    /// see [`crate::limits::check_boot_not_ahead`].
+    pub fn report_as_within(
+        &mut self,
+        who: &Identity,
+        req: ReportRequest,
+        now_s: f64,
+        wall_ms: Option<u64>,
+    ) -> Result<ReportResponse, Refusal> {
+        let r = self.report_checked(who, req, now_s, wall_ms);
         if let Err(e) = &r {
             self.count_refusal(e);
         }
@@ -453,6 +466,7 @@ impl ShaperState {
         who: &Identity,
         mut req: ReportRequest,
         now_s: f64,
+        wall_ms: Option<u64>,
     ) -> Result<ReportResponse, Refusal> {
         if req.agent_id.as_str() != &*who.agent_id {
             return Err(Refusal::Forbidden(format!(
@@ -462,6 +476,9 @@ impl ShaperState {
         }
         req.validate(self.cfg.max_components_per_report)
             .map_err(Refusal::Invalid)?;
+        if let Some(wall_ms) = wall_ms {
+            crate::limits::check_boot_not_ahead(req.boot_id, wall_ms)?;
+        }
         self.replay.check(&who.agent_id, req.boot_id, req.seq)?;
         let (kept, rejected) = split_over_capacity(std::mem::take(&mut req.components), &req);
         req.components = kept;

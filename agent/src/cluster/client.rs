@@ -67,12 +67,18 @@ pub struct ClusterClient {
 /// A boot id: the current Unix time in milliseconds, strictly increasing
 /// within the process.
 fn next_boot_id() -> u64 {
+    next_boot_id_from(0)
+}
+
+/// A boot id of at least `min` (what the shaper accepts after a clock that
+/// went back), else [`next_boot_id`].
+fn next_boot_id_from(min: u64) -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static LAST: AtomicU64 = AtomicU64::new(0);
     let now_ms = (tailor_core::Clock::now_s(&tailor_core::SystemClock) * 1000.0) as u64;
     let mut prev = LAST.load(Ordering::Relaxed);
     loop {
-        let next = now_ms.max(prev + 1);
+        let next = now_ms.max(prev.saturating_add(1)).max(min);
         match LAST.compare_exchange(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
             Ok(_) => return next,
             Err(p) => prev = p,
@@ -179,6 +185,7 @@ impl ClusterClient {
                             message: format!(
                                 "{base} redirects to {location:?}, which is not one of the configured shaper URLs"
                             ),
+                            min_boot_id: None,
                         })
                     }
                 },
@@ -220,14 +227,17 @@ impl ClusterClient {
             .await
             .map_err(|e| ClusterError::Unreachable(e.to_string()))?;
         if !status.is_success() {
-            let message = serde_json::from_slice::<ErrorBody>(&bytes)
-                .map(|e| e.message)
-                .unwrap_or_else(|_| {
-                    String::from_utf8_lossy(&bytes[..bytes.len().min(512)]).into_owned()
-                });
+            let (message, min_boot_id) = match serde_json::from_slice::<ErrorBody>(&bytes) {
+                Ok(e) => (e.message, e.min_boot_id),
+                Err(_) => (
+                    String::from_utf8_lossy(&bytes[..bytes.len().min(512)]).into_owned(),
+                    None,
+                ),
+            };
             return Err(ClusterError::Rejected {
                 status: status.as_u16(),
                 message,
+                min_boot_id,
             });
         }
         Ok(Hop::Done(bytes.to_vec()))
@@ -235,7 +245,9 @@ impl ClusterClient {
 
     /// `POST /v1/report`. A report refused as stale (409: a new shaper
     /// leader no longer accepts this boot's reports, see
-    /// `shaperd::limits::ReplayGuard`) is sent again once, from a new boot.
+    /// `shaperd::limits::ReplayGuard`, or this host's clock went back below
+    /// the last accepted boot) is sent again once, from a new boot of at
+    /// least the shaper's `min_boot_id`.
     pub async fn report(
         &mut self,
         capacity: Resources,
@@ -246,9 +258,10 @@ impl ClusterClient {
             Err(ClusterError::Rejected {
                 status: 409,
                 message,
+                min_boot_id,
             }) => {
                 let old = self.boot_id;
-                self.boot_id = next_boot_id();
+                self.boot_id = next_boot_id_from(min_boot_id.unwrap_or(0));
                 self.seq = 0;
                 tracing::info!(
                     old_boot_id = old,

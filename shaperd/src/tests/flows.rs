@@ -216,6 +216,17 @@ async fn multi_host_application_is_evicted_on_every_host() {
     server.shutdown().await;
 }
 
+/// Two instances started in the same millisecond have different epochs:
+/// with equal ones, a restarted shaper's first actions had the ids of the
+/// old one's, which the agent skipped as already applied.
+#[test]
+fn every_instance_has_its_own_epoch() {
+    let a = crate::server::new_epoch().expect("epoch");
+    let b = crate::server::new_epoch().expect("epoch");
+    assert_ne!(a, b);
+    assert!(!a.contains('-'), "the separator of action ids: {a}");
+}
+
 /// Killing the shaper makes agents hold at once and regrow after the hold
 /// timeout; a new shaper instance on the same port resumes decisions.
 #[tokio::test]

@@ -129,12 +129,13 @@ fn decoder_fuzz_never_panics() {
             },
         )
         .expect("mutated reports");
-    // Still serving.
+    // Still serving: a report from the latest boot accepted (a day ahead).
+    let wall_ms = (tailor_core::Clock::now_s(&tailor_core::SystemClock) * 1000.0) as u64;
     let (status, _) = rt.block_on(post_raw(
         &url,
         "/v1/report",
         Some(&n1),
-        report_json("n1", u64::MAX, u64::MAX),
+        report_json("n1", wall_ms + crate::protocol::MAX_BOOT_AHEAD_MS, u64::MAX),
     ));
     assert_eq!(status, 200);
     rt.block_on(server.shutdown());

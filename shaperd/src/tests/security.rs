@@ -103,6 +103,104 @@ async fn replayed_report_is_refused_over_http() {
     server.shutdown().await;
 }
 
+/// A boot id more than a day ahead of the shaper's clock is refused (it
+/// would lock its agent out until then); an agent whose clock went back
+/// below its last accepted boot is told the boot to start from, and its
+/// client's next report goes through at once.
+#[tokio::test]
+async fn boot_ids_ahead_of_the_clock_or_behind_the_last_boot() {
+    let fx = fixture();
+    let server = ShaperServer::start_with(
+        server_config(&fx),
+        Arc::new(ManualClock::new(1000.0)),
+        false,
+    )
+    .await
+    .expect("start");
+    let url = server.url();
+    let n1 = fx.agent_token("n1");
+    let wall_ms = (tailor_core::Clock::now_s(&tailor_core::SystemClock) * 1000.0) as u64;
+    let day_ms = crate::protocol::MAX_BOOT_AHEAD_MS;
+    let (status, bytes) = post_raw(
+        &url,
+        "/v1/report",
+        Some(&n1),
+        report_json("n1", wall_ms + 2 * day_ms, 1),
+    )
+    .await;
+    assert_eq!(status, 400);
+    let e: ErrorBody = serde_json::from_slice(&bytes).expect("error body");
+    assert!(
+        e.message.contains("ahead of the shaper's clock"),
+        "{}",
+        e.message
+    );
+    // A boot an hour ahead (this host's clock was ahead, then corrected).
+    let ahead = wall_ms + 3_600_000;
+    let (status, _) = post_raw(&url, "/v1/report", Some(&n1), report_json("n1", ahead, 1)).await;
+    assert_eq!(status, 200);
+    let (status, bytes) =
+        post_raw(&url, "/v1/report", Some(&n1), report_json("n1", wall_ms, 1)).await;
+    assert_eq!(status, 409);
+    let e: ErrorBody = serde_json::from_slice(&bytes).expect("error body");
+    assert_eq!(e.min_boot_id, Some(ahead + 1));
+    let mut client =
+        ClusterClient::new(&client_config(&url, &fx.agent_token_file("n1"), "n1")).expect("client");
+    assert!(client.boot_id() < ahead);
+    let comps = vec![comp("c1", "web", Class::Core, 2.0 * GB, 1.0 * GB, 0.0)];
+    client
+        .report(Resources::new(4.0, 8.0 * GB), &comps, &[])
+        .await
+        .expect("accepted from the boot the shaper named");
+    assert_eq!(client.boot_id(), ahead + 1);
+    server.shutdown().await;
+}
+
+/// Unknown paths and wrong methods get a JSON error body like every other
+/// refusal (405 with its `Allow` header).
+#[tokio::test]
+async fn unknown_paths_and_methods_get_json_errors() {
+    let fx = fixture();
+    let server = ShaperServer::start_with(
+        server_config(&fx),
+        Arc::new(ManualClock::new(1000.0)),
+        false,
+    )
+    .await
+    .expect("start");
+    let http = reqwest::Client::new();
+    let n1 = fx.agent_token("n1");
+    for (method, path, code, kind) in [
+        (reqwest::Method::GET, "/v1/nothing", 404, "not_found"),
+        (
+            reqwest::Method::GET,
+            "/v1/report",
+            405,
+            "method_not_allowed",
+        ),
+        (
+            reqwest::Method::DELETE,
+            "/healthz",
+            405,
+            "method_not_allowed",
+        ),
+    ] {
+        let resp = http
+            .request(method.clone(), format!("{}{path}", server.url()))
+            .bearer_auth(&n1)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(resp.status().as_u16(), code, "{method} {path}");
+        if code == 405 {
+            assert!(resp.headers().contains_key("allow"), "{method} {path}");
+        }
+        let e: ErrorBody = resp.json().await.expect("JSON error body");
+        assert_eq!(e.error, kind, "{method} {path}");
+    }
+    server.shutdown().await;
+}
+
 /// Revoking a credential in the file takes effect in the running server.
 #[tokio::test]
 async fn revoked_credentials_are_refused_without_a_restart() {

@@ -134,14 +134,20 @@ fn a_new_leader_refuses_reports_replayed_from_before_the_last_round() {
     let mut b = state(0.0);
     b.restore("e1".into(), rt.block_on(store.load()).expect("load"), 2.0);
     assert!(
-        matches!(b.report_as(&w, req.clone(), 3.0), Err(Refusal::Replay(_))),
+        matches!(
+            b.report_as(&w, req.clone(), 3.0),
+            Err(Refusal::Replay { .. })
+        ),
         "a replayed report is refused by the new leader"
     );
     // A later report of the same boot may have been accepted by the old
     // leader after its last round: refused until the agent starts a boot.
     req.seq = 6;
     assert!(
-        matches!(b.report_as(&w, req.clone(), 3.0), Err(Refusal::Replay(_))),
+        matches!(
+            b.report_as(&w, req.clone(), 3.0),
+            Err(Refusal::Replay { .. })
+        ),
         "the old boot ends with the old leader"
     );
     let old = req.clone();
@@ -149,7 +155,7 @@ fn a_new_leader_refuses_reports_replayed_from_before_the_last_round() {
     req.seq = 1;
     b.report_as(&w, req, 3.0).expect("the agent's new boot");
     assert!(
-        matches!(b.report_as(&w, old, 4.0), Err(Refusal::Replay(_))),
+        matches!(b.report_as(&w, old, 4.0), Err(Refusal::Replay { .. })),
         "and the old boot stays refused"
     );
 }

@@ -459,7 +459,7 @@ fn replayed_or_stale_reports_are_refused() {
         old.seq = seq;
         old.capacity = Resources::new(1.0, 1.0);
         let e = s.report_as(&w, old, 2.0).expect_err("replay");
-        assert!(matches!(e, Refusal::Replay(_)), "{e}");
+        assert!(matches!(e, Refusal::Replay { .. }), "{e}");
     }
     assert_eq!(s.status(2.0).agents[0].capacity, r.capacity);
     assert_eq!(s.status(2.0).agents[0].reports, 1);
@@ -473,7 +473,7 @@ fn replayed_or_stale_reports_are_refused() {
     s.begin_round(1000.0).ok();
     assert!(s.status(1000.0).agents.is_empty());
     let e = s.report_as(&w, r, 1001.0).expect_err("still a replay");
-    assert!(matches!(e, Refusal::Replay(_)));
+    assert!(matches!(e, Refusal::Replay { .. }));
 }
 
 #[test]
