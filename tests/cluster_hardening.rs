@@ -258,11 +258,11 @@ fn a_million_component_flood_is_capped_without_exhausting_memory() {
     let mut file = shaperd::credentials::CredentialsFile::default();
     for i in 0..100 {
         tokens.push(
-            file.add(&format!("flood-{i:03}"), "flood", 0.0)
+            file.add(&format!("flood-{i:03}"), "flood", &[], 0.0)
                 .expect("add"),
         );
     }
-    let victim = file.add("victim", "other", 0.0).expect("add");
+    let victim = file.add("victim", "other", &[], 0.0).expect("add");
     file.save(&sh.creds).expect("save");
     sh.start();
     let mut ok = 0;

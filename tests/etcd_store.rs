@@ -104,7 +104,7 @@ fn etcd_store_keeps_state_and_fences_a_deposed_leader() {
         assert_eq!(b.load().await.expect("load").app_failures["t/web"], 3);
         // Credentials (hashes only) are shared.
         let mut file = shaperd::credentials::CredentialsFile::default();
-        file.add("node-1", "team", 0.0).expect("add");
+        file.add("node-1", "team", &[], 0.0).expect("add");
         a.put_credentials(&file).await.expect("put creds");
         assert_eq!(b.credentials().await.expect("creds"), Some(file));
         // A bad stored value is an error naming its key, not a panic.
@@ -203,7 +203,7 @@ fn etcd_store_holds_a_10k_node_round_and_its_credentials() {
         // 10,000 credentials, then a smaller file replaces them whole.
         let mut file = shaperd::credentials::CredentialsFile::default();
         for i in 0..10_000 {
-            file.add(&format!("sim-agent-{i:05}"), "loadgen", 0.0)
+            file.add(&format!("sim-agent-{i:05}"), "loadgen", &[], 0.0)
                 .expect("add");
         }
         a.put_credentials(&file).await.expect("10k credentials");

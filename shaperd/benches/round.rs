@@ -108,6 +108,7 @@ fn state_with(agents: usize) -> ShaperState {
             agent_id: Arc::from(r.agent_id.as_str()),
             tenant: Arc::from("loadgen"),
             key_id: Arc::from("0000000000000000"),
+            apps: Default::default(),
         };
         s.report_as(&who, r, 1.0).expect("bench report accepted");
     }

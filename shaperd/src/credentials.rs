@@ -12,6 +12,7 @@
 //! tenant = "team-a"                  # applications are keyed by (tenant, app)
 //! sha256 = "9f86d08..."              # hex SHA-256 of the whole token
 //! created_s = 1763900000.0           # Unix seconds
+//! apps = ["web", "batch-*"]          # optional: the applications it may report
 //! ```
 //!
 //! A token reads `tailor1.<key_id>.<secret>` (16 + 64 hex digits, 256 random
@@ -24,6 +25,7 @@
 //! second), so `revoke` takes effect without a restart. A file that does not
 //! parse keeps the previous credentials in force and is logged as an error.
 
+use crate::app_scope::{check_patterns, AppScope};
 use crate::protocol::MAX_NAME_LEN;
 use crate::ClusterError;
 use serde::{Deserialize, Serialize};
@@ -53,6 +55,11 @@ pub struct CredentialRecord {
     /// Hex SHA-256 of the whole token.
     pub sha256: String,
     pub created_s: f64,
+    /// The application labels this credential may report components of
+    /// (exact, or a prefix ending in `*`); empty: every application of the
+    /// tenant. See [`crate::app_scope`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub apps: Vec<String>,
 }
 
 /// The credentials file.
@@ -69,6 +76,8 @@ pub struct Identity {
     pub agent_id: Arc<str>,
     pub tenant: Arc<str>,
     pub key_id: Arc<str>,
+    /// The applications it may report components of.
+    pub apps: AppScope,
 }
 
 /// Credentials in force, indexed by key id.
@@ -158,6 +167,7 @@ pub fn new_credential(
         tenant: tenant.to_string(),
         sha256: to_hex(&sha256(token.as_bytes())),
         created_s: now_s,
+        apps: Vec::new(),
     };
     Ok((token, record))
 }
@@ -214,6 +224,11 @@ impl CredentialsFile {
             if !c.created_s.is_finite() {
                 errors.push(format!("{at}.created_s must be finite"));
             }
+            errors.extend(
+                check_patterns(&c.apps)
+                    .into_iter()
+                    .map(|e| format!("{at}.{e}")),
+            );
             match tenants.get(c.agent_id.as_str()) {
                 Some(t) if *t != c.tenant.as_str() => errors.push(format!(
                     "{at}: agent {:?} is registered in tenants {t:?} and {:?}; an agent belongs to one tenant",
@@ -313,12 +328,18 @@ impl CredentialsFile {
 
     /// Adds a new credential for `agent_id` in `tenant`; returns the token
     /// (shown once, never stored).
+    /// `apps`: the application patterns it may report (empty: all).
     pub fn add(
         &mut self,
         agent_id: &str,
         tenant: &str,
+        apps: &[String],
         now_s: f64,
     ) -> Result<String, ClusterError> {
+        let bad = check_patterns(apps);
+        if !bad.is_empty() {
+            return Err(ClusterError::Credentials(bad.join("; ")));
+        }
         if let Some(other) = self
             .credentials
             .iter()
@@ -334,7 +355,8 @@ impl CredentialsFile {
                 "already {MAX_CREDENTIALS} credentials"
             )));
         }
-        let (token, record) = new_credential(agent_id, tenant, now_s)?;
+        let (token, mut record) = new_credential(agent_id, tenant, now_s)?;
+        record.apps = apps.to_vec();
         self.credentials.push(record);
         Ok(token)
     }
@@ -362,6 +384,7 @@ impl CredentialsFile {
                             agent_id: Arc::from(c.agent_id.as_str()),
                             tenant: Arc::from(c.tenant.as_str()),
                             key_id: Arc::from(c.key_id.as_str()),
+                            apps: AppScope::new(&c.apps),
                         },
                     ),
                 );
@@ -460,8 +483,8 @@ mod tests {
     #[test]
     fn tokens_verify_only_against_their_own_record() {
         let mut f = CredentialsFile::default();
-        let ta = f.add("node-a", "team-a", 1.0).expect("add");
-        let tb = f.add("node-b", "team-b", 1.0).expect("add");
+        let ta = f.add("node-a", "team-a", &[], 1.0).expect("add");
+        let tb = f.add("node-b", "team-b", &[], 1.0).expect("add");
         assert!(f.validate().is_ok());
         let idx = f.index();
         assert_eq!(idx.len(), 2);
@@ -483,11 +506,11 @@ mod tests {
     #[test]
     fn an_agent_belongs_to_one_tenant_and_revoke_removes_it() {
         let mut f = CredentialsFile::default();
-        f.add("n1", "t1", 0.0).expect("add");
-        f.add("n1", "t1", 0.0).expect("second key, same tenant");
-        assert!(f.add("n1", "t2", 0.0).is_err());
-        assert!(f.add("n2", "bad/tenant", 0.0).is_err());
-        assert!(f.add("", "t1", 0.0).is_err());
+        f.add("n1", "t1", &[], 0.0).expect("add");
+        f.add("n1", "t1", &[], 0.0).expect("second key, same tenant");
+        assert!(f.add("n1", "t2", &[], 0.0).is_err());
+        assert!(f.add("n2", "bad/tenant", &[], 0.0).is_err());
+        assert!(f.add("", "t1", &[], 0.0).is_err());
         assert_eq!(f.revoke(Some("n1"), None), 2);
         assert!(f.credentials.is_empty());
     }
@@ -502,7 +525,7 @@ mod tests {
             .is_empty());
         assert!(CredentialsFile::load(&p, false).is_err());
         let mut f = CredentialsFile::default();
-        let t = f.add("n1", "t1", 5.0).expect("add");
+        let t = f.add("n1", "t1", &[], 5.0).expect("add");
         f.save(&p).expect("save");
         let back = CredentialsFile::load(&p, false).expect("load");
         assert_eq!(back, f);

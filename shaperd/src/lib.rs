@@ -48,7 +48,7 @@
 //! ```
 //! // A per-agent credential: the token is shown once, only its hash is kept.
 //! let mut file = shaperd::credentials::CredentialsFile::default();
-//! let token = file.add("node-1", "team-a", 0.0).expect("valid names");
+//! let token = file.add("node-1", "team-a", &[], 0.0).expect("valid names");
 //! let creds = file.index();
 //! let who = creds.verify(&token).expect("known token");
 //! assert_eq!(&*who.agent_id, "node-1");
@@ -56,6 +56,7 @@
 //! assert!(creds.verify("tailor1.not.a-token").is_none());
 //! ```
 
+pub mod app_scope;
 pub mod config;
 pub mod credentials;
 pub mod etcd;

@@ -293,6 +293,11 @@ fn render_hardening(t: &mut PromText, m: &Metrics, g: &Gauges) {
         name,
         "reason=\"exceeds_host_capacity\"",
         g.refusals.components_over_capacity,
+    )
+    .sample(
+        name,
+        "reason=\"application_not_allowed\"",
+        g.refusals.components_out_of_scope,
     );
     t.single(
         "tailor_shaper_credentials",

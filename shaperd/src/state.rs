@@ -31,7 +31,7 @@ mod acks;
 mod app_failures;
 mod durable;
 mod round;
-use round::{parse_action_id, split_over_capacity, LazyAction, Pending};
+use round::{parse_action_id, split_out_of_scope, split_over_capacity, LazyAction, Pending};
 
 /// Rounds for which action records are kept (to match late acks).
 pub const RETAIN_ROUNDS: u64 = 4;
@@ -265,6 +265,9 @@ pub struct RefusalCounters {
     pub limit: [u64; 4],
     /// Components left out because their request exceeds their host.
     pub components_over_capacity: u64,
+    /// Components left out because their credential may not report their
+    /// application ([`crate::app_scope`]).
+    pub components_out_of_scope: u64,
 }
 
 /// Timing parameters of the state (from [`ShaperServerConfig`]).
@@ -480,8 +483,10 @@ impl ShaperState {
             crate::limits::check_boot_not_ahead(req.boot_id, wall_ms)?;
         }
         self.replay.check(&who.agent_id, req.boot_id, req.seq)?;
-        let (kept, rejected) = split_over_capacity(std::mem::take(&mut req.components), &req);
-        req.components = kept;
+        let (kept, mut rejected) = split_over_capacity(std::mem::take(&mut req.components), &req);
+        let over_capacity = rejected.len() as u64;
+        req.components = split_out_of_scope(kept, &who.apps, &mut rejected);
+        let out_of_scope = rejected.len() as u64 - over_capacity;
         for c in &mut req.components {
             c.app = protocol::app_key(&who.tenant, &c.app);
         }
@@ -512,13 +517,15 @@ impl ShaperState {
         )?;
         // Accepted from here on.
         if !rejected.is_empty() {
-            self.refusals.components_over_capacity += rejected.len() as u64;
+            self.refusals.components_over_capacity += over_capacity;
+            self.refusals.components_out_of_scope += out_of_scope;
             tracing::warn!(
                 agent = %who.agent_id,
                 tenant = %who.tenant,
-                count = rejected.len(),
+                over_capacity,
+                out_of_scope,
                 first = %rejected[0].container_id,
-                "components whose request exceeds their host's capacity left out"
+                "components left out: request over the host's capacity, or an application the credential may not report"
             );
         }
         let key: Arc<str> = match existing {

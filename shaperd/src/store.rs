@@ -362,7 +362,7 @@ mod tests {
             let s = MemoryStore::new();
             assert_eq!(s.credentials().await.expect("none"), None);
             let mut f = CredentialsFile::default();
-            f.add("node-1", "team", 0.0).expect("add");
+            f.add("node-1", "team", &[], 0.0).expect("add");
             s.put_credentials(&f).await.expect("put");
             assert_eq!(s.credentials().await.expect("some"), Some(f));
         });

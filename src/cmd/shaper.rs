@@ -56,6 +56,12 @@ enum CredentialsCmd {
         agent: String,
         #[arg(long)]
         tenant: String,
+        /// The application labels this agent may report components of,
+        /// comma-separated: exact labels, or prefixes ending in `*`
+        /// (default: every application of the tenant). Its other
+        /// components are answered as rejected and never planned.
+        #[arg(long, value_delimiter = ',')]
+        apps: Vec<String>,
         /// Write the token to this new file (mode 0600) instead of printing it.
         #[arg(long)]
         token_file: Option<PathBuf>,
@@ -238,12 +244,13 @@ fn credentials(config: &std::path::Path, cmd: CredentialsCmd) -> anyhow::Result<
         CredentialsCmd::Add {
             agent,
             tenant,
+            apps,
             token_file,
             file,
         } => {
             let path = credentials_path(config, file)?;
             let mut creds = CredentialsFile::load(&path, true)?;
-            let token = creds.add(&agent, &tenant, now_s)?;
+            let token = creds.add(&agent, &tenant, &apps, now_s)?;
             let key_id = creds
                 .credentials
                 .last()
@@ -274,13 +281,17 @@ fn credentials(config: &std::path::Path, cmd: CredentialsCmd) -> anyhow::Result<
                 println!("{}", serde_json::to_string_pretty(&creds.credentials)?);
             } else {
                 println!(
-                    "{:<16}  {:<24}  {:<16}  created_s",
-                    "key_id", "agent_id", "tenant"
+                    "{:<16}  {:<24}  {:<16}  {:<12}  apps",
+                    "key_id", "agent_id", "tenant", "created_s"
                 );
                 for c in &creds.credentials {
                     println!(
-                        "{:<16}  {:<24}  {:<16}  {:.0}",
-                        c.key_id, c.agent_id, c.tenant, c.created_s
+                        "{:<16}  {:<24}  {:<16}  {:<12.0}  {}",
+                        c.key_id,
+                        c.agent_id,
+                        c.tenant,
+                        c.created_s,
+                        shaperd::app_scope::AppScope::new(&c.apps).describe()
                     );
                 }
             }

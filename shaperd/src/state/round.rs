@@ -137,6 +137,32 @@ pub(super) fn split_over_capacity(
     (kept, rejected)
 }
 
+/// Splits out the components of applications that `scope` does not allow
+/// (see [`crate::app_scope`]).
+pub(super) fn split_out_of_scope(
+    components: Vec<protocol::ComponentReport>,
+    scope: &crate::app_scope::AppScope,
+    rejected: &mut Vec<RejectedComponent>,
+) -> Vec<protocol::ComponentReport> {
+    components
+        .into_iter()
+        .filter(|c| {
+            let ok = scope.allows(&c.app);
+            if !ok {
+                rejected.push(RejectedComponent {
+                    container_id: c.container_id.clone(),
+                    reason: format!(
+                        "application {:?} is not among those this agent's credential may report ({})",
+                        c.app,
+                        scope.describe()
+                    ),
+                });
+            }
+            ok
+        })
+        .collect()
+}
+
 impl RoundSnapshot {
     /// Builds the cluster view (no lock needed). Stale agents' components
     /// are frozen at their last allocation (see the module docs).

@@ -52,7 +52,7 @@ impl Fixture {
     /// file (`<agent>.token`, mode 0600).
     fn register(&self, agent: &str, tenant: &str) -> PathBuf {
         let mut f = CredentialsFile::load(&self.creds_file, true).expect("load");
-        let token = f.add(agent, tenant, 0.0).expect("add");
+        let token = f.add(agent, tenant, &[], 0.0).expect("add");
         f.save(&self.creds_file).expect("save");
         let path = self.agent_token_file(agent);
         write_token_file(&path, &token).expect("token file");

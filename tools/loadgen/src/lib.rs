@@ -445,7 +445,7 @@ async fn register_agents(cfg: &LoadgenConfig, now_s: f64) -> Result<Vec<Token>, 
     file.credentials.retain(|c| c.tenant != LOADGEN_TENANT);
     let mut tokens = Vec::with_capacity(cfg.agents);
     for i in 0..cfg.agents {
-        let t = file.add(&sim_agent_id(i), LOADGEN_TENANT, now_s)?;
+        let t = file.add(&sim_agent_id(i), LOADGEN_TENANT, &[], now_s)?;
         tokens.push(Token::from_text(&t).map_err(ClusterError::Credentials)?);
     }
     file.save(path)?;

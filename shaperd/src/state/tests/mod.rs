@@ -17,6 +17,7 @@ fn who(agent: &str, tenant: &str) -> Identity {
         agent_id: Arc::from(agent),
         tenant: Arc::from(tenant),
         key_id: Arc::from("0000000000000000"),
+        apps: Default::default(),
     }
 }
 
