@@ -175,8 +175,48 @@ fn credentials_cli_add_list_revoke_without_restart() {
         "team-b",
     ]);
     assert!(!out.status.success(), "an agent belongs to one tenant");
+    // A credential scoped to some applications.
+    let bad = sh.cli(&[
+        "credentials",
+        "add",
+        "--agent",
+        "node-9",
+        "--tenant",
+        "team-a",
+        "--apps",
+        "web,x*y",
+    ]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success() && err.contains("apps[1] \"x*y\""),
+        "{err}"
+    );
+    let out = sh.cli(&[
+        "credentials",
+        "add",
+        "--agent",
+        "node-9",
+        "--tenant",
+        "team-a",
+        "--apps",
+        "web,b*",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t9 = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let list = String::from_utf8_lossy(&sh.cli(&["credentials", "list"]).stdout).to_string();
+    assert!(list.contains("web,b*"), "{list}");
     sh.start();
     assert_eq!(sh.report(&t1, &report_body("node-1", 1, 1, 1)).0, 200);
+    let (code, body) = sh.report(&t9, &report_body("node-9", 1, 1, 1));
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        body.contains("\"rejected\":[{\"container_id\":\"c0000000\""),
+        "application a0 is out of node-9's scope: {body}"
+    );
     // node-2's token cannot speak for node-1.
     assert_eq!(sh.report(&t2, &report_body("node-1", 2, 1, 1)).0, 403);
     let out = sh.cli(&["credentials", "revoke", "--agent", "node-1"]);

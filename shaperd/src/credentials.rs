@@ -507,7 +507,8 @@ mod tests {
     fn an_agent_belongs_to_one_tenant_and_revoke_removes_it() {
         let mut f = CredentialsFile::default();
         f.add("n1", "t1", &[], 0.0).expect("add");
-        f.add("n1", "t1", &[], 0.0).expect("second key, same tenant");
+        f.add("n1", "t1", &[], 0.0)
+            .expect("second key, same tenant");
         assert!(f.add("n1", "t2", &[], 0.0).is_err());
         assert!(f.add("n2", "bad/tenant", &[], 0.0).is_err());
         assert!(f.add("", "t1", &[], 0.0).is_err());

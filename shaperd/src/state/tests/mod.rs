@@ -682,3 +682,65 @@ proptest! {
         }
     }
 }
+
+/// A node whose credential is scoped to `batch-*` cannot take part in
+/// another node's `web` application: its `web` component is rejected, so it
+/// cannot make `web` not fit and be evicted on the other node. Unscoped, the
+/// same report does exactly that.
+#[test]
+fn a_scoped_credential_cannot_join_another_nodes_application() {
+    let web_evicted_on_a = |scope: &[&str]| {
+        let mut s = state(0.0);
+        let mut a = report(
+            "a",
+            10.0 * GB,
+            vec![comp("a-web", "web", Class::Core, 4.0 * GB, 3.0 * GB, 0.0)],
+        );
+        a.boot_id = 1;
+        s.report_as(&who("a", "t"), a.clone(), 11.0).expect("a");
+        let mut m = report(
+            "m",
+            2.0 * GB,
+            vec![
+                comp("m-web-1", "web", Class::Core, 1.5 * GB, 1.5 * GB, 10.0),
+                comp("m-web-2", "web", Class::Core, 1.5 * GB, 1.5 * GB, 10.0),
+                comp(
+                    "m-batch",
+                    "batch-1",
+                    Class::Elastic,
+                    0.2 * GB,
+                    0.1 * GB,
+                    10.0,
+                ),
+            ],
+        );
+        for c in &mut m.components {
+            c.app_submitted_s = Some(10.0);
+        }
+        let mut who_m = who("m", "t");
+        let patterns: Vec<String> = scope.iter().map(|p| p.to_string()).collect();
+        who_m.apps = crate::app_scope::AppScope::new(&patterns);
+        let rm = s.report_as(&who_m, m, 11.0).expect("m");
+        let rejected: Vec<String> = rm.rejected.into_iter().map(|r| r.container_id).collect();
+        s.plan_round(12.0).expect("round");
+        a.seq = 1;
+        let ra = s.report_as(&who("a", "t"), a, 13.0).expect("a");
+        let evicted = ra
+            .actions
+            .iter()
+            .any(|w| matches!(w.action, ActionKind::Evict { .. }));
+        (
+            evicted,
+            rejected,
+            s.refusal_counters().components_out_of_scope,
+        )
+    };
+    let (evicted, rejected, n) = web_evicted_on_a(&[]);
+    assert!(evicted, "unscoped, m's web components evict a's");
+    assert!(rejected.is_empty());
+    assert_eq!(n, 0);
+    let (evicted, rejected, n) = web_evicted_on_a(&["batch-*"]);
+    assert!(!evicted, "scoped, a's web is untouched");
+    assert_eq!(rejected, ["m-web-1", "m-web-2"]);
+    assert_eq!(n, 2);
+}
