@@ -43,7 +43,15 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    // A printing command whose reader goes away (`tailor history | head`)
+    // ends as other Unix tools do, killed by SIGPIPE, instead of panicking
+    // on the failed write. The daemons keep Rust's default: there a write
+    // to a closed pipe is an error to handle, not a reason to die.
+    if !matches!(cli.command, Command::Agent(_) | Command::Shaper(_)) {
+        sigpipe::reset();
+    }
+    match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{}", error_report(&e));

@@ -148,3 +148,78 @@ fn history_refuses_a_missing_state_dir_and_counts_lines_it_skips() {
     assert!(out.is_empty(), "{out}");
     assert!(err.contains("1 line(s)"), "{err}");
 }
+
+/// `--once --apply` with `actuation = "recommend"` would apply nothing:
+/// refused with a message instead of a silent preview.
+#[test]
+fn once_apply_refuses_a_recommend_configuration() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("agent.toml");
+    std::fs::write(&cfg, "actuation = \"recommend\"\nstate_file = \"\"\n").expect("write");
+    let (ok, _, stderr) = tailor(&[
+        "agent",
+        "--once",
+        "--apply",
+        "--config",
+        cfg.to_str().expect("utf8"),
+    ]);
+    assert!(!ok);
+    assert!(stderr.contains("actuation = \"shape\""), "{stderr}");
+}
+
+/// SIGHUP (the shell that ran the agent went away) shuts the agent down as
+/// SIGTERM does: the shrunk container gets its original limit back.
+#[test]
+fn sighup_restores_the_original_limits() {
+    let test = "sighup";
+    if docker_or_skip(test).is_none() {
+        return;
+    }
+    let c = TestContainer::run(
+        "tailor-t-sighup",
+        256,
+        1.0,
+        &[("tailor.enable", "true"), ("tailor.test", test)],
+        &["8:0.02:3600"],
+        &[],
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("agent.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "actuation = \"shape\"\ninterval_s = 0.5\nstate_file = \"{}\"\n[selector]\nlabels = {{ \"tailor.test\" = \"{test}\" }}\n[http]\nlisten = \"\"\n[shaper]\nmin_history_samples = 3\ngrace_period_s = 0.0\n[forecaster]\nkind = \"peak\"\n",
+            dir.path().join("state.json").display()
+        ),
+    )
+    .expect("write");
+    let log_path = dir.path().join("agent.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tailor"))
+        .args(["agent", "--config"])
+        .arg(&cfg)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log_path).expect("log"))
+        .spawn()
+        .expect("start the agent");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while c.mem_limit() >= 256 * MIB {
+        if std::time::Instant::now() > deadline || child.try_wait().ok().flatten().is_some() {
+            let _ = child.kill();
+            panic!(
+                "not shrunk within 60 s:\n{}",
+                std::fs::read_to_string(&log_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    let hup = Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(hup.success());
+    let status = child.wait().expect("wait");
+    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    assert!(status.success(), "{status}:\n{log}");
+    assert!(log.contains("SIGHUP: shutting down"), "{log}");
+    assert_eq!(c.mem_limit(), 256 * MIB, "restored on SIGHUP:\n{log}");
+}

@@ -261,3 +261,22 @@ fn replay_pool_phase_moves_the_siblings_phases() {
     assert_eq!(alloc(&["--pool-phase", "job"]), default);
     assert_ne!(alloc(&["--pool-phase", "task"]), default);
 }
+
+/// A printing command whose reader is gone (`tailor ... | head`) ends by
+/// SIGPIPE, like other Unix tools, not with a panic (exit 101).
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = tailor()
+        .args(["config", "check", "packaging/agent.toml"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.signal(), Some(13), "{:?}: {stderr}", out.status);
+}

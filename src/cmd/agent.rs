@@ -92,6 +92,11 @@ pub fn load_config(args: &Args) -> anyhow::Result<AgentConfig> {
             format!("configuration {}", names.join(" + "))
         })?
     };
+    if args.apply && cfg.actuation == Actuation::Recommend {
+        anyhow::bail!(
+            "--apply acts as the configuration's `actuation` says, and it is \"recommend\": nothing would be applied (set actuation = \"shape\" to act)"
+        );
+    }
     if args.recommend || (args.once && !args.apply) {
         cfg.actuation = Actuation::Recommend;
     }
@@ -201,7 +206,8 @@ async fn run_async(args: Args, mut cfg: AgentConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Resolves on SIGTERM or SIGINT. The handlers are registered when this is
+/// Resolves on SIGTERM, SIGINT or SIGHUP (the terminal of a shell that ran
+/// the agent went away). The handlers are registered when this is
 /// called, not when the future is first polled: the agent says READY
 /// before its loop polls it, and a SIGTERM in between (systemd stopping a
 /// unit that just started) must still run the shutdown policy instead of
@@ -210,12 +216,14 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{signal, SignalKind};
     let term = signal(SignalKind::terminate());
     let int = signal(SignalKind::interrupt());
+    let hup = signal(SignalKind::hangup());
     async move {
-        match (term, int) {
-            (Ok(mut term), Ok(mut int)) => {
+        match (term, int, hup) {
+            (Ok(mut term), Ok(mut int), Ok(mut hup)) => {
                 tokio::select! {
                     _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
                     _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+                    _ = hup.recv() => tracing::info!("SIGHUP: shutting down"),
                 }
             }
             _ => {
