@@ -50,6 +50,8 @@
 //! enabled = false            #   `tailor replay --workload recorded:PATH [--check-parity]`
 //! # path = "/var/lib/tailor/recording.jsonl.gz"   # default: beside state_file
 //! max_bytes = 268435456      # gzip bytes; the recording stops there
+//!                            # (each start keeps the last run's file as
+//!                            # recording.<unix s>.jsonl.gz, the newest 10)
 //!
 //! [shaper]                   # the sizing kernel's config (the agent caps
 //!                            # max_evictions_per_round at 1 when absent; set it to go higher), the same table as in the

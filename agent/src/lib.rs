@@ -37,6 +37,7 @@ pub mod fake;
 pub mod http;
 pub mod journal;
 pub mod labels;
+pub mod lock;
 pub mod metrics;
 pub mod notify;
 pub mod podman;
@@ -69,6 +70,11 @@ pub enum AgentError {
     Forecaster(#[from] forecaster::ForecastError),
     #[error("recording: {0}")]
     Record(#[from] datasets::DatasetError),
+    #[error("state lock {path}: {message}")]
+    StateLock {
+        path: std::path::PathBuf,
+        message: String,
+    },
     #[error("HTTP endpoint {addr}: {source}")]
     Http {
         addr: String,

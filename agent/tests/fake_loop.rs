@@ -418,6 +418,18 @@ async fn original_limits_survive_an_agent_restart() {
         clock.clone(),
     )
     .expect("agent");
+    // While b lives, no other agent (an `--once` preview included) may use
+    // its state file.
+    let second = Agent::new(
+        cfg.clone(),
+        Arc::new(fake.clone()),
+        Box::new(LocalShaper::new(cfg.shaper.clone())),
+        clock.clone(),
+    );
+    match second {
+        Err(e) => assert!(e.to_string().contains("another tailor agent"), "{e}"),
+        Ok(_) => panic!("a second agent on the same state file"),
+    }
     clock.advance(1.0);
     let rep = b.round().await.expect("round");
     assert_eq!(

@@ -61,8 +61,75 @@ impl std::fmt::Debug for RecordWriter {
     }
 }
 
+/// Previous runs' recordings kept beside a new one by [`rotate_previous`].
+pub const KEEP_PREVIOUS_RUNS: usize = 10;
+
+/// Moves a non-empty recording at `path` aside before a new run writes
+/// there: `recording.jsonl.gz` becomes `recording.<unix s>.jsonl.gz` (its
+/// last write), so a restart does not erase what was recorded. Keeps the
+/// newest [`KEEP_PREVIOUS_RUNS`] such files (an agent restarting in a loop
+/// cannot fill the disk). Returns where it went.
+pub fn rotate_previous(path: &Path) -> Result<Option<PathBuf>, DatasetError> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) if m.is_file() && m.len() > 0 => m,
+        _ => return Ok(None),
+    };
+    let (dir, stem, ext) = split_name(path);
+    // Earlier runs' files, by (last write, counter within that second).
+    let mut previous: Vec<((u64, u64), PathBuf)> = std::fs::read_dir(&dir)
+        .map_err(|e| DatasetError::io(&dir, e))?
+        .filter_map(|e| {
+            let p = e.ok()?.path();
+            let name = p.file_name()?.to_str()?;
+            let mid = name.strip_prefix(&format!("{stem}."))?.strip_suffix(&ext)?;
+            let (t, n) = mid.split_once('-').unwrap_or((mid, "0"));
+            Some(((t.parse().ok()?, n.parse().ok()?), p))
+        })
+        .collect();
+    let t = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs());
+    let n = previous
+        .iter()
+        .filter(|((pt, _), _)| *pt == t)
+        .map(|((_, pn), _)| pn + 1)
+        .max()
+        .unwrap_or(0);
+    let to = match n {
+        0 => dir.join(format!("{stem}.{t}{ext}")),
+        n => dir.join(format!("{stem}.{t}-{n}{ext}")),
+    };
+    std::fs::rename(path, &to).map_err(|e| DatasetError::io(path, e))?;
+    previous.push(((t, n), to.clone()));
+    previous.sort();
+    let excess = previous.len().saturating_sub(KEEP_PREVIOUS_RUNS);
+    for (_, old) in previous.drain(..excess) {
+        std::fs::remove_file(&old).map_err(|e| DatasetError::io(&old, e))?;
+    }
+    Ok(Some(to))
+}
+
+/// `dir/recording.jsonl.gz` -> (`dir`, `recording`, `.jsonl.gz`).
+fn split_name(path: &Path) -> (PathBuf, String, String) {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match name.split_once('.') {
+        Some((stem, rest)) if !stem.is_empty() => (dir, stem.to_string(), format!(".{rest}")),
+        _ => (dir, name, String::new()),
+    }
+}
+
 impl RecordWriter {
-    /// Creates (or truncates) `path`, creating its directory.
+    /// Creates (or truncates) `path`, creating its directory (see
+    /// [`rotate_previous`] to keep what it held).
     pub fn create(path: &Path, max_bytes: u64) -> Result<Self, DatasetError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| DatasetError::io(dir, e))?;
@@ -250,6 +317,51 @@ mod tests {
     struct Rec {
         round: u64,
         value: f64,
+    }
+
+    #[test]
+    fn a_previous_run_is_kept_and_only_the_newest_ones() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("recording.jsonl.gz");
+        assert_eq!(
+            rotate_previous(&path).expect("none"),
+            None,
+            "nothing to keep"
+        );
+        std::fs::write(&path, b"").expect("empty");
+        assert_eq!(
+            rotate_previous(&path).expect("empty"),
+            None,
+            "an empty file is not kept"
+        );
+        let mut kept = Vec::new();
+        for run in 0..KEEP_PREVIOUS_RUNS + 3 {
+            let mut w = RecordWriter::create(&path, 1 << 20).expect("create");
+            w.append(&Rec {
+                round: run as u64,
+                value: 0.0,
+            })
+            .expect("append");
+            w.finish().expect("finish");
+            let to = rotate_previous(&path).expect("rotate").expect("kept");
+            assert!(!path.exists());
+            kept.push(to);
+        }
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), KEEP_PREVIOUS_RUNS, "{names:?}");
+        assert!(names
+            .iter()
+            .all(|n| n.starts_with("recording.") && n.ends_with(".jsonl.gz")));
+        // The newest are kept, and each still reads back.
+        for to in &kept[kept.len() - KEEP_PREVIOUS_RUNS..] {
+            let mut r = RecordReader::open(to).expect("open");
+            let rec: Rec = r.read_next().expect("read").expect("one record");
+            assert!(rec.round >= 3, "{rec:?}");
+        }
+        assert!(!kept[0].exists(), "the oldest went");
     }
 
     #[test]

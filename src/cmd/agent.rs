@@ -100,6 +100,10 @@ pub fn load_config(args: &Args) -> anyhow::Result<AgentConfig> {
     if args.recommend || (args.once && !args.apply) {
         cfg.actuation = Actuation::Recommend;
     }
+    if args.once {
+        // One round is no recording, and the last run's must not be rotated away.
+        cfg.record.enabled = false;
+    }
     if let Some(l) = &args.listen {
         cfg.http.listen = l.clone();
     }

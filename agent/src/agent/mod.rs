@@ -209,6 +209,8 @@ pub struct Agent<R: ContainerRuntime + ?Sized> {
     recorded_labels: std::collections::HashSet<String>,
     state: PersistedState,
     store: StateStore,
+    /// Held while the agent lives: one agent per state file.
+    _lock: Option<crate::lock::StateLock>,
     host: Option<HostInfo>,
     round: u64,
     events_rx: Option<mpsc::UnboundedReceiver<RuntimeEvent>>,
@@ -234,6 +236,10 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
     ) -> Result<Self, AgentError> {
         cfg.validate()?;
         cfg.apply_agent_defaults();
+        let lock = match cfg.state_dir() {
+            Some(_) => Some(crate::lock::StateLock::acquire(&cfg.state_file)?),
+            None => None,
+        };
         let forced_recommend = crate::podman::force_recommend(&mut cfg, runtime.as_ref());
         let mut kernel =
             NodeKernel::new(cfg.shaper.clone(), cfg.forecaster.clone(), cfg.interval_s)?;
@@ -242,6 +248,9 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         }
         let recorder = match (cfg.record.enabled, cfg.record_path()) {
             (true, Some(path)) => {
+                if let Some(kept) = datasets::recording::rotate_previous(&path)? {
+                    tracing::info!(path = %kept.display(), "the previous run's recording kept");
+                }
                 let mut w = RecordWriter::create(&path, cfg.record.max_bytes)?;
                 w.append(&Record::Header(Box::new(RecordingHeader {
                     version: RECORD_VERSION,
@@ -286,6 +295,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             recorder,
             state,
             store,
+            _lock: lock,
             host: None,
             round: 0,
             events_rx: None,
