@@ -673,3 +673,45 @@ async fn throttled_container_cpu_is_not_shrunk() {
         .cores();
     assert!(cpu.is_some_and(|c| c < 1.0), "cpu {cpu:?}");
 }
+
+/// Three young 1-core containers on a 2-core host, all idle: their limits
+/// overcommit the cores as Docker allows, and none is squeezed to the CPU
+/// floor (the latest one was, to 0.01 core, for the whole grace period).
+#[tokio::test]
+async fn overcommitted_cpu_limits_on_an_idle_host_are_not_squeezed() {
+    let mut r = rig(config("").clone_with(|c| {
+        c.shaper.grace_period_s = 600.0;
+        c.capacity.cpu_cores = Some(2.0);
+    }));
+    for name in ["c1", "c2", "c3"] {
+        r.fake.add(
+            name,
+            &[ENABLE],
+            Some(GIB),
+            CpuLimit::Nano {
+                nano_cpus: 1_000_000_000,
+            },
+            990.0,
+        );
+    }
+    for _ in 0..4 {
+        r.step(&[
+            ("c1", 50 * MIB, 0.05),
+            ("c2", 50 * MIB, 0.05),
+            ("c3", 50 * MIB, 0.05),
+        ])
+        .await;
+    }
+    for name in ["c1", "c2", "c3"] {
+        let cpu = r
+            .fake
+            .container(name)
+            .expect("exists")
+            .info
+            .limits
+            .cpu
+            .cores()
+            .expect("limited");
+        assert!(cpu >= 0.9, "{name}: cpu limit {cpu} on an idle host");
+    }
+}

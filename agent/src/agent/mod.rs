@@ -501,7 +501,9 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         } else {
             Vec::new()
         };
-        let cap = view.capacity;
+        // The host's own capacity (the view's CPU may be stretched to the
+        // requests: `observe::planning_capacity`).
+        let cap = self.capacity();
         let running = self
             .tracked
             .values()

@@ -485,7 +485,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             .clone()
             .or_else(|| self.host.as_ref().map(|h| h.name.clone()))
             .unwrap_or_else(|| "node".to_string());
-        let capacity = self.capacity();
+        let capacity = planning_capacity(self.capacity(), &samples);
         let mut view = match self.kernel.take() {
             Some(mut kernel) => {
                 let joined = tokio::task::spawn_blocking(move || {
@@ -525,6 +525,20 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         view.evicted = self.state.evicted.iter().map(|e| e.name.clone()).collect();
         view
     }
+}
+
+/// The capacity the kernel plans with: the host's, with CPU raised to the
+/// sum of the running containers' CPU requests when they add up to more.
+/// Docker lets CPU limits overcommit the cores, and the kernel's scheduler
+/// shares the cores among busy containers; planning such limits into the
+/// host's cores would squeeze the latest containers to `min_cpu_cores` on
+/// a host whose cores sit idle (found on three 1-core containers of a
+/// 2-core host). CPU is still shared when targets outgrow the requests.
+/// Memory is not stretched: limits that overcommit it are what deliberate
+/// evictions are for.
+pub(super) fn planning_capacity(host: Resources, samples: &[ContainerSample]) -> Resources {
+    let requested_cores: f64 = samples.iter().map(|c| c.request.cpu_cores).sum();
+    Resources::new(host.cpu_cores.max(requested_cores), host.mem_bytes)
 }
 
 /// The memory peak within the last interval, from the runtime's
