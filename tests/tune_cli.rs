@@ -56,3 +56,73 @@ fn tune_writes_grid_heatmaps_and_an_accepted_snippet() {
     assert!([0.0, 0.05].contains(&s.shaper.k1));
     assert!([0.0, 3.0].contains(&s.shaper.k2));
 }
+
+/// A tune on a host's recording shorter than a day warns that its pick
+/// may miss the host's daily peaks.
+#[test]
+fn tune_on_a_short_recording_warns() {
+    use datasets::recording::RecordWriter;
+    use shaper::node::{ContainerMeta, ContainerSample, Sample};
+    use shaper::record::{Record, RecordingHeader, RoundRecord, RECORD_VERSION};
+    use shaper::Resources;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("recording.jsonl.gz");
+    let mut w = RecordWriter::create(&path, 1 << 20).expect("create");
+    w.append(&Record::Header(Box::new(RecordingHeader {
+        version: RECORD_VERSION,
+        node: "n".into(),
+        interval_s: 10.0,
+        actuation: "shape".into(),
+        mode: "standalone".into(),
+        shaper: Default::default(),
+        forecaster: Default::default(),
+    })))
+    .expect("header");
+    let gib = 1024.0 * 1024.0 * 1024.0;
+    for i in 0..60u64 {
+        let mem = (0.2 + 0.1 * (i % 5) as f64) * gib;
+        w.append(&Record::Round(RoundRecord {
+            round: i,
+            at_s: 1000.0 + 10.0 * i as f64,
+            capacity: Resources::new(2.0, 4.0 * gib),
+            events: vec![],
+            containers: vec![ContainerSample {
+                meta: ContainerMeta::core("c", "c", "web", 900.0),
+                request: Resources::new(1.0, gib),
+                allocation: Resources::new(1.0, gib),
+                usage: Resources::new(0.1, mem),
+                sample: Some(Sample {
+                    cpu_cores: Some(0.1),
+                    mem_bytes: mem,
+                    mem_peak_bytes: None,
+                }),
+                app_failures: 0,
+                oom_kills: 0,
+            }],
+            labels: Default::default(),
+            forecasts: vec![None],
+            source: "local".into(),
+            decisions: None,
+        }))
+        .expect("round");
+    }
+    w.finish().expect("finish");
+    let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
+        .args([
+            "tune",
+            "--k1",
+            "0,0.1",
+            "--k2",
+            "0,1",
+            "--quiet",
+            "--workload",
+        ])
+        .arg(format!("recorded:{}", path.display()))
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .expect("run tailor");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("the recording covers 0.2 h"), "{stderr}");
+}

@@ -18,7 +18,7 @@ use datasets::workload::{
     AppSpec, ComponentSpec, HostSpec, OomRestart, Shape, UsageSeries, Workload,
 };
 use shaper::node::{NodeAction, NodeActionKind, NodeKernel};
-use shaper::record::{Record, RecordingHeader, RoundRecord};
+use shaper::record::{KernelEvent, Record, RecordingHeader, RoundRecord};
 use shaper::{Decider, Forecasts, Resources, ShaperConfig};
 
 use crate::SimError;
@@ -77,6 +77,10 @@ pub struct Recording {
     pub header: RecordingHeader,
     pub rounds: Vec<RoundRecord>,
 }
+
+/// An OOM-killed container wanted more than the limit that killed it: its
+/// censored peak is this factor above that limit.
+const CENSORED_ABOVE: f64 = 1.001;
 
 /// Largest number of rounds read from one recording.
 pub const MAX_ROUNDS: usize = 10_000_000;
@@ -297,8 +301,13 @@ pub fn check_parity(rec: &Recording, shaper: Option<&ShaperConfig>) -> Result<Pa
 /// A recording as a simulator workload: one host with the node's largest
 /// recorded capacity; one application per application key, arriving at
 /// its first container's first round; one component per container whose
-/// usage series is what the agent sampled (relative to its request), and
-/// whose work is its time alive in the recording. A container whose
+/// usage series is what the agent sampled (relative to its request), with
+/// the in-interval memory peaks where the agent read them, and whose work
+/// is its time alive in the recording. An OOM kill the agent saw is kept
+/// as a censored demand: the peak of the interval it ended is at least
+/// just above the limit that killed it (what it wanted is unknown, but more
+/// than that), so a replay at the recorded sizing kills it too and a
+/// smaller sizing cannot look safe. A container whose
 /// restart policy starts it again alone (`restarts_alone` in any round)
 /// restarts alone after an OOM kill and continues its usage
 /// ([`OomRestart::Component`]); the others re-run their application.
@@ -317,9 +326,13 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
         restarts_alone: bool,
         cpu: Vec<f32>,
         mem: Vec<f32>,
+        peak: Vec<f32>,
+        /// A peak above the mean was read or an OOM kill seen.
+        has_peak: bool,
     }
     let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
     let mut capacity = Resources::ZERO;
+    let rel = |v: f64, req: f64| if req > 0.0 { (v / req) as f32 } else { 0.0 };
     for r in &rec.rounds {
         capacity = Resources::new(
             capacity.cpu_cores.max(r.capacity.cpu_cores),
@@ -335,11 +348,38 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
                 restarts_alone: false,
                 cpu: Vec::new(),
                 mem: Vec::new(),
+                peak: Vec::new(),
+                has_peak: false,
             });
             s.restarts_alone |= c.meta.restarts_alone;
-            let rel = |v: f64, req: f64| if req > 0.0 { (v / req) as f32 } else { 0.0 };
+            let mem = rel(c.usage.mem_bytes, s.request.mem_bytes);
+            let peak = c
+                .sample
+                .as_ref()
+                .and_then(|x| x.mem_peak_bytes)
+                .map_or(mem, |p| rel(p, s.request.mem_bytes).max(mem));
+            s.has_peak |= peak > mem;
             s.cpu.push(rel(c.usage.cpu_cores, s.request.cpu_cores));
-            s.mem.push(rel(c.usage.mem_bytes, s.request.mem_bytes));
+            s.mem.push(mem);
+            s.peak.push(peak);
+        }
+        for e in &r.events {
+            if let KernelEvent::OomKill {
+                container_id,
+                limit_bytes,
+                ..
+            } = e
+            {
+                // The interval that ended in the kill: this round's sample
+                // of a container restarted in place, else its last one.
+                if let Some(s) = seen.get_mut(container_id) {
+                    let wanted = rel(*limit_bytes * CENSORED_ABOVE, s.request.mem_bytes);
+                    if let Some(p) = s.peak.last_mut() {
+                        *p = p.max(wanted);
+                        s.has_peak = true;
+                    }
+                }
+            }
         }
     }
     if !(capacity.cpu_cores > 0.0 && capacity.mem_bytes > 0.0) {
@@ -360,16 +400,15 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
         app.arrival_s = app.arrival_s.min(s.first_s);
         app.priority = app.priority.max(s.priority);
         let work_s = s.mem.len() as f64 * interval;
-        let mut c = ComponentSpec::new(
-            s.class,
-            s.request,
-            work_s,
-            UsageSeries::new(
-                interval,
-                Shape::scaled(Arc::from(s.cpu), s.request.cpu_cores),
-                Shape::scaled(Arc::from(s.mem), s.request.mem_bytes),
-            ),
+        let mut usage = UsageSeries::new(
+            interval,
+            Shape::scaled(Arc::from(s.cpu), s.request.cpu_cores),
+            Shape::scaled(Arc::from(s.mem), s.request.mem_bytes),
         );
+        if s.has_peak {
+            usage.mem_peak_bytes = Some(Shape::scaled(Arc::from(s.peak), s.request.mem_bytes));
+        }
+        let mut c = ComponentSpec::new(s.class, s.request, work_s, usage);
         if s.restarts_alone {
             c.oom_restart = OomRestart::Component;
         }
@@ -382,4 +421,78 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
         hosts: vec![HostSpec { capacity }],
         apps,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shaper::node::{ContainerMeta, ContainerSample, Sample};
+
+    const MIB: f64 = 1024.0 * 1024.0;
+
+    fn round(i: u64, mem_mib: f64, peak_mib: Option<f64>, events: Vec<KernelEvent>) -> RoundRecord {
+        RoundRecord {
+            round: i,
+            at_s: 100.0 + i as f64,
+            capacity: Resources::new(2.0, 1024.0 * MIB),
+            events,
+            containers: vec![ContainerSample {
+                meta: ContainerMeta::core("c", "c", "web", 50.0),
+                request: Resources::new(1.0, 256.0 * MIB),
+                allocation: Resources::new(1.0, 128.0 * MIB),
+                usage: Resources::new(0.1, mem_mib * MIB),
+                sample: Some(Sample {
+                    cpu_cores: Some(0.1),
+                    mem_bytes: mem_mib * MIB,
+                    mem_peak_bytes: peak_mib.map(|p| p * MIB),
+                }),
+                app_failures: 0,
+                oom_kills: 0,
+            }],
+            labels: BTreeMap::new(),
+            forecasts: vec![None],
+            source: "local".into(),
+            decisions: None,
+        }
+    }
+
+    /// The recorded in-interval peaks are the replay's peaks, and an OOM
+    /// kill at 128 MiB makes that interval's peak just above 128 MiB
+    /// although the samples never showed more than 100 MiB.
+    #[test]
+    fn peaks_and_oom_kills_are_kept_as_demand() {
+        let kill = KernelEvent::OomKill {
+            container_id: "c".into(),
+            limit_bytes: 128.0 * MIB,
+            at_s: 102.0,
+        };
+        let rec = Recording {
+            header: RecordingHeader {
+                version: shaper::record::RECORD_VERSION,
+                node: "n".into(),
+                interval_s: 1.0,
+                actuation: "shape".into(),
+                mode: "standalone".into(),
+                shaper: ShaperConfig::default(),
+                forecaster: Default::default(),
+            },
+            rounds: vec![
+                round(0, 50.0, None, vec![]),
+                round(1, 60.0, Some(100.0), vec![]),
+                round(2, 20.0, None, vec![kill]),
+                round(3, 30.0, None, vec![]),
+            ],
+        };
+        let wl = recorded_workload(&rec, "t").expect("workload");
+        let u = &wl.apps[0].components[0].usage;
+        let peaks: Vec<f64> = (0..4).map(|i| u.mem_peak(i) / MIB).collect();
+        assert!((peaks[0] - 50.0).abs() < 1e-3, "{peaks:?}");
+        assert!((peaks[1] - 100.0).abs() < 1e-3, "{peaks:?}");
+        assert!(peaks[2] > 128.0 && peaks[2] < 129.0, "{peaks:?}");
+        assert!((peaks[3] - 30.0).abs() < 1e-3, "{peaks:?}");
+        assert!(
+            (u.mem_bytes.at(2) / MIB - 20.0).abs() < 1e-3,
+            "the mean is kept"
+        );
+    }
 }

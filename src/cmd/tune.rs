@@ -42,6 +42,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let seeds = args.sim.seed_list(&cfg)?;
     crate::cmd::sim_args::prepare_out_dir(&args.out)?;
     let workloads = args.sim.seeded_workloads(&seeds)?;
+    let short_recording = workloads.first().and_then(short_recording_warning);
+    if let Some(w) = &short_recording {
+        eprintln!("warning: {w}");
+    }
     // Ascending, without duplicates: heatmap axes and edge warnings read
     // the lists in order.
     let sorted = |v: Vec<f64>| {
@@ -150,4 +154,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.out.display()
     );
     Ok(())
+}
+
+/// A host's recording shorter than a day says little about the sizing its
+/// node needs (a daily peak, a weekly job may be missing from it).
+fn short_recording_warning(w: &datasets::workload::Workload) -> Option<String> {
+    const DAY_S: f64 = 86_400.0;
+    if !w.name.starts_with("recorded:") {
+        return None;
+    }
+    let span_s = w
+        .apps
+        .iter()
+        .flat_map(|a| a.components.iter().map(move |c| a.arrival_s + c.work_s))
+        .fold(0.0, f64::max);
+    (span_s < DAY_S).then(|| {
+        format!(
+            "the recording covers {:.1} h: a sizing tuned on less than a day of the host's life may miss its daily peaks; record at least a day (better a week) before trusting best.toml",
+            span_s / 3600.0
+        )
+    })
 }
