@@ -180,7 +180,7 @@ async fn run_async(args: Args, mut cfg: AgentConfig) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(&cfg.http.listen)
             .await
             .with_context(|| format!("cannot listen on {}", cfg.http.listen))?;
-        tracing::info!(addr = %listener.local_addr()?, "HTTP endpoint: /metrics /healthz /v1/decisions");
+        tracing::info!(addr = %listener.local_addr()?, "HTTP endpoint: /metrics /healthz /v1/decisions /v1/recommendations");
         let mut rx = stop_rx.clone();
         Some(tokio::spawn(agent::http::serve(
             listener,
