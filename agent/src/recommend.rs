@@ -194,26 +194,13 @@ pub fn build(
                 restarts_alone: c.meta.restarts_alone,
             });
         let k1 = cfg.k1_for_class(size, cfg.k1_for(size, app_mem_ref_gib), c.meta.class);
-        let applied = report
+        let outcome = report
             .outcomes
             .iter()
-            .find(|o| o.action.container_id == c.meta.id)
-            .map(|o| {
-                let what = match o.action.kind {
-                    NodeActionKind::Resize { .. } => "resize",
-                    NodeActionKind::Evict { .. } => "evict",
-                };
-                match (&o.result, &o.error) {
-                    (Outcome::Refused | Outcome::Failed, Some(e)) => {
-                        format!("{what} {}: {e}", o.result)
-                    }
-                    (_, Some(note)) => format!("{what} {} ({note})", o.result),
-                    _ => format!("{what} {}", o.result),
-                }
-            })
-            .unwrap_or_else(|| "none".to_string());
+            .find(|o| o.action.container_id == c.meta.id);
         let (no_cpu, no_mem) = unlimited(&c.meta.name);
         for r in [ResourceKind::Cpu, ResourceKind::Mem] {
+            let applied = outcome.map_or_else(|| "none".to_string(), |o| applied_str(o, r));
             let (scale, req, alloc, used, floor, unlimited) = match r {
                 ResourceKind::Cpu => (
                     1.0,
@@ -297,7 +284,7 @@ pub fn build(
                 upper: (upper / scale + shift).min(ceiling / scale).max(target),
                 confidence,
                 reason,
-                applied: applied.clone(),
+                applied,
             });
         }
     }
@@ -313,6 +300,32 @@ pub fn build(
         at_s: report.at_s,
         actuation: report.actuation.as_str().to_string(),
         items,
+    }
+}
+
+/// What was done to a container, as shown on its `r` row: the action and
+/// its result, with the notes about that resource only (a note on the CPU
+/// limit does not belong on the memory row).
+fn applied_str(o: &crate::ActionOutcome, r: ResourceKind) -> String {
+    let what = match o.action.kind {
+        NodeActionKind::Resize { .. } => "resize",
+        NodeActionKind::Evict { .. } => "evict",
+    };
+    match (&o.result, &o.error) {
+        (Outcome::Refused | Outcome::Failed, Some(e)) => format!("{what} {}: {e}", o.result),
+        (_, Some(note)) => {
+            let other = match r {
+                ResourceKind::Cpu => "memory",
+                ResourceKind::Mem => "CPU",
+            };
+            let mine: Vec<&str> = note.split("; ").filter(|n| !n.contains(other)).collect();
+            if mine.is_empty() {
+                format!("{what} {}", o.result)
+            } else {
+                format!("{what} {} ({})", o.result, mine.join("; "))
+            }
+        }
+        _ => format!("{what} {}", o.result),
     }
 }
 
@@ -360,6 +373,27 @@ pub fn to_csv(r: &Recommendations) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A note about one resource shows on that resource's row only.
+    #[test]
+    fn notes_go_to_their_resource_row() {
+        let o = crate::ActionOutcome {
+            action: shaper::node::NodeAction {
+                action_id: None,
+                container_id: "c".into(),
+                container_name: "c".into(),
+                kind: NodeActionKind::Resize {
+                    from: shaper::Resources::new(1.0, 1e9),
+                    to: shaper::Resources::new(0.5, 5e8),
+                },
+                explanation: String::new(),
+            },
+            result: Outcome::Applied,
+            error: Some("no CPU limit set: started without one (manage_unlimited = false)".into()),
+        };
+        assert_eq!(applied_str(&o, ResourceKind::Mem), "resize applied");
+        assert!(applied_str(&o, ResourceKind::Cpu).contains("no CPU limit set"));
+    }
 
     #[test]
     fn shown_target_has_hysteresis() {
