@@ -9,6 +9,8 @@
 //!    samples seen before the restart), not from the request.
 //! 3. The container is removed and recreated under the same name: the new
 //!    container (a new id) inherits its predecessor's history.
+//! 4. The second agent's recording replays with no mismatch: it starts
+//!    from the models that agent restored.
 
 mod agent_common;
 
@@ -47,7 +49,15 @@ async fn models_survive_restart_and_recreation() {
         "models checkpointed under the state directory"
     );
 
-    let mut b = docker_agent(config());
+    // The restarted agent records: its recording carries the models it
+    // restored, so a parity check starts from them (step 4).
+    let recording = dir.path().join("run2.jsonl.gz");
+    let mut b = docker_agent({
+        let mut c = config();
+        c.record.enabled = true;
+        c.record.path = Some(recording.clone());
+        c
+    });
     let r = round_in_1s(&mut b).await;
     let (source, n) = seen(&r, name).expect("container listed");
     assert_eq!(
@@ -78,4 +88,13 @@ async fn models_survive_restart_and_recreation() {
         Some(ForecastSource::Own),
         "the recreated container starts from its predecessor's model"
     );
+    drop(b);
+    let rec = sim::recorded::read_recording(&recording).expect("the second run's recording");
+    assert!(
+        rec.header.models.is_some(),
+        "the restored models are in the header"
+    );
+    let parity = sim::recorded::check_parity(&rec, None).expect("parity");
+    assert!(parity.forecasts > 0, "{parity}");
+    assert!(parity.mismatches.is_empty(), "{parity}");
 }

@@ -76,6 +76,7 @@ fn tune_on_a_short_recording_warns() {
         mode: "standalone".into(),
         shaper: Default::default(),
         forecaster: Default::default(),
+        models: None,
     })))
     .expect("header");
     let gib = 1024.0 * 1024.0 * 1024.0;

@@ -36,8 +36,9 @@ pub fn save(dir: &Path, kernel: &NodeKernel, now_s: f64) {
 
 /// Reads `dir/models.json` into `kernel`. A missing file is a fresh start;
 /// a bad one is logged with its path and ignored (the models start fresh).
-/// Returns the containers restored.
-pub fn restore(dir: &Path, kernel: &mut NodeKernel) -> usize {
+/// Returns the checkpoint when it restored any container (a recording
+/// keeps it, so that its parity check starts from the same models).
+pub fn restore(dir: &Path, kernel: &mut NodeKernel) -> Option<ModelCheckpoint> {
     let path = dir.join(MODELS_FILE);
     let read = || -> Result<ModelCheckpoint, String> {
         let len = std::fs::metadata(&path).map_err(|e| e.to_string())?.len();
@@ -48,16 +49,21 @@ pub fn restore(dir: &Path, kernel: &mut NodeKernel) -> usize {
         serde_json::from_slice(&bytes).map_err(|e| e.to_string())
     };
     if !path.exists() {
-        return 0;
+        return None;
     }
-    match read().and_then(|ck| kernel.restore(ck).map_err(|e| e.to_string())) {
-        Ok(n) => {
+    match read().and_then(|ck| {
+        kernel
+            .restore(ck.clone())
+            .map(|n| (n, ck))
+            .map_err(|e| e.to_string())
+    }) {
+        Ok((n, ck)) => {
             tracing::info!(path = %path.display(), containers = n, "models restored");
-            n
+            (n > 0).then_some(ck)
         }
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "models checkpoint ignored; models start fresh");
-            0
+            None
         }
     }
 }
@@ -76,11 +82,20 @@ mod tests {
     fn round_trip_and_bad_files() {
         let dir = tempfile::tempdir().expect("tmp");
         let mut k = kernel();
-        assert_eq!(restore(dir.path(), &mut k), 0, "no file: fresh start");
+        assert!(
+            restore(dir.path(), &mut k).is_none(),
+            "no file: fresh start"
+        );
         save(dir.path(), &k, 1.0);
         assert!(dir.path().join(MODELS_FILE).exists());
-        assert_eq!(restore(dir.path(), &mut kernel()), 0, "empty checkpoint");
+        assert!(
+            restore(dir.path(), &mut kernel()).is_none(),
+            "empty checkpoint"
+        );
         std::fs::write(dir.path().join(MODELS_FILE), b"{not json").expect("write");
-        assert_eq!(restore(dir.path(), &mut kernel()), 0, "bad file ignored");
+        assert!(
+            restore(dir.path(), &mut kernel()).is_none(),
+            "bad file ignored"
+        );
     }
 }

@@ -45,6 +45,10 @@ pub struct RecordingHeader {
     pub mode: String,
     pub shaper: ShaperConfig,
     pub forecaster: ModelConfig,
+    /// The models the agent restored from its checkpoint at start (a
+    /// restarted agent); a parity check starts its kernel from them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub models: Option<crate::node_models::ModelCheckpoint>,
 }
 
 /// One round.

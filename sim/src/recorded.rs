@@ -218,6 +218,12 @@ fn same(a: &NodeAction, b: &NodeAction) -> bool {
 pub fn check_parity(rec: &Recording, shaper: Option<&ShaperConfig>) -> Result<Parity, SimError> {
     let cfg = shaper.cloned().unwrap_or_else(|| rec.header.shaper.clone());
     let mut kernel = NodeKernel::new(cfg, rec.header.forecaster.clone(), rec.header.interval_s)?;
+    if let Some(models) = &rec.header.models {
+        // A restarted agent's run: from the models it restored.
+        kernel
+            .restore(models.clone())
+            .map_err(|e| SimError::Workload(format!("header: the restored models: {e}")))?;
+    }
     let mut decider = Decider::new();
     let mut p = Parity::default();
     for r in &rec.rounds {
@@ -475,6 +481,7 @@ mod tests {
                 mode: "standalone".into(),
                 shaper: ShaperConfig::default(),
                 forecaster: Default::default(),
+                models: None,
             },
             rounds: vec![
                 round(0, 50.0, None, vec![]),

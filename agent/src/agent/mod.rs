@@ -243,9 +243,9 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         let forced_recommend = crate::podman::force_recommend(&mut cfg, runtime.as_ref());
         let mut kernel =
             NodeKernel::new(cfg.shaper.clone(), cfg.forecaster.clone(), cfg.interval_s)?;
-        if let Some(dir) = cfg.state_dir() {
-            crate::checkpoint::restore(&dir, &mut kernel);
-        }
+        let restored = cfg
+            .state_dir()
+            .and_then(|dir| crate::checkpoint::restore(&dir, &mut kernel));
         let recorder = match (cfg.record.enabled, cfg.record_path()) {
             (true, Some(path)) => {
                 if let Some(kept) = datasets::recording::rotate_previous(&path)? {
@@ -260,6 +260,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     mode: cfg.mode.as_str().to_string(),
                     shaper: cfg.shaper.clone(),
                     forecaster: cfg.forecaster.clone(),
+                    models: restored,
                 })))?;
                 tracing::info!(path = %path.display(), max_bytes = cfg.record.max_bytes, "recording");
                 Some(w)
