@@ -11,7 +11,8 @@
 //! actuation = "recommend"    # default; "shape" applies the plan
 //! manage_unlimited = false   # containers started without a CPU or memory limit are
 //!                            # reported, never limited or evicted (true: the agent may
-//!                            # set limits on them; Docker cannot remove a limit again)
+//!                            # set limits on them; Docker cannot remove a limit again:
+//!                            # on shutdown they get the most permissive one)
 //! # unlimited_request_cpu_cores = 0.5      # request of a container without a CPU
 //! # unlimited_request_mem_bytes = 268435456 # / memory limit; default: its highest use seen
 //! interval_s = 10.0          # sampling / shaping period
@@ -119,8 +120,12 @@ impl Actuation {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ShutdownPolicy {
-    /// Put every shaped container back to its request (the limits it was
-    /// started with; an unlimited resource gets the node's capacity).
+    /// Put every shaped container, running or stopped, back to its request
+    /// (the limits it was started with). A container the agent never
+    /// resized gets no update. Docker cannot remove a limit: a resource
+    /// started without a limit that the agent limited gets the most
+    /// permissive one (memory: the kernel's highest, no limit in effect;
+    /// CPU: every core of the host).
     #[default]
     RestoreRequests,
     /// Leave the current (forecast + buffer) allocations in place.

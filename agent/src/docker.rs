@@ -10,8 +10,9 @@
 //!   agent only needs the CPU counter, memory usage and inactive file cache.
 
 use crate::runtime::{
-    parse_rfc3339_s, ContainerInfo, ContainerRuntime, ContainerState, ContainerStats,
+    mem_limit, parse_rfc3339_s, ContainerInfo, ContainerRuntime, ContainerState, ContainerStats,
     ContainerSummary, CpuLimit, HostInfo, Limits, ResourceUpdate, RuntimeError, RuntimeEvent,
+    UNLIMITED_MEM_BYTES,
 };
 use bollard::container::{
     InspectContainerOptions, ListContainersOptions, StartContainerOptions, StopContainerOptions,
@@ -376,10 +377,7 @@ impl ContainerRuntime for DockerRuntime {
             .and_then(|s| s.started_at.as_deref())
             .and_then(parse_rfc3339_s);
         let hc = c.host_config.as_ref();
-        let mem = hc
-            .and_then(|h| h.memory)
-            .filter(|&m| m > 0)
-            .map(|m| m as u64);
+        let mem = hc.and_then(|h| h.memory).and_then(mem_limit);
         let nano = hc.and_then(|h| h.nano_cpus).unwrap_or(0);
         let quota = hc.and_then(|h| h.cpu_quota).unwrap_or(0);
         let period = hc
@@ -465,35 +463,15 @@ impl ContainerRuntime for DockerRuntime {
     }
 
     async fn update(&self, id: &str, update: &ResourceUpdate) -> Result<(), RuntimeError> {
-        let mut opts = UpdateContainerOptions::<String> {
-            ..Default::default()
-        };
-        if let Some(m) = update.mem_bytes {
-            let m = i64::try_from(m)
-                .map_err(|_| RuntimeError::Decode(format!("memory {m} too large")))?;
-            opts.memory = Some(m);
-            opts.memory_swap = Some(match update.mem_swap_bytes {
-                Some(s) if s == -1 || s >= m => s,
-                _ => m,
-            });
+        let steps = update_steps(update)?;
+        let client = self.client().await?;
+        for opts in steps {
+            client
+                .update_container(id, opts)
+                .await
+                .map_err(|e| map_not_found(id, map_err(e)))?;
         }
-        match update.cpu {
-            Some(CpuLimit::Nano { nano_cpus }) => opts.nano_cpus = Some(nano_cpus),
-            Some(CpuLimit::Quota {
-                quota_us,
-                period_us,
-            }) => {
-                opts.cpu_quota = Some(quota_us);
-                opts.cpu_period = Some(period_us);
-            }
-            Some(CpuLimit::Unlimited) => opts.nano_cpus = Some(0),
-            None => {}
-        }
-        self.client()
-            .await?
-            .update_container(id, opts)
-            .await
-            .map_err(|e| map_not_found(id, map_err(e)))
+        Ok(())
     }
 
     async fn stop(&self, id: &str, grace_s: u32) -> Result<(), RuntimeError> {
@@ -566,6 +544,67 @@ impl ContainerRuntime for DockerRuntime {
             })
             .boxed()
     }
+}
+
+/// The `POST /containers/{id}/update` bodies for one [`ResourceUpdate`],
+/// in order.
+///
+/// Memory is always sent with its swap limit (memory + swap, Docker's
+/// `MemorySwap`): the swap limit asked for, else the memory limit (no
+/// swap). runc then writes the two cgroup files in the order the kernel
+/// accepts (on cgroup v1 `memory.limit_in_bytes` may never exceed
+/// `memory.memsw.limit_in_bytes`): the swap limit first when it grows.
+/// Unlimited swap (-1) takes two calls: Docker 20.10 / runc 1.1 on cgroup
+/// v1 record -1 but leave the cgroup's memsw limit where it was, and write
+/// the memory limit first, so raising memory above the current memsw limit
+/// (a shrunk container getting back its original `--memory-swap -1`) fails
+/// with `memory.limit_in_bytes: invalid argument`. The first call raises the
+/// swap limit to the kernel's "no limit" ([`UNLIMITED_MEM_BYTES`]) with the
+/// memory limit, the second records -1 (what the container was started
+/// with; a stopped container starts with it).
+fn update_steps(
+    update: &ResourceUpdate,
+) -> Result<Vec<UpdateContainerOptions<String>>, RuntimeError> {
+    let mut opts = UpdateContainerOptions::<String> {
+        ..Default::default()
+    };
+    let mut unlimited_swap = false;
+    if let Some(m) = update.mem_bytes {
+        let m =
+            i64::try_from(m).map_err(|_| RuntimeError::Decode(format!("memory {m} too large")))?;
+        opts.memory = Some(m);
+        opts.memory_swap = Some(match update.mem_swap_bytes {
+            Some(-1) => {
+                unlimited_swap = true;
+                (UNLIMITED_MEM_BYTES as i64).max(m)
+            }
+            Some(s) if s >= m => s,
+            _ => m,
+        });
+    }
+    match update.cpu {
+        Some(CpuLimit::Nano { nano_cpus }) => opts.nano_cpus = Some(nano_cpus),
+        Some(CpuLimit::Quota {
+            quota_us,
+            period_us,
+        }) => {
+            opts.cpu_quota = Some(quota_us);
+            opts.cpu_period = Some(period_us);
+        }
+        // no CFS quota (Docker ignores NanoCpus = 0: a NanoCpus limit
+        // cannot be lifted)
+        Some(CpuLimit::Unlimited) => opts.cpu_quota = Some(-1),
+        None => {}
+    }
+    let mut steps = vec![opts];
+    if unlimited_swap {
+        steps.push(UpdateContainerOptions::<String> {
+            memory: steps[0].memory,
+            memory_swap: Some(-1),
+            ..Default::default()
+        });
+    }
+    Ok(steps)
 }
 
 /// One HTTP/1.0 request over the unix socket (the engine answers and
@@ -648,6 +687,71 @@ mod tests {
         assert_eq!(s.cpu_total_ns, 0);
         assert_eq!(s.working_set_bytes(), 0);
         assert!(decode_stats(b"not json").is_err());
+    }
+
+    /// H4: unlimited swap takes two calls (the first raises the memory +
+    /// swap limit explicitly, so that runc writes it before the memory
+    /// limit); any other memory update is one call with the swap limit set
+    /// (runc orders the writes itself when both are given).
+    #[test]
+    fn update_steps_raise_swap_before_memory() {
+        let mib = 1i64 << 20;
+        let restore = ResourceUpdate {
+            mem_bytes: Some(256 << 20),
+            cpu: Some(CpuLimit::Quota {
+                quota_us: 50_000,
+                period_us: 100_000,
+            }),
+            mem_swap_bytes: Some(-1),
+        };
+        let steps = update_steps(&restore).expect("steps");
+        assert_eq!(steps.len(), 2, "{steps:?}");
+        assert_eq!(steps[0].memory, Some(256 * mib));
+        assert_eq!(steps[0].memory_swap, Some(UNLIMITED_MEM_BYTES as i64));
+        assert_eq!(
+            (steps[0].cpu_quota, steps[0].cpu_period),
+            (Some(50_000), Some(100_000))
+        );
+        assert_eq!(steps[1].memory, Some(256 * mib));
+        assert_eq!(steps[1].memory_swap, Some(-1));
+        assert_eq!((steps[1].cpu_quota, steps[1].nano_cpus), (None, None));
+        // a resize: memory and swap together, one call
+        let grow = ResourceUpdate {
+            mem_bytes: Some(200 << 20),
+            ..ResourceUpdate::default()
+        };
+        let steps = update_steps(&grow).expect("steps");
+        assert_eq!(steps.len(), 1);
+        assert_eq!(
+            (steps[0].memory, steps[0].memory_swap),
+            (Some(200 * mib), Some(200 * mib))
+        );
+        // an explicit swap limit below memory is not sent
+        let odd = ResourceUpdate {
+            mem_bytes: Some(200 << 20),
+            mem_swap_bytes: Some(100 << 20),
+            ..ResourceUpdate::default()
+        };
+        assert_eq!(
+            update_steps(&odd).expect("steps")[0].memory_swap,
+            Some(200 * mib)
+        );
+        // no CFS quota: CpuQuota -1 (Docker ignores NanoCpus = 0)
+        let lift = ResourceUpdate {
+            cpu: Some(CpuLimit::Unlimited),
+            ..ResourceUpdate::default()
+        };
+        let steps = update_steps(&lift).expect("steps");
+        assert_eq!(steps.len(), 1);
+        assert_eq!(
+            (steps[0].cpu_quota, steps[0].nano_cpus, steps[0].memory),
+            (Some(-1), None, None)
+        );
+        assert!(update_steps(&ResourceUpdate {
+            mem_bytes: Some(u64::MAX),
+            ..ResourceUpdate::default()
+        })
+        .is_err());
     }
 
     #[test]

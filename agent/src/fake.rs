@@ -4,8 +4,8 @@
 //! daemon restart.
 
 use crate::runtime::{
-    ContainerInfo, ContainerRuntime, ContainerState, ContainerStats, ContainerSummary, CpuLimit,
-    HostInfo, Limits, ResourceUpdate, RuntimeError, RuntimeEvent,
+    mem_limit, ContainerInfo, ContainerRuntime, ContainerState, ContainerStats, ContainerSummary,
+    CpuLimit, HostInfo, Limits, ResourceUpdate, RuntimeError, RuntimeEvent,
 };
 use futures_util::stream::{BoxStream, StreamExt};
 use std::collections::BTreeMap;
@@ -38,6 +38,7 @@ struct Inner {
     calls: Vec<FakeCall>,
     down: bool,
     fail_stats_for: Vec<String>,
+    fail_updates_for: Vec<String>,
     now_s: f64,
 }
 
@@ -197,6 +198,12 @@ impl FakeRuntime {
         self.lock().fail_stats_for.push(id.to_string());
     }
 
+    /// Makes `update` fail for one container (a daemon error, as Docker's
+    /// `invalid argument` from runc).
+    pub fn fail_updates(&self, id: &str) {
+        self.lock().fail_updates_for.push(id.to_string());
+    }
+
     pub fn calls(&self) -> Vec<FakeCall> {
         self.lock().calls.clone()
     }
@@ -279,12 +286,19 @@ impl ContainerRuntime for FakeRuntime {
         self.check_up()?;
         let mut g = self.lock();
         g.calls.push(FakeCall::Update(id.to_string(), *update));
+        if g.fail_updates_for.iter().any(|f| f == id) {
+            return Err(RuntimeError::Api {
+                status: 500,
+                message: "update failed".into(),
+            });
+        }
         let c = g
             .containers
             .get_mut(id)
             .ok_or_else(|| RuntimeError::NotFound(id.into()))?;
         if let Some(m) = update.mem_bytes {
-            c.info.limits.mem_bytes = Some(m);
+            // as Docker reports it: the kernel's "no limit" is none
+            c.info.limits.mem_bytes = mem_limit(i64::try_from(m).unwrap_or(i64::MAX));
             // as Docker: swap is set with memory, to memory when not given
             c.info.limits.mem_swap_bytes = Some(update.mem_swap_bytes.unwrap_or(m as i64));
         }

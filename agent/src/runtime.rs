@@ -116,6 +116,20 @@ pub struct Limits {
     pub mem_swap_bytes: Option<i64>,
 }
 
+/// The highest memory limit the kernel takes (`i64::MAX` rounded down to
+/// a 4 KiB page): no limit in effect (cgroup v1 reads it back as its
+/// "unlimited" value, v2 as `max`). Docker cannot remove a memory limit once
+/// set (`docker update` refuses 0 and -1), so a memory the agent limited
+/// although it was started without a limit is given back this.
+pub const UNLIMITED_MEM_BYTES: u64 = 9_223_372_036_854_771_712;
+
+/// A memory limit as the runtime reports it (bytes): 0 or less is no
+/// limit, and so is anything from 2^62 bytes (4 EiB) on, as
+/// [`UNLIMITED_MEM_BYTES`].
+pub fn mem_limit(bytes: i64) -> Option<u64> {
+    u64::try_from(bytes).ok().filter(|&b| b > 0 && b < 1 << 62)
+}
+
 /// One entry of the container list (cheap, no per-container call).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ContainerSummary {
@@ -190,6 +204,8 @@ pub struct ResourceUpdate {
     /// Memory limit in bytes; the swap limit is set with it, to
     /// `mem_swap_bytes` when given, else to the same value (no swap).
     pub mem_bytes: Option<u64>,
+    /// `Some(CpuLimit::Unlimited)` lifts a CFS quota (`CpuQuota = -1`);
+    /// Docker cannot lift a `NanoCpus` limit.
     pub cpu: Option<CpuLimit>,
     /// Memory + swap limit to set with `mem_bytes` (-1: unlimited swap);
     /// `None`: the same as `mem_bytes`. Only used when `mem_bytes` is set.
@@ -411,6 +427,18 @@ mod tests {
                 period_us: 100_000
             }
         );
+    }
+
+    #[test]
+    fn memory_limits_as_reported() {
+        assert_eq!(mem_limit(0), None);
+        assert_eq!(mem_limit(-1), None);
+        assert_eq!(mem_limit(256 << 20), Some(256 << 20));
+        // the kernel's "no limit", as a restored unlimited memory reads back
+        assert_eq!(mem_limit(UNLIMITED_MEM_BYTES as i64), None);
+        assert_eq!(mem_limit(i64::MAX), None);
+        assert_eq!(UNLIMITED_MEM_BYTES % 4096, 0);
+        assert!(UNLIMITED_MEM_BYTES <= i64::MAX as u64);
     }
 
     #[test]

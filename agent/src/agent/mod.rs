@@ -29,8 +29,8 @@ use crate::labels::{self, ComponentLabels};
 use crate::metrics::Metrics;
 use crate::recommend::{Recommendations, Shown};
 use crate::runtime::{
-    ContainerInfo, ContainerRuntime, ContainerState, CpuLimit, HostInfo, Limits, ResourceUpdate,
-    RuntimeError, RuntimeEvent,
+    mem_limit, ContainerInfo, ContainerRuntime, ContainerState, CpuLimit, HostInfo, Limits,
+    ResourceUpdate, RuntimeError, RuntimeEvent, UNLIMITED_MEM_BYTES,
 };
 use crate::state::{Eviction, PersistedState, StateStore};
 use crate::view::{
@@ -64,9 +64,6 @@ use actuate::log_outcome;
 /// (longer than the 10 s interval); 256 keeps a round near one tick per 256
 /// containers (an idle socket and an 8 KiB buffer each while waiting).
 const STATS_CONCURRENCY: usize = 256;
-/// Memory limits are set in whole pages (restored limits of unlimited
-/// containers are rounded down to one).
-const PAGE: u64 = 4096;
 const MIB: f64 = 1024.0 * 1024.0;
 /// The last round's recommendations under the state directory.
 pub const RECOMMENDATIONS_FILE: &str = "recommendations.json";

@@ -3,42 +3,81 @@
 use super::*;
 
 impl<R: ContainerRuntime + ?Sized> Agent<R> {
-    /// The limits a container gets back: what it was started with; an
-    /// unlimited resource gets the node's capacity (Docker cannot remove a
-    /// limit with `update`).
-    pub(super) fn original_update(&self, t: &Tracked) -> ResourceUpdate {
-        let cap = self.capacity();
+    /// The update that gives `t` back the limits it was started with;
+    /// `None` when it has them (the agent never changed them, or restored
+    /// them already). Only a resource whose limit differs from the original
+    /// is written, and never one the agent may not limit
+    /// (`manage_unlimited = false`).
+    ///
+    /// Docker cannot remove a limit: `docker update` refuses a memory limit
+    /// of 0 or -1 and ignores `NanoCpus = 0`. A resource started without a
+    /// limit that the agent limited gets the most permissive one: memory
+    /// [`UNLIMITED_MEM_BYTES`] (the kernel's "no limit") with unlimited
+    /// swap; CPU no CFS quota (`CpuQuota = -1`) when it is limited by a
+    /// quota, else `NanoCpus` of every core of the host (the most Docker
+    /// takes: nothing can be throttled).
+    pub(super) fn original_update(&self, t: &Tracked) -> Option<ResourceUpdate> {
         let orig = self.original_limits(t);
-        // a resource the agent may not limit was never changed: left alone
+        let cur = t.info.limits;
         let (no_cpu, no_mem) = self.unlimited_untouchable(t);
-        let mem = orig
-            .mem_bytes
-            .unwrap_or_else(|| (cap.mem_bytes as u64 / PAGE) * PAGE);
-        let cpu = match orig.cpu {
-            CpuLimit::Unlimited => CpuLimit::Nano {
-                nano_cpus: (cap.cpu_cores * 1e9).round() as i64,
+        let mem_changed = match orig.mem_bytes {
+            None => cur.mem_bytes.is_some(),
+            Some(m) => {
+                cur.mem_bytes != Some(m)
+                    || orig
+                        .mem_swap_bytes
+                        .is_some_and(|s| cur.mem_swap_bytes != Some(s))
+            }
+        };
+        let all_cores = CpuLimit::Nano {
+            nano_cpus: i64::from(self.host_cpus()) * 1_000_000_000,
+        };
+        let cpu = match (orig.cpu, cur.cpu) {
+            (o, c) if o == c => None,
+            (CpuLimit::Unlimited, c) if c == all_cores => None,
+            (CpuLimit::Unlimited, CpuLimit::Quota { .. }) => Some(CpuLimit::Unlimited),
+            (CpuLimit::Unlimited, _) => Some(all_cores),
+            (o, _) => Some(o),
+        };
+        let update = ResourceUpdate {
+            mem_bytes: (mem_changed && !no_mem)
+                .then(|| orig.mem_bytes.unwrap_or(UNLIMITED_MEM_BYTES)),
+            cpu: cpu.filter(|_| !no_cpu),
+            // the swap limit it was started with; an originally unlimited
+            // memory had unlimited swap
+            mem_swap_bytes: match orig.mem_bytes {
+                None => Some(-1),
+                Some(_) => orig.mem_swap_bytes,
             },
-            c => c,
         };
-        if no_cpu || no_mem {
-            return ResourceUpdate {
-                mem_bytes: (!no_mem).then_some(mem),
-                cpu: (!no_cpu).then_some(cpu),
-                mem_swap_bytes: if no_mem { None } else { orig.mem_swap_bytes },
-            };
+        (update.mem_bytes.is_some() || update.cpu.is_some()).then_some(update)
+    }
+
+    /// The host's CPU count as the runtime reports it (Docker's `NCPU`,
+    /// the most `NanoCpus` it takes), else the configured capacity.
+    fn host_cpus(&self) -> u32 {
+        self.host
+            .as_ref()
+            .map(|h| h.ncpu)
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| self.capacity().cpu_cores.ceil().max(1.0) as u32)
+    }
+
+    /// `t`'s limits after `update` was applied, as the runtime reports them.
+    fn limits_after(t: &Tracked, update: &ResourceUpdate) -> Limits {
+        let mut l = t.info.limits;
+        if let Some(m) = update.mem_bytes {
+            l.mem_bytes = mem_limit(i64::try_from(m).unwrap_or(i64::MAX));
+            l.mem_swap_bytes = Some(
+                update
+                    .mem_swap_bytes
+                    .unwrap_or(i64::try_from(m).unwrap_or(i64::MAX)),
+            );
         }
-        // the swap limit it was started with; an originally unlimited
-        // memory had unlimited swap
-        let swap = match (orig.mem_bytes, orig.mem_swap_bytes) {
-            (_, Some(s)) => Some(s),
-            (None, None) => Some(-1),
-            (Some(_), None) => None,
-        };
-        ResourceUpdate {
-            mem_bytes: Some(mem),
-            cpu: Some(cpu),
-            mem_swap_bytes: swap,
+        if let Some(c) = update.cpu {
+            l.cpu = c;
         }
+        l
     }
 
     pub(super) async fn restart_evicted(&mut self, now_s: f64) -> Vec<String> {
@@ -59,9 +98,11 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 continue;
             };
             let update = self.original_update(&t);
-            if let Err(err) = self.runtime.update(&e.id, &update).await {
-                self.shared.metrics.runtime_error("update");
-                tracing::warn!(container = %e.name, error = %err, "cannot restore limits before restart");
+            if let Some(update) = &update {
+                if let Err(err) = self.runtime.update(&e.id, update).await {
+                    self.shared.metrics.runtime_error("update");
+                    tracing::warn!(container = %e.name, error = %err, "cannot restore limits before restart");
+                }
             }
             match self.runtime.start(&e.id).await {
                 Ok(()) => {
@@ -69,11 +110,9 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     free = free.sub(&e.request);
                     if let Some(tm) = self.tracked.get_mut(&e.id) {
                         tm.info.state = ContainerState::Running;
-                        tm.info.limits = Limits {
-                            mem_bytes: update.mem_bytes,
-                            cpu: update.cpu.unwrap_or(tm.info.limits.cpu),
-                            mem_swap_bytes: update.mem_swap_bytes,
-                        };
+                        if let Some(update) = &update {
+                            tm.info.limits = Self::limits_after(tm, update);
+                        }
                         tm.needs_inspect = true;
                         tm.last_cpu = None;
                     }
@@ -104,10 +143,13 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
     }
 
     /// What SIGTERM does (`on_shutdown`): with `restore_requests` every
-    /// running managed container whose limits the agent changed gets its
-    /// original limits back; `keep_current` changes nothing. Nothing is
-    /// stopped either way, and in `recommend` mode nothing was changed.
-    /// Returns the containers restored.
+    /// managed container whose limits the agent changed gets its original
+    /// limits back (see [`Self::original_update`]), running or not: a
+    /// stopped container (exited, OOM-killed, stopped by the operator or
+    /// evicted by the agent) would otherwise start again at its shrunk
+    /// size. `keep_current` changes nothing. Nothing is stopped or started
+    /// either way, and in `recommend` mode nothing was changed. Returns the
+    /// containers restored (those whose update succeeded).
     pub async fn shutdown(&mut self) -> Vec<String> {
         let mut restored = Vec::new();
         if self.cfg.actuation != Actuation::Shape
@@ -115,31 +157,432 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         {
             return restored;
         }
-        let running: Vec<Tracked> = self
+        let todo: Vec<(Tracked, ResourceUpdate)> = self
             .tracked
             .values()
-            .filter(|t| t.info.state == ContainerState::Running)
-            .cloned()
+            .filter(|t| {
+                !matches!(
+                    t.info.state,
+                    ContainerState::Removing | ContainerState::Dead
+                )
+            })
+            .filter_map(|t| Some((t.clone(), self.original_update(t)?)))
             .collect();
-        for t in running {
-            let update = self.original_update(&t);
-            let same = update
-                .mem_bytes
-                .is_none_or(|m| Some(m) == t.info.limits.mem_bytes)
-                && update.cpu.is_none_or(|c| c == t.info.limits.cpu)
-                && (update.mem_bytes.is_none()
-                    || update.mem_swap_bytes == t.info.limits.mem_swap_bytes);
-            if same {
-                continue;
+        let mut failed = 0usize;
+        for (t, update) in todo {
+            let orig = self.original_limits(&t);
+            if orig.mem_bytes.is_none() && update.mem_bytes.is_some() {
+                tracing::info!(
+                    container = %t.info.name,
+                    mem_limit_bytes = UNLIMITED_MEM_BYTES,
+                    "started without a memory limit: Docker cannot remove the one the agent set; restoring the kernel's highest (no limit in effect)"
+                );
+            }
+            if let (CpuLimit::Unlimited, Some(CpuLimit::Nano { nano_cpus })) =
+                (orig.cpu, update.cpu)
+            {
+                tracing::info!(
+                    container = %t.info.name,
+                    cpu_cores = nano_cpus as f64 / 1e9,
+                    "started without a CPU limit: Docker cannot remove the NanoCpus limit the agent set; restoring every core of the host"
+                );
             }
             match self.runtime.update(&t.info.id, &update).await {
-                Ok(()) => restored.push(t.info.name.clone()),
+                Ok(()) => {
+                    let after = Self::limits_after(&t, &update);
+                    if let Some(tm) = self.tracked.get_mut(&t.info.id) {
+                        tm.info.limits = after;
+                    }
+                    tracing::debug!(
+                        container = %t.info.name,
+                        state = ?t.info.state,
+                        mem_mib = after.mem_bytes.map(|m| m as f64 / MIB),
+                        cpu_cores = after.cpu.cores(),
+                        "restored original limits"
+                    );
+                    restored.push(t.info.name.clone());
+                }
                 Err(e) => {
-                    tracing::warn!(container = %t.info.name, error = %e, "cannot restore request on shutdown")
+                    failed += 1;
+                    self.shared.metrics.runtime_error("update");
+                    tracing::warn!(container = %t.info.name, state = ?t.info.state, error = %e, "cannot restore request on shutdown")
                 }
             }
         }
-        tracing::info!(restored = restored.len(), "restored requests on shutdown");
+        if failed > 0 {
+            tracing::warn!(
+                restored = restored.len(),
+                failed,
+                "restored requests on shutdown; some containers keep their shaped limits"
+            );
+        } else {
+            tracing::info!(restored = restored.len(), "restored requests on shutdown");
+        }
         restored
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{check_toml, AgentConfig};
+    use crate::fake::{FakeCall, FakeRuntime};
+    use crate::runtime::{CpuLimit, Limits, ResourceUpdate, UNLIMITED_MEM_BYTES};
+    use crate::view::{NodeActionKind, Outcome};
+    use crate::{Agent, LocalShaper};
+    use std::sync::Arc;
+    use tailor_core::{Clock, ManualClock};
+
+    const MIB: u64 = 1 << 20;
+    const GIB: u64 = 1 << 30;
+    const HALF_CORE: CpuLimit = CpuLimit::Nano {
+        nano_cpus: 500_000_000,
+    };
+
+    /// Shape mode, 1 s rounds, a peak forecaster that decides after 3
+    /// samples, `extra` appended.
+    fn config(extra: &str) -> AgentConfig {
+        check_toml(&format!(
+            r#"
+interval_s = 1.0
+state_file = ""
+actuation = "shape"
+manage_unlimited = true
+warmup_rounds = 0
+[http]
+listen = ""
+[shaper]
+max_evictions_per_round = 1000
+min_history_samples = 3
+horizon_samples = 3
+grace_period_s = 0.0
+k1 = 0.05
+k2 = 0.0
+small_app_components = 0
+app_mem_ref_rel = 0.0
+sibling_hold_s = 0.0
+[forecaster]
+kind = "peak"
+calibrated = false
+[forecaster.peak]
+window = 3
+{extra}
+"#
+        ))
+        .expect("test config is valid")
+    }
+
+    struct Rig {
+        fake: FakeRuntime,
+        clock: Arc<ManualClock>,
+        agent: Agent<FakeRuntime>,
+    }
+
+    fn rig(cfg: AgentConfig) -> Rig {
+        let fake = FakeRuntime::new(4, 8 * GIB);
+        let clock = Arc::new(ManualClock::new(1_000.0));
+        let source = Box::new(LocalShaper::new(cfg.shaper.clone()));
+        let agent = Agent::new(cfg, Arc::new(fake.clone()), source, clock.clone()).expect("agent");
+        Rig { fake, clock, agent }
+    }
+
+    impl Rig {
+        /// `n` rounds, 1 s apart, every listed container using (MiB, cores).
+        async fn rounds(
+            &mut self,
+            n: usize,
+            usage: &[(&str, u64, f64)],
+        ) -> Vec<crate::RoundReport> {
+            let mut reports = Vec::new();
+            for _ in 0..n {
+                self.clock.advance(1.0);
+                for (id, mib, cores) in usage {
+                    self.fake.set_usage(id, mib * MIB, (cores * 1e9) as u64);
+                }
+                reports.push(self.agent.round().await.expect("round"));
+            }
+            reports
+        }
+
+        fn limits(&self, id: &str) -> Limits {
+            self.fake.container(id).expect("exists").info.limits
+        }
+
+        fn updates_of(&self, id: &str) -> Vec<ResourceUpdate> {
+            self.fake
+                .calls()
+                .into_iter()
+                .filter_map(|c| match c {
+                    FakeCall::Update(i, u) if i == id => Some(u),
+                    _ => None,
+                })
+                .collect()
+        }
+    }
+
+    fn started(mem: u64, cpu: CpuLimit) -> Limits {
+        Limits {
+            mem_bytes: Some(mem),
+            cpu,
+            mem_swap_bytes: None,
+        }
+    }
+
+    /// H5: containers that are not running when the agent stops (stopped
+    /// by the operator, OOM-killed, evicted by the agent) get their
+    /// original limits back too: `docker start` would run them at the
+    /// shrunk size.
+    #[tokio::test]
+    async fn shutdown_restores_stopped_oom_killed_and_evicted_containers() {
+        // 1 GiB node: "big" (a core component, 1 GiB) and three elastic
+        // ones; requests exceed the node, so the models warm up first
+        let mut cfg = config("[capacity]\ncpu_cores = 4.0\nmem_bytes = 1073741824");
+        cfg.restart_evicted = false;
+        let mut r = rig(cfg);
+        r.fake.add(
+            "big",
+            &[("tailor.enable", "true"), ("tailor.app", "a")],
+            Some(GIB),
+            HALF_CORE,
+            100.0,
+        );
+        for (i, id) in ["stopped", "oom", "young"].iter().enumerate() {
+            r.fake.add(
+                id,
+                &[
+                    ("tailor.enable", "true"),
+                    ("tailor.app", "b"),
+                    ("tailor.class", "elastic"),
+                ],
+                Some(256 * MIB),
+                HALF_CORE,
+                200.0 + i as f64,
+            );
+        }
+        let light = [
+            ("big", 100, 0.1),
+            ("stopped", 40, 0.1),
+            ("oom", 40, 0.1),
+            ("young", 40, 0.1),
+        ];
+        for _ in 0..3 {
+            r.clock.advance(1.0);
+            for (id, mib, cores) in light {
+                r.fake.set_usage(id, mib * MIB, (cores * 1e9) as u64);
+            }
+            r.agent.sample_only().await.expect("sample");
+        }
+        r.rounds(3, &light).await;
+        for id in ["stopped", "oom", "young"] {
+            assert!(
+                r.limits(id).mem_bytes.expect("limited") < 256 * MIB,
+                "{id} shrunk: {:?}",
+                r.limits(id)
+            );
+        }
+        // the operator stops one, the kernel OOM-kills another
+        crate::ContainerRuntime::stop(&r.fake, "stopped", 0)
+            .await
+            .expect("stop");
+        let now = r.clock.now_s();
+        r.fake.oom_kill("oom", now, false);
+        // big's memory grows past the room left: the youngest elastic
+        // container is evicted
+        let mut evicted = Vec::new();
+        for rep in r.rounds(5, &[("big", 1000, 0.1), ("young", 40, 0.1)]).await {
+            evicted.extend(
+                rep.outcomes
+                    .iter()
+                    .filter(|o| {
+                        matches!(o.action.kind, NodeActionKind::Evict { .. })
+                            && o.result == Outcome::Applied
+                    })
+                    .map(|o| o.action.container_id.clone()),
+            );
+        }
+        assert_eq!(evicted, vec!["young".to_string()]);
+        for id in ["stopped", "oom", "young"] {
+            assert!(
+                r.limits(id).mem_bytes.expect("limited") < 256 * MIB,
+                "{id} still shrunk"
+            );
+        }
+        let mut restored = r.agent.shutdown().await;
+        restored.sort();
+        assert!(
+            ["oom", "stopped", "young"]
+                .iter()
+                .all(|id| restored.contains(&id.to_string())),
+            "{restored:?}"
+        );
+        for id in ["stopped", "oom", "young"] {
+            let l = r.fake.container(id).expect("exists").info;
+            assert_ne!(
+                l.state,
+                crate::runtime::ContainerState::Running,
+                "{id} not started"
+            );
+            assert_eq!(
+                (l.limits.mem_bytes, l.limits.cpu),
+                (Some(256 * MIB), HALF_CORE),
+                "{id} restored"
+            );
+        }
+        assert!(r
+            .fake
+            .calls()
+            .iter()
+            .all(|c| !matches!(c, FakeCall::Start(_))));
+    }
+
+    /// H4: the shutdown count (and the returned list) holds only the
+    /// containers whose update succeeded.
+    #[tokio::test]
+    async fn failed_restores_are_not_counted() {
+        let mut r = rig(config(""));
+        for id in ["a", "b"] {
+            r.fake.add(
+                id,
+                &[("tailor.enable", "true")],
+                Some(GIB),
+                HALF_CORE,
+                900.0,
+            );
+        }
+        r.rounds(6, &[("a", 20, 0.05), ("b", 20, 0.05)]).await;
+        assert!(r.limits("a").mem_bytes.expect("limited") < GIB);
+        assert!(r.limits("b").mem_bytes.expect("limited") < GIB);
+        r.fake.fail_updates("a");
+        assert_eq!(r.agent.shutdown().await, vec!["b".to_string()]);
+        assert_eq!(
+            r.limits("b"),
+            Limits {
+                mem_swap_bytes: Some(GIB as i64),
+                ..started(GIB, HALF_CORE)
+            }
+        );
+        assert!(
+            r.limits("a").mem_bytes.expect("limited") < GIB,
+            "a keeps its shaped limit"
+        );
+    }
+
+    /// M2: a container the agent never resized gets no update on shutdown
+    /// (before, a container started without limits got the node's capacity
+    /// as limits, which Docker cannot remove); one whose limits were
+    /// restored already gets none either.
+    #[tokio::test]
+    async fn untouched_containers_get_no_update() {
+        let mut r = rig(config(""));
+        r.fake.add(
+            "free",
+            &[("tailor.enable", "true")],
+            None,
+            CpuLimit::Unlimited,
+            900.0,
+        );
+        r.fake.add(
+            "lim",
+            &[("tailor.enable", "true")],
+            Some(GIB),
+            HALF_CORE,
+            900.0,
+        );
+        // two rounds: too few samples for a forecast, nothing is resized
+        r.rounds(2, &[("free", 20, 0.05), ("lim", 20, 0.05)]).await;
+        assert!(r.fake.calls().is_empty(), "{:?}", r.fake.calls());
+        assert!(r.agent.shutdown().await.is_empty());
+        assert!(r.fake.calls().is_empty(), "{:?}", r.fake.calls());
+        assert_eq!(
+            r.limits("free"),
+            Limits {
+                mem_bytes: None,
+                cpu: CpuLimit::Unlimited,
+                mem_swap_bytes: None
+            }
+        );
+    }
+
+    /// M2: a resource started without a limit that the agent limited gets
+    /// the most permissive limit Docker allows back, never the node's
+    /// capacity: memory the kernel's "no limit" (unlimited swap), CPU
+    /// every core of the host; a second shutdown writes nothing more.
+    #[tokio::test]
+    async fn unlimited_resources_get_no_effective_limit_back() {
+        let mut r = rig(config(
+            "[capacity]\ncpu_cores = 3.0\nmem_bytes = 4294967296",
+        ));
+        r.fake.add(
+            "free",
+            &[("tailor.enable", "true")],
+            None,
+            CpuLimit::Unlimited,
+            900.0,
+        );
+        // it used 500 MiB and 1 core, now much less: the agent cuts it
+        r.rounds(3, &[("free", 500, 1.0)]).await;
+        r.rounds(6, &[("free", 20, 0.05)]).await;
+        let shaped = r.limits("free");
+        assert!(
+            shaped.mem_bytes.is_some() && shaped.cpu != CpuLimit::Unlimited,
+            "{shaped:?}"
+        );
+        assert_eq!(r.agent.shutdown().await, vec!["free".to_string()]);
+        let last = *r.updates_of("free").last().expect("restored");
+        assert_eq!(
+            last,
+            ResourceUpdate {
+                mem_bytes: Some(UNLIMITED_MEM_BYTES),
+                // the host has 4 CPUs (the capacity is not the most Docker takes)
+                cpu: Some(CpuLimit::Nano {
+                    nano_cpus: 4_000_000_000
+                }),
+                mem_swap_bytes: Some(-1),
+            }
+        );
+        // as Docker reports it: no memory limit
+        assert_eq!(r.limits("free").mem_bytes, None);
+        let calls = r.fake.calls().len();
+        assert!(
+            r.agent.shutdown().await.is_empty(),
+            "nothing left to restore"
+        );
+        assert_eq!(r.fake.calls().len(), calls);
+    }
+
+    /// A CPU limited by a CFS quota although the container was started
+    /// without one is lifted (`CpuQuota = -1`), not capped at the host.
+    #[tokio::test]
+    async fn a_quota_on_an_unlimited_cpu_is_lifted() {
+        let mut r = rig(config(""));
+        r.fake.add(
+            "q",
+            &[("tailor.enable", "true")],
+            Some(GIB),
+            CpuLimit::Unlimited,
+            900.0,
+        );
+        r.rounds(1, &[("q", 20, 0.05)]).await;
+        // limited by someone with a quota while the agent ran
+        crate::ContainerRuntime::update(
+            &r.fake,
+            "q",
+            &ResourceUpdate {
+                cpu: Some(CpuLimit::Quota {
+                    quota_us: 20_000,
+                    period_us: 100_000,
+                }),
+                ..ResourceUpdate::default()
+            },
+        )
+        .await
+        .expect("update");
+        r.agent.tracked.get_mut("q").expect("tracked").needs_inspect = true;
+        r.rounds(1, &[("q", 20, 0.05)]).await;
+        assert_eq!(r.agent.shutdown().await, vec!["q".to_string()]);
+        let last = *r.updates_of("q").last().expect("restored");
+        assert_eq!(
+            (last.cpu, last.mem_bytes),
+            (Some(CpuLimit::Unlimited), None)
+        );
     }
 }
