@@ -717,3 +717,42 @@ async fn overcommitted_cpu_limits_on_an_idle_host_are_not_squeezed() {
         assert!(cpu >= 0.9, "{name}: cpu limit {cpu} on an idle host");
     }
 }
+
+/// An operator's `docker update` while the agent shapes is adopted as the
+/// container's request: the agent plans from it and a shutdown restores
+/// it, instead of undoing it at the next round.
+#[tokio::test]
+async fn limits_changed_by_hand_become_the_request() {
+    use agent::runtime::{ContainerRuntime, ResourceUpdate};
+    let mut r = rig(config("").clone_with(|c| c.reinspect_every = 1));
+    let nano = |c: f64| CpuLimit::Nano {
+        nano_cpus: (c * 1e9) as i64,
+    };
+    r.fake.add("c", &[ENABLE], Some(GIB), nano(1.0), 900.0);
+    for _ in 0..6 {
+        r.step(&[("c", 20 * MIB, 0.05)]).await;
+    }
+    let limits = |r: &Rig| r.fake.container("c").expect("c").info.limits;
+    assert!(limits(&r).mem_bytes.expect("limited") < GIB, "shrunk");
+    r.fake
+        .update(
+            "c",
+            &ResourceUpdate {
+                mem_bytes: Some(2 * GIB),
+                cpu: Some(nano(1.5)),
+                mem_swap_bytes: None,
+            },
+        )
+        .await
+        .expect("the operator's update");
+    let rep = r.step(&[("c", 20 * MIB, 0.05)]).await;
+    assert_eq!(rep.view.containers[0].request.mem_bytes, (2 * GIB) as f64);
+    assert_eq!(rep.view.containers[0].request.cpu_cores, 1.5);
+    r.agent.shutdown().await;
+    assert_eq!(
+        limits(&r).mem_bytes,
+        Some(2 * GIB),
+        "restored to the operator's"
+    );
+    assert_eq!(limits(&r).cpu, nano(1.5));
+}

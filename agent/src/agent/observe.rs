@@ -287,6 +287,21 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     // restarted: the CPU counter starts again
                     t.last_cpu = None;
                 }
+                if changed_elsewhere(&t.info.limits, &info.limits) {
+                    // Someone else (`docker update`) set new limits: they
+                    // are the container's request from now on, and what a
+                    // shutdown restores.
+                    tracing::info!(
+                        container = %info.name,
+                        from_mem_mib = t.info.limits.mem_bytes.map(|m| m as f64 / MIB),
+                        to_mem_mib = info.limits.mem_bytes.map(|m| m as f64 / MIB),
+                        from_cpu_cores = t.info.limits.cpu.cores(),
+                        to_cpu_cores = info.limits.cpu.cores(),
+                        "limits changed outside tailor: adopted as the container's request"
+                    );
+                    self.state.originals.insert(info.id.clone(), info.limits);
+                    dirty = true;
+                }
                 t.info = info;
                 t.labels = parsed;
                 t.needs_inspect = false;
@@ -525,6 +540,23 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         view.evicted = self.state.evicted.iter().map(|e| e.name.clone()).collect();
         view
     }
+}
+
+/// True when a container's limits as inspected differ from what this agent
+/// last knew it set (beyond the runtime's rounding): someone else changed
+/// them. Swap is not compared (the agent's own updates set it in steps).
+fn changed_elsewhere(known: &Limits, seen: &Limits) -> bool {
+    const MEM_TOLERANCE_BYTES: u64 = 1 << 20;
+    const CPU_TOLERANCE_CORES: f64 = 0.005;
+    let mem = match (known.mem_bytes, seen.mem_bytes) {
+        (Some(a), Some(b)) => a.abs_diff(b) > MEM_TOLERANCE_BYTES,
+        (a, b) => a.is_some() != b.is_some(),
+    };
+    let cpu = match (known.cpu.cores(), seen.cpu.cores()) {
+        (Some(a), Some(b)) => (a - b).abs() > CPU_TOLERANCE_CORES,
+        (a, b) => a.is_some() != b.is_some(),
+    };
+    mem || cpu
 }
 
 /// The capacity the kernel plans with: the host's, with CPU raised to the

@@ -97,11 +97,13 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 self.state.evicted.remove(0);
                 continue;
             };
-            let update = self.original_update(&t);
-            if let Some(update) = &update {
-                if let Err(err) = self.runtime.update(&e.id, update).await {
+            let mut update = self.original_update(&t);
+            if let Some(u) = &update {
+                if let Err(err) = self.runtime.update(&e.id, u).await {
                     self.shared.metrics.runtime_error("update");
                     tracing::warn!(container = %e.name, error = %err, "cannot restore limits before restart");
+                    // Not applied: the limits stay what they were.
+                    update = None;
                 }
             }
             match self.runtime.start(&e.id).await {
@@ -562,21 +564,25 @@ window = 3
             900.0,
         );
         r.rounds(1, &[("q", 20, 0.05)]).await;
-        // limited by someone with a quota while the agent ran
+        // limited with a quota by the agent (a limit someone else set
+        // would be adopted as its request: observe.rs, `changed_elsewhere`)
+        let quota = CpuLimit::Quota {
+            quota_us: 20_000,
+            period_us: 100_000,
+        };
         crate::ContainerRuntime::update(
             &r.fake,
             "q",
             &ResourceUpdate {
-                cpu: Some(CpuLimit::Quota {
-                    quota_us: 20_000,
-                    period_us: 100_000,
-                }),
+                cpu: Some(quota),
                 ..ResourceUpdate::default()
             },
         )
         .await
         .expect("update");
-        r.agent.tracked.get_mut("q").expect("tracked").needs_inspect = true;
+        let t = r.agent.tracked.get_mut("q").expect("tracked");
+        t.info.limits.cpu = quota;
+        t.needs_inspect = true;
         r.rounds(1, &[("q", 20, 0.05)]).await;
         assert_eq!(r.agent.shutdown().await, vec!["q".to_string()]);
         let last = *r.updates_of("q").last().expect("restored");
