@@ -151,6 +151,7 @@ fn risk_list(v: &Option<Vec<String>>) -> anyhow::Result<Vec<f64>> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    crate::cmd::sim_args::init_logging();
     let cfg = args.sim.base_config()?;
     cfg.validate()?;
     let mut families: Vec<Family> = args.forecasters.iter().map(|&f| f.into()).collect();

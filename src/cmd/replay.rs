@@ -92,21 +92,8 @@ fn check_parity(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Logs on stderr only when `RUST_LOG` asks for them (e.g.
-/// `RUST_LOG=sim=debug` prints every OOM kill with its forecast and band).
-fn init_logging() {
-    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_writer(std::io::stderr)
-            .without_time()
-            .with_ansi(false)
-            .try_init();
-    }
-}
-
 pub fn run(args: Args) -> anyhow::Result<()> {
-    init_logging();
+    crate::cmd::sim_args::init_logging();
     if args.check_parity {
         return check_parity(&args);
     }
@@ -137,7 +124,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             all.extend(runs.iter().map(|r| &r.summary));
             println!("{}", serde_json::to_string_pretty(&all)?);
         } else {
-            println!("{}", serde_json::to_string_pretty(&runs[0].summary)?);
+            // The run's summary, with the baseline's under `baseline` (its
+            // failed share and reserved GiB-h: what "the baseline + 0.1
+            // points" is checked against).
+            let mut v = serde_json::to_value(&runs[0].summary)?;
+            if let (Some(b), Some(o)) = (&baseline, v.as_object_mut()) {
+                o.insert("baseline".into(), serde_json::to_value(&b.summary)?);
+            }
+            println!("{}", serde_json::to_string_pretty(&v)?);
         }
     } else {
         print_human(
@@ -273,7 +267,7 @@ fn run_seeds(args: &Args, cfg: &SimConfig, seeds: &[u64]) -> anyhow::Result<()> 
     };
     let num1 = |x: f64| {
         if x.is_finite() {
-            format!("{x:.1}")
+            gib_h(x)
         } else {
             "-".to_string()
         }
@@ -448,10 +442,10 @@ fn print_human(wl: &datasets::workload::Workload, baseline: Option<&Summary>, ru
         )
     });
     row("reserved memory", &|s| {
-        format!("{:.1} GiB-h", s.mem_alloc_gib_h)
+        format!("{} GiB-h", gib_h(s.mem_alloc_gib_h))
     });
     row("memory reclaimed", &|s| match s.mem_reclaimed_gib_h {
-        Some(r) => format!("{r:.1} GiB-h"),
+        Some(r) => format!("{} GiB-h", gib_h(r)),
         None => "-".to_string(),
     });
     row("share of oracle's saving", &|s| match (
@@ -460,7 +454,7 @@ fn print_human(wl: &datasets::workload::Workload, baseline: Option<&Summary>, ru
         s.oracle_mem_alloc_gib_h,
     ) {
         (Some(c), Some(r), Some(o)) => {
-            format!("{} of {:.1} GiB-h", pct(c), s.mem_alloc_gib_h + r - o)
+            format!("{} of {} GiB-h", pct(c), gib_h(s.mem_alloc_gib_h + r - o))
         }
         _ => "-".to_string(),
     });
@@ -512,4 +506,28 @@ fn write_report(
     let all: Vec<&sim::RunResult> = report_runs(baseline, runs).collect();
     sim::report::write_report(dir, name, &all)?;
     Ok(())
+}
+
+/// GiB-hours with one decimal, or three significant digits below 1 (a
+/// host's recording of minutes reserves a small fraction of a GiB-hour).
+fn gib_h(x: f64) -> String {
+    if x == 0.0 || x.abs() >= 1.0 {
+        return format!("{x:.1}");
+    }
+    let digits = (2 - x.abs().log10().floor() as i32).clamp(1, 9) as usize;
+    format!("{x:.digits$}")
+}
+
+#[cfg(test)]
+mod gib_h_tests {
+    use super::gib_h;
+
+    #[test]
+    fn small_amounts_keep_three_significant_digits() {
+        assert_eq!(gib_h(486.7939), "486.8");
+        assert_eq!(gib_h(0.0), "0.0");
+        assert_eq!(gib_h(0.5), "0.500");
+        assert_eq!(gib_h(0.001234), "0.00123");
+        assert_eq!(gib_h(-0.0421), "-0.0421");
+    }
 }

@@ -264,3 +264,18 @@ impl SimArgs {
         Some(pb)
     }
 }
+
+/// Logs of `replay`, `tune` and `frontier` on stderr: warnings by default
+/// (a file skipped in a workload directory, a recording cut short), more
+/// when `RUST_LOG` asks (`RUST_LOG=sim=debug` prints every OOM kill with
+/// its forecast and band).
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_ansi(false)
+        .try_init();
+}

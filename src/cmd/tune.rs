@@ -31,6 +31,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    crate::cmd::sim_args::init_logging();
     if !(args.max_failed_fraction.is_finite() && (0.0..=1.0).contains(&args.max_failed_fraction)) {
         anyhow::bail!(
             "--max-failed-fraction must be in [0, 1], got {}",
