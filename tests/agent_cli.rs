@@ -5,6 +5,20 @@ mod agent_common;
 use agent_common::*;
 use std::process::Command;
 
+/// A 256 MiB, 1-core container `tailor-t-<test>` using 8 MiB, labelled for
+/// the agent; `None` when Docker is missing outside CI.
+fn idle_container(test: &str) -> Option<TestContainer> {
+    docker_or_skip(test)?;
+    Some(TestContainer::run(
+        &format!("tailor-t-{test}"),
+        256,
+        1.0,
+        &[("tailor.enable", "true"), ("tailor.test", test)],
+        &["8:0.02:3600"],
+        &[],
+    ))
+}
+
 fn tailor(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
         .args(args)
@@ -84,17 +98,9 @@ fn config_check_accepts_example_and_tune_snippet() {
 #[test]
 fn agent_once_prints_one_rounds_decisions() {
     let test = "once";
-    if docker_or_skip(test).is_none() {
+    let Some(c) = idle_container(test) else {
         return;
-    }
-    let c = TestContainer::run(
-        "tailor-t-once",
-        256,
-        1.0,
-        &[("tailor.enable", "true"), ("tailor.test", test)],
-        &["8:0.02:3600"],
-        &[],
-    );
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = dir.path().join("agent.toml");
     std::fs::write(
@@ -172,17 +178,9 @@ fn once_apply_refuses_a_recommend_configuration() {
 #[test]
 fn sighup_restores_the_original_limits() {
     let test = "sighup";
-    if docker_or_skip(test).is_none() {
+    let Some(c) = idle_container(test) else {
         return;
-    }
-    let c = TestContainer::run(
-        "tailor-t-sighup",
-        256,
-        1.0,
-        &[("tailor.enable", "true"), ("tailor.test", test)],
-        &["8:0.02:3600"],
-        &[],
-    );
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = dir.path().join("agent.toml");
     std::fs::write(

@@ -176,31 +176,25 @@ fn credentials_cli_add_list_revoke_without_restart() {
     ]);
     assert!(!out.status.success(), "an agent belongs to one tenant");
     // A credential scoped to some applications.
-    let bad = sh.cli(&[
-        "credentials",
-        "add",
-        "--agent",
-        "node-9",
-        "--tenant",
-        "team-a",
-        "--apps",
-        "web,x*y",
-    ]);
+    let add_scoped = |apps: &str| {
+        sh.cli(&[
+            "credentials",
+            "add",
+            "--agent",
+            "node-9",
+            "--tenant",
+            "team-a",
+            "--apps",
+            apps,
+        ])
+    };
+    let bad = add_scoped("web,x*y");
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(
         !bad.status.success() && err.contains("apps[1] \"x*y\""),
         "{err}"
     );
-    let out = sh.cli(&[
-        "credentials",
-        "add",
-        "--agent",
-        "node-9",
-        "--tenant",
-        "team-a",
-        "--apps",
-        "web,b*",
-    ]);
+    let out = add_scoped("web,b*");
     assert!(
         out.status.success(),
         "{}",

@@ -3,6 +3,13 @@
 
 use super::*;
 
+/// A server on the fixture's config, rounds driven by the test.
+async fn start(fx: &Fixture) -> ShaperServer {
+    ShaperServer::start_with(server_config(fx), Arc::new(ManualClock::new(1000.0)), false)
+        .await
+        .expect("start")
+}
+
 async fn status_of(server: &ShaperServer, agent: &str) -> Option<crate::state::AgentStatus> {
     server
         .shared()
@@ -79,13 +86,7 @@ async fn impersonation_is_forbidden_over_http() {
 #[tokio::test]
 async fn replayed_report_is_refused_over_http() {
     let fx = fixture();
-    let server = ShaperServer::start_with(
-        server_config(&fx),
-        Arc::new(ManualClock::new(1000.0)),
-        false,
-    )
-    .await
-    .expect("start");
+    let server = start(&fx).await;
     let url = server.url();
     let n1 = fx.agent_token("n1");
     let (status, _) = post_raw(&url, "/v1/report", Some(&n1), report_json("n1", 7, 101)).await;
@@ -110,13 +111,7 @@ async fn replayed_report_is_refused_over_http() {
 #[tokio::test]
 async fn boot_ids_ahead_of_the_clock_or_behind_the_last_boot() {
     let fx = fixture();
-    let server = ShaperServer::start_with(
-        server_config(&fx),
-        Arc::new(ManualClock::new(1000.0)),
-        false,
-    )
-    .await
-    .expect("start");
+    let server = start(&fx).await;
     let url = server.url();
     let n1 = fx.agent_token("n1");
     let wall_ms = (tailor_core::Clock::now_s(&tailor_core::SystemClock) * 1000.0) as u64;
@@ -161,13 +156,7 @@ async fn boot_ids_ahead_of_the_clock_or_behind_the_last_boot() {
 #[tokio::test]
 async fn unknown_paths_and_methods_get_json_errors() {
     let fx = fixture();
-    let server = ShaperServer::start_with(
-        server_config(&fx),
-        Arc::new(ManualClock::new(1000.0)),
-        false,
-    )
-    .await
-    .expect("start");
+    let server = start(&fx).await;
     let http = reqwest::Client::new();
     let n1 = fx.agent_token("n1");
     for (method, path, code, kind) in [
@@ -205,13 +194,7 @@ async fn unknown_paths_and_methods_get_json_errors() {
 #[tokio::test]
 async fn revoked_credentials_are_refused_without_a_restart() {
     let fx = fixture();
-    let server = ShaperServer::start_with(
-        server_config(&fx),
-        Arc::new(ManualClock::new(1000.0)),
-        false,
-    )
-    .await
-    .expect("start");
+    let server = start(&fx).await;
     let url = server.url();
     let n1 = fx.agent_token("n1");
     let (status, _) = post_raw(&url, "/v1/report", Some(&n1), report_json("n1", 1, 1)).await;
