@@ -57,10 +57,10 @@ fn tune_writes_grid_heatmaps_and_an_accepted_snippet() {
     assert!([0.0, 3.0].contains(&s.shaper.k2));
 }
 
-/// A tune on a host's recording shorter than a day warns that its pick
-/// may miss the host's daily peaks.
+/// A host's recording: `trace inspect` summarises it, and a tune on one
+/// shorter than a day warns that its pick may miss the host's daily peaks.
 #[test]
-fn tune_on_a_short_recording_warns() {
+fn a_short_recording_is_inspected_and_tune_warns() {
     use datasets::recording::RecordWriter;
     use shaper::node::{ContainerMeta, ContainerSample, Sample};
     use shaper::record::{Record, RecordingHeader, RoundRecord, RECORD_VERSION};
@@ -108,6 +108,20 @@ fn tune_on_a_short_recording_warns() {
         .expect("round");
     }
     w.finish().expect("finish");
+    let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
+        .args(["trace", "inspect"])
+        .arg(&path)
+        .output()
+        .expect("run tailor");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("agent recording of node n"), "{text}");
+    assert!(text.contains("rounds: 60 over 0.16 h"), "{text}");
+    assert!(text.contains("containers: 1 in 1 applications"), "{text}");
     let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
         .args([
             "tune",

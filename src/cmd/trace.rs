@@ -19,8 +19,8 @@ pub struct Args {
 #[derive(clap::Subcommand, Debug)]
 pub enum TraceCommand {
     /// Summarise trace files (Google 2011/2019, Alibaba 2018 and GPU lists,
-    /// Bitbrains, series files, tailor's data files); says what any other
-    /// file is.
+    /// Bitbrains, series files, tailor's data files, agent recordings);
+    /// says what any other file is.
     Inspect(InspectArgs),
 }
 
@@ -76,6 +76,19 @@ fn run_inspect(a: InspectArgs) -> anyhow::Result<()> {
                 f.display()
             );
         }
+        if table.is_none() {
+            if let Some(r) = recording_summary(f) {
+                if a.json {
+                    println!("{}", serde_json::to_string(&r)?);
+                } else {
+                    if i > 0 {
+                        println!();
+                    }
+                    print!("{}", r.text);
+                }
+                continue;
+            }
+        }
         let s =
             inspect(f, table, a.lenient).with_context(|| format!("inspecting {}", f.display()))?;
         if a.json {
@@ -88,4 +101,80 @@ fn run_inspect(a: InspectArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// What `trace inspect` says of an agent recording.
+#[derive(serde::Serialize)]
+struct RecordingSummary {
+    path: String,
+    kind: &'static str,
+    node: String,
+    interval_s: f64,
+    actuation: String,
+    rounds: usize,
+    span_h: f64,
+    containers: usize,
+    applications: usize,
+    oom_kills: usize,
+    models_restored: bool,
+    #[serde(skip)]
+    text: String,
+}
+
+/// A summary of `path` when it is an agent recording (`*.jsonl[.gz]` whose
+/// first record is a recording header), else `None`.
+fn recording_summary(path: &std::path::Path) -> Option<RecordingSummary> {
+    let name = path.file_name()?.to_str()?;
+    if !name.contains(".jsonl") {
+        return None;
+    }
+    let rec = sim::recorded::read_recording(path).ok()?;
+    let mut containers = std::collections::BTreeSet::new();
+    let mut apps = std::collections::BTreeSet::new();
+    let mut oom_kills = 0;
+    for r in &rec.rounds {
+        for c in &r.containers {
+            containers.insert(c.meta.id.as_str());
+            apps.insert(c.meta.app.as_str());
+        }
+        oom_kills += r
+            .events
+            .iter()
+            .filter(|e| matches!(e, shaper::record::KernelEvent::OomKill { .. }))
+            .count();
+    }
+    let span_h = match (rec.rounds.first(), rec.rounds.last()) {
+        (Some(a), Some(b)) => (b.at_s - a.at_s) / 3600.0,
+        _ => 0.0,
+    };
+    let h = &rec.header;
+    let text = format!(
+        "{}: agent recording of node {} ({}, {}), every {} s\n  rounds: {} over {:.2} h\n  containers: {} in {} applications\n  OOM kills: {}\n  models restored at start: {}\n  replay it: tailor replay --workload recorded:{}\n",
+        path.display(),
+        h.node,
+        h.actuation,
+        h.mode,
+        h.interval_s,
+        rec.rounds.len(),
+        span_h,
+        containers.len(),
+        apps.len(),
+        oom_kills,
+        if h.models.is_some() { "yes" } else { "no" },
+        path.display()
+    );
+    Some(RecordingSummary {
+        path: path.display().to_string(),
+        kind: "agent_recording",
+        node: h.node.clone(),
+        interval_s: h.interval_s,
+        actuation: h.actuation.clone(),
+        rounds: rec.rounds.len(),
+        span_h,
+        containers: containers.len(),
+        applications: apps.len(),
+        oom_kills,
+        models_restored: h.models.is_some(),
+        text,
+    })
 }
