@@ -19,6 +19,21 @@ fn idle_container(test: &str) -> Option<TestContainer> {
     ))
 }
 
+/// `dir/agent.toml`: the `top` keys, then an agent that selects the
+/// containers labelled `tailor.test = test`, without HTTP, forecasting with
+/// `peak` after 3 samples and no grace period.
+fn agent_config(dir: &std::path::Path, test: &str, top: &str) -> std::path::PathBuf {
+    let cfg = dir.join("agent.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "{top}[selector]\nlabels = {{ \"tailor.test\" = \"{test}\" }}\n[http]\nlisten = \"\"\n[shaper]\nmin_history_samples = 3\ngrace_period_s = 0.0\n[forecaster]\nkind = \"peak\"\n"
+        ),
+    )
+    .expect("write agent.toml");
+    cfg
+}
+
 fn tailor(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
         .args(args)
@@ -102,14 +117,7 @@ fn agent_once_prints_one_rounds_decisions() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let cfg = dir.path().join("agent.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "interval_s = 1.0\nstate_file = \"\"\n[selector]\nlabels = {{ \"tailor.test\" = \"{test}\" }}\n[http]\nlisten = \"\"\n[shaper]\nmin_history_samples = 3\ngrace_period_s = 0.0\n[forecaster]\nkind = \"peak\"\n"
-        ),
-    )
-    .expect("write");
+    let cfg = agent_config(dir.path(), test, "interval_s = 1.0\nstate_file = \"\"\n");
     let (ok, stdout, stderr) = tailor(&[
         "agent",
         "--once",
@@ -182,15 +190,11 @@ fn sighup_restores_the_original_limits() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let cfg = dir.path().join("agent.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "actuation = \"shape\"\ninterval_s = 0.5\nstate_file = \"{}\"\n[selector]\nlabels = {{ \"tailor.test\" = \"{test}\" }}\n[http]\nlisten = \"\"\n[shaper]\nmin_history_samples = 3\ngrace_period_s = 0.0\n[forecaster]\nkind = \"peak\"\n",
-            dir.path().join("state.json").display()
-        ),
-    )
-    .expect("write");
+    let top = format!(
+        "actuation = \"shape\"\ninterval_s = 0.5\nstate_file = \"{}\"\n",
+        dir.path().join("state.json").display()
+    );
+    let cfg = agent_config(dir.path(), test, &top);
     let log_path = dir.path().join("agent.log");
     let mut child = Command::new(env!("CARGO_BIN_EXE_tailor"))
         .args(["agent", "--config"])
