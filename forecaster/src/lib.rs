@@ -77,6 +77,18 @@ pub trait Forecaster: Send {
         let _ = alloc;
         Ok(())
     }
+
+    /// The unit of the samples changed: a value observed so far as `v`
+    /// would now be `factor * v` (a component observed relative to its
+    /// request, whose request changed in place). A model whose state is
+    /// kept in absolute units follows in place and returns true (the
+    /// faithful VPA, as the Kubernetes VPA keeps its state through a
+    /// resize); the others return false (the default) and are unchanged:
+    /// the caller rebuilds them from the rescaled history.
+    fn rescale(&mut self, factor: f64) -> bool {
+        let _ = factor;
+        false
+    }
 }
 
 /// Boxed models are models too (the simulator holds `Box<dyn Forecaster>`
@@ -96,6 +108,9 @@ impl<F: Forecaster + ?Sized> Forecaster for Box<F> {
     }
     fn observe_oom(&mut self, alloc: f64) -> Result<(), ForecastError> {
         (**self).observe_oom(alloc)
+    }
+    fn rescale(&mut self, factor: f64) -> bool {
+        (**self).rescale(factor)
     }
 }
 

@@ -72,6 +72,16 @@ impl Hold {
         self.filled += 1;
     }
 
+    /// The same window with every value kept multiplied by `factor` (a
+    /// finite positive number; anything else leaves it unchanged).
+    pub fn scaled(&self, factor: f64) -> Self {
+        let mut h = self.clone();
+        if factor.is_finite() && factor > 0.0 {
+            h.maxima.iter_mut().for_each(|m| *m *= factor);
+        }
+        h
+    }
+
     /// The largest sample held (0 without any).
     pub fn max(&self) -> f64 {
         self.maxima.iter().fold(0.0, |m: f64, &x| m.max(x))

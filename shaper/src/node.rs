@@ -423,6 +423,14 @@ pub fn plan_node(view: &NodeView, cfg: &ShaperConfig, decider: &mut Decider) -> 
     let cv = node_cluster_view(view);
     let plan = decider.decide(&cv, view.at_s, cfg);
     let mut actions = Vec::with_capacity(plan.actions.len());
+    // explanations name the node's containers and the node, not their
+    // indices in the view
+    let container = |c: ComponentId| {
+        view.containers
+            .get(c.0 as usize)
+            .map_or_else(|| c.0.to_string(), |c| c.meta.name.clone())
+    };
+    let node = |_: HostId| view.node.clone();
     for a in plan.component_actions() {
         let Some(c) = view.containers.get(a.component().0 as usize) else {
             continue;
@@ -433,7 +441,10 @@ pub fn plan_node(view: &NodeView, cfg: &ShaperConfig, decider: &mut Decider) -> 
                 to,
                 explanation,
                 ..
-            } => (NodeActionKind::Resize { from, to }, explanation.to_string()),
+            } => (
+                NodeActionKind::Resize { from, to },
+                explanation.named(&container, &node).to_string(),
+            ),
             ComponentAction::Evict {
                 whole_app,
                 explanation,
@@ -441,9 +452,13 @@ pub fn plan_node(view: &NodeView, cfg: &ShaperConfig, decider: &mut Decider) -> 
             } => (
                 NodeActionKind::Evict { whole_app },
                 if whole_app {
-                    format!("application {} evicted: {explanation}", c.meta.app)
+                    format!(
+                        "application {} evicted: {}",
+                        c.meta.app,
+                        explanation.named(&container, &node)
+                    )
                 } else {
-                    explanation.to_string()
+                    explanation.named(&container, &node).to_string()
                 },
             ),
         };
@@ -567,6 +582,41 @@ mod tests {
             "{}: {:#?}",
             mem_shortfall.as_str(),
             plan.actions
+        );
+    }
+
+    /// An application evicted because its core component did not fit is
+    /// explained with the container's and the node's names.
+    #[test]
+    fn explanations_name_the_containers_and_the_node() {
+        let cfg = ShaperConfig {
+            grace_period_s: 0.0,
+            ..ShaperConfig::uniform()
+        };
+        let view = NodeView {
+            node: "node-a".into(),
+            round: 1,
+            at_s: 10_000.0,
+            capacity: Resources::new(8.0, 150.0 * MIB),
+            containers: vec![
+                report("web", "a", Class::Core, 100.0, 100.0 * MIB, 200.0 * MIB),
+                report("db", "b", Class::Core, 200.0, 80.0 * MIB, 200.0 * MIB),
+            ],
+            evicted: vec![],
+        };
+        let plan = plan_node(&view, &cfg, &mut Decider::new());
+        let evict = plan
+            .actions
+            .iter()
+            .find(|a| matches!(a.kind, NodeActionKind::Evict { whole_app: true }))
+            .expect("an application evicted");
+        assert_eq!(evict.container_name, "db");
+        assert!(
+            evict.explanation.starts_with(
+                "application b evicted: core component db did not fit on host node-a mem"
+            ),
+            "{}",
+            evict.explanation
         );
     }
 }

@@ -316,11 +316,51 @@ impl fmt::Display for Sizing {
 
 impl fmt::Display for Explanation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, &|c| c.0.to_string(), &|h| h.0.to_string())
+    }
+}
+
+/// An [`Explanation`] shown with names for the ids it mentions
+/// ([`Explanation::named`]).
+pub struct Named<'a> {
+    explanation: &'a Explanation,
+    component: &'a dyn Fn(ComponentId) -> String,
+    host: &'a dyn Fn(HostId) -> String,
+}
+
+impl fmt::Display for Named<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.explanation.write(f, self.component, self.host)
+    }
+}
+
+impl Explanation {
+    /// The explanation as [`fmt::Display`] shows it, with the component
+    /// and host it mentions named by `component` and `host` (a node's
+    /// container and its own name) instead of their indices in the view.
+    pub fn named<'a>(
+        &'a self,
+        component: &'a dyn Fn(ComponentId) -> String,
+        host: &'a dyn Fn(HostId) -> String,
+    ) -> Named<'a> {
+        Named {
+            explanation: self,
+            component,
+            host,
+        }
+    }
+
+    fn write(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        component: &dyn Fn(ComponentId) -> String,
+        host: &dyn Fn(HostId) -> String,
+    ) -> fmt::Result {
         match self.reason {
             Reason::Shaped => f.write_str("shaped")?,
             Reason::Protected => f.write_str("protected: never shrunk")?,
-            Reason::CoreDidNotFit { component } => {
-                write!(f, "core component {} did not fit", component.0)?
+            Reason::CoreDidNotFit { component: c } => {
+                write!(f, "core component {} did not fit", component(c))?
             }
             Reason::ElasticDidNotFit { victim_order } => write!(
                 f,
@@ -335,7 +375,7 @@ impl fmt::Display for Explanation {
             write!(
                 f,
                 " on host {} {}: needed {}, free {}",
-                b.host.0,
+                host(b.host),
                 b.resource,
                 num(b.needed),
                 num(b.free)

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use datasets::recording::RecordReader;
 use datasets::workload::{
-    AppSpec, ComponentSpec, HostSpec, OomRestart, Shape, UsageSeries, Workload,
+    AppSpec, ComponentSpec, HostSpec, OomRestart, RequestChange, Shape, UsageSeries, Workload,
 };
 use shaper::node::{NodeAction, NodeActionKind, NodeKernel};
 use shaper::record::{KernelEvent, Record, RecordingHeader, RoundRecord};
@@ -316,7 +316,9 @@ pub fn check_parity(rec: &Recording, shaper: Option<&ShaperConfig>) -> Result<Pa
 /// smaller sizing cannot look safe. A container whose
 /// restart policy starts it again alone (`restarts_alone` in any round)
 /// restarts alone after an OOM kill and continues its usage
-/// ([`OomRestart::Component`]); the others re-run their application.
+/// ([`OomRestart::Component`]); the others re-run their application. A
+/// request that changed while recorded (a limit changed by hand, which the
+/// agent adopts) is a request change at the sample it was first seen.
 pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimError> {
     let Some(first) = rec.rounds.first() else {
         return Err(SimError::Workload(format!("recording {name} has no round")));
@@ -328,6 +330,9 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
         class: datasets::workload::Class,
         priority: i32,
         request: Resources,
+        /// The request changes seen (a limit changed by hand, adopted as
+        /// the container's request), at their sample.
+        changes: Vec<RequestChange>,
         first_s: f64,
         restarts_alone: bool,
         cpu: Vec<f32>,
@@ -350,6 +355,7 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
                 class: c.meta.class,
                 priority: c.meta.priority,
                 request: c.request,
+                changes: Vec::new(),
                 first_s: r.at_s - origin,
                 restarts_alone: false,
                 cpu: Vec::new(),
@@ -358,6 +364,13 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
                 has_peak: false,
             });
             s.restarts_alone |= c.meta.restarts_alone;
+            let in_force = s.changes.last().map_or(s.request, |x| x.request);
+            if c.request != in_force {
+                s.changes.push(RequestChange {
+                    at_elapsed_s: s.mem.len() as f64 * interval,
+                    request: c.request,
+                });
+            }
             let mem = rel(c.usage.mem_bytes, s.request.mem_bytes);
             let peak = c
                 .sample
@@ -418,6 +431,7 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
         if s.restarts_alone {
             c.oom_restart = OomRestart::Component;
         }
+        c.request_changes = s.changes;
         app.components.push(c);
     }
     let mut apps: Vec<AppSpec> = apps.into_values().collect();
@@ -462,17 +476,9 @@ mod tests {
         }
     }
 
-    /// The recorded in-interval peaks are the replay's peaks, and an OOM
-    /// kill at 128 MiB makes that interval's peak just above 128 MiB
-    /// although the samples never showed more than 100 MiB.
-    #[test]
-    fn peaks_and_oom_kills_are_kept_as_demand() {
-        let kill = KernelEvent::OomKill {
-            container_id: "c".into(),
-            limit_bytes: 128.0 * MIB,
-            at_s: 102.0,
-        };
-        let rec = Recording {
+    /// A one-second recording of `rounds`.
+    fn recording(rounds: Vec<RoundRecord>) -> Recording {
+        Recording {
             header: RecordingHeader {
                 version: shaper::record::RECORD_VERSION,
                 node: "n".into(),
@@ -483,13 +489,26 @@ mod tests {
                 forecaster: Default::default(),
                 models: None,
             },
-            rounds: vec![
-                round(0, 50.0, None, vec![]),
-                round(1, 60.0, Some(100.0), vec![]),
-                round(2, 20.0, None, vec![kill]),
-                round(3, 30.0, None, vec![]),
-            ],
+            rounds,
+        }
+    }
+
+    /// The recorded in-interval peaks are the replay's peaks, and an OOM
+    /// kill at 128 MiB makes that interval's peak just above 128 MiB
+    /// although the samples never showed more than 100 MiB.
+    #[test]
+    fn peaks_and_oom_kills_are_kept_as_demand() {
+        let kill = KernelEvent::OomKill {
+            container_id: "c".into(),
+            limit_bytes: 128.0 * MIB,
+            at_s: 102.0,
         };
+        let rec = recording(vec![
+            round(0, 50.0, None, vec![]),
+            round(1, 60.0, Some(100.0), vec![]),
+            round(2, 20.0, None, vec![kill]),
+            round(3, 30.0, None, vec![]),
+        ]);
         let wl = recorded_workload(&rec, "t").expect("workload");
         let u = &wl.apps[0].components[0].usage;
         let peaks: Vec<f64> = (0..4).map(|i| u.mem_peak(i) / MIB).collect();
@@ -501,5 +520,29 @@ mod tests {
             (u.mem_bytes.at(2) / MIB - 20.0).abs() < 1e-3,
             "the mean is kept"
         );
+    }
+
+    /// A limit changed by hand while recorded (the agent adopts it as the
+    /// request) is a request change at the sample it was first seen; the
+    /// usage stays in bytes.
+    #[test]
+    fn a_request_changed_by_hand_is_a_request_change() {
+        let mut rounds: Vec<RoundRecord> = (0..4).map(|i| round(i, 50.0, None, vec![])).collect();
+        for r in &mut rounds[2..] {
+            r.containers[0].request = Resources::new(0.5, 512.0 * MIB);
+        }
+        let rec = recording(rounds);
+        let wl = recorded_workload(&rec, "t").expect("workload");
+        let c = &wl.apps[0].components[0];
+        assert_eq!(c.request, Resources::new(1.0, 256.0 * MIB));
+        assert_eq!(
+            c.request_changes,
+            vec![RequestChange {
+                at_elapsed_s: 2.0,
+                request: Resources::new(0.5, 512.0 * MIB),
+            }]
+        );
+        assert_eq!(c.request_at(1.9), c.request);
+        assert!((c.usage.mem_bytes.at(3) / MIB - 50.0).abs() < 1e-3);
     }
 }

@@ -744,3 +744,50 @@ fn an_elastic_components_eviction_leaves_its_application_shaped() {
     assert_eq!(r.metrics.apps[1].evictions, 0, "{:?}", r.metrics.apps[1]);
     assert_eq!(s.failed_app_fraction, 0.0, "{s:?}");
 }
+
+#[test]
+fn a_request_change_rebuilds_the_models_from_recent_history_only() {
+    // 2,000 samples, the request changing every 20th (a Bitbrains VM's
+    // provisioned memory can change every few samples): each change
+    // rebuilds the models from at most `history_cap` samples, keeping the
+    // held peak in absolute terms, so the model updates grow with the
+    // samples, not with their square (a rebuild from the whole history
+    // made them ~50 times the samples here).
+    const N: usize = 2_000;
+    let mut mem = vec![0.4f32; N];
+    mem[1] = 0.9;
+    let mut c = comp(Class::Core, 1.0, 10.0, N as f64 * 300.0, &[0.5], &mem);
+    c.request_changes = (1..N / 20)
+        .map(|k| datasets::workload::RequestChange {
+            at_elapsed_s: (20 * k) as f64 * 300.0,
+            request: Resources::new(1.0, if k % 2 == 1 { 11.0 } else { 10.0 }),
+        })
+        .collect();
+    let wl = one_host(4.0, 100.0, vec![app(1, 0.0, vec![c])]);
+    let mut cfg = last_no_buffer();
+    // the one-day hold only (not a small application's week)
+    cfg.shaper.small_app_components = 0;
+    let r = simulate(&wl, &cfg, None).expect("run");
+    assert_eq!(r.metrics.request_changes, (N / 20 - 1) as u64);
+    assert_eq!(r.summary.oom_kills, 0);
+    let cap = shaper::models::history_cap(cfg.forecaster.warm_samples(), &cfg.shaper) as u64;
+    // a sample fed and a forecast made per round, a rebuild per change
+    let bound = 2 * (2 * N as u64 + r.metrics.request_changes * cap);
+    assert!(
+        r.metrics.forecast_updates <= bound,
+        "{} > {bound}",
+        r.metrics.forecast_updates
+    );
+    // The 9-unit peak stays held after the changes within the hold (a
+    // day: 288 samples), then memory is shaped to the 4 units used.
+    let alloc = |t_s: f64| {
+        r.metrics
+            .timeline
+            .iter()
+            .rfind(|p| p.t_s <= t_s)
+            .map(|p| p.alloc_mem_frac * 100.0)
+            .expect("sampled")
+    };
+    assert!(alloc(215.0 * 300.0) > 8.99, "{}", alloc(215.0 * 300.0));
+    assert!(alloc(1_515.0 * 300.0) < 6.0, "{}", alloc(1_515.0 * 300.0));
+}

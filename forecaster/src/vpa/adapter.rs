@@ -195,6 +195,19 @@ impl Forecaster for VpaForecaster {
     fn observed(&self) -> usize {
         self.observed
     }
+
+    /// The aggregate holds bytes and cores: only this component's unit
+    /// changes (`unit / factor`), so its next samples and forecasts are
+    /// read in the new one.
+    fn rescale(&mut self, factor: f64) -> bool {
+        let unit = self.unit / factor;
+        if factor.is_finite() && factor > 0.0 && unit.is_finite() && unit > 0.0 {
+            self.unit = unit;
+            true
+        } else {
+            false
+        }
+    }
 }
 
 #[cfg(test)]
@@ -227,6 +240,34 @@ mod tests {
         assert_eq!(f.observed(), 3 * 288);
         assert!(f.observe(f64::NAN).is_err());
         assert_eq!(f.observed(), 3 * 288);
+    }
+
+    /// A component's request halves: its samples so far would read twice
+    /// as large in the new unit, and the VPA, which holds bytes, forecasts
+    /// twice as much in it: the same bytes.
+    #[test]
+    fn a_rescale_keeps_the_forecast_in_bytes() {
+        let cfg = VpaRecommenderConfig {
+            unit: GIB,
+            ..VpaRecommenderConfig::default()
+        };
+        let mut f = VpaForecaster::new(cfg)
+            .expect("cfg")
+            .with_unit(2.0 * GIB)
+            .expect("unit");
+        for _ in 0..50 {
+            f.observe(0.25).expect("finite");
+        }
+        let before = f.forecast(1).mean * 2.0 * GIB;
+        assert!(f.rescale(2.0));
+        let after = f.forecast(1).mean * GIB;
+        assert!((after - before).abs() < 1.0, "{before} {after}");
+        f.observe(0.5).expect("finite");
+        assert!((f.forecast(1).mean * GIB - before).abs() < 1.0);
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert!(!f.rescale(bad), "{bad}");
+        }
+        assert!((f.forecast(1).mean * GIB - before).abs() < 1.0);
     }
 
     #[test]

@@ -130,6 +130,10 @@ pub struct ComponentModels {
     /// Samples inherited from a predecessor ([`ComponentModels::inheriting`]):
     /// they warm the models but are not this incarnation's age.
     inherited_samples: usize,
+    /// Samples of this incarnation seen before its models were rebuilt in
+    /// place ([`ComponentModels::continuing`]) and no longer in them: they
+    /// count towards its age.
+    earlier_samples: usize,
     /// The latest memory forecast handed out, waiting for its score.
     tracked: Option<Tracked>,
 }
@@ -153,6 +157,30 @@ pub struct RelSample {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<f64>,
     pub mem: f64,
+}
+
+/// Rewrites samples relative to request `from` as relative to request
+/// `to`, so that their absolute values are kept: what a component's
+/// history becomes when its request changes in place (see
+/// [`ComponentModels::continuing`]). A request that is not a positive
+/// number counts as 1, as in [`ComponentModels::build`].
+pub fn rescale_history<'a>(
+    samples: impl IntoIterator<Item = &'a mut RelSample>,
+    from: Resources,
+    to: Resources,
+) {
+    let cpu = rescale_factor(from.cpu_cores, to.cpu_cores);
+    let mem = rescale_factor(from.mem_bytes, to.mem_bytes);
+    for s in samples {
+        s.cpu = s.cpu.map(|c| c * cpu);
+        s.mem *= mem;
+    }
+}
+
+/// `from / to`, each taken as 1 when it is not a positive number.
+fn rescale_factor(from: f64, to: f64) -> f64 {
+    let unit = |r: f64| if r > 0.0 && r.is_finite() { r } else { 1.0 };
+    unit(from) / unit(to)
 }
 
 /// How many of its last samples a component hands to its successor (a
@@ -257,6 +285,7 @@ impl ComponentModels {
             small_hold: Hold::default(),
             sibling_hold: 0,
             inherited_samples: 0,
+            earlier_samples: 0,
             tracked: None,
         }
     }
@@ -393,6 +422,52 @@ impl ComponentModels {
         self
     }
 
+    /// Follows an in-place request change from `from` to `to` without a
+    /// rebuild, when both models keep their state in absolute units
+    /// ([`Forecaster::rescale`]: the faithful VPA); the holds and the latest
+    /// samples are rescaled with them. False, and nothing changed,
+    /// otherwise: rebuild with [`ComponentModels::continuing`].
+    pub fn rescale_in_place(&mut self, from: Resources, to: Resources) -> bool {
+        let cpu = rescale_factor(from.cpu_cores, to.cpu_cores);
+        let mem = rescale_factor(from.mem_bytes, to.mem_bytes);
+        if !self.cpu.rescale(cpu) {
+            return false;
+        }
+        if !self.mem.rescale(mem) {
+            self.cpu.rescale(1.0 / cpu);
+            return false;
+        }
+        self.mem_hold = self.mem_hold.scaled(mem);
+        self.small_hold = self.small_hold.scaled(mem);
+        self.last = (self.last.0.map(|x| x * cpu), self.last.1.map(|x| x * mem));
+        self.tracked = None;
+        true
+    }
+
+    /// Fresh models that carry on `previous`, a component's models whose
+    /// request changed in place from `from` to `to` (an operator's resize,
+    /// a trace's request change): they are rebuilt from `history`, its
+    /// recent samples already [rescaled](rescale_history) to `to`, and
+    /// take over its memory holds rescaled the same way (so a held peak
+    /// keeps its size in bytes and expires when it would have) and its
+    /// age (samples older than `history` still count). The agent and the
+    /// simulator both rebuild this way, from at most [`history_cap`]
+    /// samples, so a change costs the same whatever the component's age.
+    pub fn continuing(
+        self,
+        previous: &Self,
+        history: &[RelSample],
+        from: Resources,
+        to: Resources,
+    ) -> Self {
+        let mut m = self.restoring(history);
+        let f = rescale_factor(from.mem_bytes, to.mem_bytes);
+        m.mem_hold = previous.mem_hold.scaled(f);
+        m.small_hold = previous.small_hold.scaled(f);
+        m.earlier_samples = previous.age_samples().saturating_sub(m.observed());
+        m
+    }
+
     /// The relative samples seen since the last call, for a prior book.
     pub fn take_pending(&mut self) -> PairMoments {
         std::mem::take(&mut self.pending)
@@ -454,7 +529,7 @@ impl ComponentModels {
     /// age the sibling and kill holds compare with a kill's age, which is
     /// recorded in the same units.
     pub fn age_samples(&self) -> usize {
-        self.observed().saturating_sub(self.inherited_samples)
+        self.observed().saturating_sub(self.inherited_samples) + self.earlier_samples
     }
 
     /// How far `mem_rel` (a share of the request) is above the peak of

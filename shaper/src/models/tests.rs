@@ -343,3 +343,70 @@ fn past_the_sibling_hold_memory_keeps_room_for_the_siblings_largest_jump() {
     };
     assert!((mem(&off, 0.2) - 3e8).abs() < 1.0);
 }
+
+#[test]
+fn continuing_models_keep_the_age_and_the_absolute_peaks() {
+    let cfg = ShaperConfig {
+        min_history_samples: 2,
+        ..ShaperConfig::default()
+    };
+    let old = Resources::new(2.0, 2e9);
+    let new = Resources::new(1.0, 1e9);
+    let built = |req| {
+        ComponentModels::build(req, last)
+            .expect("models")
+            .with_mem_hold(10)
+    };
+    // a 1.6e9 peak, then 0.4e9 for 8 samples: 9 samples old, peak held
+    let mut before = built(old);
+    before.observe(Some(0.5), 1.6e9, old);
+    for _ in 0..8 {
+        before.observe(Some(0.5), 0.4e9, old);
+    }
+    let mut history = vec![
+        RelSample {
+            cpu: Some(0.25),
+            mem: 0.2
+        };
+        4
+    ];
+    rescale_history(history.iter_mut(), old, new);
+    assert_eq!(
+        history[0],
+        RelSample {
+            cpu: Some(0.5),
+            mem: 0.4
+        }
+    );
+    let mut m = built(new).continuing(&before, &history, old, new);
+    assert_eq!((m.observed(), m.age_samples()), (4, 9));
+    let f = m.forecast_with(1, new, &cfg, None).0.expect("warm");
+    assert!((f.mem.mean - 1.6e9).abs() < 1.0, "{}", f.mem.mean);
+    assert!((f.cpu.mean - 0.5).abs() < 1e-9);
+    // the peak expires when it would have without the change: once 10
+    // samples are newer than it
+    m.observe(Some(0.5), 0.4e9, new);
+    assert!(
+        (m.forecast_with(1, new, &cfg, None)
+            .0
+            .expect("warm")
+            .mem
+            .mean
+            - 1.6e9)
+            .abs()
+            < 1.0
+    );
+    m.observe(Some(0.5), 0.4e9, new);
+    let f = m.forecast_with(1, new, &cfg, None).0.expect("warm");
+    assert!((f.mem.mean - 0.4e9).abs() < 1.0, "{}", f.mem.mean);
+    // younger than its history: the history is its age
+    let m = built(new).continuing(&built(old), &history, old, new);
+    assert_eq!(m.age_samples(), 4);
+    // a request that is not a positive number counts as 1
+    let mut odd = [RelSample {
+        cpu: None,
+        mem: 3.0,
+    }];
+    rescale_history(odd.iter_mut(), Resources::new(0.0, f64::NAN), new);
+    assert!((odd[0].mem - 3e-9).abs() < 1e-20, "{}", odd[0].mem);
+}

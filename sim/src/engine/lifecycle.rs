@@ -206,13 +206,13 @@ impl Engine<'_> {
         // re-specified, so its allocation becomes the new request (as an
         // operator's in-place resize sets the limits), under every policy;
         // shaping resumes from there at the next round. Models work relative
-        // to the request: they are rebuilt at the next round from the whole
-        // history, normalised by the new request (an oracle from here).
+        // to the request: they are rebuilt from their
+        // recent history, normalised by the new request (an oracle from
+        // here), at the next round (round.rs).
         if !spec.request_changes.is_empty() {
             let request = sane_res(spec.request_at(i as f64 * u));
             if request != comp.request {
                 comp.request = request;
-                comp.fc = None;
                 comp.forecast = None;
                 self.m.request_changes += 1;
                 let h = comp.host as usize;
@@ -531,19 +531,34 @@ impl Engine<'_> {
         let Some(fed) = comp.fc.as_ref().map(|f| f.fed) else {
             return;
         };
-        let req = comp.request;
-        let mut h = std::mem::take(&mut comp.history);
-        h.extend((fed.saturating_sub(cap as u64)..fed).map(|i| {
-            let at = comp.offset + i;
-            RelSample {
-                cpu: Some(normalise(usage_at(spec, &req, at).cpu_cores, req.cpu_cores)),
-                mem: normalise(mem_peak_at(spec, &req, at), req.mem_bytes),
-            }
-        }));
-        let extra = h.len().saturating_sub(cap);
-        h.drain(..extra);
+        let inherited = std::mem::take(&mut comp.history);
+        let h = fed_history(spec, comp.offset, &inherited, fed, &comp.request, cap);
         comp.history = h;
     }
+}
+
+/// The last `cap` samples a component's models were fed, oldest first:
+/// `inherited` (a predecessor's) then its own first `fed` samples of the
+/// usage series from `offset`, relative to `req`.
+pub(super) fn fed_history(
+    spec: &ComponentSpec,
+    offset: u64,
+    inherited: &[RelSample],
+    fed: u64,
+    req: &Resources,
+    cap: usize,
+) -> Vec<RelSample> {
+    let own = fed.min(cap as u64);
+    let keep = inherited.len().min(cap - own as usize);
+    let mut h = inherited[inherited.len() - keep..].to_vec();
+    h.extend((fed - own..fed).map(|i| {
+        let at = offset + i;
+        RelSample {
+            cpu: Some(normalise(usage_at(spec, req, at).cpu_cores, req.cpu_cores)),
+            mem: normalise(mem_peak_at(spec, req, at), req.mem_bytes),
+        }
+    }));
+    h
 }
 
 /// Why a running component stopped against its will ([`Engine::bring_back`]).

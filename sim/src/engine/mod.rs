@@ -20,7 +20,8 @@ use shaper::{
 };
 
 use shaper::models::{
-    history_cap, hold_samples, normalise, sibling_hold_samples, small_hold_samples, RelSample,
+    history_cap, hold_samples, normalise, rescale_history, sibling_hold_samples,
+    small_hold_samples, RelSample,
 };
 use shaper::risk::RiskCalibration;
 
@@ -232,6 +233,8 @@ struct CompFc {
     base: u64,
     /// It joined its prior keys (once per incarnation).
     joined: bool,
+    /// The request its models are relative to.
+    request: Resources,
 }
 
 /// The keys a simulated component pools its samples under, most specific

@@ -1,5 +1,6 @@
 //! The shaping round: forecasts (models glue), view building, applying the plan, metrics sampling.
 
+use super::lifecycle::fed_history;
 use super::*;
 
 impl Engine<'_> {
@@ -41,6 +42,7 @@ impl Engine<'_> {
         let is_oracle = matches!(forecasting, Forecasting::Oracle);
         // (forecaster updates)
         let builds = &self.model_builds;
+        let cap = history_cap(warm_samples, kernel);
         let feed = |c: &mut Comp| -> Result<u64, SimError> {
             if c.state != CState::Running {
                 return Ok(0);
@@ -57,6 +59,24 @@ impl Engine<'_> {
                 0
             };
             let req = c.request;
+            let (app, started_s) = (c.app, c.started_s);
+            let build = |f: &ForecasterFactory| -> Result<ComponentModels, SimError> {
+                Ok(ComponentModels::build(req, |r, unit| {
+                    let site = ModelSite {
+                        app,
+                        build: builds.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                        start_s: started_s,
+                        interval_s: u,
+                    };
+                    f(&site, r, unit)
+                })?
+                .with_warm_samples(warm_samples)
+                .with_mem_hold(hold_samples(kernel, u))
+                .with_small_hold(small_hold_samples(kernel, u))
+                .with_sibling_hold(sibling_hold_samples(kernel, u)))
+            };
+            // model updates of a rebuild after a request change
+            let mut rebuilt = 0u64;
             if c.fc.is_none() {
                 // Built at the component's first round: the model sees every
                 // sample since the start below, exactly as if it had been
@@ -67,35 +87,42 @@ impl Engine<'_> {
                         spec, &req, c.work_s, cur, c.offset, h,
                     )?)),
                     Forecasting::Model(f) => Some(Box::new(CompFc {
-                        models: ComponentModels::build(req, |r, unit| {
-                            let site = ModelSite {
-                                app: c.app,
-                                build: builds.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-                                start_s: c.started_s,
-                                interval_s: u,
-                            };
-                            f(&site, r, unit)
-                        })?
-                        .with_warm_samples(warm_samples)
-                        .with_mem_hold(hold_samples(kernel, u))
-                        .with_small_hold(small_hold_samples(kernel, u))
-                        .with_sibling_hold(sibling_hold_samples(kernel, u))
-                        .inheriting(&c.history),
+                        models: build(f)?.inheriting(&c.history),
                         fed: 0,
                         base: 0,
                         joined: false,
+                        request: req,
                     })),
                 };
+            } else if let (Some(fc), Forecasting::Model(f)) = (c.fc.as_mut(), forecasting) {
+                if fc.request != req {
+                    // An in-place request change (lifecycle.rs, `on_sample`),
+                    // as the agent follows one: the VPA follows it in place;
+                    // the other models are rebuilt from the last `cap`
+                    // samples relative to the new request, keeping the held
+                    // peaks and the age (`ComponentModels::continuing`).
+                    let from = fc.request;
+                    rescale_history(c.history.iter_mut(), from, req);
+                    if !fc.models.rescale_in_place(from, req) {
+                        let history = fed_history(spec, c.offset, &c.history, fc.fed, &req, cap);
+                        fc.models = build(f)?.continuing(&fc.models, &history, from, req);
+                        rebuilt = 2 * history.len() as u64;
+                    }
+                    fc.request = req;
+                }
             }
             let Some(fc) = c.fc.as_mut() else {
                 return Ok(0);
             };
-            if is_oracle && cur + h as u64 + 1 >= fc.base + oracle_len(c.work_s, u, h) {
+            if is_oracle
+                && (fc.request != req || cur + h as u64 + 1 >= fc.base + oracle_len(c.work_s, u, h))
+            {
                 // Past the future the oracle was built with (the component
-                // ran slower than at full speed): rebuild it from here.
+                // ran slower than at full speed) or at another request:
+                // rebuild it from here.
                 **fc = oracle_fc_from(spec, &req, c.work_s, cur, c.offset, h)?;
             }
-            let mut n = 0u64;
+            let mut n = rebuilt;
             while fc.fed <= cur {
                 // Memory: the peak within the interval, what an OOM killer
                 // acts on (the mean when the trace has no peak).
@@ -461,5 +488,6 @@ pub(super) fn oracle_fc_from(
         fed: from,
         base: from,
         joined: true,
+        request: *req,
     })
 }

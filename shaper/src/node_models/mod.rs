@@ -17,7 +17,8 @@
 
 use crate::config::ShaperConfig;
 use crate::model::Forecasts;
-use crate::models::{history_cap, ComponentModels, ForecastSource, HeldPeaks};
+use crate::model::Resources;
+use crate::models::{history_cap, rescale_history, ComponentModels, ForecastSource, HeldPeaks};
 pub use crate::models::{RelSample, MAX_HISTORY_SAMPLES};
 use crate::node::ContainerSample;
 use crate::prior::PriorBook;
@@ -98,8 +99,8 @@ struct Live {
     keys: [String; 2],
     recent: VecDeque<RelSample>,
     origin: ModelOrigin,
-    /// Its memory request at its latest sample (bytes).
-    request_mem_bytes: f64,
+    /// The request its models and history are relative to.
+    request: Resources,
 }
 
 /// Per-container models of one node.
@@ -223,29 +224,9 @@ impl NodeModels {
             } else {
                 (ModelOrigin::Fresh, Vec::new(), HeldPeaks::default())
             };
-            let built = if self.model.kind == ModelKind::Vpa {
-                // the history replayed below ends now
-                let start_s = now_s - origin_s - history.len() as f64 * self.sample_interval_s;
-                let build = self.vpa_next;
-                self.vpa_next += 1;
-                self.vpa_apps.models(
-                    &self.model,
-                    &keys[1],
-                    build,
-                    start_s.max(0.0),
-                    self.sample_interval_s,
-                    c.request,
-                )
-            } else {
-                ComponentModels::build(c.request, |r, unit| self.model.build_for(r, unit))
-            };
+            let built = self.build_models(&keys[1], c.request, history.len(), now_s - origin_s);
             let models = match built {
                 Ok(m) => {
-                    let m = m
-                        .with_warm_samples(self.warm_samples)
-                        .with_mem_hold(self.mem_hold)
-                        .with_small_hold(self.small_hold)
-                        .with_sibling_hold(self.sibling_hold);
                     // its own checkpoint keeps its age; a predecessor's
                     // history does not
                     if origin == ModelOrigin::Restored {
@@ -274,7 +255,7 @@ impl NodeModels {
                 keys,
                 recent: VecDeque::with_capacity(self.history_cap.min(history.len() + 1)),
                 origin,
-                request_mem_bytes: c.request.mem_bytes,
+                request: c.request,
             };
             live.recent.extend(history);
             for k in &live.keys {
@@ -290,8 +271,14 @@ impl NodeModels {
             }
             self.live.insert(c.meta.id.clone(), live);
         }
+        if self
+            .live
+            .get(&c.meta.id)
+            .is_some_and(|l| l.request != c.request)
+        {
+            self.request_changed(c, now_s - origin_s);
+        }
         let live = self.live.get_mut(&c.meta.id)?;
-        live.request_mem_bytes = c.request.mem_bytes;
         if let Some(s) = c.sample {
             let mem = s.mem_peak_bytes.map_or(s.mem_bytes, |p| p.max(s.mem_bytes));
             live.models.observe(s.cpu_cores, mem, c.request);
@@ -325,6 +312,78 @@ impl NodeModels {
         })
     }
 
+    /// Fresh models for a container of application key `app_key` and
+    /// request `request`, whose first `history_len` samples are replayed
+    /// next; `since_origin_s` is the time since the first sample seen.
+    fn build_models(
+        &mut self,
+        app_key: &str,
+        request: Resources,
+        history_len: usize,
+        since_origin_s: f64,
+    ) -> Result<ComponentModels, forecaster::ForecastError> {
+        let built = if self.model.kind == ModelKind::Vpa {
+            // the history replayed next ends now
+            let start_s = since_origin_s - history_len as f64 * self.sample_interval_s;
+            let build = self.vpa_next;
+            self.vpa_next += 1;
+            self.vpa_apps.models(
+                &self.model,
+                &app_key.to_string(),
+                build,
+                start_s.max(0.0),
+                self.sample_interval_s,
+                request,
+            )
+        } else {
+            ComponentModels::build(request, |r, unit| self.model.build_for(r, unit))
+        }?;
+        Ok(built
+            .with_warm_samples(self.warm_samples)
+            .with_mem_hold(self.mem_hold)
+            .with_small_hold(self.small_hold)
+            .with_sibling_hold(self.sibling_hold))
+    }
+
+    /// Container `c`'s request changed in place (a limit changed by hand,
+    /// adopted as its request): its history and held peaks are rescaled to
+    /// the new request and its models follow in place (the VPA) or are
+    /// rebuilt from them, keeping its age ([`ComponentModels::continuing`]),
+    /// as the simulator does at a trace's request change. If they cannot
+    /// be built, the old ones stay.
+    fn request_changed(&mut self, c: &ContainerSample, since_origin_s: f64) {
+        let Some(live) = self.live.get_mut(&c.meta.id) else {
+            return;
+        };
+        let from = live.request;
+        live.request = c.request;
+        rescale_history(live.recent.iter_mut(), from, c.request);
+        tracing::info!(
+            container = %c.meta.name,
+            from_mem_bytes = from.mem_bytes,
+            to_mem_bytes = c.request.mem_bytes,
+            from_cpu_cores = from.cpu_cores,
+            to_cpu_cores = c.request.cpu_cores,
+            samples = live.recent.len(),
+            "request changed: models follow it from the rescaled history"
+        );
+        if live.models.rescale_in_place(from, c.request) {
+            return;
+        }
+        let history: Vec<RelSample> = live.recent.iter().copied().collect();
+        let app_key = live.keys[1].clone();
+        match self.build_models(&app_key, c.request, history.len(), since_origin_s) {
+            Ok(m) => {
+                if let Some(live) = self.live.get_mut(&c.meta.id) {
+                    live.models = m.continuing(&live.models, &history, from, c.request);
+                }
+            }
+            Err(e) => {
+                tracing::error!(container = %c.meta.name, error = %e, "models not rebuilt after a request change");
+            }
+        }
+    }
+
     /// Starts a round: the memory calibration's quantiles for
     /// `[shaper] memory_risk` are computed from the scores so far.
     pub fn begin_round(&mut self, cfg: &ShaperConfig) {
@@ -350,11 +409,11 @@ impl NodeModels {
         };
         if let Some((source, z)) = live
             .models
-            .take_score(Some(limit_bytes), live.request_mem_bytes)
+            .take_score(Some(limit_bytes), live.request.mem_bytes)
         {
             self.risk.observe(source, z);
         }
-        let rel = crate::models::normalise(floor_bytes, live.request_mem_bytes);
+        let rel = crate::models::normalise(floor_bytes, live.request.mem_bytes);
         let age_samples = live.models.age_samples() as u64;
         let jump = live.models.jump_to(rel);
         let settings = cfg.prior_settings();
@@ -457,250 +516,4 @@ pub enum CheckpointError {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::Resources;
-    use crate::node::{ContainerMeta, Sample};
-
-    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
-
-    fn cfg() -> ShaperConfig {
-        ShaperConfig {
-            min_history_samples: 3,
-            ..ShaperConfig::default()
-        }
-    }
-
-    fn model() -> ModelConfig {
-        toml::from_str("kind = \"peak\"\ncalibrated = false").expect("model config")
-    }
-
-    fn sample(id: &str, name: &str, app: &str, mem_gib: f64) -> ContainerSample {
-        ContainerSample {
-            meta: ContainerMeta::core(id, name, app, 0.0),
-            request: Resources::new(1.0, 2.0 * GIB),
-            allocation: Resources::new(1.0, 2.0 * GIB),
-            usage: Resources::new(0.1, mem_gib * GIB),
-            sample: Some(Sample {
-                cpu_cores: Some(0.1),
-                mem_bytes: mem_gib * GIB,
-                mem_peak_bytes: Some(mem_gib * 1.1 * GIB),
-            }),
-            app_failures: 0,
-            oom_kills: 0,
-        }
-    }
-
-    #[test]
-    fn a_young_sibling_gets_the_prior_and_the_peak_is_fed() {
-        let cfg = cfg();
-        let mut m = NodeModels::new(model(), &cfg, 10.0);
-        for t in 0..5 {
-            let f = m
-                .observe(&sample("a", "web-1", "web", 0.5), f64::from(t), 1, &cfg)
-                .expect("models");
-            if t >= 2 {
-                assert_eq!(f.source, ForecastSource::Own);
-                // the peak model saw the in-interval peaks: 0.55 GiB
-                let mem = f.forecast.expect("own").mem.mean;
-                assert!((mem - 0.55 * GIB).abs() < 1e3, "{mem}");
-            }
-        }
-        let f = m
-            .observe(&sample("b", "web-2", "web", 0.5), 5.0, 1, &cfg)
-            .expect("models");
-        assert_eq!(f.source, ForecastSource::Prior);
-        assert_eq!(f.origin, ModelOrigin::Fresh);
-        let mem = f.forecast.expect("prior").mem.mean;
-        assert!((mem - 0.55 * GIB).abs() < 1e3, "{mem}");
-        // a container of another application has no prior
-        let f = m
-            .observe(&sample("c", "db", "db", 0.5), 5.0, 1, &cfg)
-            .expect("models");
-        assert_eq!((f.forecast, f.source), (None, ForecastSource::Fallback));
-    }
-
-    #[test]
-    fn a_kill_holds_the_later_siblings_through_its_age() {
-        // `a` is OOM-killed after 4 samples at a 1 GiB limit (floor 1.2
-        // GiB); `b`, of the same application, starts later: its memory is
-        // sized from the floor through 4 samples of its own (no sibling
-        // hold here), then from its own forecast alone, which keeps room
-        // for the kill's rise above `a`'s own peak (0.55 GiB to the 1.2 GiB
-        // floor) above its own 0.55 GiB peak with `sibling_jump`.
-        for jump in [true, false] {
-            let cfg = ShaperConfig {
-                sibling_hold_s: 0.0,
-                sibling_jump: jump,
-                ..cfg()
-            };
-            let mut m = NodeModels::new(model(), &cfg, 10.0);
-            for t in 0..4 {
-                m.observe(
-                    &sample("a", "web-1", "web", 0.5),
-                    f64::from(t) * 10.0,
-                    1,
-                    &cfg,
-                )
-                .expect("models");
-            }
-            m.oom_kill("a", GIB, 1.2 * GIB, 40.0, &cfg);
-            for n in 1..=6 {
-                let now_s = 40.0 + f64::from(n) * 10.0;
-                let f = m
-                    .observe(&sample("b", "web-2", "web", 0.5), now_s, 1, &cfg)
-                    .expect("models")
-                    .forecast
-                    .expect("forecast");
-                let hold = f.mem_hold_bytes;
-                let want = if n <= 4 { 1.2 * GIB } else { 0.0 };
-                assert!((hold - want).abs() < 1e3, "sample {n}: {hold}");
-                if n > 4 {
-                    let want = if jump { 1.2 * GIB } else { 0.55 * GIB };
-                    // (the priors decay a little in 50 s)
-                    assert!(
-                        (f.mem.mean - want).abs() < 0.01 * GIB,
-                        "{jump} {n}: {}",
-                        f.mem.mean / GIB
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn vpa_models_of_one_application_share_its_aggregates() {
-        let cfg = cfg();
-        let vpa = ModelConfig {
-            kind: ModelKind::Vpa,
-            calibrated: false,
-            ..ModelConfig::default()
-        };
-        let mut m = NodeModels::new(vpa, &cfg, 10.0);
-        for t in 0..3 {
-            let now = f64::from(t) * 10.0;
-            for (id, app) in [("a", "web"), ("b", "web"), ("c", "db")] {
-                m.observe(&sample(id, id, app, 0.5), now, 1, &cfg)
-                    .expect("vpa models");
-            }
-        }
-        assert_eq!(m.vpa_apps.len(), 2, "web and db");
-    }
-
-    #[test]
-    fn recreated_containers_inherit_and_checkpoints_restore() {
-        let cfg = cfg();
-        let mut m = NodeModels::new(model(), &cfg, 10.0);
-        for t in 0..4 {
-            m.observe(&sample("a", "web", "web", 0.5), f64::from(t), 1, &cfg);
-        }
-        m.forget("a");
-        let f = m
-            .observe(&sample("a2", "web", "web", 0.5), 10.0, 1, &cfg)
-            .expect("models");
-        assert_eq!(f.origin, ModelOrigin::Inherited);
-        assert_eq!(f.source, ForecastSource::Own);
-        assert_eq!(f.samples, 5);
-
-        let ck = m.checkpoint(11.0);
-        let text = serde_json::to_string(&ck).expect("serialises");
-        let back: ModelCheckpoint = serde_json::from_str(&text).expect("parses");
-        assert_eq!(back, ck);
-        let mut fresh = NodeModels::new(model(), &cfg, 10.0);
-        assert_eq!(fresh.restore(back, &cfg), Ok(1));
-        let f = fresh
-            .observe(&sample("a2", "web", "web", 0.5), 20.0, 1, &cfg)
-            .expect("models");
-        assert_eq!(f.origin, ModelOrigin::Restored);
-        assert_eq!(f.source, ForecastSource::Own, "first round after restart");
-        assert_eq!(f.samples, 6);
-    }
-
-    #[test]
-    fn a_restart_keeps_the_held_peaks_older_than_the_history() {
-        // A 1.1 GiB peak, then more samples at 0.55 GiB than a checkpoint
-        // keeps: the restored models still hold the peak (the day's hold,
-        // and a small application's week), as the running ones did. (No
-        // sibling hold or jump: the application's prior holds the same
-        // peak for young containers.)
-        let cfg = ShaperConfig {
-            sibling_hold_s: 0.0,
-            sibling_jump: false,
-            ..cfg()
-        };
-        let mut m = NodeModels::new(model(), &cfg, 10.0);
-        let mut t = 0.0;
-        m.observe(&sample("a", "web", "web", 1.0), t, 1, &cfg);
-        for _ in 0..m.history_cap + 10 {
-            t += 10.0;
-            m.observe(&sample("a", "web", "web", 0.5), t, 1, &cfg);
-        }
-        let mem = |m: &mut NodeModels, t: f64| {
-            m.observe(&sample("a", "web", "web", 0.5), t, 1, &cfg)
-                .expect("models")
-                .forecast
-                .expect("warm")
-                .mem
-                .mean
-        };
-        assert!((mem(&mut m, t + 10.0) - 1.1 * GIB).abs() < 1e3);
-        let ck = m.checkpoint(t + 10.0);
-        let held = ck.containers[0].held;
-        assert!((held.day_rel - 0.55).abs() < 1e-9, "{held:?}");
-        assert!((held.week_rel - 0.55).abs() < 1e-9, "{held:?}");
-        let text = serde_json::to_string(&ck).expect("serialises");
-        let back: ModelCheckpoint = serde_json::from_str(&text).expect("parses");
-        assert_eq!(back, ck);
-        let mut restored = NodeModels::new(model(), &cfg, 10.0);
-        restored.restore(back, &cfg).expect("restored");
-        assert!((mem(&mut restored, t + 20.0) - 1.1 * GIB).abs() < 1e3);
-        // without them (a checkpoint of an older agent), the history alone
-        let mut older = ck.clone();
-        older.containers[0].held = HeldPeaks::default();
-        let text = serde_json::to_string(&older).expect("serialises");
-        assert!(!text.contains("held"), "{text}");
-        let mut restored = NodeModels::new(model(), &cfg, 10.0);
-        restored.restore(older, &cfg).expect("restored");
-        assert!((mem(&mut restored, t + 20.0) - 0.55 * GIB).abs() < 1e3);
-    }
-
-    #[test]
-    fn bad_checkpoints_are_refused_or_cleaned() {
-        let cfg = cfg();
-        let mut m = NodeModels::new(model(), &cfg, 10.0);
-        let mut ck = m.checkpoint(0.0);
-        ck.version = 99;
-        assert_eq!(m.restore(ck, &cfg), Err(CheckpointError::Version(99)));
-        let ck = ModelCheckpoint {
-            version: CHECKPOINT_VERSION,
-            at_s: 0.0,
-            containers: vec![HistoryEntry {
-                id: "x".into(),
-                lineage: "name:x".into(),
-                samples: (0..10_000)
-                    .map(|i| {
-                        let bad = i % 2 == 0;
-                        RelSample {
-                            cpu: Some(if bad { f64::NAN } else { 0.1 }),
-                            mem: if bad { f64::INFINITY } else { 0.25 },
-                        }
-                    })
-                    .collect(),
-                held: HeldPeaks {
-                    day_rel: f64::NAN,
-                    week_rel: -1.0,
-                },
-            }],
-            retired: vec![],
-            prior: PriorBook::new(),
-        };
-        assert_eq!(m.restore(ck, &cfg), Ok(1));
-        let f = m
-            .observe(&sample("x", "x", "x", 0.5), 1.0, 1, &cfg)
-            .expect("models");
-        assert_eq!(f.samples as usize, m.history_cap + 1);
-        assert!(f.forecast.expect("warm").mem.mean.is_finite());
-        let e = serde_json::from_str::<ModelCheckpoint>("{\"version\":1,\"x\":2}");
-        assert!(e.is_err());
-    }
-}
+mod tests;
