@@ -539,6 +539,18 @@ mod tests {
         assert_eq!(cv.apps[1].submitted_s, 200.0);
     }
 
+    /// Node `node` of 8 cores and `mem_bytes` at round 1, t = 10,000 s.
+    fn view_of(node: &str, mem_bytes: f64, containers: Vec<ContainerReport>) -> NodeView {
+        NodeView {
+            node: node.into(),
+            round: 1,
+            at_s: 10_000.0,
+            capacity: Resources::new(8.0, mem_bytes),
+            containers,
+            evicted: vec![],
+        }
+    }
+
     #[test]
     fn overloaded_node_evicts_youngest_elastic_of_last_app() {
         for mem_shortfall in [MemShortfall::Buffer, MemShortfall::Evict] {
@@ -556,19 +568,16 @@ mod tests {
             mem_shortfall,
             ..ShaperConfig::uniform()
         };
-        let view = NodeView {
-            node: "n".into(),
-            round: 1,
-            at_s: 10_000.0,
-            capacity: Resources::new(8.0, 260.0 * MIB),
-            containers: vec![
+        let view = view_of(
+            "n",
+            260.0 * MIB,
+            vec![
                 report("a1", "a", Class::Core, 100.0, 100.0 * MIB, 200.0 * MIB),
                 report("b1", "b", Class::Core, 200.0, 80.0 * MIB, 200.0 * MIB),
                 report("b2", "b", Class::Elastic, 300.0, 50.0 * MIB, 200.0 * MIB),
                 report("b3", "b", Class::Elastic, 400.0, 50.0 * MIB, 200.0 * MIB),
             ],
-            evicted: vec![],
-        };
+        );
         let plan = plan_node(&view, &cfg, &mut Decider::new());
         let evicted: Vec<&str> = plan
             .actions
@@ -593,17 +602,14 @@ mod tests {
             grace_period_s: 0.0,
             ..ShaperConfig::uniform()
         };
-        let view = NodeView {
-            node: "node-a".into(),
-            round: 1,
-            at_s: 10_000.0,
-            capacity: Resources::new(8.0, 150.0 * MIB),
-            containers: vec![
+        let view = view_of(
+            "node-a",
+            150.0 * MIB,
+            vec![
                 report("web", "a", Class::Core, 100.0, 100.0 * MIB, 200.0 * MIB),
                 report("db", "b", Class::Core, 200.0, 80.0 * MIB, 200.0 * MIB),
             ],
-            evicted: vec![],
-        };
+        );
         let plan = plan_node(&view, &cfg, &mut Decider::new());
         let evict = plan
             .actions

@@ -179,8 +179,17 @@ pub fn rescale_history<'a>(
 
 /// `from / to`, each taken as 1 when it is not a positive number.
 fn rescale_factor(from: f64, to: f64) -> f64 {
-    let unit = |r: f64| if r > 0.0 && r.is_finite() { r } else { 1.0 };
     unit(from) / unit(to)
+}
+
+/// What one observed unit stands for at request `r`: `r`, or 1 when it
+/// is not a positive number.
+fn unit(r: f64) -> f64 {
+    if r > 0.0 && r.is_finite() {
+        r
+    } else {
+        1.0
+    }
 }
 
 /// How many of its last samples a component hands to its successor (a
@@ -263,7 +272,6 @@ impl ComponentModels {
         request: Resources,
         build: impl Fn(Resource, f64) -> Result<Box<dyn Forecaster>, ForecastError>,
     ) -> Result<Self, ForecastError> {
-        let unit = |r: f64| if r > 0.0 && r.is_finite() { r } else { 1.0 };
         Ok(Self::fresh(
             build(Resource::Cpu, unit(request.cpu_cores))?,
             build(Resource::Mem, unit(request.mem_bytes))?,

@@ -16,8 +16,7 @@
 //!   again.
 
 use crate::config::ShaperConfig;
-use crate::model::Forecasts;
-use crate::model::Resources;
+use crate::model::{Forecasts, Resources};
 use crate::models::{history_cap, rescale_history, ComponentModels, ForecastSource, HeldPeaks};
 pub use crate::models::{RelSample, MAX_HISTORY_SAMPLES};
 use crate::node::ContainerSample;

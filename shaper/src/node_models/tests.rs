@@ -157,6 +157,28 @@ fn recreated_containers_inherit_and_checkpoints_restore() {
     assert_eq!(f.samples, 6);
 }
 
+/// [`cfg`] without the sibling hold and jump (the application's prior
+/// would hold the same peak for a young container).
+fn no_sibling_rules() -> ShaperConfig {
+    ShaperConfig {
+        sibling_hold_s: 0.0,
+        sibling_jump: false,
+        ..cfg()
+    }
+}
+
+/// Container `a` of `web`: a 1.1 GiB peak, then `n` samples peaking at
+/// 0.55 GiB, 10 s apart; the time of the last one.
+fn peak_then_flat(m: &mut NodeModels, cfg: &ShaperConfig, n: usize) -> f64 {
+    let mut t = 0.0;
+    m.observe(&sample("a", "web", "web", 1.0), t, 1, cfg);
+    for _ in 0..n {
+        t += 10.0;
+        m.observe(&sample("a", "web", "web", 0.5), t, 1, cfg);
+    }
+    t
+}
+
 #[test]
 fn a_restart_keeps_the_held_peaks_older_than_the_history() {
     // A 1.1 GiB peak, then more samples at 0.55 GiB than a checkpoint
@@ -164,18 +186,10 @@ fn a_restart_keeps_the_held_peaks_older_than_the_history() {
     // and a small application's week), as the running ones did. (No
     // sibling hold or jump: the application's prior holds the same
     // peak for young containers.)
-    let cfg = ShaperConfig {
-        sibling_hold_s: 0.0,
-        sibling_jump: false,
-        ..cfg()
-    };
+    let cfg = no_sibling_rules();
     let mut m = NodeModels::new(model(), &cfg, 10.0);
-    let mut t = 0.0;
-    m.observe(&sample("a", "web", "web", 1.0), t, 1, &cfg);
-    for _ in 0..m.history_cap + 10 {
-        t += 10.0;
-        m.observe(&sample("a", "web", "web", 0.5), t, 1, &cfg);
-    }
+    let n = m.history_cap + 10;
+    let t = peak_then_flat(&mut m, &cfg, n);
     let mem = |m: &mut NodeModels, t: f64| {
         m.observe(&sample("a", "web", "web", 0.5), t, 1, &cfg)
             .expect("models")
@@ -251,18 +265,9 @@ fn a_request_changed_in_place_keeps_the_absolute_sizes() {
     // is cut to 1.2 GiB by hand. The held peak stays 1.1 GiB: read
     // against the new request as it was recorded (0.55 of it), it would
     // be 0.66 GiB and the next peak like the first would be killed.
-    let cfg = ShaperConfig {
-        sibling_hold_s: 0.0,
-        sibling_jump: false,
-        ..cfg()
-    };
+    let cfg = no_sibling_rules();
     let mut m = NodeModels::new(model(), &cfg, 10.0);
-    let mut t = 0.0;
-    m.observe(&sample("a", "web", "web", 1.0), t, 1, &cfg);
-    for _ in 0..20 {
-        t += 10.0;
-        m.observe(&sample("a", "web", "web", 0.5), t, 1, &cfg);
-    }
+    let t = peak_then_flat(&mut m, &cfg, 20);
     let mut cut = sample("a", "web", "web", 0.5);
     cut.request = Resources::new(0.5, 1.2 * GIB);
     let f = m.observe(&cut, t + 10.0, 1, &cfg).expect("models");
