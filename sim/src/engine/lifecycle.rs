@@ -206,9 +206,8 @@ impl Engine<'_> {
         // re-specified, so its allocation becomes the new request (as an
         // operator's in-place resize sets the limits), under every policy;
         // shaping resumes from there at the next round. Models work relative
-        // to the request: they are rebuilt from their
-        // recent history, normalised by the new request (an oracle from
-        // here), at the next round (round.rs).
+        // to the request: at the next round they follow the new one from
+        // their recent history (round.rs; an oracle is rebuilt from here).
         if !spec.request_changes.is_empty() {
             let request = sane_res(spec.request_at(i as f64 * u));
             if request != comp.request {
