@@ -121,6 +121,51 @@ async fn idle_containers_are_cut_protected_and_unlabelled_untouched() {
     assert_eq!(stranger.nano_cpus(), 1_000_000_000);
 }
 
+/// `--memory-reservation` is a floor: an idle container's memory limit is
+/// cut, but never below its reservation, which the agent leaves as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_is_never_cut_below_the_reservation() {
+    let test = "reserved";
+    if docker_or_skip(test).is_none() {
+        return;
+    }
+    let sel = ("tailor.test", test);
+    let c = TestContainer::run(
+        "tailor-t-reserved",
+        256,
+        1.0,
+        &[("tailor.enable", "true"), sel],
+        &["8:0.02:3600"],
+        &["--memory-reservation", "160m"],
+    );
+    let mut agent = new_agent(agent_config(test, "", ""));
+    let mut floor_bytes = 0.0;
+    rounds(&mut agent, 8, |r| {
+        if let Some(v) = r.view.containers.first() {
+            floor_bytes = v.meta.mem_floor_bytes;
+        }
+    })
+    .await;
+    assert_eq!(floor_bytes, (160 * MIB) as f64, "the reservation is read");
+    let lim = c.mem_limit();
+    assert!(lim < 256 * MIB, "memory limit {} MiB not cut", lim / MIB);
+    assert_eq!(lim, 160 * MIB, "cut to the reservation, not below");
+    let reservation = docker(&[
+        "inspect",
+        "--format",
+        "{{.HostConfig.MemoryReservation}}",
+        &c.id,
+    ])
+    .expect("inspect");
+    assert_eq!(
+        reservation.trim(),
+        (160 * MIB).to_string(),
+        "reservation untouched"
+    );
+    assert!(c.nano_cpus() < 1_000_000_000, "CPU still cut");
+    assert!(c.running() && !c.oom_killed());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recommend_mode_changes_nothing() {
     let test = "recommend";

@@ -414,6 +414,7 @@ impl ContainerRuntime for DockerRuntime {
                 mem_bytes: mem,
                 cpu,
                 mem_swap_bytes: hc.and_then(|h| h.memory_swap).filter(|&s| s != 0),
+                mem_reservation_bytes: hc.and_then(|h| h.memory_reservation).and_then(mem_limit),
             },
             oom_killed: state.and_then(|s| s.oom_killed).unwrap_or(false),
             finished_s: state

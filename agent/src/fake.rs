@@ -95,6 +95,7 @@ impl FakeRuntime {
                 mem_bytes: mem_limit,
                 cpu,
                 mem_swap_bytes: None,
+                mem_reservation_bytes: None,
             },
             oom_killed: false,
             finished_s: None,

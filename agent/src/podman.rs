@@ -595,6 +595,7 @@ mod tests {
                 mem_bytes: mem,
                 cpu: crate::runtime::CpuLimit::Unlimited,
                 mem_swap_bytes: None,
+                mem_reservation_bytes: None,
             },
             oom_killed: false,
             finished_s: Some(200.0),

@@ -114,6 +114,11 @@ pub struct Limits {
     /// with the memory limit on shutdown and before a restart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_swap_bytes: Option<i64>,
+    /// Memory reservation in bytes (`--memory-reservation`, the cgroup's
+    /// `memory.low`; `None` when not set): the agent never plans the
+    /// memory limit below it, and never changes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_reservation_bytes: Option<u64>,
 }
 
 /// The highest memory limit the kernel takes (`i64::MAX` rounded down to

@@ -111,6 +111,7 @@ mod tests {
                     nano_cpus: 500_000_000,
                 },
                 mem_swap_bytes: Some(-1),
+                mem_reservation_bytes: None,
             },
         );
         s.evicted.push(Eviction {

@@ -171,6 +171,11 @@ pub struct ComponentSpec {
     /// What an OOM kill of this component does.
     #[serde(default, skip_serializing_if = "OomRestart::is_application")]
     pub oom_restart: OomRestart,
+    /// The least memory it is ever allocated, in bytes (a recorded
+    /// container's `--memory-reservation`: `shaper::Component::mem_floor_bytes`).
+    /// 0: none, as in every trace.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mem_floor_bytes: f64,
 }
 
 /// What an OOM kill of a component does in the simulator.
@@ -214,6 +219,7 @@ impl ComponentSpec {
             request_changes: Vec::new(),
             start_delay_s: 0.0,
             oom_restart: OomRestart::Application,
+            mem_floor_bytes: 0.0,
         }
     }
 

@@ -46,7 +46,8 @@
 //! Compatibility within version 1: every field added since the first
 //! release has a default, so a shaper accepts the reports of older agents;
 //! an agent leaves an added field out while it holds its default (so far
-//! [`ComponentReport::restarts_alone`] when false, and a forecast's
+//! [`ComponentReport::restarts_alone`] when false,
+//! [`ComponentReport::mem_floor_bytes`] when 0, and a forecast's
 //! `mem_hold_bytes` and `mem_small_hold_bytes` when 0). Messages refuse
 //! unknown fields, so an older shaper refuses a report that carries a field
 //! it does not know: upgrade the shapers before the agents.
@@ -151,6 +152,14 @@ pub struct ComponentReport {
     /// its OOM kill does not fail its application.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub restarts_alone: bool,
+    /// Its memory reservation in bytes (`--memory-reservation`): its memory
+    /// is never planned below it. 0 (the default): none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mem_floor_bytes: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// Answer to `POST /v1/report`.
@@ -430,6 +439,7 @@ mod tests {
             failures: 0,
             expected_remaining_s: None,
             restarts_alone: false,
+            mem_floor_bytes: 0.0,
         }
     }
 
@@ -514,7 +524,14 @@ mod tests {
             f.mem_hold_bytes = f64::NAN;
             f.mem_small_hold_bytes = -1.0;
         }
+        r.components[1].mem_floor_bytes = -1.0;
         let errors = r.validate(100).expect_err("invalid");
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("components[1].mem_floor_bytes")),
+            "{errors:?}"
+        );
         for key in ["mem_hold_bytes", "mem_small_hold_bytes"] {
             assert!(
                 errors
@@ -583,16 +600,20 @@ mod tests {
         // a newer agent sends an added field only away from its default
         let mut r = report();
         let v = serde_json::to_value(&r).expect("serialise");
-        assert!(v["components"][0].get("restarts_alone").is_none(), "{v}");
+        for key in ["restarts_alone", "mem_floor_bytes"] {
+            assert!(v["components"][0].get(key).is_none(), "{v}");
+        }
         for key in ["mem_hold_bytes", "mem_small_hold_bytes"] {
             assert!(v["components"][0]["forecast"].get(key).is_none(), "{v}");
         }
         r.components[0].restarts_alone = true;
+        r.components[0].mem_floor_bytes = 2e8;
         if let Some(f) = r.components[0].forecast.as_mut() {
             f.mem_hold_bytes = 3e8;
         }
         let v = serde_json::to_value(&r).expect("serialise");
         assert_eq!(v["components"][0]["restarts_alone"], true);
+        assert_eq!(v["components"][0]["mem_floor_bytes"], 2e8);
         assert_eq!(v["components"][0]["forecast"]["mem_hold_bytes"], 3e8);
         let back: ReportRequest = serde_json::from_value(v).expect("parse");
         assert_eq!(back, r);

@@ -38,6 +38,12 @@ fn check_resources(what: impl fmt::Display, r: &Resources, errors: &mut Vec<Stri
     }
 }
 
+fn check_amount(what: impl fmt::Display, x: f64, errors: &mut Vec<String>) {
+    if !(0.0..=MAX_REPORTED_VALUE).contains(&x) {
+        errors.push(format!("{what} must be in [0, {MAX_REPORTED_VALUE:e}]"));
+    }
+}
+
 fn check_predictive(what: impl fmt::Display, p: &Predictive, errors: &mut Vec<String>) {
     if !(-MAX_REPORTED_VALUE..=MAX_REPORTED_VALUE).contains(&p.mean) {
         errors.push(format!(
@@ -111,14 +117,10 @@ impl ReportRequest {
                     ("forecast.mem_hold_bytes", f.mem_hold_bytes),
                     ("forecast.mem_small_hold_bytes", f.mem_small_hold_bytes),
                 ] {
-                    if !(0.0..=MAX_REPORTED_VALUE).contains(&x) {
-                        errors.push(format!(
-                            "{} must be in [0, {MAX_REPORTED_VALUE:e}]",
-                            At(i, key)
-                        ));
-                    }
+                    check_amount(At(i, key), x, &mut errors);
                 }
             }
+            check_amount(At(i, "mem_floor_bytes"), c.mem_floor_bytes, &mut errors);
             if !c.started_s.is_finite() || c.started_s < 0.0 {
                 errors.push(format!("{} must be finite and >= 0", At(i, "started_s")));
             }

@@ -95,6 +95,12 @@ pub struct Component {
     /// application of such components alone.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub restarts_alone: bool,
+    /// The least memory its runtime promises it (Docker's and Podman's
+    /// `--memory-reservation`, the cgroup's `memory.low`): its allocation
+    /// is never planned below it, and on a crowded host it is part of
+    /// what the component needs, not a buffer to cut. 0: none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mem_floor_bytes: f64,
 }
 
 /// A running application: a set of components, possibly on several hosts.

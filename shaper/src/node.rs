@@ -93,6 +93,14 @@ pub struct ContainerMeta {
     /// application out of the size rules: [`Component::restarts_alone`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub restarts_alone: bool,
+    /// Its memory reservation (`--memory-reservation`): the least memory
+    /// it is planned ([`Component::mem_floor_bytes`]). 0: none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mem_floor_bytes: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl ContainerMeta {
@@ -108,6 +116,7 @@ impl ContainerMeta {
             protected: false,
             started_s,
             restarts_alone: false,
+            mem_floor_bytes: 0.0,
         }
     }
 }
@@ -410,6 +419,7 @@ pub fn node_cluster_view(view: &NodeView) -> ClusterView {
                 protected: c.meta.protected,
                 work_done_s: f64::NAN,
                 restarts_alone: c.meta.restarts_alone,
+                mem_floor_bytes: c.meta.mem_floor_bytes,
             },
             None,
         );

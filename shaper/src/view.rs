@@ -123,6 +123,7 @@ mod tests {
             protected: false,
             work_done_s: f64::NAN,
             restarts_alone: false,
+            mem_floor_bytes: 0.0,
         }
     }
 

@@ -31,6 +31,7 @@ fn comp(
         protected: false,
         work_done_s: NOW_S - started_s,
         restarts_alone: false,
+        mem_floor_bytes: 0.0,
     }
 }
 

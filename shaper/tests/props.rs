@@ -174,6 +174,12 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                                     protected,
                                     work_done_s: work,
                                     restarts_alone: false,
+                                    // a reservation on a quarter of them
+                                    mem_floor_bytes: if pick % 4 == 0 {
+                                        rm * f64::from(pick % 10) / 10.0
+                                    } else {
+                                        0.0
+                                    },
                                 }
                             },
                         )
@@ -368,6 +374,29 @@ proptest! {
         }
         if optimistic {
             prop_assert_eq!(plan.evictions().count(), 0);
+        }
+    }
+
+    /// A memory reservation is never cut: a component kept by the plan
+    /// ends with at least its reservation (bounded by its ceiling), except
+    /// a victim whose eviction the cap deferred, which keeps what it had.
+    #[test]
+    fn kept_components_keep_their_memory_reservation(case in case_strategy()) {
+        let Case { view, cfg } = case;
+        let plan = decide(&view, NOW_S, &cfg);
+        let out = outcome(&view, &plan);
+        let hosts = known_hosts(&view);
+        for a in &view.apps {
+            for c in &a.components {
+                if !hosts.contains_key(&c.host) || plan.summary.deferred_components > 0 {
+                    continue;
+                }
+                if let Some(Some(r)) = out.get(&c.id) {
+                    let floor = c.mem_floor_bytes.min(c.request.mem_bytes * cfg.max_growth.max(1.0));
+                    prop_assert!(r.mem_bytes >= floor - tol(floor),
+                        "component {:?}: memory {} below its reservation {}", c.id, r.mem_bytes, floor);
+                }
+            }
         }
     }
 

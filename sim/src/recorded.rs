@@ -318,7 +318,8 @@ pub fn check_parity(rec: &Recording, shaper: Option<&ShaperConfig>) -> Result<Pa
 /// restarts alone after an OOM kill and continues its usage
 /// ([`OomRestart::Component`]); the others re-run their application. A
 /// request that changed while recorded (a limit changed by hand, which the
-/// agent adopts) is a request change at the sample it was first seen.
+/// agent adopts) is a request change at the sample it was first seen. A
+/// container's memory reservation, as last recorded, is its memory floor.
 pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimError> {
     let Some(first) = rec.rounds.first() else {
         return Err(SimError::Workload(format!("recording {name} has no round")));
@@ -335,6 +336,8 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
         changes: Vec<RequestChange>,
         first_s: f64,
         restarts_alone: bool,
+        /// Its memory reservation as last recorded.
+        mem_floor_bytes: f64,
         cpu: Vec<f32>,
         mem: Vec<f32>,
         peak: Vec<f32>,
@@ -358,12 +361,14 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
                 changes: Vec::new(),
                 first_s: r.at_s - origin,
                 restarts_alone: false,
+                mem_floor_bytes: 0.0,
                 cpu: Vec::new(),
                 mem: Vec::new(),
                 peak: Vec::new(),
                 has_peak: false,
             });
             s.restarts_alone |= c.meta.restarts_alone;
+            s.mem_floor_bytes = c.meta.mem_floor_bytes;
             let in_force = s.changes.last().map_or(s.request, |x| x.request);
             if c.request != in_force {
                 s.changes.push(RequestChange {
@@ -432,6 +437,7 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
             c.oom_restart = OomRestart::Component;
         }
         c.request_changes = s.changes;
+        c.mem_floor_bytes = s.mem_floor_bytes;
         app.components.push(c);
     }
     let mut apps: Vec<AppSpec> = apps.into_values().collect();
@@ -520,6 +526,37 @@ mod tests {
             (u.mem_bytes.at(2) / MIB - 20.0).abs() < 1e-3,
             "the mean is kept"
         );
+    }
+
+    /// A recorded memory reservation is the replayed component's floor:
+    /// an idle container is sized down to it, not below.
+    #[test]
+    fn a_recorded_reservation_is_a_floor() {
+        let run = |floor_mib: f64| {
+            let mut rounds: Vec<RoundRecord> =
+                (0..300).map(|i| round(i, 20.0, None, vec![])).collect();
+            for r in &mut rounds {
+                r.containers[0].meta.mem_floor_bytes = floor_mib * MIB;
+            }
+            let wl = recorded_workload(&recording(rounds), "t").expect("workload");
+            assert_eq!(wl.apps[0].components[0].mem_floor_bytes, floor_mib * MIB);
+            let cfg = crate::SimConfig {
+                interval_s: 1.0,
+                shaper: ShaperConfig {
+                    grace_period_s: 0.0,
+                    ..ShaperConfig::uniform()
+                },
+                ..Default::default()
+            };
+            let r = crate::simulate(&wl, &cfg, None).expect("replay");
+            r.metrics.mem_alloc_byte_s / MIB
+        };
+        let (free, floored) = (run(0.0), run(200.0));
+        // 300 s of a 256 MiB request: shaped far below 200 MiB on average
+        // without the floor, at least 200 MiB all along with it.
+        assert!(free < 100.0 * 300.0, "{free} MiB s");
+        assert!(floored >= 200.0 * 299.0, "{floored} MiB s");
+        assert!(floored <= 256.0 * 300.0, "{floored} MiB s");
     }
 
     /// A limit changed by hand while recorded (the agent adopts it as the

@@ -304,6 +304,7 @@ fn advise(
         protected: false,
         work_done_s: 0.0,
         restarts_alone: false,
+        mem_floor_bytes: 0.0,
     };
     let app = Application {
         id: AppId(0),

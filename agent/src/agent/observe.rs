@@ -425,6 +425,11 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     protected: t.labels.protected,
                     started_s: t.info.started_s.unwrap_or(now_s),
                     restarts_alone: t.info.restarts_alone,
+                    mem_floor_bytes: t
+                        .info
+                        .limits
+                        .mem_reservation_bytes
+                        .map_or(0.0, |b| b as f64),
                 },
                 request: self.request_of(t, cap),
                 allocation: self.allocation_of(t, cap),

@@ -326,6 +326,7 @@ window = 3
             mem_bytes: Some(mem),
             cpu,
             mem_swap_bytes: None,
+            mem_reservation_bytes: None,
         }
     }
 
@@ -499,7 +500,8 @@ window = 3
             Limits {
                 mem_bytes: None,
                 cpu: CpuLimit::Unlimited,
-                mem_swap_bytes: None
+                mem_swap_bytes: None,
+                mem_reservation_bytes: None,
             }
         );
     }

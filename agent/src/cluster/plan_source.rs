@@ -76,6 +76,7 @@ pub fn component_reports(agent_id: &str, view: &NodeView) -> Vec<ComponentReport
                 failures: c.app_failures,
                 expected_remaining_s: None,
                 restarts_alone: c.meta.restarts_alone,
+                mem_floor_bytes: c.meta.mem_floor_bytes,
             }
         })
         .collect()

@@ -423,7 +423,9 @@ pub(super) fn merge_squeezed(squeezed: &mut Vec<Squeezed>) {
 
 /// The least memory a squeezed component keeps: its current peak usage
 /// (raised to the OOM floor by the view), its forecast's mean when it has
-/// one, and the memory floor.
+/// one, and the memory floors (`min_mem_bytes` and its own
+/// [`Component::mem_floor_bytes`]); the first pass takes at most the
+/// planned target of it.
 pub(super) fn mem_need(c: &Component, cfg: &ShaperConfig) -> f64 {
     let mean = c
         .forecast
@@ -434,4 +436,5 @@ pub(super) fn mem_need(c: &Component, cfg: &ShaperConfig) -> f64 {
     sane(c.usage.mem_bytes)
         .max(mean)
         .max(sane(cfg.min_mem_bytes))
+        .max(sane(c.mem_floor_bytes))
 }

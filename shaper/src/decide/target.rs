@@ -26,8 +26,9 @@ pub use crate::risk::risk_to_level;
 /// `mem_margin * mean` for memory (when `memory_risk = P` is set, memory
 /// is `upper(risk_to_level(P))`, the allocation its forecast peak crosses
 /// with probability `P`; see [`buffer`]), raised to the
-/// floor, cut to the ceiling (`request * max_growth`), raised to current
-/// usage. Components in the grace period, without a usable forecast, or in an
+/// floor (`min_*`; for memory also the component's own
+/// [`Component::mem_floor_bytes`]), cut to the ceiling (`request *
+/// max_growth`), raised to current usage. Components in the grace period, without a usable forecast, or in an
 /// application over the failure limit target their request (same clamps);
 /// under the baseline policy the target is exactly the request. The
 /// application-memory rule sees `app` as the whole view (with
@@ -117,7 +118,7 @@ pub(crate) fn target_with_k1(
         };
         let floor = match r {
             Resource::Cpu => cfg.min_cpu_cores,
-            Resource::Mem => cfg.min_mem_bytes,
+            Resource::Mem => sane(cfg.min_mem_bytes).max(sane(c.mem_floor_bytes)),
         };
         let (t, bound) = bound_target(r, raw, floor, ceiling(req, cfg.max_growth), usage);
         Sizing {

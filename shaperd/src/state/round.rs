@@ -243,6 +243,7 @@ impl RoundSnapshot {
                         protected: c.protected,
                         work_done_s,
                         restarts_alone: c.restarts_alone,
+                        mem_floor_bytes: c.mem_floor_bytes,
                     }
                 } else {
                     Component {
@@ -257,6 +258,7 @@ impl RoundSnapshot {
                         protected: c.protected,
                         work_done_s,
                         restarts_alone: c.restarts_alone,
+                        mem_floor_bytes: c.mem_floor_bytes,
                     }
                 };
                 apps.component(aid, facts, comp, None);

@@ -116,6 +116,7 @@ pub(crate) fn component(
         failures: 0,
         expected_remaining_s: None,
         restarts_alone: false,
+        mem_floor_bytes: 0.0,
     }
 }
 

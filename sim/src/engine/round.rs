@@ -282,6 +282,8 @@ impl Engine<'_> {
                         protected: false,
                         work_done_s: comp.work_s - rem,
                         restarts_alone: self.restart_of(c) == OomRestart::Component,
+                        mem_floor_bytes: self.wl.apps[ai].components[comp.spec as usize]
+                            .mem_floor_bytes,
                     },
                     comp.oom_floor.as_ref(),
                 );

@@ -351,6 +351,7 @@ impl SimAgent {
                 failures: 0,
                 expected_remaining_s: None,
                 restarts_alone: false,
+                mem_floor_bytes: 0.0,
             });
         }
         out

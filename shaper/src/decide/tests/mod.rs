@@ -35,6 +35,7 @@ pub(super) fn comp(
         protected: false,
         work_done_s: 0.0,
         restarts_alone: false,
+        mem_floor_bytes: 0.0,
     }
 }
 

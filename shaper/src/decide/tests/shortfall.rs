@@ -321,3 +321,42 @@ fn a_target_at_its_ceiling_is_not_cut_by_a_sliver() {
         "{plan:#?}"
     );
 }
+
+/// A memory reservation (`Component::mem_floor_bytes`) is a floor of the
+/// target and, on a crowded host, part of the need: buffers are cut
+/// around it, never into it, and when the needs do not fit the later
+/// application goes.
+#[test]
+fn a_memory_reservation_is_never_cut() {
+    // Forecasts of 1 GiB; app 2's component reserves 2.5 GiB.
+    let view = |host_mem: f64| {
+        let mut v = two_apps_on_one_host((8.0, host_mem), (1.0, GIB), (1.0, GIB));
+        v.apps[1].components[0].mem_floor_bytes = 2.5 * GIB;
+        v
+    };
+    let cfg = ShaperConfig {
+        k1: 0.25,
+        mem_shortfall: MemShortfall::Buffer,
+        ..cfg0()
+    };
+    // Room: 1 GiB + 1 GiB of K1 for app 1, the reservation for app 2.
+    let plan = decide(&view(16.0 * GIB), 1000.0, &cfg);
+    let (to, _) = to_of(&plan, 10).expect("app 1 resized");
+    assert_eq!(to.mem_bytes, 2.0 * GIB);
+    let (to, explanation) = to_of(&plan, 20).expect("app 2 resized");
+    assert_eq!(to.mem_bytes, 2.5 * GIB);
+    assert_eq!(explanation.mem.bound, Bound::Floor);
+    // Crowded (4 GiB): the needs 1 + 2.5 GiB fit, and app 1's buffer gets
+    // the 0.5 GiB left; app 2 keeps its reservation whole.
+    let plan = decide(&view(4.0 * GIB), 1000.0, &cfg);
+    assert_eq!(plan.evictions().count(), 0, "{plan:#?}");
+    let near = |a: f64, b: f64| (a - b).abs() < 4096.0;
+    let (to, _) = to_of(&plan, 10).expect("app 1 cut");
+    assert!(near(to.mem_bytes, 1.5 * GIB), "{to:?}");
+    let (to, _) = to_of(&plan, 20).expect("app 2 resized");
+    assert_eq!(to.mem_bytes, 2.5 * GIB);
+    // The needs over the host (3 GiB): the later application goes.
+    let plan = decide(&view(3.0 * GIB), 1000.0, &cfg);
+    assert_eq!(plan.summary.evicted_apps, 1, "{plan:#?}");
+    assert_eq!(plan.actions.last().map(|a| a.app()), Some(AppId(2)));
+}
