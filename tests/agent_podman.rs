@@ -355,6 +355,47 @@ async fn podman_unlimited_container_gets_no_limit_and_causes_no_eviction() {
     assert_eq!(b.inspect_u64(".HostConfig.Memory"), 256 * MIB);
 }
 
+/// The Podman twin of tests/agent_docker.rs
+/// `memory_is_never_cut_below_the_reservation`, in recommend mode: an idle
+/// container's memory is recommended down to its `--memory-reservation`,
+/// not below, and nothing is applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn podman_memory_is_never_recommended_below_the_reservation() {
+    let test = "podman_reserved";
+    if !podman_or_skip(test) {
+        return;
+    }
+    let labels = [("tailor.enable", "true"), ("tailor.test", test)];
+    let c = PodmanContainer::start_with(
+        "tailor-p-reserved",
+        Some((256, 1.0)),
+        &labels,
+        &["--memory-reservation", "160m"],
+        &loadgen(&["8:0.02:3600"]),
+    );
+    let mut agent = podman_agent(test, "actuation = \"recommend\"", "", None).await;
+    let mut last_mem_target = None;
+    for _ in 0..8 {
+        let r = agent_common::round_in_1s(&mut agent).await;
+        for o in &r.outcomes {
+            if let NodeActionKind::Resize { to, .. } = &o.action.kind {
+                last_mem_target = Some(to.mem_bytes);
+            }
+        }
+    }
+    assert_eq!(
+        last_mem_target,
+        Some((160 * MIB) as f64),
+        "recommended down to the reservation, not below"
+    );
+    assert_eq!(
+        c.inspect_u64(".HostConfig.Memory"),
+        256 * MIB,
+        "nothing applied"
+    );
+    assert_eq!(c.inspect_u64(".HostConfig.MemoryReservation"), 160 * MIB);
+}
+
 /// The Podman twin of tests/agent_models_docker.rs: models survive an
 /// agent restart (the first round after it forecasts from the restored
 /// model, not from the request) and a container's re-creation under the

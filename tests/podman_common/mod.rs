@@ -125,6 +125,17 @@ impl PodmanContainer {
         labels: &[(&str, &str)],
         cmd: &[&str],
     ) -> Self {
+        Self::start_with(name, limits, labels, &[], cmd)
+    }
+
+    /// [`PodmanContainer::start`] with `extra` options for `podman run`.
+    pub fn start_with(
+        name: &str,
+        limits: Option<(u64, f64)>,
+        labels: &[(&str, &str)],
+        extra: &[&str],
+        cmd: &[&str],
+    ) -> Self {
         let _ = podman(&["rm", "-f", "-t", "0", name]);
         let mut args: Vec<String> = ["run", "-d", "--network", "none", "--name", name]
             .iter()
@@ -145,6 +156,7 @@ impl PodmanContainer {
             args.push("--label".into());
             args.push(format!("{k}={v}"));
         }
+        args.extend(extra.iter().map(|s| s.to_string()));
         args.push(IMAGE.into());
         args.extend(cmd.iter().map(|s| s.to_string()));
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
