@@ -756,3 +756,44 @@ async fn limits_changed_by_hand_become_the_request() {
     );
     assert_eq!(limits(&r).cpu, nano(1.5));
 }
+
+/// A `docker update` of one resource adopts that resource alone: the
+/// other keeps its original request, not the agent's cut (an operator who
+/// raised the CPU of a shaped container had its cut memory adopted as its
+/// request, and a shutdown left it there).
+#[tokio::test]
+async fn a_limit_changed_by_hand_adopts_that_resource_alone() {
+    use agent::runtime::{ContainerRuntime, ResourceUpdate};
+    let mut r = rig(config("").clone_with(|c| c.reinspect_every = 1));
+    let nano = |c: f64| CpuLimit::Nano {
+        nano_cpus: (c * 1e9) as i64,
+    };
+    r.fake.add("c", &[ENABLE], Some(GIB), nano(1.0), 900.0);
+    for _ in 0..6 {
+        r.step(&[("c", 20 * MIB, 0.05)]).await;
+    }
+    let limits = |r: &Rig| r.fake.container("c").expect("c").info.limits;
+    let cut = limits(&r);
+    assert!(cut.mem_bytes.expect("limited") < GIB, "memory shrunk");
+    assert_ne!(cut.cpu, nano(1.0), "CPU shrunk");
+    r.fake
+        .update(
+            "c",
+            &ResourceUpdate {
+                mem_bytes: None,
+                cpu: Some(nano(1.5)),
+                mem_swap_bytes: None,
+            },
+        )
+        .await
+        .expect("the operator's CPU update");
+    let rep = r.step(&[("c", 20 * MIB, 0.05)]).await;
+    assert_eq!(rep.view.containers[0].request.cpu_cores, 1.5);
+    assert_eq!(
+        rep.view.containers[0].request.mem_bytes, GIB as f64,
+        "memory keeps its original request"
+    );
+    r.agent.shutdown().await;
+    assert_eq!(limits(&r).mem_bytes, Some(GIB), "memory restored");
+    assert_eq!(limits(&r).cpu, nano(1.5), "the operator's CPU kept");
+}

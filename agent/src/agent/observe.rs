@@ -287,19 +287,39 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     // restarted: the CPU counter starts again
                     t.last_cpu = None;
                 }
-                if changed_elsewhere(&t.info.limits, &info.limits) {
-                    // Someone else (`docker update`) set new limits: they
-                    // are the container's request from now on, and what a
-                    // shutdown restores.
-                    tracing::info!(
-                        container = %info.name,
-                        from_mem_mib = t.info.limits.mem_bytes.map(|m| m as f64 / MIB),
-                        to_mem_mib = info.limits.mem_bytes.map(|m| m as f64 / MIB),
-                        from_cpu_cores = t.info.limits.cpu.cores(),
-                        to_cpu_cores = info.limits.cpu.cores(),
-                        "limits changed outside tailor: adopted as the container's request"
-                    );
-                    self.state.originals.insert(info.id.clone(), info.limits);
+                let (mem_changed, cpu_changed) = changed_elsewhere(&t.info.limits, &info.limits);
+                if mem_changed || cpu_changed {
+                    // Someone else (`docker update`) set a new limit: it is
+                    // the container's request from now on, and what a
+                    // shutdown restores. Only the resource changed: the
+                    // other keeps its original (not the agent's cut).
+                    let mut orig = self
+                        .state
+                        .originals
+                        .get(&info.id)
+                        .copied()
+                        .unwrap_or(t.info.limits);
+                    if mem_changed {
+                        orig.mem_bytes = info.limits.mem_bytes;
+                        orig.mem_swap_bytes = info.limits.mem_swap_bytes;
+                        tracing::info!(
+                            container = %info.name,
+                            from_mem_mib = t.info.limits.mem_bytes.map(|m| m as f64 / MIB),
+                            to_mem_mib = info.limits.mem_bytes.map(|m| m as f64 / MIB),
+                            "memory limit changed outside tailor: adopted as the container's request"
+                        );
+                    }
+                    if cpu_changed {
+                        orig.cpu = info.limits.cpu;
+                        tracing::info!(
+                            container = %info.name,
+                            from_cpu_cores = t.info.limits.cpu.cores(),
+                            to_cpu_cores = info.limits.cpu.cores(),
+                            "CPU limit changed outside tailor: adopted as the container's request"
+                        );
+                    }
+                    orig.mem_reservation_bytes = info.limits.mem_reservation_bytes;
+                    self.state.originals.insert(info.id.clone(), orig);
                     dirty = true;
                 }
                 t.info = info;
@@ -547,10 +567,11 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
     }
 }
 
-/// True when a container's limits as inspected differ from what this agent
-/// last knew it set (beyond the runtime's rounding): someone else changed
-/// them. Swap is not compared (the agent's own updates set it in steps).
-fn changed_elsewhere(known: &Limits, seen: &Limits) -> bool {
+/// Whether a container's (memory, CPU) limits as inspected differ from
+/// what this agent last knew it set (beyond the runtime's rounding):
+/// someone else changed them. Swap is not compared (the agent's own updates
+/// set it in steps).
+fn changed_elsewhere(known: &Limits, seen: &Limits) -> (bool, bool) {
     const MEM_TOLERANCE_BYTES: u64 = 1 << 20;
     const CPU_TOLERANCE_CORES: f64 = 0.005;
     let mem = match (known.mem_bytes, seen.mem_bytes) {
@@ -561,7 +582,7 @@ fn changed_elsewhere(known: &Limits, seen: &Limits) -> bool {
         (Some(a), Some(b)) => (a - b).abs() > CPU_TOLERANCE_CORES,
         (a, b) => a.is_some() != b.is_some(),
     };
-    mem || cpu
+    (mem, cpu)
 }
 
 /// The capacity the kernel plans with: the host's, with CPU raised to the
