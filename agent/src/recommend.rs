@@ -136,6 +136,7 @@ fn bound_str(b: Bound) -> &'static str {
     match b {
         Bound::Buffer => "forecast + buffer",
         Bound::Floor => "raised to the floor",
+        Bound::Reservation => "raised to its memory reservation",
         Bound::Ceiling => "cut to the ceiling (request x max_growth)",
         Bound::Usage => "raised to current use",
         Bound::HostShare => "cut to what was left on the host",

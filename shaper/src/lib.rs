@@ -56,6 +56,7 @@
 //!             protected: false,
 //!             work_done_s: 3600.0,
 //!             restarts_alone: false,
+//!             mem_floor_bytes: 0.0,
 //!         }],
 //!     }],
 //! };

@@ -203,6 +203,9 @@ pub enum Bound {
     Ceiling,
     /// Raised to current usage.
     Usage,
+    /// Raised to the component's memory reservation
+    /// ([`crate::Component::mem_floor_bytes`]), which wins over the ceiling.
+    Reservation,
     /// Cut to what was left on its host instead of being evicted: CPU
     /// (`cpu_shortfall = share`: the component runs throttled) or memory
     /// (`mem_shortfall = buffer`: it keeps less buffer, never less than
@@ -309,6 +312,7 @@ impl fmt::Display for Sizing {
             Bound::Floor => f.write_str(", raised to the floor"),
             Bound::Ceiling => f.write_str(", cut to the ceiling"),
             Bound::Usage => f.write_str(", raised to current usage"),
+            Bound::Reservation => f.write_str(", raised to its memory reservation"),
             Bound::HostShare => f.write_str(", cut to what was left on the host"),
         }
     }

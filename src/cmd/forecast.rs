@@ -235,6 +235,7 @@ fn bound_str(b: Bound) -> &'static str {
     match b {
         Bound::Buffer => "buffer",
         Bound::Floor => "floor",
+        Bound::Reservation => "reservation",
         Bound::Ceiling => "ceiling (request x max_growth)",
         Bound::Usage => "current usage",
         Bound::HostShare => "what was left on the host",

@@ -26,9 +26,9 @@ pub use crate::risk::risk_to_level;
 /// `mem_margin * mean` for memory (when `memory_risk = P` is set, memory
 /// is `upper(risk_to_level(P))`, the allocation its forecast peak crosses
 /// with probability `P`; see [`buffer`]), raised to the
-/// floor (`min_*`; for memory also the component's own
-/// [`Component::mem_floor_bytes`]), cut to the ceiling (`request *
-/// max_growth`), raised to current usage. Components in the grace period, without a usable forecast, or in an
+/// floor (`min_*`), cut to the ceiling (`request * max_growth`), raised
+/// to current usage, and for memory to the component's reservation
+/// ([`Component::mem_floor_bytes`], above the ceiling too). Components in the grace period, without a usable forecast, or in an
 /// application over the failure limit target their request (same clamps);
 /// under the baseline policy the target is exactly the request. The
 /// application-memory rule sees `app` as the whole view (with
@@ -118,9 +118,17 @@ pub(crate) fn target_with_k1(
         };
         let floor = match r {
             Resource::Cpu => cfg.min_cpu_cores,
-            Resource::Mem => sane(cfg.min_mem_bytes).max(sane(c.mem_floor_bytes)),
+            Resource::Mem => cfg.min_mem_bytes,
         };
-        let (t, bound) = bound_target(r, raw, floor, ceiling(req, cfg.max_growth), usage);
+        let (mut t, mut bound) = bound_target(r, raw, floor, ceiling(req, cfg.max_growth), usage);
+        // What the runtime promises the component wins over the ceiling (a
+        // request below the reservation: a label, or a component started
+        // without a memory limit and counted at its use).
+        let reserved = sane(c.mem_floor_bytes);
+        if r == Resource::Mem && t < reserved {
+            t = reserved;
+            bound = Bound::Reservation;
+        }
         Sizing {
             mean,
             sigma,

@@ -345,7 +345,17 @@ fn a_memory_reservation_is_never_cut() {
     assert_eq!(to.mem_bytes, 2.0 * GIB);
     let (to, explanation) = to_of(&plan, 20).expect("app 2 resized");
     assert_eq!(to.mem_bytes, 2.5 * GIB);
-    assert_eq!(explanation.mem.bound, Bound::Floor);
+    assert_eq!(explanation.mem.bound, Bound::Reservation);
+    assert!(explanation
+        .to_string()
+        .contains("raised to its memory reservation"));
+    // A request below the reservation (a label, or no memory limit and
+    // counted at its use): the reservation wins over the ceiling.
+    let mut low = view(16.0 * GIB);
+    low.apps[1].components[0].request.mem_bytes = 2.0 * GIB;
+    let plan = decide(&low, 1000.0, &cfg);
+    let (to, _) = to_of(&plan, 20).expect("app 2 resized");
+    assert_eq!(to.mem_bytes, 2.5 * GIB);
     // Crowded (4 GiB): the needs 1 + 2.5 GiB fit, and app 1's buffer gets
     // the 0.5 GiB left; app 2 keeps its reservation whole.
     let plan = decide(&view(4.0 * GIB), 1000.0, &cfg);
