@@ -47,8 +47,10 @@
 //! release has a default, so a shaper accepts the reports of older agents;
 //! an agent leaves an added field out while it holds its default (so far
 //! [`ComponentReport::restarts_alone`] when false,
-//! [`ComponentReport::mem_floor_bytes`] when 0, and a forecast's
-//! `mem_hold_bytes` and `mem_small_hold_bytes` when 0). Messages refuse
+//! [`ComponentReport::mem_floor_bytes`] when 0, [`ReportRequest::mentions`]
+//! when false, and a forecast's `mem_hold_bytes` and `mem_small_hold_bytes`
+//! when 0). A shaper sends an added answer field only to an agent that
+//! asked for it ([`WireAction::mentions`]). Messages refuse
 //! unknown fields, so an older shaper refuses a report that carries a field
 //! it does not know: upgrade the shapers before the agents.
 //!
@@ -109,6 +111,11 @@ pub struct ReportRequest {
     /// Outcomes of actions applied since the last report.
     #[serde(default)]
     pub acks: Vec<Ack>,
+    /// The agent reads [`WireAction::mentions`]: the shaper fills them in
+    /// the actions it answers (an older agent, which would refuse the
+    /// field, leaves this out and gets none).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mentions: bool,
 }
 
 /// One managed component (container) as its agent sees it.
@@ -211,19 +218,66 @@ pub struct WireAction {
     /// line with [`WireAction::summary`]: a million actions a round are not
     /// formatted by the shaper.
     pub explanation: shaper::Explanation,
+    /// Who the explanation mentions (the core component that did not fit,
+    /// the host without room), as the receiving agent knows them; sent only
+    /// to an agent that asks ([`ReportRequest::mentions`]) and only when
+    /// the explanation mentions one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mentions: Option<Mentions>,
+}
+
+/// The component and host an action's explanation mentions, for its
+/// receiver: its own container and node are named; another node's
+/// container and the other node itself are not (a node learns nothing of
+/// the others from its actions).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mentions {
+    /// The container id of the core component that did not fit, when it
+    /// runs on the receiver's node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_id: Option<String>,
+    /// The host without room is the receiver's node.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub own_host: bool,
 }
 
 impl WireAction {
-    /// The action and its explanation as one human-readable line.
+    /// The action and its explanation as one human-readable line, with
+    /// components and hosts as the shaper's view numbers them.
     pub fn summary(&self) -> String {
+        self.summary_named(&|_| None, "")
+    }
+
+    /// [`WireAction::summary`] for the receiving agent of node `node`:
+    /// containers named by `name_of` (container id -> name) where it knows
+    /// them, and with [`WireAction::mentions`] the explanation's component
+    /// and host named (another node's as such) instead of numbered.
+    pub fn summary_named(&self, name_of: &dyn Fn(&str) -> Option<String>, node: &str) -> String {
+        let named = |id: &str| name_of(id).unwrap_or_else(|| id.to_string());
         let e = &self.explanation;
+        let e = match &self.mentions {
+            None => e.to_string(),
+            Some(m) => {
+                let component = |_| {
+                    m.container_id
+                        .as_deref()
+                        .map_or_else(|| "(another node's)".to_string(), named)
+                };
+                let host = |_| {
+                    if m.own_host {
+                        node.to_string()
+                    } else {
+                        "(another node)".to_string()
+                    }
+                };
+                e.named(&component, &host).to_string()
+            }
+        };
         let app = &self.app;
+        let container_id = named(self.action.container_id());
         match &self.action {
-            ActionKind::Resize {
-                container_id,
-                from,
-                to,
-            } => format!(
+            ActionKind::Resize { from, to, .. } => format!(
                 "resize {container_id} (app {app}): cpu {:.3} -> {:.3} cores, mem {} -> {} bytes: {e}",
                 from.cpu_cores,
                 to.cpu_cores,
@@ -231,12 +285,10 @@ impl WireAction {
                 to.mem_bytes.round()
             ),
             ActionKind::Evict {
-                container_id,
-                whole_app: true,
+                whole_app: true, ..
             } => format!("evict {container_id}: its whole application {app} is preempted: {e}"),
             ActionKind::Evict {
-                container_id,
-                whole_app: false,
+                whole_app: false, ..
             } => format!("evict {container_id} (elastic component of app {app}): {e}"),
         }
     }
@@ -451,6 +503,7 @@ mod tests {
             capacity: Resources::new(4.0, 8e9),
             components: vec![component("a"), component("b")],
             acks: vec![],
+            mentions: false,
         }
     }
 
@@ -481,6 +534,7 @@ mod tests {
                 to: Resources::new(0.5, 536_870_912.4),
             },
             explanation,
+            mentions: None,
         };
         let line = w.summary();
         assert!(
@@ -496,6 +550,46 @@ mod tests {
         assert!(w
             .summary()
             .starts_with("evict c1: its whole application t/web is preempted: shaped"));
+
+        // An application eviction for a core component that did not fit:
+        // numbered without mentions; with them the receiver's own container
+        // and node are named, another node's are not.
+        w.explanation.reason = shaper::Reason::CoreDidNotFit {
+            component: shaper::ComponentId(4),
+        };
+        w.explanation.binding = Some(Box::new(shaper::Binding {
+            host: shaper::HostId(0),
+            resource: shaper::Resource::Mem,
+            needed: 2.0,
+            free: 1.0,
+        }));
+        let name_of = |id: &str| (id == "c1").then(|| "web".to_string());
+        let line = w.summary_named(&name_of, "node-a");
+        assert!(
+            line.starts_with("evict web: its whole application t/web is preempted: core component 4 did not fit on host 0 mem"),
+            "{line}"
+        );
+        w.mentions = Some(Mentions {
+            container_id: Some("c1".into()),
+            own_host: true,
+        });
+        let line = w.summary_named(&name_of, "node-a");
+        assert!(
+            line.contains("core component web did not fit on host node-a mem"),
+            "{line}"
+        );
+        w.mentions = Some(Mentions::default());
+        let line = w.summary_named(&name_of, "node-a");
+        assert!(
+            line.contains("core component (another node's) did not fit on host (another node) mem"),
+            "{line}"
+        );
+        // the wire form carries them only when there are any
+        let v = serde_json::to_value(&w).expect("serialise");
+        assert_eq!(v["mentions"], serde_json::json!({}));
+        w.mentions = None;
+        let v = serde_json::to_value(&w).expect("serialise");
+        assert!(v.get("mentions").is_none(), "{v}");
     }
 
     #[test]
@@ -603,6 +697,7 @@ mod tests {
         for key in ["restarts_alone", "mem_floor_bytes"] {
             assert!(v["components"][0].get(key).is_none(), "{v}");
         }
+        assert!(v.get("mentions").is_none(), "{v}");
         for key in ["mem_hold_bytes", "mem_small_hold_bytes"] {
             assert!(v["components"][0]["forecast"].get(key).is_none(), "{v}");
         }

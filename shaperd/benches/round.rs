@@ -84,6 +84,7 @@ fn report(agent: usize, seq: u64, round: u64) -> ReportRequest {
         capacity: cap,
         components,
         acks: vec![],
+        mentions: false,
     }
 }
 

@@ -9,7 +9,7 @@
 //!   gradual regrowth towards requests.
 //!
 //! ```text
-//! let decision = session.round(capacity, &components, now_s).await;
+//! let decision = session.round(capacity, &components, &name_of, now_s).await;
 //! for a in &decision.actions {
 //!     let result = apply(a);                     // Docker update / stop
 //!     if let Some(id) = &a.id { session.record_outcome(id, result); }
@@ -43,6 +43,8 @@ struct ReportRef<'a> {
     capacity: Resources,
     components: &'a [ComponentReport],
     acks: &'a [Ack],
+    /// This agent renders [`protocol::WireAction::mentions`].
+    mentions: bool,
 }
 
 /// Authenticated client of a shaper, or of the replicas of a shaper
@@ -290,6 +292,7 @@ impl ClusterClient {
             capacity,
             components,
             acks,
+            mentions: true,
         };
         self.post("/v1/report", &body).await
     }
@@ -436,11 +439,14 @@ impl ClusterSession {
         self.queued.len()
     }
 
-    /// Reports the node and returns what to do this round.
+    /// Reports the node and returns what to do this round; the reasons
+    /// name containers by `name_of` (container id -> name) where it knows
+    /// them, and this node by its agent id.
     pub async fn round(
         &mut self,
         capacity: Resources,
         components: &[ComponentReport],
+        name_of: &(dyn Fn(&str) -> Option<String> + Sync),
         now_s: f64,
     ) -> RoundDecision {
         let acks = std::mem::take(&mut self.queued);
@@ -464,7 +470,7 @@ impl ClusterSession {
                         });
                         continue;
                     }
-                    let reason = w.summary();
+                    let reason = w.summary_named(name_of, self.client.agent_id());
                     let (container_id, kind) = match w.action {
                         ActionKind::Resize {
                             container_id,

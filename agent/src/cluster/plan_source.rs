@@ -93,12 +93,16 @@ impl PlanSource for ClusterPlanSource {
     ) -> BoxFuture<'a, Result<NodePlan, PlanSourceError>> {
         Box::pin(async move {
             let comps = component_reports(self.session.agent_id(), view);
-            let decision = self.session.round(view.capacity, &comps, view.at_s).await;
             let names: HashMap<&str, &str> = view
                 .containers
                 .iter()
                 .map(|c| (c.meta.id.as_str(), c.meta.name.as_str()))
                 .collect();
+            let name_of = |id: &str| names.get(id).map(|n| n.to_string());
+            let decision = self
+                .session
+                .round(view.capacity, &comps, &name_of, view.at_s)
+                .await;
             let actions = decision
                 .actions
                 .into_iter()

@@ -11,10 +11,13 @@
 use super::{
     ActionRecord, ActionStatus, Origin, PreparedRound, RoundInput, RoundOutcome, RoundSnapshot,
 };
-use crate::protocol::{self, ActionId, ActionKind, RejectedComponent, ReportRequest, WireAction};
+use crate::protocol::{
+    self, ActionId, ActionKind, Mentions, RejectedComponent, ReportRequest, WireAction,
+};
 use rustc_hash::FxHashMap;
 use shaper::{
-    Action, AppFacts, AppId, Component, ComponentId, HostId, Plan, Resources, ViewBuilder,
+    Action, AppFacts, AppId, Component, ComponentId, Explanation, HostId, Plan, Reason, Resources,
+    ViewBuilder,
 };
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
@@ -38,6 +41,9 @@ pub(super) struct LazyAction {
     /// The report the plan was made from, and the component's index in it.
     report: Arc<ReportRequest>,
     comp: u32,
+    /// Who its explanation mentions, for an agent that asked
+    /// ([`ReportRequest::mentions`]) when it mentions anyone.
+    mentions: Option<Box<Mentions>>,
 }
 
 /// `<epoch>-<round>-<n>`: the action id of action `n` of `round`.
@@ -104,6 +110,7 @@ impl LazyAction {
             app: c.app.clone(),
             action,
             explanation: explanation.clone(),
+            mentions: self.mentions.as_deref().cloned(),
         })
     }
 }
@@ -288,6 +295,35 @@ impl RoundInput {
         Some((&agent.name, &c.container_id))
     }
 
+    /// Who `e` mentions, as agent `receiver` (its index) may know them:
+    /// the core component that did not fit, named by its container id when
+    /// it is the receiver's, and whether the host without room is the
+    /// receiver's node; `None` when `e` mentions neither.
+    fn mentions(&self, e: &Explanation, receiver: u32) -> Option<Box<Mentions>> {
+        let core = match e.reason {
+            Reason::CoreDidNotFit { component } => Some(component),
+            _ => None,
+        };
+        if core.is_none() && e.binding.is_none() {
+            return None;
+        }
+        let container_id = core
+            .and_then(|id| self.origins.get(usize::try_from(id.0).ok()?))
+            .filter(|o| o.agent == receiver)
+            .and_then(|o| {
+                let agent = self.agents.get(o.agent as usize)?;
+                let c = agent.report.components.get(o.comp as usize)?;
+                Some(c.container_id.clone())
+            });
+        Some(Box::new(Mentions {
+            container_id,
+            own_host: e
+                .binding
+                .as_ref()
+                .is_some_and(|b| b.host == HostId(u64::from(receiver))),
+        }))
+    }
+
     /// Turns `plan` into per-agent actions with fresh numbers (no lock
     /// needed); [`super::ShaperState::commit`] installs them. Actions for
     /// stale agents are dropped (counted).
@@ -340,11 +376,17 @@ impl RoundInput {
                     evicted_app,
                     status: ActionStatus::Pending,
                 });
+                let mentions = if agent.report.mentions {
+                    self.mentions(action.explanation(), o.agent)
+                } else {
+                    None
+                };
                 per_agent[o.agent as usize].push(LazyAction {
                     n,
                     action: ai as u32,
                     report: agent.report.clone(),
                     comp: o.comp,
+                    mentions,
                 });
             }
         }

@@ -121,7 +121,9 @@ async fn wrong_token_in_client_is_a_rejection_and_triggers_fail_safe() {
     write_token_file(&other, "a-different-token-0123456789").expect("token");
     let mut session =
         ClusterSession::new(&client_config(&server.url(), &other, "n1"), 0.0).expect("session");
-    let d = session.round(Resources::new(1.0, GB), &[], 1.0).await;
+    let d = session
+        .round(Resources::new(1.0, GB), &[], &|_| None, 1.0)
+        .await;
     match d.source {
         RoundSource::FailSafe {
             link: LinkState::Holding { .. },
@@ -152,12 +154,20 @@ async fn multi_host_application_is_evicted_on_every_host() {
         comp("e1", "early", Class::Core, 8.0 * GB, 7.5 * GB, 0.0),
         comp("l1", "late", Class::Core, 4.0 * GB, 3.0 * GB, 50.0),
     ];
-    assert!(a.round(cap, &a_comps, 1000.0).await.actions.is_empty());
-    assert!(b.round(cap, &b_comps, 1000.0).await.actions.is_empty());
+    assert!(a
+        .round(cap, &a_comps, &|_| None, 1000.0)
+        .await
+        .actions
+        .is_empty());
+    assert!(b
+        .round(cap, &b_comps, &|_| None, 1000.0)
+        .await
+        .actions
+        .is_empty());
     let out = server.shared().run_round().await.expect("round");
     assert_eq!(out.evict_application, 2);
 
-    let da = a.round(cap, &a_comps, 1001.0).await;
+    let da = a.round(cap, &a_comps, &|_| None, 1001.0).await;
     assert_eq!(da.source, RoundSource::Shaper { round: 1 });
     let evict_a: Vec<_> = da
         .actions
@@ -166,7 +176,29 @@ async fn multi_host_application_is_evicted_on_every_host() {
         .collect();
     assert_eq!(evict_a.len(), 1);
     assert_eq!(evict_a[0].container_id, "l2");
-    let db = b.round(cap, &b_comps, 1001.0).await;
+    // The explanations name what the receiver may know: a does not learn
+    // which of b's containers did not fit, nor b's name; b reads its own
+    // container (by name) and its own node.
+    assert!(
+        evict_a[0]
+            .reason
+            .contains("core component (another node's) did not fit on host (another node) mem"),
+        "{}",
+        evict_a[0].reason
+    );
+    let name_of = |id: &str| (id == "l1").then(|| "late-core".to_string());
+    let db = b.round(cap, &b_comps, &name_of, 1001.0).await;
+    let reason = &db
+        .actions
+        .iter()
+        .find(|x| x.container_id == "l1")
+        .expect("l1")
+        .reason;
+    assert!(
+        reason.starts_with("evict late-core: its whole application")
+            && reason.contains("core component late-core did not fit on host b mem"),
+        "{reason}"
+    );
     let evict_b: Vec<&str> = db
         .actions
         .iter()
@@ -189,8 +221,12 @@ async fn multi_host_application_is_evicted_on_every_host() {
     assert_eq!(st.actions_applied as usize, da.actions.len());
     assert_eq!(st.app_failures.get("t/late"), Some(&1));
     // Redelivery: b did not ack yet, so b gets the same ids again; a gets nothing.
-    assert!(a.round(cap, &[], 1003.0).await.actions.is_empty());
-    let again = b.round(cap, &b_comps, 1003.0).await;
+    assert!(a
+        .round(cap, &[], &|_| None, 1003.0)
+        .await
+        .actions
+        .is_empty());
+    let again = b.round(cap, &b_comps, &|_| None, 1003.0).await;
     assert_eq!(
         again
             .actions
@@ -209,6 +245,7 @@ async fn multi_host_application_is_evicted_on_every_host() {
         .round(
             cap,
             &[comp("e1", "early", Class::Core, 8.0 * GB, 7.5 * GB, 0.0)],
+            &|_| None,
             1004.0,
         )
         .await;
@@ -243,9 +280,9 @@ async fn shaper_loss_fails_safe_and_restart_resumes() {
         .expect("a");
     let cap = Resources::new(64.0, 100.0 * GB);
     let mut comps = vec![comp("c1", "app", Class::Core, 8.0 * GB, 1.0 * GB, 0.0)];
-    a.round(cap, &comps, 1000.0).await;
+    a.round(cap, &comps, &|_| None, 1000.0).await;
     server.shared().run_round().await.expect("round");
-    let d = a.round(cap, &comps, 1001.0).await;
+    let d = a.round(cap, &comps, &|_| None, 1001.0).await;
     let shrink = d
         .actions
         .iter()
@@ -261,7 +298,7 @@ async fn shaper_loss_fails_safe_and_restart_resumes() {
 
     server.shutdown().await;
     // Unreachable: holding at once, no actions (no shrink, no eviction).
-    let d = a.round(cap, &comps, 1010.0).await;
+    let d = a.round(cap, &comps, &|_| None, 1010.0).await;
     assert!(
         matches!(
             d.source,
@@ -276,7 +313,7 @@ async fn shaper_loss_fails_safe_and_restart_resumes() {
     assert!(d.actions.is_empty());
     assert_eq!(a.queued_acks(), 1, "the ack waits for the shaper");
     // After hold_s (30 s since the last success at 1001): regrow by half the gap per round.
-    let d = a.round(cap, &comps, 1040.0).await;
+    let d = a.round(cap, &comps, &|_| None, 1040.0).await;
     assert!(
         matches!(
             d.source,
@@ -306,7 +343,7 @@ async fn shaper_loss_fails_safe_and_restart_resumes() {
     let server2 = ShaperServer::start_with(cfg2, clock.clone(), false)
         .await
         .expect("restart");
-    let d = a.round(cap, &comps, 1050.0).await;
+    let d = a.round(cap, &comps, &|_| None, 1050.0).await;
     assert!(
         matches!(d.source, RoundSource::Shaper { round: 0 }),
         "{:?}",
@@ -320,7 +357,7 @@ async fn shaper_loss_fails_safe_and_restart_resumes() {
     );
     let out = server2.shared().run_round().await.expect("round");
     assert_eq!(out.round, 1);
-    let d = a.round(cap, &comps, 1051.0).await;
+    let d = a.round(cap, &comps, &|_| None, 1051.0).await;
     assert_eq!(d.source, RoundSource::Shaper { round: 1 });
     assert!(d
         .actions

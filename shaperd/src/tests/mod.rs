@@ -173,6 +173,7 @@ fn report_json(agent: &str, boot_id: u64, seq: u64) -> Vec<u8> {
         capacity: Resources::new(4.0, 8.0 * GB),
         components: vec![comp("c1", "web", Class::Core, 2.0 * GB, 1.0 * GB, 0.0)],
         acks: vec![],
+        mentions: false,
     };
     serde_json::to_vec(&r).expect("json")
 }

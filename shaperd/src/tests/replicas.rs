@@ -126,19 +126,19 @@ async fn nothing_is_handed_out_or_acknowledged_unless_stored() {
     let caps = Resources::new(4.0, 8.0 * GB);
     // Idle container: the round shrinks it.
     let comps = vec![comp("c1", "web", Class::Core, 4.0 * GB, 0.5 * GB, 0.0)];
-    a.round(caps, &comps, 1000.0).await;
+    a.round(caps, &comps, &|_| None, 1000.0).await;
     store.set_failing(true);
     clock.set(1010.0);
     assert_eq!(
         server.shared().run_round().await.err(),
         Some(crate::state::SkipReason::Store)
     );
-    let d = a.round(caps, &comps, 1011.0).await;
+    let d = a.round(caps, &comps, &|_| None, 1011.0).await;
     assert!(d.actions.is_empty(), "nothing handed out: {d:?}");
     store.set_failing(false);
     clock.set(1020.0);
     server.shared().run_round().await.expect("round");
-    let d = a.round(caps, &comps, 1021.0).await;
+    let d = a.round(caps, &comps, &|_| None, 1021.0).await;
     assert_eq!(d.actions.len(), 1, "{d:?}");
     let id = d.actions[0].id.clone().expect("id");
     // The ack is answered only once stored: 503 while the store fails, the

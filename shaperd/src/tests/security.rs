@@ -33,7 +33,7 @@ async fn impersonation_is_forbidden_over_http() {
         .expect("a");
     let cap = Resources::new(8.0, 16.0 * GB);
     let comps = vec![comp("c1", "web", Class::Core, 8.0 * GB, 1.0 * GB, 0.0)];
-    a.round(cap, &comps, 1000.0).await;
+    a.round(cap, &comps, &|_| None, 1000.0).await;
     server.shared().run_round().await.expect("round");
     let before = status_of(&server, "a").await.expect("a");
     assert_eq!(before.pending_actions, 1);
@@ -69,7 +69,7 @@ async fn impersonation_is_forbidden_over_http() {
         "nothing changed"
     );
     assert!(status_of(&server, "b").await.is_none());
-    let d = a.round(cap, &comps, 1001.0).await;
+    let d = a.round(cap, &comps, &|_| None, 1001.0).await;
     assert_eq!(d.actions.len(), 1, "the victim still gets its action");
     let text = server.shared().render_metrics();
     assert_eq!(

@@ -609,6 +609,7 @@ mod tests {
             capacity: a.capacity,
             components: comps,
             acks: vec![],
+            mentions: false,
         };
         assert!(report.validate(100).is_ok());
         let id = report.components[3].container_id.clone();

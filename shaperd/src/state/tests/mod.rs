@@ -77,6 +77,7 @@ fn report(agent: &str, mem_capacity: f64, components: Vec<ComponentReport>) -> R
         capacity: Resources::new(64.0, mem_capacity),
         components,
         acks: vec![],
+        mentions: false,
     }
 }
 
