@@ -146,9 +146,9 @@ fn bound_str(b: Bound) -> &'static str {
 fn basis_str(b: Basis) -> &'static str {
     match b {
         Basis::Forecast => "forecast",
-        Basis::GracePeriod => "grace period: keeps its request",
-        Basis::NoForecast => "no forecast yet: keeps its request",
-        Basis::FailureLimit => "failure limit reached: keeps its request",
+        Basis::GracePeriod => "grace period: targets its request",
+        Basis::NoForecast => "no forecast yet: targets its request",
+        Basis::FailureLimit => "failure limit reached: targets its request",
         Basis::Baseline => "baseline policy: request",
     }
 }
@@ -184,6 +184,16 @@ pub fn build(
     } else {
         0.0
     };
+    // The kernel's components, for the targets of containers the plan did
+    // not resize (ComponentId = index in the view).
+    let cluster = shaper::node::node_cluster_view(view);
+    let mut components: BTreeMap<usize, (&shaper::Application, &shaper::Component)> =
+        BTreeMap::new();
+    for a in &cluster.apps {
+        for comp in &a.components {
+            components.insert(comp.id.0 as usize, (a, comp));
+        }
+    }
     for (i, c) in view.containers.iter().enumerate() {
         let size = app_sizes
             .get(c.meta.app.as_str())
@@ -195,6 +205,17 @@ pub fn build(
                 restarts_alone: c.meta.restarts_alone,
             });
         let k1 = cfg.k1_for_class(size, cfg.k1_for(size, app_mem_ref_gib), c.meta.class);
+        // what the kernel targets for it before hysteresis and the host's room
+        let kernel = components.get(&i).map(|(a, comp)| {
+            shaper::decide::target_with_k1(
+                a,
+                comp,
+                view.at_s,
+                cfg,
+                k1,
+                cfg.is_small(size, c.meta.class),
+            )
+        });
         let outcome = report
             .outcomes
             .iter()
@@ -216,7 +237,7 @@ pub fn build(
                     c.request.mem_bytes,
                     c.allocation.mem_bytes,
                     c.usage.mem_bytes,
-                    cfg.min_mem_bytes,
+                    cfg.min_mem_bytes.max(c.meta.mem_floor_bytes),
                     no_mem,
                 ),
             };
@@ -238,34 +259,27 @@ pub fn build(
                         ResourceKind::Cpu => shaper::Resource::Cpu,
                         ResourceKind::Mem => shaper::Resource::Mem,
                     };
-                    // the kernel's buffer and bounds: floor, rounding, the
-                    // ceiling (`request * max_growth`), current use
+                    // the band around the kernel's target: without the
+                    // constant terms, and with the dynamic term doubled
                     let b = shaper::buffer(resource, p, req, cfg, k1);
-                    let (computed, bound) = shaper::limits::bound_target(
-                        resource,
-                        p.mean + b.total(),
-                        floor,
-                        ceiling,
-                        used,
-                    );
-                    // the band: without the constant terms, and with the
-                    // dynamic term doubled
-                    let lower = (p.mean + b.k2_term).max(floor).min(computed);
-                    let upper = (p.mean + b.total() + b.k2_term).min(ceiling).max(computed);
-                    match planned.get(&i) {
-                        Some(e) => {
-                            let s = match r {
-                                ResourceKind::Cpu => e.cpu,
-                                ResourceKind::Mem => e.mem,
-                            };
-                            let reason = if e.basis == Basis::Forecast {
+                    let lower = (p.mean + b.k2_term).max(floor);
+                    let upper = (p.mean + b.total() + b.k2_term).min(ceiling);
+                    // the plan's sizing, else the kernel's target (holds,
+                    // floors, reservation, ceiling and current use included)
+                    let sized = planned
+                        .get(&i)
+                        .map(|e| (e.basis, *e.sizing(resource)))
+                        .or_else(|| kernel.map(|t| (t.basis, *t.sizing(resource))));
+                    match sized {
+                        Some((basis, s)) => {
+                            let reason = if basis == Basis::Forecast {
                                 bound_str(s.bound).to_string()
                             } else {
-                                basis_str(e.basis).to_string()
+                                basis_str(basis).to_string()
                             };
                             (lower.min(s.target), s.target, upper.max(s.target), reason)
                         }
-                        None => (lower, computed, upper, bound_str(bound).to_string()),
+                        None => (req, req, req, "not in the view: its request".to_string()),
                     }
                 }
             };
@@ -412,12 +426,8 @@ mod tests {
         assert_eq!(s.settle("a", ResourceKind::Cpu, 0.9), 0.9);
     }
 
-    /// A round in which the plan left the container alone (no resize):
-    /// the recommendation is still bounded as the kernel bounds targets.
-    #[test]
-    fn unplanned_targets_are_cut_to_the_ceiling() {
-        let report: RoundReport = serde_json::from_str(
-            r#"{"round": 5, "at_s": 1000.0, "actuation": "recommend", "source": "local",
+    /// A round in which the plan left the container alone (no resize).
+    const UNPLANNED: &str = r#"{"round": 5, "at_s": 1000.0, "actuation": "recommend", "source": "local",
             "view": {"node": "n", "round": 5, "at_s": 1000.0,
               "capacity": {"cpu_cores": 2.0, "mem_bytes": 8e9},
               "containers": [{"id": "c1", "name": "web-1", "app": "web", "class": "core",
@@ -427,9 +437,13 @@ mod tests {
                 "usage": {"cpu_cores": 0.05, "mem_bytes": 1.2e8},
                 "forecast": {"cpu": {"mean": 0.1, "std": 1.0}, "mem": {"mean": 1.2e8, "std": 1e6}},
                 "forecast_source": "own", "samples": 68, "oom_kills": 0, "app_failures": 0}]},
-            "outcomes": [], "restarted": [], "errors": []}"#,
-        )
-        .expect("a round report");
+            "outcomes": [], "restarted": [], "errors": []}"#;
+
+    /// The recommendation of a container the plan did not resize is still
+    /// bounded as the kernel bounds targets.
+    #[test]
+    fn unplanned_targets_are_cut_to_the_ceiling() {
+        let report: RoundReport = serde_json::from_str(UNPLANNED).expect("a round report");
         let cfg = ShaperConfig::uniform();
         let recs = build(&report, &cfg, &mut Shown::default(), |_| (false, false));
         let cpu = recs
@@ -450,6 +464,37 @@ mod tests {
             mem.target < 512.0 && mem.reason == "forecast + buffer",
             "{mem:?}"
         );
+    }
+
+    /// The kernel's target of a container the plan did not resize: its
+    /// memory reservation (400 MB) and the memory it holds (300 MB) raise
+    /// it, as they raise the plan's.
+    #[test]
+    fn unplanned_targets_are_the_kernels() {
+        let with = |extra: &str, fc_extra: &str| {
+            let json = UNPLANNED
+                .replace(
+                    r#""started_s": 0.0,"#,
+                    &format!(r#""started_s": 0.0, {extra}"#),
+                )
+                .replace(r#""std": 1e6}"#, &format!(r#""std": 1e6}}{fc_extra}"#));
+            let report: RoundReport = serde_json::from_str(&json).expect("a round report");
+            let recs = build(
+                &report,
+                &ShaperConfig::uniform(),
+                &mut Shown::default(),
+                |_| (false, false),
+            );
+            recs.items
+                .into_iter()
+                .find(|i| i.resource == ResourceKind::Mem)
+                .expect("mem row")
+        };
+        let mem = with(r#""mem_floor_bytes": 4e8,"#, "");
+        assert_eq!(mem.target, 4e8 / MIB, "{mem:?}");
+        assert_eq!(mem.reason, "raised to its memory reservation");
+        let mem = with("", r#", "mem_hold_bytes": 3e8"#);
+        assert!(mem.target * MIB > 3e8, "{mem:?}");
     }
 
     /// The application-memory rule with a reference relative to the node:

@@ -32,8 +32,7 @@ mod tests;
 use pessimistic::{apply_eviction_cap, plan_pessimistic, AppInfo, AppRules, GlobalKey};
 use squeeze::Squeezed;
 use target::settle;
-use target::target_with_k1;
-pub use target::{buffer, component_target, risk_to_level, Buffer, Target};
+pub use target::{buffer, component_target, risk_to_level, target_with_k1, Buffer, Target};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {

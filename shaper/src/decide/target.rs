@@ -12,6 +12,15 @@ pub struct Target {
     pub mem: Sizing,
 }
 
+impl Target {
+    pub fn sizing(&self, r: Resource) -> &Sizing {
+        match r {
+            Resource::Cpu => &self.cpu,
+            Resource::Mem => &self.mem,
+        }
+    }
+}
+
 fn usable(p: &Predictive) -> bool {
     p.mean.is_finite() && p.std.is_finite()
 }
@@ -55,8 +64,9 @@ pub fn component_target(
 /// [`component_target`] with the component's constant buffer term
 /// ([`ShaperConfig::k1_for_class`]) and smallness
 /// ([`ShaperConfig::is_small`]) already known: `decide()` works them out
-/// once per application, with the reference of the whole view.
-pub(crate) fn target_with_k1(
+/// once per application, with the reference of the whole view (and so does
+/// a node's recommendation of a container the plan did not resize).
+pub fn target_with_k1(
     app: &Application,
     c: &Component,
     now_s: f64,
