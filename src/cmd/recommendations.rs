@@ -42,8 +42,13 @@ pub struct Args {
 }
 
 /// GET `path` from a plain-http `url` (`http://host:port`), bounded in size
-/// and time; the body of a 200 answer.
+/// and time (30 s for the whole answer); the body of a 200 answer.
 pub fn http_get(url: &str, path: &str) -> anyhow::Result<String> {
+    http_get_within(url, path, std::time::Duration::from_secs(30))
+}
+
+/// [`http_get`] with the whole answer due within `total`.
+fn http_get_within(url: &str, path: &str, total: std::time::Duration) -> anyhow::Result<String> {
     let rest = url
         .strip_prefix("http://")
         .with_context(|| format!("--url must start with http://, got {url:?}"))?;
@@ -56,7 +61,9 @@ pub fn http_get(url: &str, path: &str) -> anyhow::Result<String> {
     } else {
         format!("{host}:80")
     };
-    let timeout = std::time::Duration::from_secs(10);
+    let timeout = std::time::Duration::from_secs(10).min(total);
+    // the whole answer, not each read: a server trickling bytes is cut off
+    let deadline = std::time::Instant::now() + total;
     let sock = std::net::ToSocketAddrs::to_socket_addrs(&addr)
         .with_context(|| format!("cannot resolve {addr}"))?
         .next()
@@ -68,11 +75,39 @@ pub fn http_get(url: &str, path: &str) -> anyhow::Result<String> {
     write!(
         s,
         "GET {path} HTTP/1.0\r\nHost: {host}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
-    )?;
+    )
+    .with_context(|| format!("sending the request to {url}{path}"))?;
     let mut buf = Vec::new();
-    s.take(MAX_BODY_BYTES)
-        .read_to_end(&mut buf)
-        .with_context(|| format!("reading {url}{path}"))?;
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            bail!(
+                "{url}{path}: no complete answer within {} s",
+                total.as_secs_f64()
+            );
+        }
+        s.set_read_timeout(Some(left.min(timeout)))?;
+        let n = match s.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) && std::time::Instant::now() >= deadline =>
+            {
+                continue; // past the deadline: the loop's check says so
+            }
+            Err(e) => return Err(e).with_context(|| format!("reading {url}{path}")),
+        };
+        if n == 0 {
+            break;
+        }
+        if (buf.len() + n) as u64 > MAX_BODY_BYTES {
+            bail!("{url}{path}: answer larger than {MAX_BODY_BYTES} bytes");
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
     let text = String::from_utf8_lossy(&buf);
     let (head, body) = text
         .split_once("\r\n\r\n")
@@ -125,6 +160,14 @@ fn conf(c: Confidence) -> &'static str {
     }
 }
 
+/// `s` with control characters shown as `?`: names and reasons come from
+/// container labels and files, and reach a terminal.
+fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
 /// The table printed by default.
 pub fn table(r: &Recommendations) -> String {
     let header = [
@@ -144,9 +187,9 @@ pub fn table(r: &Recommendations) -> String {
         .iter()
         .map(|i| {
             [
-                i.container.clone(),
+                printable(&i.container),
                 i.resource.as_str().to_string(),
-                i.unit.clone(),
+                printable(&i.unit),
                 i.current_limit
                     .map(|v| num(i.resource, v))
                     .unwrap_or_else(|| "none".into()),
@@ -154,8 +197,8 @@ pub fn table(r: &Recommendations) -> String {
                 num(i.resource, i.target),
                 num(i.resource, i.upper),
                 conf(i.confidence).to_string(),
-                i.reason.clone(),
-                i.applied.clone(),
+                printable(&i.reason),
+                printable(&i.applied),
             ]
         })
         .collect();
@@ -165,13 +208,19 @@ pub fn table(r: &Recommendations) -> String {
             w[k] = w[k].max(c.chars().count());
         }
     }
+    let containers = r
+        .items
+        .iter()
+        .map(|i| i.container.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
     let mut out = format!(
         "node {} round {} ({}): {} container{}\n",
-        r.node,
+        printable(&r.node),
         r.round,
-        r.actuation,
-        r.items.len() / 2,
-        if r.items.len() / 2 == 1 { "" } else { "s" }
+        printable(&r.actuation),
+        containers,
+        if containers == 1 { "" } else { "s" }
     );
     let line = |cells: Vec<&str>| {
         let mut l = String::new();
@@ -286,4 +335,60 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A server that answers one byte at a time, every 100 ms, forever.
+    fn trickling_server() -> String {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        std::thread::spawn(move || {
+            if let Ok((mut s, _)) = l.accept() {
+                let mut req = [0u8; 1024];
+                let _ = s.read(&mut req);
+                while s.write_all(b"x").is_ok() {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        });
+        format!("http://{addr}")
+    }
+
+    /// The deadline is for the whole answer: a server that sends a byte
+    /// every 100 ms (never idle for a read timeout) is cut off.
+    #[test]
+    fn a_trickling_answer_is_cut_off_at_the_deadline() {
+        let url = trickling_server();
+        let err = http_get_within(&url, "/v1/recommendations", Duration::from_millis(500))
+            .expect_err("cut off");
+        assert!(
+            err.to_string().contains("no complete answer within 0.5 s"),
+            "{err:#}"
+        );
+    }
+
+    /// The table counts containers, not rows, and shows control
+    /// characters from labels and files as `?`.
+    #[test]
+    fn the_table_counts_containers_and_hides_control_characters() {
+        let r: Recommendations = serde_json::from_value(serde_json::json!({
+            "node": "n\u{1b}[2J", "round": 3, "at_s": 1.0, "actuation": "recommend", "items": [
+                {"container": "web\u{7}", "app": "web", "resource": "mem", "unit": "MiB",
+                 "current_limit": 256.0, "request": 256.0, "usage": 20.0, "lower": 30.0,
+                 "target": 40.0, "upper": 50.0, "confidence": "high",
+                 "reason": "forecast + buffer", "applied": "none"}]
+        }))
+        .expect("recommendations");
+        let t = table(&r);
+        assert!(
+            t.starts_with("node n?[2J round 3 (recommend): 1 container\n"),
+            "{t}"
+        );
+        assert!(t.contains("web?"), "{t}");
+        assert!(!t.chars().any(|c| c.is_control() && c != '\n'), "{t:?}");
+    }
 }
