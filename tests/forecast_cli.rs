@@ -393,3 +393,31 @@ fn a_negative_usage_names_its_line_and_a_constant_series_prints_no_nan() {
     assert!(ok, "{err}");
     assert!(!out.contains("NaN"), "{out}");
 }
+
+/// Amounts that overflow once converted to bytes are refused, naming the
+/// flag or the input (a `--current-limit 1e300 --unit gib` printed a
+/// nonsense limit and `null`s in `--json`).
+#[test]
+fn amounts_too_large_once_converted_are_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let small = write_series(dir.path(), &[1.0, 2.0, 3.0, 4.0, 5.0]);
+    let unit = ["--model", "last", "--resource", "mem", "--unit", "gib"];
+    let (ok, _, err) = run_any(&[&unit[..], &["--current-limit", "1e300"]].concat(), &small);
+    assert!(!ok);
+    assert!(
+        err.contains("--current-limit 1e300 GiB is above the largest accepted amount"),
+        "{err}"
+    );
+    let (ok, out, _) = run_any(&[&unit[..], &["--current-limit", "8"]].concat(), &small);
+    assert!(ok && out.contains("would set"), "{out}");
+    let huge_dir = tempfile::tempdir().expect("tmp");
+    let huge = write_series(huge_dir.path(), &[1e300, 2e300, 3e300, 4e300]);
+    let (ok, _, err) = run_any(&[&unit[..], &["--current-limit", "8"]].concat(), &huge);
+    assert!(!ok);
+    assert!(
+        err.contains(
+            "the last sample (4e300 GiB) or its forecast is above the largest accepted amount"
+        ),
+        "{err}"
+    );
+}

@@ -477,6 +477,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ResourceArg::Mem => tailor_core::Resource::Mem,
     };
     let model_unit = unit.to_base.unwrap_or(1.0);
+    // Amounts above this (in cores or bytes once converted) are refused, as
+    // the shaper's API refuses them: sums and buffers over them stay finite.
+    const MAX_AMOUNT: f64 = 1e18;
+    for (flag, v) in [
+        ("--current-limit", args.current_limit),
+        ("--request", args.request),
+    ] {
+        if let Some(v) = v.filter(|v| (v * model_unit).abs() > MAX_AMOUNT) {
+            anyhow::bail!(
+                "{flag} {v:e} {} is above the largest accepted amount ({MAX_AMOUNT:e} once converted)",
+                unit.input_label
+            );
+        }
+    }
     let take = args.max_series.unwrap_or(usize::MAX);
     let mut pooled = ReplayStats::default();
     let mut name = cfg.kind.as_str().to_string();
@@ -509,6 +523,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         name.push_str("+calibrated");
     }
     let score = pooled.score(&name);
+    if let ([(p, usage)], Some(_)) = (&last[..], args.current_limit) {
+        if ![*usage, p.mean, p.std]
+            .iter()
+            .all(|v| (v * model_unit).abs() <= MAX_AMOUNT)
+        {
+            anyhow::bail!(
+                "{}: the last sample ({usage:e} {}) or its forecast is above the largest accepted amount ({MAX_AMOUNT:e} once converted): no limit advised",
+                args.input.display(),
+                unit.input_label
+            );
+        }
+    }
     let advice = match (&last[..], args.current_limit) {
         ([(p, usage)], Some(current)) => Some(advise(
             &unit,
