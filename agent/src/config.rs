@@ -235,11 +235,11 @@ pub struct AgentConfig {
     /// reported, and count at what they use, never as the whole node.
     pub manage_unlimited: bool,
     /// Request of a container without a CPU limit (and no
-    /// `tailor.request.cpu` label); default: the most it used so far.
+    /// `tailor.request.cpu_cores` label); default: the most it used so far.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unlimited_request_cpu_cores: Option<f64>,
     /// Request of a container without a memory limit (and no
-    /// `tailor.request.memory` label); default: the most it used so far.
+    /// `tailor.request.mem_bytes` label); default: the most it used so far.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unlimited_request_mem_bytes: Option<f64>,
     pub capacity: CapacityConfig,

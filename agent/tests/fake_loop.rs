@@ -364,7 +364,7 @@ async fn one_failing_container_does_not_stop_the_round() {
     );
     assert!(
         r.updates_of("bad").is_empty(),
-        "no forecast: keeps its request"
+        "no forecast: targets its request"
     );
     // a vanishing container is not an error either
     r.fake.remove("good");

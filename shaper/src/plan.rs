@@ -387,10 +387,10 @@ impl Explanation {
         }
         match self.basis {
             Basis::Forecast => write!(f, "; cpu {}; mem {}", self.cpu, self.mem),
-            Basis::GracePeriod => f.write_str("; in grace period: keeps its request"),
-            Basis::NoForecast => f.write_str("; no forecast: keeps its request"),
+            Basis::GracePeriod => f.write_str("; in grace period: targets its request"),
+            Basis::NoForecast => f.write_str("; no forecast: targets its request"),
             Basis::FailureLimit => {
-                f.write_str("; application over the failure limit: keeps its request")
+                f.write_str("; application over the failure limit: targets its request")
             }
             Basis::Baseline => f.write_str("; baseline: allocation = request"),
         }

@@ -357,7 +357,9 @@ impl NodeModels {
         let from = live.request;
         live.request = c.request;
         rescale_history(live.recent.iter_mut(), from, c.request);
-        tracing::info!(
+        // debug: a container without a limit, counted at the most it used,
+        // changes request at each new high (the agent logs a change by hand)
+        tracing::debug!(
             container = %c.meta.name,
             from_mem_bytes = from.mem_bytes,
             to_mem_bytes = c.request.mem_bytes,
