@@ -718,21 +718,34 @@ async fn overcommitted_cpu_limits_on_an_idle_host_are_not_squeezed() {
     }
 }
 
+fn nano(cores: f64) -> CpuLimit {
+    CpuLimit::Nano {
+        nano_cpus: (cores * 1e9) as i64,
+    }
+}
+
+fn limits(r: &Rig) -> agent::runtime::Limits {
+    r.fake.container("c").expect("c").info.limits
+}
+
+/// Container `c` (1 GiB, 1 core, inspected every round) after six rounds
+/// of an idle load: shaped down.
+async fn shaped_rig() -> Rig {
+    let mut r = rig(config("").clone_with(|c| c.reinspect_every = 1));
+    r.fake.add("c", &[ENABLE], Some(GIB), nano(1.0), 900.0);
+    for _ in 0..6 {
+        r.step(&[("c", 20 * MIB, 0.05)]).await;
+    }
+    r
+}
+
 /// An operator's `docker update` while the agent shapes is adopted as the
 /// container's request: the agent plans from it and a shutdown restores
 /// it, instead of undoing it at the next round.
 #[tokio::test]
 async fn limits_changed_by_hand_become_the_request() {
     use agent::runtime::{ContainerRuntime, ResourceUpdate};
-    let mut r = rig(config("").clone_with(|c| c.reinspect_every = 1));
-    let nano = |c: f64| CpuLimit::Nano {
-        nano_cpus: (c * 1e9) as i64,
-    };
-    r.fake.add("c", &[ENABLE], Some(GIB), nano(1.0), 900.0);
-    for _ in 0..6 {
-        r.step(&[("c", 20 * MIB, 0.05)]).await;
-    }
-    let limits = |r: &Rig| r.fake.container("c").expect("c").info.limits;
+    let mut r = shaped_rig().await;
     assert!(limits(&r).mem_bytes.expect("limited") < GIB, "shrunk");
     r.fake
         .update(
@@ -764,15 +777,7 @@ async fn limits_changed_by_hand_become_the_request() {
 #[tokio::test]
 async fn a_limit_changed_by_hand_adopts_that_resource_alone() {
     use agent::runtime::{ContainerRuntime, ResourceUpdate};
-    let mut r = rig(config("").clone_with(|c| c.reinspect_every = 1));
-    let nano = |c: f64| CpuLimit::Nano {
-        nano_cpus: (c * 1e9) as i64,
-    };
-    r.fake.add("c", &[ENABLE], Some(GIB), nano(1.0), 900.0);
-    for _ in 0..6 {
-        r.step(&[("c", 20 * MIB, 0.05)]).await;
-    }
-    let limits = |r: &Rig| r.fake.container("c").expect("c").info.limits;
+    let mut r = shaped_rig().await;
     let cut = limits(&r);
     assert!(cut.mem_bytes.expect("limited") < GIB, "memory shrunk");
     assert_ne!(cut.cpu, nano(1.0), "CPU shrunk");
