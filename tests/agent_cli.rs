@@ -149,6 +149,43 @@ fn agent_once_prints_one_rounds_decisions() {
     assert_eq!(c.mem_limit(), 256 * MIB, "--recommend changes nothing");
 }
 
+/// `--once --apply` saves the models it cut with: the agent started next
+/// forecasts from them at once instead of taking the container back to
+/// its request (no models: no forecast, so the request).
+#[test]
+fn once_apply_saves_the_models_for_the_next_start() {
+    let test = "once_apply";
+    let Some(c) = idle_container(test) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let top = format!(
+        "actuation = \"shape\"\ninterval_s = 1.0\nstate_file = \"{}\"\n",
+        dir.path().join("state.json").display()
+    );
+    let cfg = agent_config(dir.path(), test, &top);
+    let cfg = cfg.to_str().expect("utf8");
+    let (ok, _, stderr) = tailor(&[
+        "agent", "--once", "--warmup", "3", "--apply", "--config", cfg,
+    ]);
+    assert!(ok, "tailor agent --once --apply failed: {stderr}");
+    let cut = c.mem_limit();
+    assert!(cut < 256 * MIB, "cut: {} MiB", cut / MIB);
+    assert!(dir.path().join("models.json").exists(), "models saved");
+    // the next start, with no warm-up: forecasts from the saved models
+    let (ok, stdout, stderr) = tailor(&["agent", "--once", "--recommend", "--config", cfg]);
+    assert!(ok, "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("JSON on stdout");
+    let container = &report["view"]["containers"][0];
+    assert!(!container["forecast"].is_null(), "{container}");
+    let back_to_request = report["outcomes"]
+        .as_array()
+        .expect("outcomes")
+        .iter()
+        .any(|o| o["action"]["to"]["mem_bytes"].as_f64() == Some((256 * MIB) as f64));
+    assert!(!back_to_request, "{stdout}");
+}
+
 #[test]
 fn history_refuses_a_missing_state_dir_and_counts_lines_it_skips() {
     let (ok, _, err) = tailor(&["history", "--state-dir", "/nonexistent/tailor-state"]);

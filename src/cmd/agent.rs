@@ -168,6 +168,9 @@ async fn run_async(args: Args, mut cfg: AgentConfig) -> anyhow::Result<()> {
             tokio::time::sleep(interval).await;
         }
         let report = agent.round().await.context("round failed")?;
+        if args.apply {
+            agent.save_models(report.at_s);
+        }
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }

@@ -387,9 +387,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 tracing::warn!(path = %dir.join(RECOMMENDATIONS_FILE).display(), error = %e, "cannot write recommendations");
             }
             if (self.round - 1).is_multiple_of(crate::checkpoint::CHECKPOINT_EVERY_ROUNDS) {
-                if let Some(k) = &self.kernel {
-                    crate::checkpoint::save(&dir, k, report.at_s);
-                }
+                self.save_models(report.at_s);
             }
         }
         if let Ok(mut r) = self.shared.recommendations.write() {
@@ -445,6 +443,17 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             }
         }
         result
+    }
+
+    /// Writes the models checkpoint (`models.json` in the state directory)
+    /// now; rounds write it every
+    /// [`crate::checkpoint::CHECKPOINT_EVERY_ROUNDS`]. `--once --apply`
+    /// ends with it: the agent started next forecasts from these models
+    /// instead of taking every container it cut back to its request.
+    pub fn save_models(&self, at_s: f64) {
+        if let (Some(dir), Some(k)) = (self.cfg.state_dir(), &self.kernel) {
+            crate::checkpoint::save(&dir, k, at_s);
+        }
     }
 
     /// Samples and feeds the forecasters only (no plan, no actuation): for

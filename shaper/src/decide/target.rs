@@ -37,8 +37,9 @@ pub use crate::risk::risk_to_level;
 /// with probability `P`; see [`buffer`]), raised to the
 /// floor (`min_*`), cut to the ceiling (`request * max_growth`), raised
 /// to current usage, and for memory to the component's reservation
-/// ([`Component::mem_floor_bytes`], above the ceiling too). Components in the grace period, without a usable forecast, or in an
-/// application over the failure limit target their request (same clamps);
+/// ([`Component::mem_floor_bytes`], above the ceiling too). Components in
+/// the grace period, without a usable forecast, or in an application over
+/// the failure limit target their request (same clamps);
 /// under the baseline policy the target is exactly the request. The
 /// application-memory rule sees `app` as the whole view (with
 /// `app_mem_ref_rel` its reference is that multiple of the application's
