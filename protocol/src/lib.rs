@@ -543,6 +543,11 @@ mod tests {
             ),
             "{line}"
         );
+        // memory amounts in the explanation in MiB
+        assert!(
+            line.contains("; mem target 512 MiB = mean 256 MiB + k1_term 256 MiB"),
+            "{line}"
+        );
         w.action = ActionKind::Evict {
             container_id: "c1".into(),
             whole_app: true,

@@ -289,24 +289,39 @@ fn num(x: f64) -> String {
     }
 }
 
+/// An amount of resource `r` as explanations show it: cores, or MiB.
+fn amount(r: Resource, x: f64) -> String {
+    match r {
+        Resource::Cpu => num(x),
+        Resource::Mem => format!("{} MiB", num(x / (1024.0 * 1024.0))),
+    }
+}
+
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
 
 impl fmt::Display for Sizing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, &num)
+    }
+}
+
+impl Sizing {
+    /// The sizing with its amounts shown by `amount`.
+    fn write(&self, f: &mut fmt::Formatter<'_>, amount: &dyn Fn(f64) -> String) -> fmt::Result {
         write!(
             f,
             "target {} = mean {} + k1_term {} + k2_term {}",
-            num(self.target),
-            num(self.mean),
-            num(self.k1_term),
-            num(self.k2_term),
+            amount(self.target),
+            amount(self.mean),
+            amount(self.k1_term),
+            amount(self.k2_term),
         )?;
         if self.margin_term != 0.0 {
-            write!(f, " + margin_term {}", num(self.margin_term))?;
+            write!(f, " + margin_term {}", amount(self.margin_term))?;
         }
-        write!(f, " (sigma {})", num(self.sigma))?;
+        write!(f, " (sigma {})", amount(self.sigma))?;
         match self.bound {
             Bound::Buffer => Ok(()),
             Bound::Floor => f.write_str(", raised to the floor"),
@@ -381,12 +396,17 @@ impl Explanation {
                 " on host {} {}: needed {}, free {}",
                 host(b.host),
                 b.resource,
-                num(b.needed),
-                num(b.free)
+                amount(b.resource, b.needed),
+                amount(b.resource, b.free)
             )?;
         }
         match self.basis {
-            Basis::Forecast => write!(f, "; cpu {}; mem {}", self.cpu, self.mem),
+            Basis::Forecast => {
+                f.write_str("; cpu ")?;
+                self.cpu.write(f, &|x| amount(Resource::Cpu, x))?;
+                f.write_str("; mem ")?;
+                self.mem.write(f, &|x| amount(Resource::Mem, x))
+            }
             Basis::GracePeriod => f.write_str("; in grace period: targets its request"),
             Basis::NoForecast => f.write_str("; no forecast: targets its request"),
             Basis::FailureLimit => {
