@@ -141,3 +141,34 @@ fn a_short_recording_is_inspected_and_tune_warns() {
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("the recording covers 0.2 h"), "{stderr}");
 }
+
+/// Bad input (a K1 out of range, a workload that cannot be read) fails
+/// before `--out` is made: no empty directory is left behind, for `tune`
+/// and `frontier` alike.
+#[test]
+fn bad_input_leaves_no_out_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("no-such-trace");
+    for (i, args) in [
+        vec!["tune", "--k1=-1"],
+        vec!["tune", "--workload"],
+        vec!["frontier", "--workload"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let out_dir = dir.path().join(format!("out-{i}"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tailor"));
+        cmd.args(&args);
+        if args.last() == Some(&"--workload") {
+            cmd.arg(format!("google2011:{}", missing.display()));
+        }
+        let out = cmd.arg("--out").arg(&out_dir).output().expect("run tailor");
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            !out_dir.exists(),
+            "{args:?}: {} left behind",
+            out_dir.display()
+        );
+    }
+}

@@ -181,10 +181,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let specs = point_specs(&cfg, &grid)?;
     let seeds = args.sim.seed_list(&cfg)?;
+    // The workload is read before `--out` is made: bad input leaves no
+    // empty directory behind.
+    let workloads = args.sim.seeded_workloads(&seeds)?;
     if let Some(dir) = &args.out {
         crate::cmd::sim_args::prepare_out_dir(dir)?;
     }
-    let workloads = args.sim.seeded_workloads(&seeds)?;
     let pb = args.sim.progress_bar("frontier");
     let cb = |done: usize, total: usize| {
         if let Some(pb) = &pb {

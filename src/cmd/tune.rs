@@ -41,12 +41,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let cfg = args.sim.base_config()?;
     cfg.validate()?;
     let seeds = args.sim.seed_list(&cfg)?;
-    crate::cmd::sim_args::prepare_out_dir(&args.out)?;
-    let workloads = args.sim.seeded_workloads(&seeds)?;
-    let short_recording = workloads.first().and_then(short_recording_warning);
-    if let Some(w) = &short_recording {
-        eprintln!("warning: {w}");
-    }
     // Ascending, without duplicates: heatmap axes and edge warnings read
     // the lists in order.
     let sorted = |v: Vec<f64>| {
@@ -57,6 +51,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let k1 = sorted(args.k1.clone().unwrap_or_else(|| DEFAULT_K1.to_vec()));
     let k2 = sorted(args.k2.clone().unwrap_or_else(|| DEFAULT_K2.to_vec()));
+    sim::tune::check_grid(&k1, &k2)?;
+    // The workload is read before `--out` is made: bad input leaves no
+    // empty directory behind.
+    let workloads = args.sim.seeded_workloads(&seeds)?;
+    crate::cmd::sim_args::prepare_out_dir(&args.out)?;
+    let short_recording = workloads.first().and_then(short_recording_warning);
+    if let Some(w) = &short_recording {
+        eprintln!("warning: {w}");
+    }
     let pb = args.sim.progress_bar("tune");
     let cb = |done: usize, total: usize| {
         if let Some(pb) = &pb {

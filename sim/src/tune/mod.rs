@@ -80,15 +80,9 @@ impl Grid {
     }
 }
 
-/// Runs the sweep. `progress` is called after every finished cell with
-/// (cells done, cells total); it may be called from several threads.
-pub fn run_grid(
-    wl: &Workload,
-    base: &SimConfig,
-    k1: &[f64],
-    k2: &[f64],
-    progress: Option<&(dyn Fn(usize, usize) + Sync)>,
-) -> Result<Grid, SimError> {
+/// Checks the K1 and K2 lists of a sweep: not empty, each value within its
+/// configuration range.
+pub fn check_grid(k1: &[f64], k2: &[f64]) -> Result<(), SimError> {
     if k1.is_empty() || k2.is_empty() {
         return Err(SimError::Config(tailor_core::ConfigErrors::single(
             "k1/k2",
@@ -108,7 +102,19 @@ pub fn run_grid(
         };
         errs.range(name, *v, 0.0, max);
     }
-    errs.into_result()?;
+    Ok(errs.into_result()?)
+}
+
+/// Runs the sweep. `progress` is called after every finished cell with
+/// (cells done, cells total); it may be called from several threads.
+pub fn run_grid(
+    wl: &Workload,
+    base: &SimConfig,
+    k1: &[f64],
+    k2: &[f64],
+    progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+) -> Result<Grid, SimError> {
+    check_grid(k1, k2)?;
     let mut cell_cfg = base.clone();
     // One cell per core: no nested parallelism inside a cell.
     cell_cfg.parallel_forecasts = false;
