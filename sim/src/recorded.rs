@@ -104,8 +104,13 @@ pub fn read_recording(path: &Path) -> Result<Recording, SimError> {
             shaper::record::RECORD_VERSION
         )));
     }
-    if !(header.interval_s.is_finite() && header.interval_s > 0.0) {
-        return Err(bad(format!("header: bad interval_s {}", header.interval_s)));
+    // a replay runs at the recorded interval: the simulator's range
+    let (lo, hi) = (crate::config::MIN_INTERVAL_S, crate::config::MAX_INTERVAL_S);
+    if !(lo..=hi).contains(&header.interval_s) {
+        return Err(bad(format!(
+            "line 1: header: interval_s must be in [{lo}, {hi}], got {}",
+            header.interval_s
+        )));
     }
     header
         .shaper
@@ -557,6 +562,25 @@ mod tests {
         assert!(free < 100.0 * 300.0, "{free} MiB s");
         assert!(floored >= 200.0 * 299.0, "{floored} MiB s");
         assert!(floored <= 256.0 * 300.0, "{floored} MiB s");
+    }
+
+    /// A header whose interval the simulator cannot run at is refused
+    /// naming the file, the line and the key (it failed later with an
+    /// error that named neither).
+    #[test]
+    fn a_header_interval_out_of_range_is_refused_naming_the_file() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("rec.jsonl");
+        let mut rec = recording(vec![]);
+        rec.header.interval_s = 1e-300;
+        let line = serde_json::to_string(&Record::Header(Box::new(rec.header))).expect("json");
+        std::fs::write(&path, format!("{line}\n")).expect("write");
+        let err = read_recording(&path).expect_err("refused").to_string();
+        assert!(
+            err.contains("rec.jsonl")
+                && err.contains("line 1: header: interval_s must be in [0.1, 86400]"),
+            "{err}"
+        );
     }
 
     /// A limit changed by hand while recorded (the agent adopts it as the
