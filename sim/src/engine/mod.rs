@@ -31,6 +31,7 @@ use crate::SimError;
 
 mod event_loop;
 mod lifecycle;
+mod oracle;
 mod round;
 mod sched;
 

@@ -1,6 +1,7 @@
 //! The shaping round: forecasts (models glue), view building, applying the plan, metrics sampling.
 
 use super::lifecycle::fed_history;
+use super::oracle::{oracle_fc_from, oracle_len};
 use super::*;
 
 impl Engine<'_> {
@@ -114,9 +115,7 @@ impl Engine<'_> {
             let Some(fc) = c.fc.as_mut() else {
                 return Ok(0);
             };
-            if is_oracle
-                && (fc.request != req || cur + h as u64 + 1 >= fc.base + oracle_len(c.work_s, u, h))
-            {
+            if is_oracle && (fc.request != req || cur + 1 >= fc.base + oracle_len(c.work_s, u)) {
                 // Past the future the oracle was built with (the component
                 // ran slower than at full speed) or at another request:
                 // rebuild it from here.
@@ -448,48 +447,4 @@ impl Engine<'_> {
         }
         self.m.timeline.push(p);
     }
-}
-
-/// Samples of future an oracle is built with: the component's run at full
-/// speed plus the horizon, with room for a 2x slowdown.
-pub(super) fn oracle_len(work_s: f64, u: f64, h: usize) -> u64 {
-    let full = if u.is_finite() && u > 0.0 {
-        (work_s / u).ceil()
-    } else {
-        1.0
-    };
-    (2.0 * full.clamp(1.0, 1e7)) as u64 + h as u64 + 2
-}
-
-/// An oracle pair whose future starts at sample `from` of the run (the
-/// samples before it count as already observed), `offset + from` of the
-/// usage series.
-pub(super) fn oracle_fc_from(
-    spec: &ComponentSpec,
-    req: &Resources,
-    work_s: f64,
-    from: u64,
-    offset: u64,
-    h: usize,
-) -> Result<CompFc, SimError> {
-    let len = oracle_len(work_s, spec.usage.interval_s, h);
-    let (mut cpu, mut mem) = (
-        Vec::with_capacity(len as usize),
-        Vec::with_capacity(len as usize),
-    );
-    for i in offset + from..offset + from + len {
-        let v = usage_at(spec, req, i);
-        cpu.push(normalise(v.cpu_cores, req.cpu_cores));
-        mem.push(normalise(mem_peak_at(spec, req, i), req.mem_bytes));
-    }
-    Ok(CompFc {
-        models: ComponentModels::always_warm(
-            Box::new(forecaster::baselines::Oracle::new(cpu)?),
-            Box::new(forecaster::baselines::Oracle::new(mem)?),
-        ),
-        fed: from,
-        base: from,
-        joined: true,
-        request: *req,
-    })
 }
