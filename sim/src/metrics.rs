@@ -100,6 +100,42 @@ pub struct TimePoint {
     pub alloc_mem_frac: f64,
 }
 
+/// The most points a run's [`RunMetrics::timeline`] holds (8 MiB of
+/// them): a run of more rounds keeps every 2nd round's point, then every
+/// 4th, and so on (see [`push_point`]), so a long run at a short interval
+/// does not grow without bound. Runs of fewer rounds keep every point.
+pub const TIMELINE_CAP: usize = 1 << 17;
+
+/// Appends the point of round `round` (counted from 1) to `timeline`,
+/// which keeps the points of rounds `1, 1 + stride, 1 + 2 stride, ...`:
+/// when it holds `cap` points, every other one is dropped and `stride`
+/// doubles. The time-averaged metrics do not come from the timeline (they
+/// are integrated every round), so they are unchanged by the thinning.
+pub(crate) fn push_point(
+    timeline: &mut Vec<TimePoint>,
+    stride: &mut u64,
+    round: u64,
+    p: TimePoint,
+    cap: usize,
+) {
+    let kept = |stride: u64| round.saturating_sub(1).is_multiple_of(stride.max(1));
+    if !kept(*stride) {
+        return;
+    }
+    if timeline.len() >= cap.max(2) {
+        let mut i = 0;
+        timeline.retain(|_| {
+            i += 1;
+            i % 2 == 1
+        });
+        *stride = stride.saturating_mul(2);
+        if !kept(*stride) {
+            return;
+        }
+    }
+    timeline.push(p);
+}
+
 /// Quantiles of a plain sample (sorted copy); NaN when empty.
 pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
@@ -156,6 +192,8 @@ pub struct RunMetrics {
     pub apps: Vec<AppOutcome>,
     pub cpu_slack: WeightedHist,
     pub mem_slack: WeightedHist,
+    /// One point per round, at most [`TIMELINE_CAP`] (then every 2nd,
+    /// 4th, ... round's; see [`push_point`]).
     pub timeline: Vec<TimePoint>,
     /// Components killed for memory: own usage above allocation, or picked
     /// by the host OOM killer.
@@ -532,6 +570,38 @@ mod tests {
         h.add(f64::NAN, 1.0);
         h.add(0.5, 0.0);
         assert_eq!(h.total_weight(), 4.0);
+    }
+
+    /// Below the cap every round's point is kept; past it the timeline
+    /// stays within the cap, keeps rounds 1, 1 + stride, ... evenly, and
+    /// its first point.
+    #[test]
+    fn the_timeline_is_thinned_at_its_cap() {
+        let point = |round: u64| TimePoint {
+            t_s: round as f64,
+            queued_apps: 0,
+            running_apps: 0,
+            running_components: 0,
+            used_cpu_frac: 0.0,
+            used_mem_frac: 0.0,
+            alloc_cpu_frac: 0.0,
+            alloc_mem_frac: 0.0,
+        };
+        let (mut t, mut stride) = (Vec::new(), 1);
+        for round in 1..=8 {
+            push_point(&mut t, &mut stride, round, point(round), 8);
+        }
+        assert_eq!((t.len(), stride), (8, 1), "every round below the cap");
+        for round in 9..=1000 {
+            push_point(&mut t, &mut stride, round, point(round), 8);
+            assert!(t.len() <= 8, "round {round}: {}", t.len());
+        }
+        assert_eq!(stride, 128);
+        let rounds: Vec<f64> = t.iter().map(|p| p.t_s).collect();
+        assert_eq!(
+            rounds,
+            [1.0, 129.0, 257.0, 385.0, 513.0, 641.0, 769.0, 897.0]
+        );
     }
 
     #[test]

@@ -98,18 +98,13 @@ impl Engine<'_> {
     /// runs or waits for room, the first round at or after the next event
     /// (an arrival, a delayed start). Rounds over an empty cluster change
     /// nothing, and a trace whose next start is years away would otherwise
-    /// spin through them one by one (growing the timeline). The skipped
+    /// spin through them one by one. The skipped
     /// rounds' time counts in the time-averaged metrics as they would
     /// have: an empty cluster.
     fn next_round_s(&mut self) -> f64 {
         let i = self.cfg.interval_s;
         let next = self.now + i;
-        let idle = self.elastic_wait.is_empty()
-            && self
-                .m
-                .timeline
-                .last()
-                .is_some_and(|p| p.running_components == 0 && p.queued_apps == 0);
+        let idle = self.elastic_wait.is_empty() && self.idle_last_round;
         let Some(event_s) = self.heap.peek().map(|e| e.0.t.0) else {
             return next;
         };

@@ -397,6 +397,11 @@ pub struct Engine<'w> {
     /// memory_risk`, [`shaper::risk`]).
     risk: RiskCalibration,
     m: RunMetrics,
+    /// Rounds between the timeline's points ([`crate::metrics::push_point`]).
+    timeline_stride: u64,
+    /// The last round found no component running and no application
+    /// queued (the timeline's last point may be an earlier round's).
+    idle_last_round: bool,
     util_weight: f64,
     /// Sum of every host's memory allocation, and when it was last
     /// integrated into `m.mem_alloc_byte_s`.
@@ -500,6 +505,8 @@ impl<'w> Engine<'w> {
                 apps: Vec::with_capacity(wl.apps.len()),
                 ..RunMetrics::default()
             },
+            timeline_stride: 1,
+            idle_last_round: false,
             util_weight: 0.0,
             alloc_mem_total: 0.0,
             alloc_mem_t: 0.0,

@@ -445,6 +445,13 @@ impl Engine<'_> {
             self.m.mean_alloc_cpu_frac += p.alloc_cpu_frac * w_round;
             self.m.mean_alloc_mem_frac += p.alloc_mem_frac * w_round;
         }
-        self.m.timeline.push(p);
+        self.idle_last_round = p.running_components == 0 && p.queued_apps == 0;
+        crate::metrics::push_point(
+            &mut self.m.timeline,
+            &mut self.timeline_stride,
+            self.m.rounds,
+            p,
+            crate::metrics::TIMELINE_CAP,
+        );
     }
 }
