@@ -53,7 +53,7 @@
 //! - **Usage**: when `task_usage` has rows for the task, its series is the
 //!   task's measured CPU rate and canonical memory usage per window (sorted
 //!   by start time, interval = the median window length, 300 s in the
-//!   trace), with the in-window `maximum memory usage` as the memory peak
+//!   trace, floored at [`MIN_USAGE_INTERVAL_S`]), with the in-window `maximum memory usage` as the memory peak
 //!   series ([`UsageSeries::mem_peak_bytes`]); otherwise it is drawn from
 //!   the usage pool and scaled to the request, siblings coherently (see
 //!   [`crate::pool`]).
@@ -637,12 +637,20 @@ struct UsageRow {
     mem_peak: Option<f64>,
 }
 
+/// The shortest usage interval (seconds): the trace's usage is measured
+/// in 1-second samples aggregated over each window, so a shorter window
+/// (a malformed `task_usage` row; the trace's are 300 s, shorter only at a
+/// task's start or end) carries no finer measurement. The floor also keeps
+/// the simulation bounded: it fires one event per usage sample, and a
+/// 1 µs interval would make that millions per simulated second.
+pub const MIN_USAGE_INTERVAL_S: f64 = 1.0;
+
 fn unit_hash(h: u64) -> f64 {
     (h >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// A task's measured usage: rows sorted by start time; interval = median
-/// window length. The in-interval memory peak series is the rows'
+/// window length, at least [`MIN_USAGE_INTERVAL_S`]. The in-interval memory peak series is the rows'
 /// `maximum memory usage` (a row without one uses its canonical memory)
 /// when at least one row has it.
 fn trace_usage(rows: &mut [UsageRow], max_machine: Resources) -> UsageSeries {
@@ -653,7 +661,10 @@ fn trace_usage(rows: &mut [UsageRow], max_machine: Resources) -> UsageSeries {
         .filter(|&d| d > 0)
         .collect();
     lens.sort_unstable();
-    let interval_s = lens.get(lens.len() / 2).map_or(300.0, |&d| d as f64 / 1e6);
+    let interval_s = lens
+        .get(lens.len() / 2)
+        .map_or(300.0, |&d| d as f64 / 1e6)
+        .max(MIN_USAGE_INTERVAL_S);
     let cpu: Arc<[f32]> = rows.iter().map(|r| r.cpu.max(0.0) as f32).collect();
     let mem: Arc<[f32]> = rows.iter().map(|r| r.mem.max(0.0) as f32).collect();
     let mem_peak_bytes = rows.iter().any(|r| r.mem_peak.is_some()).then(|| {
@@ -713,5 +724,22 @@ mod tests {
         let u = trace_usage(&mut rows, mm);
         assert!(u.mem_peak_bytes.is_none());
         assert!((u.mem_peak(0) - 10.0).abs() < 1e-4);
+    }
+
+    /// Windows of 1 µs (a malformed trace) give the 1 s floor, not an
+    /// interval the simulator would fire a million events a second for.
+    #[test]
+    fn a_tiny_window_is_floored_at_a_second() {
+        let mm = Resources::new(32.0, 100.0);
+        let mut rows: Vec<UsageRow> = (0..3)
+            .map(|s| UsageRow {
+                start_us: 600_000_000 + s,
+                end_us: 600_000_001 + s,
+                cpu: 0.01,
+                mem: 0.01,
+                mem_peak: None,
+            })
+            .collect();
+        assert_eq!(trace_usage(&mut rows, mm).interval_s, MIN_USAGE_INTERVAL_S);
     }
 }
