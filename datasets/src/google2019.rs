@@ -5,8 +5,29 @@
 //! memory in normalised units (NCU/NMU). Read with
 //! [`TableReader<InstanceUsage>`](crate::google2011::reader::TableReader).
 
-use crate::google2011::reader::{opt_f64, opt_i64, opt_small, opt_string, opt_u64, req_u64, Table};
+use crate::google2011::reader::{
+    field, opt_f64, opt_i64, opt_small, opt_string, opt_u64, req_u64, Table,
+};
 use serde::{Deserialize, Serialize};
+
+/// The largest usage or limit accepted, in normalised units (a share of
+/// the largest machine; the trace's are below 1): a thousand machines.
+/// Above it (e.g. `1e300`, which is infinite once stored) a row is an
+/// error naming the file, the line and the column, as the other readers
+/// reject values above their largest accepted.
+pub const MAX_NORMALISED: f64 = 1.0e3;
+
+/// An optional number at most [`MAX_NORMALISED`] (a negative one is
+/// accepted here and read as 0 by the workload builder, as before).
+fn opt_normalised(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<f64>, String> {
+    match opt_f64(r, i, col)? {
+        Some(v) if v > MAX_NORMALISED => Err(format!(
+            "{col}: {} is above the largest accepted, {MAX_NORMALISED}",
+            String::from_utf8_lossy(field(r, i))
+        )),
+        v => Ok(v),
+    }
+}
 
 /// Probabilities (in %) of the 19 CPU-usage percentile columns, in order.
 pub const CPU_PERCENTILES: [u8; 19] = [
@@ -104,16 +125,16 @@ impl Table for InstanceUsage {
             alloc_collection_id: opt_u64(r, 7, "alloc_collection_id")?,
             alloc_instance_index: opt_i64(r, 8, "alloc_instance_index")?,
             collection_type: opt_small(r, 9, "collection_type")?,
-            avg_cpu_usage: opt_f64(r, 10, "avg_cpu_usage")?,
-            avg_memory_usage: opt_f64(r, 11, "avg_memory_usage")?,
+            avg_cpu_usage: opt_normalised(r, 10, "avg_cpu_usage")?,
+            avg_memory_usage: opt_normalised(r, 11, "avg_memory_usage")?,
             max_cpu_usage: opt_f64(r, 12, "max_cpu_usage")?,
-            max_memory_usage: opt_f64(r, 13, "max_memory_usage")?,
+            max_memory_usage: opt_normalised(r, 13, "max_memory_usage")?,
             random_sample_cpu_usage: opt_f64(r, 14, "random_sample_cpu_usage")?,
             assigned_memory: opt_f64(r, 15, "assigned_memory")?,
             sample_rate: opt_f64(r, 16, "sample_rate")?,
             cpu_usage_percentiles: pct,
-            memory_limit: opt_f64(r, 36, "memory_limit")?,
-            cpu_limit: opt_f64(r, 37, "cpu_limit")?,
+            memory_limit: opt_normalised(r, 36, "memory_limit")?,
+            cpu_limit: opt_normalised(r, 37, "cpu_limit")?,
             abstract_usage: opt_f64(r, 38, "abstract_usage")?,
             abstract_limit: opt_f64(r, 39, "abstract_limit")?,
         })

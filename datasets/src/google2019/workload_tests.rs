@@ -175,6 +175,50 @@ fn malformed_rows_name_file_and_line() {
     ));
 }
 
+/// A usage or limit of 1e300 (infinite once stored: the task would show
+/// 0% used) is an error naming the file, the line and the column.
+#[test]
+fn usage_above_the_largest_accepted_is_an_error() {
+    let ok = row(300, 9, 0, 4, 0.01, 0.001, 0.001, 0.004, 0.02);
+    for (i, (mem, peak, ml), col) in [
+        (0, (1e300, 0.001, 0.004), "avg_memory_usage"),
+        (1, (0.001, 1e300, 0.004), "max_memory_usage"),
+        (2, (0.001, 0.001, 1e300), "memory_limit"),
+    ] {
+        let d = tempfile::tempdir().expect("tmp");
+        let bad = row(600, 9, 0, 4, 0.01, mem, peak, ml, 0.02);
+        write(d.path(), "9/0.csv", &[ok.clone(), bad]);
+        let files = task_files(d.path()).expect("files");
+        let msg = build_workload_from_files(&files, &Google2019Config::default())
+            .expect_err("1e300")
+            .to_string();
+        assert!(
+            msg.contains(&format!("0.csv:3: {col}: ")),
+            "case {i}: {msg}"
+        );
+        assert!(
+            msg.contains("is above the largest accepted"),
+            "case {i}: {msg}"
+        );
+    }
+    // the largest accepted still reads
+    let d = tempfile::tempdir().expect("tmp");
+    let top = row(
+        600,
+        9,
+        0,
+        4,
+        0.01,
+        MAX_NORMALISED,
+        MAX_NORMALISED,
+        0.004,
+        0.02,
+    );
+    write(d.path(), "9/0.csv", &[ok, top]);
+    let files = task_files(d.path()).expect("files");
+    assert!(build_workload_from_files(&files, &Google2019Config::default()).is_ok());
+}
+
 #[test]
 fn bundled_slice_loads() {
     let dir = Path::new(concat!(
