@@ -207,27 +207,41 @@ fn write_line(path: &Path, entry: &JournalEntry, max_bytes: u64) -> std::io::Res
 }
 
 /// Every readable entry in `dir` (the rotated file first), oldest first.
-/// Lines that do not parse are skipped.
+/// Lines that do not parse are skipped; a file that cannot be read is
+/// logged and skipped (the agent reopening its own journal).
 pub fn read_dir(dir: &Path) -> Vec<JournalEntry> {
-    read_dir_counted(dir).0
+    match read_dir_counted(dir) {
+        Ok((entries, _)) => entries,
+        Err(e) => {
+            tracing::warn!(error = %e, "decision journal not read back");
+            Vec::new()
+        }
+    }
 }
 
 /// [`read_dir`], with the number of lines skipped because they do not
-/// parse (or are longer than a journal line can be).
-pub fn read_dir_counted(dir: &Path) -> (Vec<JournalEntry>, usize) {
+/// parse (not UTF-8, not a journal entry, or longer than a journal line
+/// can be); the entries of the other lines are kept. A missing file holds
+/// no entry; a file that exists and cannot be read (a directory, no
+/// permission) is an error naming it.
+pub fn read_dir_counted(dir: &Path) -> Result<(Vec<JournalEntry>, usize), crate::AgentError> {
     let cur = dir.join(FILE_NAME);
     let old = dir.join(format!("{FILE_NAME}.1"));
     let mut out = Vec::new();
     let mut skipped = 0;
     for p in [old, cur] {
-        let Ok(text) = std::fs::read_to_string(&p) else {
-            continue;
+        let bytes = match std::fs::read(&p) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => return Err(crate::AgentError::Journal { path: p, source }),
         };
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let entry = if line.len() > MAX_LINE_BYTES {
-                None
-            } else {
-                serde_json::from_str::<JournalEntry>(line).ok()
+        for raw in bytes.split(|&b| b == b'\n') {
+            let entry = match std::str::from_utf8(raw) {
+                Ok(line) if line.trim().is_empty() => continue,
+                Ok(line) if line.len() <= MAX_LINE_BYTES => {
+                    serde_json::from_str::<JournalEntry>(line).ok()
+                }
+                _ => None,
             };
             match entry {
                 Some(e) => out.push(e),
@@ -235,7 +249,7 @@ pub fn read_dir_counted(dir: &Path) -> (Vec<JournalEntry>, usize) {
             }
         }
     }
-    (out, skipped)
+    Ok((out, skipped))
 }
 
 #[cfg(test)]
@@ -293,6 +307,35 @@ mod tests {
         assert_eq!(j2.since(Some(Since::Seq(100))).len(), 1);
         assert_eq!(j2.since(Some(Since::Seq(100)))[0].seq, 101);
         assert_eq!(j2.since(Some(Since::UnixS(1099.5))).len(), 2);
+    }
+
+    /// A line that is not UTF-8 is skipped and counted like a line that is
+    /// not JSON; the file's other entries are kept. A journal path that
+    /// cannot be read (a directory) is an error naming it.
+    #[test]
+    fn a_bad_line_is_counted_and_an_unreadable_file_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut j = Journal::open(Some(dir.path()), 1 << 20);
+        j.append(1, 1000.0, "recommend", "local", &[outcome("web")], &[]);
+        j.append(2, 1300.0, "recommend", "local", &[outcome("db")], &[]);
+        let path = dir.path().join(FILE_NAME);
+        let text = std::fs::read(&path).expect("read");
+        let mut bytes = b"{\"seq\": 0, \xff\xfe}\r\nnot json\n\n".to_vec();
+        bytes.extend_from_slice(&text);
+        std::fs::write(&path, bytes).expect("write");
+        let (back, skipped) = read_dir_counted(dir.path()).expect("readable");
+        assert_eq!(skipped, 2);
+        assert_eq!(back.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(read_dir(dir.path()).len(), 2);
+
+        let other = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(other.path().join(FILE_NAME)).expect("mkdir");
+        let err = read_dir_counted(other.path()).expect_err("a directory");
+        assert!(err.to_string().contains(FILE_NAME), "{err}");
+        assert!(read_dir(other.path()).is_empty());
+        // a missing journal holds no entry
+        let empty = tempfile::tempdir().expect("tempdir");
+        assert_eq!(read_dir_counted(empty.path()).expect("none").1, 0);
     }
 
     #[test]

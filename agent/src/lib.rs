@@ -75,6 +75,12 @@ pub enum AgentError {
         path: std::path::PathBuf,
         message: String,
     },
+    #[error("decision journal {}: {source}", path.display())]
+    Journal {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("HTTP endpoint {addr}: {source}")]
     Http {
         addr: String,

@@ -37,7 +37,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     journal::FILE_NAME
                 );
             }
-            let (entries, skipped) = journal::read_dir_counted(dir);
+            let (entries, skipped) = journal::read_dir_counted(dir)?;
             if skipped > 0 {
                 eprintln!(
                     "warning: {skipped} line(s) of {} that are not journal entries were skipped",
