@@ -77,7 +77,7 @@ fn run_inspect(a: InspectArgs) -> anyhow::Result<()> {
             );
         }
         if table.is_none() {
-            if let Some(r) = recording_summary(f) {
+            if let Some(r) = recording_summary(f)? {
                 if a.json {
                     println!("{}", serde_json::to_string(&r)?);
                 } else {
@@ -121,14 +121,35 @@ struct RecordingSummary {
     text: String,
 }
 
-/// A summary of `path` when it is an agent recording (`*.jsonl[.gz]` whose
-/// first record is a recording header), else `None`.
-fn recording_summary(path: &std::path::Path) -> Option<RecordingSummary> {
-    let name = path.file_name()?.to_str()?;
-    if !name.contains(".jsonl") {
-        return None;
+/// True when `path` is recognisably an agent recording: `*.jsonl[.gz]`
+/// whose first record is a recording record (`"record": "header"`, or
+/// `"round"` for a recording without its header).
+fn is_recording(path: &std::path::Path) -> bool {
+    let named = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.contains(".jsonl"));
+    if !named {
+        return false;
     }
-    let rec = sim::recorded::read_recording(path).ok()?;
+    let Ok(mut r) = datasets::recording::RecordReader::open(path) else {
+        return false;
+    };
+    matches!(
+        r.read_next::<serde_json::Value>(),
+        Ok(Some(v)) if matches!(v.get("record").and_then(|k| k.as_str()), Some("header" | "round"))
+    )
+}
+
+/// A summary of `path` when it is an agent recording (see
+/// [`is_recording`]), `Ok(None)` for any other file, and the recording's
+/// own error (file and line) when it is one that cannot be read: a garbled
+/// line, an unknown version, an invalid header.
+fn recording_summary(path: &std::path::Path) -> anyhow::Result<Option<RecordingSummary>> {
+    if !is_recording(path) {
+        return Ok(None);
+    }
+    let rec = sim::recorded::read_recording(path)?;
     let mut containers = std::collections::BTreeSet::new();
     let mut apps = std::collections::BTreeSet::new();
     let mut oom_kills = 0;
@@ -163,7 +184,7 @@ fn recording_summary(path: &std::path::Path) -> Option<RecordingSummary> {
         if h.models.is_some() { "yes" } else { "no" },
         path.display()
     );
-    Some(RecordingSummary {
+    Ok(Some(RecordingSummary {
         path: path.display().to_string(),
         kind: "agent_recording",
         node: h.node.clone(),
@@ -176,5 +197,56 @@ fn recording_summary(path: &std::path::Path) -> Option<RecordingSummary> {
         oom_kills,
         models_restored: h.models.is_some(),
         text,
-    })
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(version: u32) -> String {
+        format!(
+            r#"{{"record": "header", "version": {version}, "node": "n", "interval_s": 10.0, "actuation": "shape", "mode": "standalone", "shaper": {{}}, "forecaster": {{}}}}"#
+        )
+    }
+
+    /// A damaged recording is reported with its own error (file and line),
+    /// not as "not a trace"; another JSON-lines file is left to `inspect`.
+    #[test]
+    fn a_damaged_recording_is_an_error_naming_it() {
+        let d = tempfile::tempdir().expect("tmp");
+        let v = shaper::record::RECORD_VERSION;
+        let cases = [
+            (
+                "garbled.jsonl",
+                format!("{}\n{{\"record\": \"round\", oops\n", header(v)),
+                "garbled.jsonl:2:",
+            ),
+            (
+                "v99.jsonl",
+                format!("{}\n", header(v + 98)),
+                "record version",
+            ),
+            (
+                "bad-header.jsonl",
+                header(v).replace("10.0", "-1.0") + "\n",
+                "bad interval_s",
+            ),
+        ];
+        for (name, text, want) in cases {
+            let p = d.path().join(name);
+            std::fs::write(&p, text).expect("write");
+            let err = recording_summary(&p).err().expect(name).to_string();
+            assert!(err.contains(name) && err.contains(want), "{name}: {err}");
+        }
+        let whole = d.path().join("ok.jsonl");
+        std::fs::write(&whole, header(v) + "\n").expect("write");
+        let s = recording_summary(&whole)
+            .expect("readable")
+            .expect("a recording");
+        assert_eq!((s.rounds, s.kind), (0, "agent_recording"));
+        let other = d.path().join("other.jsonl");
+        std::fs::write(&other, "{\"a\": 1}\n").expect("write");
+        assert!(recording_summary(&other).expect("not read").is_none());
+    }
 }
