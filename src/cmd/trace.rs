@@ -230,7 +230,7 @@ mod tests {
             (
                 "bad-header.jsonl",
                 header(v).replace("10.0", "-1.0") + "\n",
-                "bad interval_s",
+                "interval_s must be in",
             ),
         ];
         for (name, text, want) in cases {
