@@ -52,7 +52,8 @@ pub enum ForecasterSource {
     /// The model of the `[forecaster]` table, one per component and resource.
     #[default]
     Model,
-    /// `forecaster::baselines::Oracle`: the exact future peak (simulator only).
+    /// The exact future peak (simulator only; as
+    /// `forecaster::baselines::Oracle` answers, from window peaks).
     Oracle,
 }
 
