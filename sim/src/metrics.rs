@@ -102,7 +102,7 @@ pub struct TimePoint {
 
 /// The most points a run's [`RunMetrics::timeline`] holds (8 MiB of
 /// them): a run of more rounds keeps every 2nd round's point, then every
-/// 4th, and so on (see [`push_point`]), so a long run at a short interval
+/// 4th, and so on (see `push_point`), so a long run at a short interval
 /// does not grow without bound. Runs of fewer rounds keep every point.
 pub const TIMELINE_CAP: usize = 1 << 17;
 
@@ -193,7 +193,7 @@ pub struct RunMetrics {
     pub cpu_slack: WeightedHist,
     pub mem_slack: WeightedHist,
     /// One point per round, at most [`TIMELINE_CAP`] (then every 2nd,
-    /// 4th, ... round's; see [`push_point`]).
+    /// 4th, ... round's; see `push_point`).
     pub timeline: Vec<TimePoint>,
     /// Components killed for memory: own usage above allocation, or picked
     /// by the host OOM killer.
