@@ -186,6 +186,54 @@ fn once_apply_saves_the_models_for_the_next_start() {
     assert!(!back_to_request, "{stdout}");
 }
 
+/// A `docker update` made while no agent runs is found at the next start
+/// and adopted as the container's request, that resource alone; the cut
+/// the previous run left is not (it wrote its limits ahead of the update).
+#[test]
+fn a_limit_changed_while_the_agent_is_stopped_is_adopted() {
+    let test = "stopped_change";
+    let Some(c) = idle_container(test) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let top = format!(
+        "actuation = \"shape\"\ninterval_s = 1.0\nstate_file = \"{}\"\n",
+        dir.path().join("state.json").display()
+    );
+    let cfg = agent_config(dir.path(), test, &top);
+    let cfg = cfg.to_str().expect("utf8");
+    let (ok, _, stderr) = tailor(&[
+        "agent", "--once", "--warmup", "3", "--apply", "--config", cfg,
+    ]);
+    assert!(ok, "tailor agent --once --apply failed: {stderr}");
+    assert!(
+        c.mem_limit() < 256 * MIB,
+        "cut: {} MiB",
+        c.mem_limit() / MIB
+    );
+    let request = || {
+        let (ok, stdout, stderr) = tailor(&["agent", "--once", "--recommend", "--config", cfg]);
+        assert!(ok, "{stderr}");
+        let report: serde_json::Value = serde_json::from_str(&stdout).expect("JSON on stdout");
+        let r = &report["view"]["containers"][0]["request"];
+        (
+            r["mem_bytes"].as_f64().expect("mem"),
+            r["cpu_cores"].as_f64().expect("cpu"),
+        )
+    };
+    assert_eq!(
+        request(),
+        ((256 * MIB) as f64, 1.0),
+        "the cut is the agent's own"
+    );
+    docker(&["update", "--memory", "384m", "--memory-swap", "384m", &c.id]).expect("docker update");
+    assert_eq!(
+        request(),
+        ((384 * MIB) as f64, 1.0),
+        "the operator's memory adopted, the CPU request kept"
+    );
+}
+
 #[test]
 fn history_refuses_a_missing_state_dir_and_counts_lines_it_skips() {
     let (ok, _, err) = tailor(&["history", "--state-dir", "/nonexistent/tailor-state"]);

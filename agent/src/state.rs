@@ -1,6 +1,7 @@
 //! What must survive an agent restart: each container's original limits (its
-//! request once the agent has shrunk it) and the evicted containers waiting
-//! for room, in eviction order. Stored as JSON, written atomically.
+//! request once the agent has shrunk it), the limits the agent set (written
+//! ahead of each update) and the evicted containers waiting for room, in
+//! eviction order. Stored as JSON, written atomically.
 
 use crate::runtime::Limits;
 use serde::{Deserialize, Serialize};
@@ -22,12 +23,44 @@ pub struct Eviction {
     pub request: Resources,
 }
 
+/// The limits the agent set on a container, or was about to set: what an
+/// agent starting again may find on it with no one else having changed
+/// them. Anything else was changed by hand while no agent ran.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SetLimits {
+    /// The limits last confirmed: by the runtime after an update, or as
+    /// found when the agent started.
+    #[serde(default)]
+    pub applied: Option<Limits>,
+    /// Limits written ahead of an update the runtime has not confirmed: an
+    /// agent killed between the update and its next state write may have
+    /// left them.
+    #[serde(default)]
+    pub pending: Option<Limits>,
+}
+
+impl SetLimits {
+    /// The limits the agent may have left, newest first.
+    pub fn candidates(&self) -> impl Iterator<Item = &Limits> {
+        self.pending.iter().chain(self.applied.iter())
+    }
+}
+
 /// The persisted state.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PersistedState {
     /// Container id -> limits it had when the agent first saw it.
     #[serde(default)]
     pub originals: BTreeMap<String, Limits>,
+    /// Container id -> the limits the agent set on it (see [`SetLimits`]).
+    #[serde(default)]
+    pub set_limits: BTreeMap<String, SetLimits>,
+    /// Whether `set_limits` is written ahead of every update. False in a
+    /// state written by an agent older than that: its containers' limits
+    /// cannot be told from a change by hand, so they are taken as the
+    /// agent's own for that start.
+    #[serde(default)]
+    pub writes_ahead: bool,
     /// Evicted containers, oldest eviction first.
     #[serde(default)]
     pub evicted: Vec<Eviction>,
@@ -114,6 +147,14 @@ mod tests {
                 mem_reservation_bytes: None,
             },
         );
+        s.set_limits.insert(
+            "abc".into(),
+            SetLimits {
+                applied: None,
+                pending: s.originals.get("abc").copied(),
+            },
+        );
+        s.writes_ahead = true;
         s.evicted.push(Eviction {
             id: "def".into(),
             name: "d".into(),

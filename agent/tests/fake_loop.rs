@@ -1,11 +1,9 @@
 //! The agent loop's logic against the in-memory fake runtime (no Docker),
 //! driven round by round with a manual clock.
 
-use agent::fake::{FakeCall, FakeRuntime};
+use agent::fake::FakeCall;
 use agent::runtime::CpuLimit;
-use agent::{Agent, LocalShaper, NodeActionKind};
-use std::sync::Arc;
-use tailor_core::ManualClock;
+use agent::NodeActionKind;
 
 mod fake_rig;
 
@@ -373,73 +371,6 @@ async fn one_failing_container_does_not_stop_the_round() {
 }
 
 #[tokio::test]
-async fn original_limits_survive_an_agent_restart() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let state = dir.path().join("state.json");
-    let cfg = config("").clone_with(|c| c.state_file = state.clone());
-    let fake = FakeRuntime::new(4, 8 * GIB);
-    fake.add(
-        "c",
-        &[ENABLE],
-        Some(GIB),
-        CpuLimit::Nano {
-            nano_cpus: 2_000_000_000,
-        },
-        900.0,
-    );
-    let clock = Arc::new(ManualClock::new(1_000.0));
-    {
-        let mut a = Agent::new(
-            cfg.clone(),
-            Arc::new(fake.clone()),
-            Box::new(LocalShaper::new(cfg.shaper.clone())),
-            clock.clone(),
-        )
-        .expect("agent");
-        for _ in 0..6 {
-            clock.advance(1.0);
-            fake.set_usage("c", 20 * MIB, 50_000_000);
-            a.round().await.expect("round");
-        }
-    }
-    assert!(
-        fake.container("c")
-            .expect("c")
-            .info
-            .limits
-            .mem_bytes
-            .expect("limited")
-            < GIB
-    );
-    let mut b = Agent::new(
-        cfg.clone(),
-        Arc::new(fake.clone()),
-        Box::new(LocalShaper::new(cfg.shaper.clone())),
-        clock.clone(),
-    )
-    .expect("agent");
-    // While b lives, no other agent (an `--once` preview included) may use
-    // its state file.
-    let second = Agent::new(
-        cfg.clone(),
-        Arc::new(fake.clone()),
-        Box::new(LocalShaper::new(cfg.shaper.clone())),
-        clock.clone(),
-    );
-    match second {
-        Err(e) => assert!(e.to_string().contains("another tailor agent"), "{e}"),
-        Ok(_) => panic!("a second agent on the same state file"),
-    }
-    clock.advance(1.0);
-    let rep = b.round().await.expect("round");
-    assert_eq!(
-        rep.view.containers[0].request.mem_bytes, GIB as f64,
-        "request = original limit, not the shrunk one"
-    );
-    assert_eq!(rep.view.containers[0].request.cpu_cores, 2.0);
-}
-
-#[tokio::test]
 async fn shutdown_restores_requests_and_keeps_containers_running() {
     let mut r = rig(config(""));
     r.fake.add(
@@ -716,89 +647,4 @@ async fn overcommitted_cpu_limits_on_an_idle_host_are_not_squeezed() {
             .expect("limited");
         assert!(cpu >= 0.9, "{name}: cpu limit {cpu} on an idle host");
     }
-}
-
-fn nano(cores: f64) -> CpuLimit {
-    CpuLimit::Nano {
-        nano_cpus: (cores * 1e9) as i64,
-    }
-}
-
-fn limits(r: &Rig) -> agent::runtime::Limits {
-    r.fake.container("c").expect("c").info.limits
-}
-
-/// Container `c` (1 GiB, 1 core, inspected every round) after six rounds
-/// of an idle load: shaped down.
-async fn shaped_rig() -> Rig {
-    let mut r = rig(config("").clone_with(|c| c.reinspect_every = 1));
-    r.fake.add("c", &[ENABLE], Some(GIB), nano(1.0), 900.0);
-    for _ in 0..6 {
-        r.step(&[("c", 20 * MIB, 0.05)]).await;
-    }
-    r
-}
-
-/// An operator's `docker update` while the agent shapes is adopted as the
-/// container's request: the agent plans from it and a shutdown restores
-/// it, instead of undoing it at the next round.
-#[tokio::test]
-async fn limits_changed_by_hand_become_the_request() {
-    use agent::runtime::{ContainerRuntime, ResourceUpdate};
-    let mut r = shaped_rig().await;
-    assert!(limits(&r).mem_bytes.expect("limited") < GIB, "shrunk");
-    r.fake
-        .update(
-            "c",
-            &ResourceUpdate {
-                mem_bytes: Some(2 * GIB),
-                cpu: Some(nano(1.5)),
-                mem_swap_bytes: None,
-            },
-        )
-        .await
-        .expect("the operator's update");
-    let rep = r.step(&[("c", 20 * MIB, 0.05)]).await;
-    assert_eq!(rep.view.containers[0].request.mem_bytes, (2 * GIB) as f64);
-    assert_eq!(rep.view.containers[0].request.cpu_cores, 1.5);
-    r.agent.shutdown().await;
-    assert_eq!(
-        limits(&r).mem_bytes,
-        Some(2 * GIB),
-        "restored to the operator's"
-    );
-    assert_eq!(limits(&r).cpu, nano(1.5));
-}
-
-/// A `docker update` of one resource adopts that resource alone: the
-/// other keeps its original request, not the agent's cut (an operator who
-/// raised the CPU of a shaped container had its cut memory adopted as its
-/// request, and a shutdown left it there).
-#[tokio::test]
-async fn a_limit_changed_by_hand_adopts_that_resource_alone() {
-    use agent::runtime::{ContainerRuntime, ResourceUpdate};
-    let mut r = shaped_rig().await;
-    let cut = limits(&r);
-    assert!(cut.mem_bytes.expect("limited") < GIB, "memory shrunk");
-    assert_ne!(cut.cpu, nano(1.0), "CPU shrunk");
-    r.fake
-        .update(
-            "c",
-            &ResourceUpdate {
-                mem_bytes: None,
-                cpu: Some(nano(1.5)),
-                mem_swap_bytes: None,
-            },
-        )
-        .await
-        .expect("the operator's CPU update");
-    let rep = r.step(&[("c", 20 * MIB, 0.05)]).await;
-    assert_eq!(rep.view.containers[0].request.cpu_cores, 1.5);
-    assert_eq!(
-        rep.view.containers[0].request.mem_bytes, GIB as f64,
-        "memory keeps its original request"
-    );
-    r.agent.shutdown().await;
-    assert_eq!(limits(&r).mem_bytes, Some(GIB), "memory restored");
-    assert_eq!(limits(&r).cpu, nano(1.5), "the operator's CPU kept");
 }

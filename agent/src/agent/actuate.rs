@@ -52,6 +52,48 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         (update, notes)
     }
 
+    /// Writes the limits this round's resizes will set to the state before
+    /// any is applied (`SetLimits::pending`): an agent killed between an
+    /// update and its next state write leaves limits that its next start
+    /// can still tell from a change by hand.
+    fn write_ahead(&mut self, actions: &[NodeAction]) {
+        let mut ahead = false;
+        for a in actions {
+            let (NodeActionKind::Resize { from, to }, Some(t)) =
+                (&a.kind, self.tracked.get(&a.container_id))
+            else {
+                continue;
+            };
+            let (update, _) = self.limits_update(t, *from, *to);
+            let after = Self::limits_after(t, &update);
+            if after != t.info.limits {
+                self.state
+                    .set_limits
+                    .entry(a.container_id.clone())
+                    .or_default()
+                    .pending = Some(after);
+                ahead = true;
+            }
+        }
+        if ahead {
+            self.save_state();
+        }
+    }
+
+    /// Records limits the runtime confirmed it set on container `id`.
+    pub(super) fn confirm_limits(&mut self, id: &str, after: Limits) {
+        if let Some(tm) = self.tracked.get_mut(id) {
+            tm.info.limits = after;
+        }
+        self.state.set_limits.insert(
+            id.to_string(),
+            SetLimits {
+                applied: Some(after),
+                pending: None,
+            },
+        );
+    }
+
     pub(super) async fn apply(
         &mut self,
         view: &NodeView,
@@ -62,6 +104,9 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         let mut outcomes = Vec::with_capacity(actions.len());
         let mut failed_apps: BTreeSet<String> = BTreeSet::new();
         let mut dirty = false;
+        if shape {
+            self.write_ahead(actions);
+        }
         // the plan's order is the kernel's apply order
         for a in actions {
             let kind = match a.kind {
@@ -219,19 +264,8 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     }
                     match self.runtime.update(&a.container_id, &update).await {
                         Ok(()) => {
-                            if let Some(tm) = self.tracked.get_mut(&a.container_id) {
-                                if let Some(m) = update.mem_bytes {
-                                    tm.info.limits.mem_bytes = Some(m);
-                                    tm.info.limits.mem_swap_bytes = Some(
-                                        update
-                                            .mem_swap_bytes
-                                            .unwrap_or(i64::try_from(m).unwrap_or(i64::MAX)),
-                                    );
-                                }
-                                if let Some(c) = update.cpu {
-                                    tm.info.limits.cpu = c;
-                                }
-                            }
+                            self.confirm_limits(&a.container_id, Self::limits_after(&t, &update));
+                            dirty = true;
                             self.shared.metrics.action(kind, Outcome::Applied.as_str());
                             outcomes.push(outcome(Outcome::Applied, note));
                         }

@@ -32,7 +32,7 @@ use crate::runtime::{
     mem_limit, ContainerInfo, ContainerRuntime, ContainerState, CpuLimit, HostInfo, Limits,
     ResourceUpdate, RuntimeError, RuntimeEvent, UNLIMITED_MEM_BYTES,
 };
-use crate::state::{Eviction, PersistedState, StateStore};
+use crate::state::{Eviction, PersistedState, SetLimits, StateStore};
 use crate::view::{
     ActionOutcome, ContainerMeta, ContainerSample, NodeAction, NodeActionKind, NodePlan, NodeView,
     Outcome, PlanSource, PlanSourceError, Sample,
@@ -205,6 +205,10 @@ pub struct Agent<R: ContainerRuntime + ?Sized> {
     /// Containers whose labels the recording holds already.
     recorded_labels: std::collections::HashSet<String>,
     state: PersistedState,
+    /// Whether the loaded state wrote limits ahead of its updates: then a
+    /// container's limits unlike any the agent set or found were changed
+    /// by hand while no agent ran (`observe::changed_while_stopped`).
+    checks_changes_while_stopped: bool,
     store: StateStore,
     /// Held while the agent lives: one agent per state file.
     _lock: Option<crate::lock::StateLock>,
@@ -265,7 +269,9 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             _ => None,
         };
         let store = StateStore::new(&cfg.state_file);
-        let state = store.load();
+        let mut state = store.load();
+        let checks_changes_while_stopped = state.writes_ahead;
+        state.writes_ahead = true;
         let journal = Journal::open(cfg.state_dir().as_deref(), cfg.journal_max_bytes);
         let shared = Arc::new(Shared {
             journal: std::sync::Mutex::new(journal),
@@ -292,6 +298,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             recorded_labels: std::collections::HashSet::new(),
             recorder,
             state,
+            checks_changes_while_stopped,
             store,
             _lock: lock,
             host: None,

@@ -64,7 +64,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
     }
 
     /// `t`'s limits after `update` was applied, as the runtime reports them.
-    fn limits_after(t: &Tracked, update: &ResourceUpdate) -> Limits {
+    pub(super) fn limits_after(t: &Tracked, update: &ResourceUpdate) -> Limits {
         let mut l = t.info.limits;
         if let Some(m) = update.mem_bytes {
             l.mem_bytes = mem_limit(i64::try_from(m).unwrap_or(i64::MAX));
@@ -110,11 +110,11 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 Ok(()) => {
                     self.state.evicted.remove(0);
                     free = free.sub(&e.request);
+                    if let Some(update) = &update {
+                        self.confirm_limits(&e.id, Self::limits_after(&t, update));
+                    }
                     if let Some(tm) = self.tracked.get_mut(&e.id) {
                         tm.info.state = ContainerState::Running;
-                        if let Some(update) = &update {
-                            tm.info.limits = Self::limits_after(tm, update);
-                        }
                         tm.needs_inspect = true;
                         tm.last_cpu = None;
                     }
@@ -192,9 +192,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             match self.runtime.update(&t.info.id, &update).await {
                 Ok(()) => {
                     let after = Self::limits_after(&t, &update);
-                    if let Some(tm) = self.tracked.get_mut(&t.info.id) {
-                        tm.info.limits = after;
-                    }
+                    self.confirm_limits(&t.info.id, after);
                     tracing::debug!(
                         container = %t.info.name,
                         state = ?t.info.state,
@@ -210,6 +208,9 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     tracing::warn!(container = %t.info.name, state = ?t.info.state, error = %e, "cannot restore request on shutdown")
                 }
             }
+        }
+        if !restored.is_empty() {
+            self.save_state();
         }
         if failed > 0 {
             tracing::warn!(
