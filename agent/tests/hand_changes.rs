@@ -244,14 +244,16 @@ async fn a_cut_written_ahead_is_not_taken_for_a_change_by_hand() {
     let r = shaped_rig_with(cfg.clone()).await;
     let cut = limits(&r);
     assert!(cut.mem_bytes.expect("limited") < GIB);
-    // the state as the kill left it: the cut written ahead, not confirmed
+    // the state as a kill right after the update left it: the cut written
+    // ahead, never confirmed
     edit_state(dir.path(), |v| {
         let set = &mut v["set_limits"]["c"];
         assert_eq!(
-            serde_json::from_value::<Limits>(set["applied"].clone()).expect("applied"),
-            cut
+            serde_json::from_value::<Limits>(set["pending"].clone()).expect("pending"),
+            cut,
+            "written ahead: {set}"
         );
-        set["pending"] = set["applied"].take();
+        set["applied"] = serde_json::Value::Null;
     });
     let (r, mem, cpu) = request_after_relaunch(r, cfg.clone()).await;
     assert_eq!((mem, cpu), (GIB as f64, 1.0), "the original request");

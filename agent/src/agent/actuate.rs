@@ -55,7 +55,8 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
     /// Writes the limits this round's resizes will set to the state before
     /// any is applied (`SetLimits::pending`): an agent killed between an
     /// update and its next state write leaves limits that its next start
-    /// can still tell from a change by hand.
+    /// can still tell from a change by hand. So the state file always holds
+    /// a container's limits among its original, `applied` and `pending`.
     fn write_ahead(&mut self, actions: &[NodeAction]) {
         let mut ahead = false;
         for a in actions {
@@ -264,8 +265,9 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     }
                     match self.runtime.update(&a.container_id, &update).await {
                         Ok(()) => {
+                            // no state write needed: the written-ahead
+                            // limits cover these until the next write
                             self.confirm_limits(&a.container_id, Self::limits_after(&t, &update));
-                            dirty = true;
                             self.shared.metrics.action(kind, Outcome::Applied.as_str());
                             outcomes.push(outcome(Outcome::Applied, note));
                         }
