@@ -52,6 +52,7 @@ use tailor_core::{Clock, Resources};
 use tokio::sync::mpsc;
 
 mod actuate;
+mod hand_changes;
 mod observe;
 mod reconcile;
 

@@ -280,33 +280,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             }
             _ => None,
         };
-        if let Some(t) = self.tracked.get(&info.id) {
-            let from = t.info.limits;
-            let (mem, cpu) = changed_elsewhere(&from, &info.limits);
-            dirty |= self.adopt_hand_change(&info, &from, mem, cpu, false);
-        } else if known {
-            // known from the state a previous run left
-            if self.checks_changes_while_stopped {
-                let orig = self.original_limits_of(&info.id, &info.limits);
-                let set = self
-                    .state
-                    .set_limits
-                    .get(&info.id)
-                    .copied()
-                    .unwrap_or_default();
-                let (mem, cpu) = changed_while_stopped(&orig, &set, &info.limits);
-                self.adopt_hand_change(&info, &set.applied.unwrap_or(orig), mem, cpu, true);
-            }
-            // what it has now is what a later start may find
-            self.state.set_limits.insert(
-                info.id.clone(),
-                SetLimits {
-                    applied: Some(info.limits),
-                    pending: None,
-                },
-            );
-            dirty = true;
-        }
+        dirty |= self.notice_hand_changes(&info, known);
         let id = info.id.clone();
         let parsed = labels::parse(&info.name, &info.labels);
         match self.tracked.get_mut(&info.id) {
@@ -355,52 +329,6 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         dirty
     }
 
-    /// Adopts a limit someone else set (`docker update`) as the
-    /// container's request from now on, and what a shutdown restores: only
-    /// the resource changed, the other keeps its original (not the agent's
-    /// cut). `from` is what the agent knew the limits to be. Returns true
-    /// when the originals changed.
-    fn adopt_hand_change(
-        &mut self,
-        info: &ContainerInfo,
-        from: &Limits,
-        mem_changed: bool,
-        cpu_changed: bool,
-        while_stopped: bool,
-    ) -> bool {
-        if !mem_changed && !cpu_changed {
-            return false;
-        }
-        let when = if while_stopped {
-            "while the agent was stopped"
-        } else {
-            "outside tailor"
-        };
-        let mut orig = self.original_limits_of(&info.id, from);
-        if mem_changed {
-            orig.mem_bytes = info.limits.mem_bytes;
-            orig.mem_swap_bytes = info.limits.mem_swap_bytes;
-            tracing::info!(
-                container = %info.name,
-                from_mem_mib = from.mem_bytes.map(|m| m as f64 / MIB),
-                to_mem_mib = info.limits.mem_bytes.map(|m| m as f64 / MIB),
-                "memory limit changed {when}: adopted as the container's request"
-            );
-        }
-        if cpu_changed {
-            orig.cpu = info.limits.cpu;
-            tracing::info!(
-                container = %info.name,
-                from_cpu_cores = from.cpu.cores(),
-                to_cpu_cores = info.limits.cpu.cores(),
-                "CPU limit changed {when}: adopted as the container's request"
-            );
-        }
-        orig.mem_reservation_bytes = info.limits.mem_reservation_bytes;
-        self.state.originals.insert(info.id.clone(), orig);
-        true
-    }
-
     /// The limits a container was started with (its request), as first
     /// seen by this agent or a previous run of it.
     pub(super) fn original_limits(&self, t: &Tracked) -> Limits {
@@ -408,7 +336,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
     }
 
     /// [`Self::original_limits`] of container `id`, else `current`.
-    fn original_limits_of(&self, id: &str, current: &Limits) -> Limits {
+    pub(super) fn original_limits_of(&self, id: &str, current: &Limits) -> Limits {
         self.state.originals.get(id).copied().unwrap_or(*current)
     }
 
@@ -607,36 +535,6 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
     }
 }
 
-/// Whether a container's (memory, CPU) limits as inspected differ from
-/// what this agent last knew it set (beyond the runtime's rounding):
-/// someone else changed them. Swap is not compared (the agent's own updates
-/// set it in steps).
-fn changed_elsewhere(known: &Limits, seen: &Limits) -> (bool, bool) {
-    const MEM_TOLERANCE_BYTES: u64 = 1 << 20;
-    const CPU_TOLERANCE_CORES: f64 = 0.005;
-    let mem = match (known.mem_bytes, seen.mem_bytes) {
-        (Some(a), Some(b)) => a.abs_diff(b) > MEM_TOLERANCE_BYTES,
-        (a, b) => a.is_some() != b.is_some(),
-    };
-    let cpu = match (known.cpu.cores(), seen.cpu.cores()) {
-        (Some(a), Some(b)) => (a - b).abs() > CPU_TOLERANCE_CORES,
-        (a, b) => a.is_some() != b.is_some(),
-    };
-    (mem, cpu)
-}
-
-/// Whether a container's (memory, CPU) limits as found when the agent
-/// starts differ from every limit it had or may have had when the previous
-/// run left it: its original, and the limits that run set or wrote ahead
-/// of an update. A resource that differs from all of them was changed by
-/// hand while no agent ran.
-fn changed_while_stopped(orig: &Limits, set: &SetLimits, seen: &Limits) -> (bool, bool) {
-    std::iter::once(orig)
-        .chain(set.candidates())
-        .map(|c| changed_elsewhere(c, seen))
-        .fold((true, true), |(m, c), (mm, cc)| (m && mm, c && cc))
-}
-
 /// The capacity the kernel plans with: the host's, with CPU raised to the
 /// sum of the running containers' CPU requests when they add up to more.
 /// Docker lets CPU limits overcommit the cores, and the kernel's scheduler
@@ -684,47 +582,6 @@ mod tests {
             cpu_nr_throttled: None,
             cpu_throttled_ns: None,
         }
-    }
-
-    fn lim(mem_mib: u64, cores: f64) -> Limits {
-        Limits {
-            mem_bytes: Some(mem_mib << 20),
-            cpu: crate::runtime::CpuLimit::Nano {
-                nano_cpus: (cores * 1e9) as i64,
-            },
-            mem_swap_bytes: None,
-            mem_reservation_bytes: None,
-        }
-    }
-
-    #[test]
-    fn a_change_while_stopped_differs_from_every_limit_the_agent_may_have_left() {
-        let orig = lim(1024, 1.0);
-        let set = SetLimits {
-            applied: Some(lim(200, 0.3)),
-            pending: Some(lim(150, 0.2)),
-        };
-        for mine in [orig, lim(200, 0.3), lim(150, 0.2), lim(1024, 0.2)] {
-            assert_eq!(changed_while_stopped(&orig, &set, &mine), (false, false));
-        }
-        // within the runtime's rounding
-        assert_eq!(
-            changed_while_stopped(&orig, &set, &lim(150, 0.203)),
-            (false, false)
-        );
-        assert_eq!(
-            changed_while_stopped(&orig, &set, &lim(2048, 0.3)),
-            (true, false)
-        );
-        assert_eq!(
-            changed_while_stopped(&orig, &set, &lim(200, 1.5)),
-            (false, true)
-        );
-        // no limit set by the agent: only the original is its own
-        assert_eq!(
-            changed_while_stopped(&orig, &SetLimits::default(), &lim(200, 0.3)),
-            (true, true)
-        );
     }
 
     #[test]
