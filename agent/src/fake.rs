@@ -39,6 +39,7 @@ struct Inner {
     down: bool,
     fail_stats_for: Vec<String>,
     fail_updates_for: Vec<String>,
+    lose_update_answers_for: Vec<String>,
     now_s: f64,
 }
 
@@ -205,6 +206,12 @@ impl FakeRuntime {
         self.lock().fail_updates_for.push(id.to_string());
     }
 
+    /// Makes `update` apply for one container but answer with an error (a
+    /// daemon that timed out after it had applied the update).
+    pub fn lose_update_answers(&self, id: &str) {
+        self.lock().lose_update_answers_for.push(id.to_string());
+    }
+
     pub fn calls(&self) -> Vec<FakeCall> {
         self.lock().calls.clone()
     }
@@ -305,6 +312,9 @@ impl ContainerRuntime for FakeRuntime {
         }
         if let Some(cpu) = update.cpu {
             c.info.limits.cpu = cpu;
+        }
+        if g.lose_update_answers_for.iter().any(|f| f == id) {
+            return Err(RuntimeError::Unavailable("update timed out".into()));
         }
         Ok(())
     }

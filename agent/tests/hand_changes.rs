@@ -287,3 +287,21 @@ async fn a_state_from_before_the_write_ahead_keeps_the_original_requests() {
     let (_, mem, cpu) = request_after_relaunch(r, cfg).await;
     assert_eq!((mem, cpu), (GIB as f64, 1.0), "and at the next start");
 }
+
+/// An update the daemon applied but answered with an error (a timeout) is
+/// the agent's own: the next inspection does not take the cut for a change
+/// by hand (it was written ahead), so the request stays the original.
+#[tokio::test]
+async fn a_cut_whose_answer_was_lost_is_not_taken_for_a_change_by_hand() {
+    let mut r = rig(config("").clone_with(|c| c.reinspect_every = 1));
+    r.fake.add("c", &[ENABLE], Some(GIB), nano(1.0), 900.0);
+    r.fake.lose_update_answers("c");
+    for _ in 0..8 {
+        let rep = r.step(&[("c", 20 * MIB, 0.05)]).await;
+        assert_eq!(rep.view.containers[0].request.mem_bytes, GIB as f64);
+        assert_eq!(rep.view.containers[0].request.cpu_cores, 1.0);
+    }
+    assert!(limits(&r).mem_bytes.expect("limited") < GIB, "cut");
+    r.agent.shutdown().await;
+    assert_eq!(limits(&r).mem_bytes, Some(GIB), "restored");
+}

@@ -10,9 +10,17 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
     /// container known from the state a previous run left (`known`), since
     /// that run. Returns true when the persisted state changed.
     pub(super) fn notice_hand_changes(&mut self, info: &ContainerInfo, known: bool) -> bool {
+        let set = self
+            .state
+            .set_limits
+            .get(&info.id)
+            .copied()
+            .unwrap_or_default();
         if let Some(t) = self.tracked.get(&info.id) {
+            // neither what the agent knows it set nor an update whose
+            // answer it did not get (a timeout after the daemon applied it)
             let from = t.info.limits;
-            let (mem, cpu) = changed_elsewhere(&from, &info.limits);
+            let (mem, cpu) = unlike_all(std::iter::once(&from).chain(&set.pending), &info.limits);
             return self.adopt_hand_change(info, &from, mem, cpu, false);
         }
         if !known {
@@ -20,12 +28,6 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         }
         if self.checks_changes_while_stopped {
             let orig = self.original_limits_of(&info.id, &info.limits);
-            let set = self
-                .state
-                .set_limits
-                .get(&info.id)
-                .copied()
-                .unwrap_or_default();
             let (mem, cpu) = changed_while_stopped(&orig, &set, &info.limits);
             self.adopt_hand_change(info, &set.applied.unwrap_or(orig), mem, cpu, true);
         }
@@ -111,8 +113,13 @@ fn changed_elsewhere(known: &Limits, seen: &Limits) -> (bool, bool) {
 /// of an update. A resource that differs from all of them was changed by
 /// hand while no agent ran.
 fn changed_while_stopped(orig: &Limits, set: &SetLimits, seen: &Limits) -> (bool, bool) {
-    std::iter::once(orig)
-        .chain(set.candidates())
+    unlike_all(std::iter::once(orig).chain(set.candidates()), seen)
+}
+
+/// Per resource (memory, CPU): whether `seen` differs from each of
+/// `candidates` ([`changed_elsewhere`]).
+fn unlike_all<'a>(candidates: impl Iterator<Item = &'a Limits>, seen: &Limits) -> (bool, bool) {
+    candidates
         .map(|c| changed_elsewhere(c, seen))
         .fold((true, true), |(m, c), (mm, cc)| (m && mm, c && cc))
 }
