@@ -66,9 +66,15 @@ impl<T> Checked<T> {
     }
 }
 
-/// Parses TOML text (a syntax error is one error with an empty key).
+/// Parses TOML text. A syntax error is one error, with the key path of the
+/// value it is in when that can be told (an integer beyond i64, a bad
+/// escape in a string: see [`key_at`]), else with an empty key.
 pub fn parse_text(text: &str) -> Result<toml::Table, ConfigErrors> {
     text.parse::<toml::Table>().map_err(|e| {
+        let key = e
+            .span()
+            .and_then(|span| key_at(text, span))
+            .unwrap_or_default();
         let at = e.span().map_or(String::new(), |span| {
             // 1-based line and column (in characters) of the error's start
             let mut end = span.start.min(text.len());
@@ -81,10 +87,73 @@ pub fn parse_text(text: &str) -> Result<toml::Table, ConfigErrors> {
             format!(" at line {line}, column {column}")
         });
         ConfigErrors::single(
-            "",
+            key,
             format!("TOML syntax{at}: {}", clean_message(e.message())),
         )
     })
+}
+
+/// The dotted key path of the value that a parse error at `span` is in.
+/// The parser points at one character; the bare token around it (a number,
+/// a date, a boolean: `[A-Za-z0-9_+-.:]`, maybe empty) is replaced by `0`,
+/// and if the text then parses, the error was in that value, whose key is
+/// the one of the value now there. `None` when the text still does not
+/// parse or no value is there (an error in a key or a table header).
+fn key_at(text: &str, span: std::ops::Range<usize>) -> Option<String> {
+    let bare = |c: char| c.is_ascii_alphanumeric() || "_+-.:".contains(c);
+    let at = span.start;
+    if at > text.len() || !text.is_char_boundary(at) {
+        return None;
+    }
+    let start = text[..at]
+        .char_indices()
+        .rev()
+        .take_while(|&(_, c)| bare(c))
+        .last()
+        .map_or(at, |(i, _)| i);
+    let end = text[at..]
+        .find(|c: char| !bare(c))
+        .map_or(text.len(), |n| at + n);
+    let patched = format!("{}0{}", &text[..start], &text[end..]);
+    let doc = toml_edit::ImDocument::parse(patched.as_str()).ok()?;
+    match doc.as_item() {
+        toml_edit::Item::Table(t) => key_in_table(t, "", start),
+        _ => None,
+    }
+}
+
+fn key_in_table(table: &toml_edit::Table, path: &str, at: usize) -> Option<String> {
+    table
+        .iter()
+        .find_map(|(k, item)| key_in_item(item, &join_key(path, k), at))
+}
+
+fn key_in_item(item: &toml_edit::Item, path: &str, at: usize) -> Option<String> {
+    match item {
+        toml_edit::Item::None => None,
+        toml_edit::Item::Value(v) => key_in_value(v, path, at),
+        toml_edit::Item::Table(t) => key_in_table(t, path, at),
+        toml_edit::Item::ArrayOfTables(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, t)| key_in_table(t, &format!("{path}[{i}]"), at)),
+    }
+}
+
+fn key_in_value(value: &toml_edit::Value, path: &str, at: usize) -> Option<String> {
+    match value {
+        toml_edit::Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| key_in_value(v, &format!("{path}[{i}]"), at)),
+        toml_edit::Value::InlineTable(t) => t
+            .iter()
+            .find_map(|(k, v)| key_in_value(v, &join_key(path, k), at)),
+        _ => value
+            .span()
+            .filter(|s| s.contains(&at))
+            .map(|_| path.to_string()),
+    }
 }
 
 /// Checks `table` against `schema` and builds `T` from what parsed.
@@ -223,6 +292,31 @@ mod tests {
         assert_eq!(c.placeholders, vec!["inner.need".to_string()]);
         let cfg = c.config.expect("built from what parsed");
         assert_eq!(cfg.x, 0.0);
+    }
+
+    /// The TOML parser refuses an integer beyond i64 before any key is
+    /// checked; the error still names the key, wherever it is.
+    #[test]
+    fn an_integer_beyond_i64_names_its_key_path() {
+        let big = "99999999999999999999";
+        for (text, key) in [
+            (format!("mem_bytes = {big}\n"), "mem_bytes"),
+            (format!("x = 1\n[inner]\nn = {big}\n"), "inner.n"),
+            (format!("[a]\nb.c = {big}\n"), "a.b.c"),
+            (format!("t = {{ u = [1, {big}] }}\n"), "t.u[1]"),
+            (format!("[[r]]\nv = 1\n[[r]]\nv = -{big}\n"), "r[1].v"),
+        ] {
+            let e = parse_text(&text).expect_err("beyond i64");
+            assert_eq!(e.keys(), vec![key], "{text}: {e}");
+            assert!(e.to_string().contains("TOML syntax at line "), "{e}");
+        }
+        let e = parse_text("[d]\nt = 1979-05-27T07:32:00+25:00\n").expect_err("offset");
+        assert_eq!(e.keys(), vec!["d.t"], "{e}");
+        // An error that is not in a value keeps the empty key.
+        for text in ["[a.]\nx = 1\n", "a = 1\na = 2\n", "x = = 1\n"] {
+            let e = parse_text(text).expect_err("not in a value");
+            assert_eq!(e.keys(), vec![""], "{text}: {e}");
+        }
     }
 
     #[test]

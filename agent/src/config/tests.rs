@@ -73,6 +73,16 @@ fn syntax_error_is_reported() {
     assert_eq!(err.keys(), vec![""]);
 }
 
+/// An integer beyond i64 fails in the TOML parser, before any key is
+/// checked; the error names its key path all the same.
+#[test]
+fn an_integer_beyond_i64_names_its_key() {
+    let err = check_toml("[capacity]\ncpu_cores = 4.0\nmem_bytes = 99999999999999999999\n")
+        .expect_err("beyond i64");
+    assert_eq!(err.keys(), vec!["capacity.mem_bytes"], "{err}");
+    assert!(err.to_string().contains("line 3, column 13"), "{err}");
+}
+
 #[test]
 fn cluster_mode_needs_cluster_table() {
     let err = check_toml("mode = \"cluster\"").expect_err("invalid");
