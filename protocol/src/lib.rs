@@ -373,9 +373,9 @@ pub struct AckResponse {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorBody {
     /// Short machine-readable kind: `unauthorized`, `forbidden`,
-    /// `bad_request`, `payload_too_large`, `not_found`,
-    /// `method_not_allowed`, `timeout`, `replayed`, `limit_exceeded`,
-    /// `internal`.
+    /// `bad_request`, `payload_too_large`, `headers_too_large`,
+    /// `not_found`, `method_not_allowed`, `timeout`, `replayed`,
+    /// `limit_exceeded`, `internal`.
     pub error: String,
     /// What was wrong, for a human.
     pub message: String,

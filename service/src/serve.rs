@@ -11,6 +11,10 @@
 //!   (hyper's own timer).
 //! * A request (headers to response, body included) must be handled within
 //!   `request_timeout`, else the answer is 408 (see [`request_timeout`]).
+//! * A request head over [`MAX_HEADER_BYTES`] is answered 431 with a JSON
+//!   error body (see [`header_limit`]). hyper answers 431 itself, with no
+//!   body, only past [`TRANSPORT_HEADER_BYTES`] (where it stops reading),
+//!   or past 100 HTTP/1 header lines.
 
 use axum::extract::Request;
 use axum::http::StatusCode;
@@ -260,18 +264,60 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for IdleTimeoutStream<T> {
     }
 }
 
-/// Applies the HTTP-level bounds (header read timeout; HTTP/2 stream cap)
-/// to an axum-server.
+/// The largest request head answered normally (request line and headers,
+/// counted as [`head_bytes`]); a larger one gets 431 from [`header_limit`].
+pub const MAX_HEADER_BYTES: usize = 64 * 1024;
+
+/// Where hyper stops reading a request head (its HTTP/1 read buffer, the
+/// HTTP/2 header list size), a little above [`MAX_HEADER_BYTES`] so that
+/// heads in between reach [`header_limit`] and get its JSON 431: past it,
+/// hyper answers 431 without a body (it has no hook for that answer).
+pub const TRANSPORT_HEADER_BYTES: usize = MAX_HEADER_BYTES + 16 * 1024;
+
+/// The size of a request head as HTTP/1 writes it: the request line
+/// (`METHOD URI HTTP/1.1`), each `name: value` line and the blank line,
+/// CRLFs included. The same count for HTTP/2 requests.
+pub fn head_bytes(req: &Request) -> usize {
+    let line = req.method().as_str().len() + req.uri().to_string().len() + " HTTP/1.1".len() + 3;
+    req.headers()
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum::<usize>()
+        + line
+        + 2
+}
+
+/// Middleware: answers 431 with a JSON error body when the request head is
+/// over [`MAX_HEADER_BYTES`].
+pub async fn header_limit(req: Request, next: Next) -> Response {
+    let size = head_bytes(&req);
+    if size <= MAX_HEADER_BYTES {
+        return next.run(req).await;
+    }
+    (
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        axum::Json(serde_json::json!({
+            "error": "headers_too_large",
+            "message": format!(
+                "request headers too large: {size} bytes, at most {MAX_HEADER_BYTES}"
+            ),
+        })),
+    )
+        .into_response()
+}
+
+/// Applies the HTTP-level bounds (header read timeout and size; HTTP/2
+/// stream cap) to an axum-server.
 pub fn configure<A>(server: &mut axum_server::Server<A>, limits: &ServeLimits) {
     let b = server.http_builder();
     b.http1()
         .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
-        .max_buf_size(64 * 1024);
+        .max_buf_size(TRANSPORT_HEADER_BYTES);
     b.http2()
         .timer(hyper_util::rt::TokioTimer::new())
         .max_concurrent_streams(32)
-        .max_header_list_size(64 * 1024);
+        .max_header_list_size(TRANSPORT_HEADER_BYTES as u32);
 }
 
 /// Middleware: answers 408 when the request (its body included) is not
@@ -306,9 +352,11 @@ pub async fn serve_plain(
         shutdown.await;
         h.graceful_shutdown(Some(Duration::from_secs(5)));
     });
-    let app = app.layer(axum::middleware::from_fn(move |req, next| {
-        request_timeout(limits.request_timeout, req, next)
-    }));
+    let app = app
+        .layer(axum::middleware::from_fn(move |req, next| {
+            request_timeout(limits.request_timeout, req, next)
+        }))
+        .layer(axum::middleware::from_fn(header_limit));
     let mut server = axum_server::from_tcp(listener)
         .acceptor(LimitAcceptor::new(&limits, stats))
         .handle(handle);
@@ -344,6 +392,45 @@ mod tests {
         let mut out = String::new();
         s.read_to_string(&mut out).ok()?;
         Some(out)
+    }
+
+    /// One request with an `x-pad` header of `pad` bytes; the raw answer.
+    fn get_padded(addr: std::net::SocketAddr, pad: usize) -> String {
+        let mut s = std::net::TcpStream::connect(addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let head = format!(
+            "GET / HTTP/1.1\r\nHost: x\r\nx-pad: {}\r\nConnection: close\r\n\r\n",
+            "a".repeat(pad)
+        );
+        s.write_all(head.as_bytes()).expect("write");
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    /// Request headers over the limit get 431 with a JSON error body (hyper
+    /// alone answered 431 with an empty body); just under it, 200.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn headers_over_the_limit_get_a_json_431() {
+        let (addr, _) = start(ServeLimits::AGENT).await;
+        let (under, over) = tokio::task::spawn_blocking(move || {
+            (
+                get_padded(addr, MAX_HEADER_BYTES - 200),
+                get_padded(addr, MAX_HEADER_BYTES + 4 * 1024),
+            )
+        })
+        .await
+        .expect("join");
+        assert!(under.starts_with("HTTP/1.1 200"), "{under:.200}");
+        assert!(over.starts_with("HTTP/1.1 431"), "{over:.200}");
+        let body = over.split("\r\n\r\n").nth(1).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(body).expect("JSON body");
+        assert_eq!(v["error"], "headers_too_large", "{v}");
+        assert!(
+            v["message"].as_str().is_some_and(|m| m.contains("65536")),
+            "{v}"
+        );
     }
 
     /// A connection that never sends a byte is closed at the header read

@@ -99,7 +99,9 @@ impl LatencyHistogram {
 /// Endpoints counted in `tailor_shaper_requests_total`.
 pub const ENDPOINTS: [&str; 6] = ["report", "ack", "status", "metrics", "healthz", "other"];
 /// Status classes counted (exact codes the server produces).
-pub const CODES: [u16; 12] = [200, 400, 401, 403, 404, 405, 408, 409, 413, 429, 500, 503];
+pub const CODES: [u16; 13] = [
+    200, 400, 401, 403, 404, 405, 408, 409, 413, 429, 431, 500, 503,
+];
 
 /// Everything `/metrics` shows apart from the state's own gauges.
 #[derive(Clone, Debug, Default)]

@@ -9,7 +9,8 @@
 //! body is read), 403 when the body names another agent than the
 //! credential's, 400 for a body that does not parse or validate, 409 for a
 //! stale or replayed report, 413 over `max_body_bytes`, 429 over a cap,
-//! 408 when a request takes longer than `request_timeout_s`, 404 for
+//! 408 when a request takes longer than `request_timeout_s`, 431 for
+//! request headers over 64 KiB ([`crate::serve::header_limit`]), 404 for
 //! unknown paths. A refused request changes nothing.
 //!
 //! Connections are bounded ([`crate::serve`]): at most `max_connections`
@@ -506,6 +507,7 @@ pub fn router(shared: Arc<Shared>, max_body_bytes: usize, request_timeout: Durat
         .layer(middleware::from_fn(move |req, next| {
             crate::serve::request_timeout(request_timeout, req, next)
         }))
+        .layer(middleware::from_fn(crate::serve::header_limit))
         .layer(middleware::from_fn_with_state(
             shared.clone(),
             count_requests,

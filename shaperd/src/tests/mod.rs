@@ -161,6 +161,33 @@ async fn post_raw(url: &str, path: &str, token: Option<&str>, body: Vec<u8>) -> 
     (status, resp.bytes().await.expect("body").to_vec())
 }
 
+/// One request over HTTP/2 (h2c, prior knowledge) on a connection of its
+/// own: the status and body, or the client's error (e.g. a stream reset).
+async fn h2_request(
+    addr: std::net::SocketAddr,
+    req: axum::http::Request<axum::body::Body>,
+) -> Result<(u16, Vec<u8>), String> {
+    let tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| e.to_string())?;
+    let (mut send, conn) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(tcp),
+    )
+    .await
+    .map_err(|e| format!("handshake: {e:?}"))?;
+    tokio::spawn(conn);
+    let resp = send
+        .send_request(req)
+        .await
+        .map_err(|e| format!("request: {e:?}"))?;
+    let status = resp.status().as_u16();
+    let body = axum::body::to_bytes(axum::body::Body::new(resp.into_body()), 1 << 20)
+        .await
+        .map_err(|e| format!("body: {e:?}"))?;
+    Ok((status, body.to_vec()))
+}
+
 fn valid_report_json(seq: u64) -> Vec<u8> {
     report_json("n1", 1, seq)
 }

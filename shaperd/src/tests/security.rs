@@ -190,6 +190,46 @@ async fn unknown_paths_and_methods_get_json_errors() {
     server.shutdown().await;
 }
 
+/// Request headers over 64 KiB get 431 with a JSON error body, over
+/// HTTP/1.1 and HTTP/2 (hyper answered it alone, with no body); the
+/// request is counted.
+#[tokio::test]
+async fn headers_over_the_limit_get_a_json_431() {
+    let fx = fixture();
+    let server = start(&fx).await;
+    let pad = "a".repeat(crate::serve::MAX_HEADER_BYTES + 4 * 1024);
+    let resp = reqwest::Client::new()
+        .get(format!("{}/healthz", server.url()))
+        .header("x-pad", &pad)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status().as_u16(), 431);
+    let e: ErrorBody = resp.json().await.expect("JSON error body");
+    assert_eq!(e.error, "headers_too_large");
+    let req = axum::http::Request::get(format!("{}/healthz", server.url()))
+        .header("x-pad", &pad)
+        .body(axum::body::Body::empty())
+        .expect("request");
+    let (status, bytes) = h2_request(server.addr(), req).await.expect("answered");
+    assert_eq!(status, 431);
+    let e: ErrorBody = serde_json::from_slice(&bytes).expect("JSON error body");
+    assert_eq!(e.error, "headers_too_large");
+    // Just under the limit: served.
+    let pad = "a".repeat(crate::serve::MAX_HEADER_BYTES - 1024);
+    let req = axum::http::Request::get(format!("{}/healthz", server.url()))
+        .header("x-pad", &pad)
+        .body(axum::body::Body::empty())
+        .expect("request");
+    let (status, _) = h2_request(server.addr(), req).await.expect("answered");
+    assert_eq!(status, 200);
+    assert_eq!(
+        server.shared().with_metrics(|m| m.requests("healthz", 431)),
+        2
+    );
+    server.shutdown().await;
+}
+
 /// Revoking a credential in the file takes effect in the running server.
 #[tokio::test]
 async fn revoked_credentials_are_refused_without_a_restart() {
