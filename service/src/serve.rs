@@ -11,6 +11,10 @@
 //!   (hyper's own timer).
 //! * A request (headers to response, body included) must be handled within
 //!   `request_timeout`, else the answer is 408 (see [`request_timeout`]).
+//! * An HTTP/2 request body that the server answers before reading it all
+//!   (413 over the body limit, 401, ...) is read to its end and discarded
+//!   after the answer, within bounds, rather than the stream reset while
+//!   the client still sends (see [`drain_unread_body`]).
 //! * A request head over [`MAX_HEADER_BYTES`] is answered 431 with a JSON
 //!   error body (see [`header_limit`]). hyper answers 431 itself, with no
 //!   body, only past [`TRANSPORT_HEADER_BYTES`] (where it stops reading),
@@ -306,6 +310,96 @@ pub async fn header_limit(req: Request, next: Next) -> Response {
         .into_response()
 }
 
+/// The most an unread HTTP/2 request body is read on, and discarded, after
+/// its answer (see [`drain_unread_body`]).
+pub const DRAIN_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Middleware (HTTP/2 requests): a request body that the handler drops
+/// before its end (a 413 over the body limit, a 401 before the body is
+/// read) is read to its end in a task of its own and discarded, up to
+/// [`DRAIN_MAX_BYTES`] more and for at most `timeout`.
+///
+/// Without it, h2 resets the stream (`RST_STREAM(NO_ERROR)`) once the
+/// answer is sent, as RFC 9113 section 8.1 allows; clients are told not to
+/// discard the answer for it, but some do while they are still sending
+/// (curl 7.88 reports "Stream error in the HTTP/2 framing layer" instead of
+/// the 413). Past the bounds the stream is reset as before. HTTP/1 is left
+/// alone: hyper answers and closes the connection, which clients handle.
+pub async fn drain_unread_body(timeout: Duration, mut req: Request, next: Next) -> Response {
+    if req.version() == axum::http::Version::HTTP_2 {
+        let body = std::mem::take(req.body_mut());
+        *req.body_mut() = axum::body::Body::new(DrainOnDrop {
+            inner: body,
+            ended: false,
+            timeout,
+        });
+    }
+    next.run(req).await
+}
+
+/// A request body that reads itself to its end when dropped unfinished.
+struct DrainOnDrop {
+    inner: axum::body::Body,
+    /// Its end (or an error) was seen.
+    ended: bool,
+    timeout: Duration,
+}
+
+impl http_body::Body for DrainOnDrop {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_frame(cx);
+        if matches!(r, Poll::Ready(None | Some(Err(_)))) {
+            this.ended = true;
+        }
+        r
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for DrainOnDrop {
+    fn drop(&mut self) {
+        use http_body::Body as _;
+        if self.ended || self.inner.is_end_stream() {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut body = std::mem::take(&mut self.inner);
+        let timeout = self.timeout;
+        rt.spawn(async move {
+            let drain = async {
+                let mut read = 0u64;
+                while read <= DRAIN_MAX_BYTES {
+                    let frame = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx));
+                    match frame.await {
+                        Some(Ok(f)) => {
+                            read += f.data_ref().map_or(0, |d| d.len() as u64);
+                        }
+                        None | Some(Err(_)) => break,
+                    }
+                }
+            };
+            // Past the bounds the body is dropped: the stream is reset.
+            let _ = tokio::time::timeout(timeout, drain).await;
+        });
+    }
+}
+
 /// Applies the HTTP-level bounds (header read timeout and size; HTTP/2
 /// stream cap) to an axum-server.
 pub fn configure<A>(server: &mut axum_server::Server<A>, limits: &ServeLimits) {
@@ -356,7 +450,10 @@ pub async fn serve_plain(
         .layer(axum::middleware::from_fn(move |req, next| {
             request_timeout(limits.request_timeout, req, next)
         }))
-        .layer(axum::middleware::from_fn(header_limit));
+        .layer(axum::middleware::from_fn(header_limit))
+        .layer(axum::middleware::from_fn(move |req, next| {
+            drain_unread_body(limits.request_timeout, req, next)
+        }));
     let mut server = axum_server::from_tcp(listener)
         .acceptor(LimitAcceptor::new(&limits, stats))
         .handle(handle);

@@ -508,6 +508,9 @@ pub fn router(shared: Arc<Shared>, max_body_bytes: usize, request_timeout: Durat
             crate::serve::request_timeout(request_timeout, req, next)
         }))
         .layer(middleware::from_fn(crate::serve::header_limit))
+        .layer(middleware::from_fn(move |req, next| {
+            crate::serve::drain_unread_body(request_timeout, req, next)
+        }))
         .layer(middleware::from_fn_with_state(
             shared.clone(),
             count_requests,

@@ -230,6 +230,105 @@ async fn headers_over_the_limit_get_a_json_431() {
     server.shutdown().await;
 }
 
+/// A body over the limit sent over HTTP/2 gets 413 with a JSON error body,
+/// as over HTTP/1.1 (the client saw a stream reset), whether its length is
+/// announced or not; a report in bounds is served over HTTP/2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_bodies_over_http2_get_a_json_413() {
+    let fx = fixture();
+    let server = start(&fx).await;
+    let n1 = fx.agent_token("n1");
+    let url = format!("{}/v1/report", server.url());
+    let post = |body: axum::body::Body| {
+        axum::http::Request::post(&url)
+            .header("content-type", "application/json")
+            .header("authorization", format!("Bearer {n1}"))
+            .body(body)
+            .expect("request")
+    };
+    let big = vec![b' '; 200 * 1024];
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        big.chunks(8 * 1024).map(|c| Ok(c.to_vec())).collect();
+    for (what, body) in [
+        ("with a length", axum::body::Body::from(big.clone())),
+        (
+            "streamed",
+            axum::body::Body::from_stream(futures_util::stream::iter(chunks)),
+        ),
+    ] {
+        let (status, bytes) = h2_request(server.addr(), post(body))
+            .await
+            .unwrap_or_else(|e| panic!("{what}: no answer: {e}"));
+        assert_eq!(status, 413, "{what}");
+        let e: ErrorBody = serde_json::from_slice(&bytes).expect("JSON error body");
+        assert_eq!(e.error, "payload_too_large", "{what}");
+    }
+    let (status, _) = h2_request(server.addr(), post(report_json("n1", 1, 1).into()))
+        .await
+        .expect("answered");
+    assert_eq!(status, 200);
+    server.shutdown().await;
+}
+
+/// An HTTP/2 client still sending an oversized body when its 413 comes
+/// can finish sending: the server reads the rest and discards it, where it
+/// reset the stream (`RST_STREAM(NO_ERROR)`, on which curl 7.88 drops the
+/// 413 and reports a framing error).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_http2_upload_is_not_reset_after_its_413() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let fx = fixture();
+    let server = start(&fx).await;
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
+    let finished = Arc::new(AtomicBool::new(false));
+    let f = finished.clone();
+    let stream = futures_util::stream::unfold(rx, move |mut rx| {
+        let f = f.clone();
+        async move {
+            match rx.recv().await {
+                Some(chunk) => Some((Ok::<_, std::io::Error>(chunk), rx)),
+                None => {
+                    f.store(true, Ordering::SeqCst);
+                    None
+                }
+            }
+        }
+    });
+    let req = axum::http::Request::post(format!("{}/v1/report", server.url()))
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {}", fx.agent_token("n1")))
+        .body(axum::body::Body::from_stream(stream))
+        .expect("request");
+    let chunk = vec![b' '; 16 * 1024];
+    let sender = tokio::spawn(async move {
+        // 200 KiB (over the 64 KiB limit), then 2 MiB more once answered.
+        for i in 0..(13 + 128) {
+            if tx.send(chunk.clone()).await.is_err() {
+                return i;
+            }
+        }
+        13 + 128
+    });
+    let (status, bytes) = h2_request(server.addr(), req).await.expect("answered");
+    assert_eq!(status, 413);
+    let e: ErrorBody = serde_json::from_slice(&bytes).expect("JSON error body");
+    assert_eq!(e.error, "payload_too_large");
+    let sent = tokio::time::timeout(std::time::Duration::from_secs(10), sender)
+        .await
+        .expect("the upload is not stalled")
+        .expect("join");
+    assert_eq!(sent, 13 + 128, "every chunk was taken");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !finished.load(Ordering::SeqCst) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the client's body was dropped before its end (stream reset)"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    server.shutdown().await;
+}
+
 /// Revoking a credential in the file takes effect in the running server.
 #[tokio::test]
 async fn revoked_credentials_are_refused_without_a_restart() {
