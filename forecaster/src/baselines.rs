@@ -1,6 +1,7 @@
 //! Baselines every comparison needs: last value, moving-window peak, a
 //! simplified Kubernetes-VPA-style decaying-histogram recommender (model
-//! `vpa-simple`; the faithful port is [`crate::vpa`]) and the oracle.
+//! `vpa-simple`; the faithful port is [`crate::vpa`]) and the oracle
+//! (defined in [`crate::oracle`], re-exported here).
 //!
 //! Uncertainty of the simple baselines: the std is the sample std of the
 //! first differences over the last [`SPREAD_WINDOW`] samples times
@@ -12,6 +13,8 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use crate::{diff_std, fallback_predictive, ConfigErrors, ForecastError, Forecaster, Predictive};
+
+pub use crate::oracle::Oracle;
 
 /// Samples used to estimate the spread of the simple baselines.
 pub const SPREAD_WINDOW: usize = 48;
@@ -394,60 +397,6 @@ pub fn inverse_normal_cdf(p: f64) -> f64 {
     }
 }
 
-/// Oracle: handed the future series, it knows the exact peak of the next
-/// `horizon` samples (std 0). `observe` advances through the series (the
-/// value passed in is checked for finiteness but not compared). Past the
-/// end it answers the last known value.
-#[derive(Clone, Debug)]
-pub struct Oracle {
-    future: Vec<f64>,
-    pos: usize,
-}
-
-impl Oracle {
-    /// `future[i]` is the i-th sample the oracle will observe. Non-finite
-    /// entries are rejected.
-    pub fn new(future: Vec<f64>) -> Result<Self, ForecastError> {
-        if let Some(&value) = future.iter().find(|v| !v.is_finite()) {
-            return Err(ForecastError::NonFinite { value });
-        }
-        Ok(Self { future, pos: 0 })
-    }
-}
-
-impl Forecaster for Oracle {
-    fn name(&self) -> &'static str {
-        "oracle"
-    }
-
-    fn observe(&mut self, value: f64) -> Result<(), ForecastError> {
-        if !value.is_finite() {
-            return Err(ForecastError::NonFinite { value });
-        }
-        self.pos += 1;
-        Ok(())
-    }
-
-    fn forecast(&self, horizon: usize) -> Predictive {
-        let h = horizon.max(1);
-        let start = self.pos.min(self.future.len());
-        let end = (self.pos + h).min(self.future.len());
-        let peak = self.future[start..end]
-            .iter()
-            .copied()
-            .fold(f64::NEG_INFINITY, f64::max);
-        if peak.is_finite() {
-            Predictive::point(peak)
-        } else {
-            Predictive::point(self.future.last().copied().unwrap_or(0.0))
-        }
-    }
-
-    fn observed(&self) -> usize {
-        self.pos
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -464,22 +413,6 @@ mod tests {
         assert_eq!(p.forecast(1).mean, 3.0);
         assert!(l.forecast(4).std > l.forecast(1).std);
         assert_eq!(l.observed(), 5);
-    }
-
-    #[test]
-    fn oracle_knows_the_future() {
-        let mut o = Oracle::new(vec![1.0, 4.0, 2.0, 3.0]).expect("finite");
-        assert_eq!(o.forecast(1).mean, 1.0);
-        assert_eq!(o.forecast(2).mean, 4.0);
-        o.observe(1.0).expect("ok");
-        o.observe(4.0).expect("ok");
-        assert_eq!(o.forecast(1), Predictive::point(2.0));
-        assert_eq!(o.forecast(10).mean, 3.0);
-        for _ in 0..5 {
-            o.observe(0.0).expect("ok");
-        }
-        assert_eq!(o.forecast(1).mean, 3.0);
-        assert!(Oracle::new(vec![f64::NAN]).is_err());
     }
 
     #[test]

@@ -24,10 +24,11 @@
 
 pub use tailor_core::{Calibration, ConfigError, ConfigErrors, Predictive};
 
-pub use baselines::{LastValue, Oracle, PeakConfig, Vpa, VpaConfig, WindowPeak};
+pub use baselines::{LastValue, PeakConfig, Vpa, VpaConfig, WindowPeak};
 pub use calibration::{Calibrated, CalibrationConfig};
 pub use config::{ModelConfig, ModelKind};
 pub use gp::{Gp, GpConfig, KernelKind, Lengthscales, PriorMean, Standardise};
+pub use oracle::Oracle;
 pub use vpa::{VpaAggregate, VpaForecaster, VpaRecommendation, VpaRecommenderConfig};
 
 /// Errors of this crate.
@@ -120,6 +121,7 @@ pub mod calibration;
 pub mod config;
 pub mod eval;
 pub mod gp;
+pub mod oracle;
 pub mod vpa;
 
 /// Sample standard deviation of the first differences of `values` (0 with

@@ -52,8 +52,8 @@ pub enum ForecasterSource {
     /// The model of the `[forecaster]` table, one per component and resource.
     #[default]
     Model,
-    /// The exact future peak (simulator only; as
-    /// `forecaster::baselines::Oracle` answers, from window peaks).
+    /// The exact future peak (simulator only; `forecaster::Oracle`, built
+    /// from window peaks).
     Oracle,
 }
 

@@ -60,9 +60,9 @@ pub struct ModelSite {
 pub enum Forecasting<'a> {
     /// No forecasts: every component keeps its request (the baseline needs none).
     Off,
-    /// Each component's true future usage (`oracle::WindowPeaks`, as
-    /// `forecaster::baselines::Oracle` answers, in bounded memory): the
-    /// exact peak of the next horizon samples, std 0.
+    /// Each component's true future usage (`forecaster::Oracle`, built
+    /// from window peaks in bounded memory): the exact peak of the next
+    /// horizon samples, std 0.
     Oracle,
     /// A real online model per component and resource.
     Model(&'a ForecasterFactory),
