@@ -71,7 +71,7 @@ use serde::{Deserialize, Serialize};
 use shaper::ShaperConfig;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-pub use tailor_core::{ConfigError, ConfigErrors};
+pub use tailor_core::{ConfigError, ConfigErrors, MAX_INTERVAL_S, MIN_INTERVAL_S};
 
 /// Default configuration file.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/tailor/agent.toml";
@@ -294,10 +294,6 @@ impl Default for AgentConfig {
 /// max_evictions_per_round` is absent (the kernel alone has none).
 pub const DEFAULT_MAX_EVICTIONS_PER_ROUND: u32 = 1;
 
-/// Shortest sampling interval (seconds).
-pub const MIN_INTERVAL_S: f64 = 0.1;
-/// Longest sampling interval (seconds): one day.
-pub const MAX_INTERVAL_S: f64 = 86_400.0;
 /// The container runtime the agent manages.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

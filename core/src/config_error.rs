@@ -21,6 +21,15 @@
 use serde::{Deserialize, Serialize};
 use std::fmt::{Debug, Display};
 
+/// The range of a recording (sampling) and shaping interval, in seconds:
+/// shortest 0.1 s, longest one day. The agent's `interval_s` and the
+/// simulator's share it, so that whatever interval an agent records at,
+/// its recording can be replayed.
+pub const MIN_INTERVAL_S: f64 = 0.1;
+/// The longest recording and shaping interval (seconds): one day. See
+/// [`MIN_INTERVAL_S`].
+pub const MAX_INTERVAL_S: f64 = 86_400.0;
+
 /// A number as written, or in exponent form when that is long (`1e300`
 /// rather than 301 digits).
 fn short<T: Display + Debug>(v: T) -> String {

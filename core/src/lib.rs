@@ -7,7 +7,9 @@
 //!   calibrated forecaster may widen beyond the Gaussian `mean + k * std`.
 //! * [`Clock`]: time as an input, so the simulator can drive it.
 //! * [`ConfigError`] / [`ConfigErrors`]: the configuration-error type every
-//!   crate's `validate()` returns (dotted key paths, all errors at once).
+//!   crate's `validate()` returns (dotted key paths, all errors at once),
+//!   and the interval range the agent and the simulator share
+//!   ([`MIN_INTERVAL_S`], [`MAX_INTERVAL_S`]).
 //!
 //! This crate does no I/O and depends on nothing of ours.
 //!
@@ -27,7 +29,7 @@
 mod config_error;
 mod hash;
 
-pub use config_error::{join_key, ConfigError, ConfigErrors};
+pub use config_error::{join_key, ConfigError, ConfigErrors, MAX_INTERVAL_S, MIN_INTERVAL_S};
 pub use hash::fnv1a64;
 
 use serde::{Deserialize, Serialize};

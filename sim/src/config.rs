@@ -30,16 +30,12 @@ use forecaster::config::ModelConfig;
 use serde::{Deserialize, Serialize};
 use shaper::ShaperConfig;
 use tailor_core::ConfigErrors;
+pub use tailor_core::{MAX_INTERVAL_S, MIN_INTERVAL_S};
 
 use crate::engine::{EngineConfig, OptimisticGrowth};
 use crate::placement::Placement;
 use crate::SimError;
 
-/// Shortest shaping interval of a simulation (seconds): the agent's, so
-/// that any recording it makes can be replayed.
-pub const MIN_INTERVAL_S: f64 = 0.1;
-/// Longest shaping interval of a simulation (seconds): one day.
-pub const MAX_INTERVAL_S: f64 = 86_400.0;
 /// Latest `max_time_s` (about 100 years).
 pub const MAX_TIME_S: f64 = 3.2e9;
 /// Largest `max_restarts`.
