@@ -123,10 +123,8 @@ fn err(errors: &mut ConfigErrors, key: &str, message: impl Into<String>) {
     errors.push(key, message);
 }
 
-/// Shortest shaping interval of the server (seconds).
-pub const MIN_INTERVAL_S: f64 = 0.1;
-/// Longest shaping interval of the server (seconds): one day.
-pub const MAX_INTERVAL_S: f64 = 86_400.0;
+/// The server's shaping interval takes the agents' range (seconds).
+pub use tailor_core::{MAX_INTERVAL_S, MIN_INTERVAL_S};
 /// Largest interval count (`stale_after_intervals`, `forget_after_intervals`,
 /// `warmup_intervals`).
 pub const MAX_INTERVALS: u32 = 1_000_000;
