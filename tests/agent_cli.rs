@@ -149,28 +149,41 @@ fn agent_once_prints_one_rounds_decisions() {
     assert_eq!(c.mem_limit(), 256 * MIB, "--recommend changes nothing");
 }
 
-/// `--once --apply` saves the models it cut with: the agent started next
-/// forecasts from them at once instead of taking the container back to
-/// its request (no models: no forecast, so the request).
-#[test]
-fn once_apply_saves_the_models_for_the_next_start() {
-    let test = "once_apply";
-    let Some(c) = idle_container(test) else {
-        return;
-    };
+/// The idle container of `test` cut by `tailor agent --once --warmup 3
+/// --apply` in shape mode, its state in a temporary directory (kept while
+/// the returned handle lives), and the agent's config file.
+fn cut_once(test: &str) -> Option<(TestContainer, tempfile::TempDir, std::path::PathBuf)> {
+    let c = idle_container(test)?;
     let dir = tempfile::tempdir().expect("tempdir");
     let top = format!(
         "actuation = \"shape\"\ninterval_s = 1.0\nstate_file = \"{}\"\n",
         dir.path().join("state.json").display()
     );
     let cfg = agent_config(dir.path(), test, &top);
-    let cfg = cfg.to_str().expect("utf8");
     let (ok, _, stderr) = tailor(&[
-        "agent", "--once", "--warmup", "3", "--apply", "--config", cfg,
+        "agent",
+        "--once",
+        "--warmup",
+        "3",
+        "--apply",
+        "--config",
+        cfg.to_str().expect("utf8"),
     ]);
     assert!(ok, "tailor agent --once --apply failed: {stderr}");
     let cut = c.mem_limit();
     assert!(cut < 256 * MIB, "cut: {} MiB", cut / MIB);
+    Some((c, dir, cfg))
+}
+
+/// `--once --apply` saves the models it cut with: the agent started next
+/// forecasts from them at once instead of taking the container back to
+/// its request (no models: no forecast, so the request).
+#[test]
+fn once_apply_saves_the_models_for_the_next_start() {
+    let Some((_c, dir, cfg)) = cut_once("once_apply") else {
+        return;
+    };
+    let cfg = cfg.to_str().expect("utf8");
     assert!(dir.path().join("models.json").exists(), "models saved");
     // the next start, with no warm-up: forecasts from the saved models
     let (ok, stdout, stderr) = tailor(&["agent", "--once", "--recommend", "--config", cfg]);
@@ -191,26 +204,10 @@ fn once_apply_saves_the_models_for_the_next_start() {
 /// the previous run left is not (it wrote its limits ahead of the update).
 #[test]
 fn a_limit_changed_while_the_agent_is_stopped_is_adopted() {
-    let test = "stopped_change";
-    let Some(c) = idle_container(test) else {
+    let Some((c, _dir, cfg)) = cut_once("stopped_change") else {
         return;
     };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let top = format!(
-        "actuation = \"shape\"\ninterval_s = 1.0\nstate_file = \"{}\"\n",
-        dir.path().join("state.json").display()
-    );
-    let cfg = agent_config(dir.path(), test, &top);
     let cfg = cfg.to_str().expect("utf8");
-    let (ok, _, stderr) = tailor(&[
-        "agent", "--once", "--warmup", "3", "--apply", "--config", cfg,
-    ]);
-    assert!(ok, "tailor agent --once --apply failed: {stderr}");
-    assert!(
-        c.mem_limit() < 256 * MIB,
-        "cut: {} MiB",
-        c.mem_limit() / MIB
-    );
     let request = || {
         let (ok, stdout, stderr) = tailor(&["agent", "--once", "--recommend", "--config", cfg]);
         assert!(ok, "{stderr}");

@@ -1,83 +1,14 @@
 //! Limits someone else sets (`docker update`) and agent restarts: which
 //! limits are the container's request, against the in-memory fake runtime.
 
-use agent::fake::FakeRuntime;
 use agent::runtime::{ContainerRuntime, CpuLimit, Limits, ResourceUpdate};
 use agent::{Agent, AgentConfig, LocalShaper};
 use std::path::Path;
 use std::sync::Arc;
-use tailor_core::ManualClock;
 
 mod fake_rig;
 
 use fake_rig::*;
-
-#[tokio::test]
-async fn original_limits_survive_an_agent_restart() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let state = dir.path().join("state.json");
-    let cfg = config("").clone_with(|c| c.state_file = state.clone());
-    let fake = FakeRuntime::new(4, 8 * GIB);
-    fake.add(
-        "c",
-        &[ENABLE],
-        Some(GIB),
-        CpuLimit::Nano {
-            nano_cpus: 2_000_000_000,
-        },
-        900.0,
-    );
-    let clock = Arc::new(ManualClock::new(1_000.0));
-    {
-        let mut a = Agent::new(
-            cfg.clone(),
-            Arc::new(fake.clone()),
-            Box::new(LocalShaper::new(cfg.shaper.clone())),
-            clock.clone(),
-        )
-        .expect("agent");
-        for _ in 0..6 {
-            clock.advance(1.0);
-            fake.set_usage("c", 20 * MIB, 50_000_000);
-            a.round().await.expect("round");
-        }
-    }
-    assert!(
-        fake.container("c")
-            .expect("c")
-            .info
-            .limits
-            .mem_bytes
-            .expect("limited")
-            < GIB
-    );
-    let mut b = Agent::new(
-        cfg.clone(),
-        Arc::new(fake.clone()),
-        Box::new(LocalShaper::new(cfg.shaper.clone())),
-        clock.clone(),
-    )
-    .expect("agent");
-    // While b lives, no other agent (an `--once` preview included) may use
-    // its state file.
-    let second = Agent::new(
-        cfg.clone(),
-        Arc::new(fake.clone()),
-        Box::new(LocalShaper::new(cfg.shaper.clone())),
-        clock.clone(),
-    );
-    match second {
-        Err(e) => assert!(e.to_string().contains("another tailor agent"), "{e}"),
-        Ok(_) => panic!("a second agent on the same state file"),
-    }
-    clock.advance(1.0);
-    let rep = b.round().await.expect("round");
-    assert_eq!(
-        rep.view.containers[0].request.mem_bytes, GIB as f64,
-        "request = original limit, not the shrunk one"
-    );
-    assert_eq!(rep.view.containers[0].request.cpu_cores, 2.0);
-}
 
 fn nano(cores: f64) -> CpuLimit {
     CpuLimit::Nano {
@@ -195,6 +126,36 @@ fn edit_state(dir: &Path, f: impl FnOnce(&mut serde_json::Value)) {
         serde_json::from_slice(&std::fs::read(&path).expect("state")).expect("JSON");
     f(&mut v);
     std::fs::write(&path, serde_json::to_vec(&v).expect("JSON")).expect("write");
+}
+
+/// An agent started again (after a kill: the limits stay cut) plans from
+/// the original limits the previous run saw, not from its cut; and no
+/// other agent may use the state file while it lives.
+#[tokio::test]
+async fn original_limits_survive_an_agent_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = with_state(dir.path());
+    let r = shaped_rig_with(cfg.clone()).await;
+    assert!(limits(&r).mem_bytes.expect("limited") < GIB, "shrunk");
+    let mut r = relaunch(r, cfg.clone());
+    // While it lives, no other agent (an `--once` preview included) may use
+    // its state file.
+    let second = Agent::new(
+        cfg.clone(),
+        Arc::new(r.fake.clone()),
+        Box::new(LocalShaper::new(cfg.shaper.clone())),
+        r.clock.clone(),
+    );
+    match second {
+        Err(e) => assert!(e.to_string().contains("another tailor agent"), "{e}"),
+        Ok(_) => panic!("a second agent on the same state file"),
+    }
+    let rep = r.step(&[("c", 20 * MIB, 0.05)]).await;
+    assert_eq!(
+        rep.view.containers[0].request.mem_bytes, GIB as f64,
+        "request = original limit, not the shrunk one"
+    );
+    assert_eq!(rep.view.containers[0].request.cpu_cores, 1.0);
 }
 
 /// An operator's `docker update` while no agent runs is found when the
