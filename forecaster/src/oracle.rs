@@ -68,10 +68,11 @@ impl Oracle {
         sample: impl Fn(u64) -> f64,
     ) -> Result<Self, ForecastError> {
         let h = horizon.max(1) as u64;
-        let mut peaks = Vec::with_capacity(len as usize);
+        // reserved up front only up to a bound: `len` is the caller's
+        let mut peaks = Vec::with_capacity(len.min(1 << 16) as usize);
         // (index, value), values strictly decreasing from the front
         let mut deque: VecDeque<(u64, f64)> = VecDeque::new();
-        for i in 0..len + h - 1 {
+        for i in 0..len.saturating_add(h - 1) {
             let v = sample(i);
             if !v.is_finite() {
                 return Err(ForecastError::NonFinite { value: v });
