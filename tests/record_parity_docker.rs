@@ -159,6 +159,23 @@ async fn recorded_run_replays_with_zero_mismatches() {
         "a changed floor went unnoticed:\n{text}"
     );
 
+    // A bad config is checked key by key, every error named by its key path.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[shaper]\nkk = 1\nk1 = -3\n").expect("write config");
+    let bad = bad.display().to_string();
+    let (ok, text) = parity(&[
+        "replay",
+        "--workload",
+        &rec,
+        "--check-parity",
+        "--config",
+        &bad,
+    ]);
+    assert!(
+        !ok && text.contains("shaper.kk") && text.contains("shaper.k1"),
+        "a bad config's errors by key path:\n{text}"
+    );
+
     // The recording is also a workload for the simulator.
     let (ok, text) = parity(&["replay", "--workload", &rec, "--quiet", "--json"]);
     assert!(ok, "replay of the recording failed:\n{text}");

@@ -47,9 +47,7 @@ impl Forecaster for LastValue {
     }
 
     fn observe(&mut self, value: f64) -> Result<(), ForecastError> {
-        if !value.is_finite() {
-            return Err(ForecastError::NonFinite { value });
-        }
+        crate::finite(value)?;
         push_bounded(&mut self.recent, SPREAD_WINDOW + 1, value);
         self.observed += 1;
         Ok(())
@@ -121,9 +119,7 @@ impl Forecaster for WindowPeak {
     }
 
     fn observe(&mut self, value: f64) -> Result<(), ForecastError> {
-        if !value.is_finite() {
-            return Err(ForecastError::NonFinite { value });
-        }
+        crate::finite(value)?;
         let cap = self.cfg.window.max(SPREAD_WINDOW + 1);
         push_bounded(&mut self.recent, cap, value);
         self.observed += 1;
@@ -297,9 +293,7 @@ impl Forecaster for Vpa {
     }
 
     fn observe(&mut self, value: f64) -> Result<(), ForecastError> {
-        if !value.is_finite() {
-            return Err(ForecastError::NonFinite { value });
-        }
+        crate::finite(value)?;
         self.observed += 1;
         push_bounded(&mut self.recent, 3, value);
         if self.b0.is_none() && value.abs() > 0.0 {

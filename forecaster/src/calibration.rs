@@ -492,9 +492,7 @@ impl<F: Forecaster> Forecaster for Calibrated<F> {
     }
 
     fn observe(&mut self, value: f64) -> Result<(), ForecastError> {
-        if !value.is_finite() {
-            return Err(ForecastError::NonFinite { value });
-        }
+        crate::finite(value)?;
         // the forecast made before any observation is a placeholder: skip it
         let pending = self.pending.take().filter(|_| self.inner.observed() > 0);
         if let Some(p) = pending {

@@ -49,6 +49,16 @@ pub enum ForecastError {
     Config(#[from] ConfigErrors),
 }
 
+/// `value`, or [`ForecastError::NonFinite`] when it is NaN or infinite: the
+/// check every `observe` makes before touching its model.
+pub(crate) fn finite(value: f64) -> Result<f64, ForecastError> {
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(ForecastError::NonFinite { value })
+    }
+}
+
 /// An online forecaster: observe one sample at a time, forecast the peak of
 /// the next `horizon` samples as a predictive distribution.
 ///

@@ -74,9 +74,7 @@ impl Oracle {
         let mut deque: VecDeque<(u64, f64)> = VecDeque::new();
         for i in 0..len.saturating_add(h - 1) {
             let v = sample(i);
-            if !v.is_finite() {
-                return Err(ForecastError::NonFinite { value: v });
-            }
+            crate::finite(v)?;
             while deque.back().is_some_and(|&(_, b)| b <= v) {
                 deque.pop_back();
             }
@@ -102,9 +100,7 @@ impl Forecaster for Oracle {
     }
 
     fn observe(&mut self, value: f64) -> Result<(), ForecastError> {
-        if !value.is_finite() {
-            return Err(ForecastError::NonFinite { value });
-        }
+        crate::finite(value)?;
         self.pos += 1;
         Ok(())
     }

@@ -70,16 +70,15 @@ fn check_parity(args: &Args) -> anyhow::Result<()> {
         anyhow::bail!("--check-parity needs --workload recorded:PATH");
     };
     let rec = sim::recorded::read_recording(&path)?;
-    let over = match &args.sim.config {
-        Some(p) => {
-            let c = SimConfig::load(p)?;
+    let over = match (args.sim.config_file()?, &args.sim.config) {
+        (Some(c), Some(p)) => {
             eprintln!(
                 "parity: [shaper] of {} replaces the recorded kernel config",
                 p.display()
             );
             Some(c.shaper)
         }
-        None => None,
+        _ => None,
     };
     let parity = sim::recorded::check_parity(&rec, over.as_ref())?;
     print!("{parity}");

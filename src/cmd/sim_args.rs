@@ -150,17 +150,22 @@ pub struct SimArgs {
 }
 
 impl SimArgs {
+    /// The `--config` file, checked key by key (every error at once, with
+    /// its key path), if one was given.
+    pub fn config_file(&self) -> anyhow::Result<Option<SimConfig>> {
+        let Some(p) = &self.config else {
+            return Ok(None);
+        };
+        let text = agent::config::read_config_text(p).map_err(anyhow::Error::msg)?;
+        crate::cmd::config::check_sim(&text)
+            .map(Some)
+            .with_context(|| format!("configuration {}", p.display()))
+    }
+
     /// The configuration file (or the defaults) with the policy and
     /// forecaster flags applied; not validated yet (callers add theirs).
     pub fn base_config(&self) -> anyhow::Result<SimConfig> {
-        let mut cfg = match &self.config {
-            Some(p) => {
-                let text = agent::config::read_config_text(p).map_err(anyhow::Error::msg)?;
-                crate::cmd::config::check_sim(&text)
-                    .with_context(|| format!("configuration {}", p.display()))?
-            }
-            None => SimConfig::default(),
-        };
+        let mut cfg = self.config_file()?.unwrap_or_default();
         if let Ok(WorkloadSource::Recorded { path }) = self.workload.parse() {
             // the recording's interval, and the kernel config the agent ran with
             let rec = sim::recorded::read_recording(&path)?;

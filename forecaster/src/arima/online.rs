@@ -271,9 +271,7 @@ impl Forecaster for AutoArima {
     }
 
     fn observe(&mut self, value: f64) -> Result<(), ForecastError> {
-        if !value.is_finite() {
-            return Err(ForecastError::NonFinite { value });
-        }
+        crate::finite(value)?;
         // one-step error of the previous forecast, standardized
         if let Some(&(m, s)) = self.cache.first() {
             if s > 0.0 {

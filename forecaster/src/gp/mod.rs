@@ -536,9 +536,7 @@ impl Forecaster for Gp {
     }
 
     fn observe(&mut self, value: f64) -> Result<(), ForecastError> {
-        if !value.is_finite() {
-            return Err(ForecastError::NonFinite { value });
-        }
+        crate::finite(value)?;
         let cap = self.cfg.n_train() + self.cfg.history;
         if self.values.len() == cap {
             self.values.pop_front();

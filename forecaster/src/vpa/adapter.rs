@@ -77,9 +77,7 @@ impl VpaForecaster {
     /// sample is at `start_s`. Resource, interval and unit come from the
     /// aggregate's config.
     pub fn attach(shared: SharedVpa, container: u64, start_s: f64) -> Result<Self, ForecastError> {
-        if !start_s.is_finite() {
-            return Err(ForecastError::NonFinite { value: start_s });
-        }
+        crate::finite(start_s)?;
         let (resource, sample_interval_s, unit) = {
             let g = lock(&shared);
             let c = g.config();
@@ -147,9 +145,7 @@ impl Forecaster for VpaForecaster {
     }
 
     fn observe(&mut self, value: f64) -> Result<(), ForecastError> {
-        if !value.is_finite() {
-            return Err(ForecastError::NonFinite { value });
-        }
+        crate::finite(value)?;
         let t = self.time_of(self.observed);
         let v = (value * self.unit).clamp(-f64::MAX, f64::MAX);
         {
@@ -172,9 +168,7 @@ impl Forecaster for VpaForecaster {
     }
 
     fn observe_oom(&mut self, alloc: f64) -> Result<(), ForecastError> {
-        if !alloc.is_finite() {
-            return Err(ForecastError::NonFinite { value: alloc });
-        }
+        crate::finite(alloc)?;
         if self.resource != VpaResource::Mem {
             return Ok(());
         }

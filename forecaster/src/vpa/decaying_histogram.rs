@@ -144,9 +144,7 @@ impl DecayingHistogram {
     /// `decayFactor`: `2^((t - reference) / half_life)`, shifting the
     /// reference first when the exponent would pass [`MAX_DECAY_EXPONENT`].
     fn decay_factor(&mut self, t_s: f64) -> Result<f64, ForecastError> {
-        if !t_s.is_finite() {
-            return Err(ForecastError::NonFinite { value: t_s });
-        }
+        crate::finite(t_s)?;
         match self.reference_s {
             None => self.shift_reference(t_s),
             Some(r) if t_s > r + self.half_life_s * MAX_DECAY_EXPONENT => self.shift_reference(t_s),

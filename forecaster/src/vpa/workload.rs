@@ -11,7 +11,7 @@ use super::amount::{
 use super::config::{CpuSampleWeight, VpaRecommenderConfig, MIN_SAMPLE_WEIGHT};
 use super::container::{ContainerState, MemoryUpdate};
 use super::recommender::{PodResourceRecommender, RecommendedAmounts};
-use crate::ForecastError;
+use crate::{finite, ForecastError};
 
 /// Lower bound, target and upper bound of one resource.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
@@ -42,14 +42,6 @@ impl From<RecommendedAmounts> for VpaRecommendation {
                 upper: bytes_from_memory_amount(r.upper_bound.mem_bytes),
             },
         }
-    }
-}
-
-fn finite(v: f64) -> Result<f64, ForecastError> {
-    if v.is_finite() {
-        Ok(v)
-    } else {
-        Err(ForecastError::NonFinite { value: v })
     }
 }
 
