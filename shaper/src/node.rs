@@ -291,9 +291,11 @@ impl NodeKernel {
         &self.cfg
     }
 
-    /// Records an OOM kill of container `id` at memory limit `limit_bytes`.
+    /// Records an OOM kill of container `id` at memory limit `limit_bytes`
+    /// (its request: the one its models last saw).
     pub fn oom_kill(&mut self, id: &str, limit_bytes: f64, now_s: f64) -> OomFloor {
-        let f = OomFloor::after_kill(limit_bytes, now_s, &self.cfg);
+        let request = self.models.request_of(id).map_or(0.0, |r| r.mem_bytes);
+        let f = OomFloor::after_kill(limit_bytes, request, now_s, &self.cfg);
         self.floors.insert(id.to_string(), f);
         self.models
             .oom_kill(id, limit_bytes, f.mem_bytes, now_s, &self.cfg);

@@ -1,7 +1,15 @@
 //! The OOM floor: after a component was OOM-killed at a memory limit, its
 //! memory allocation is held at or above `max(limit + oom_bump_bytes,
 //! limit * oom_bump_factor)` for `oom_memory_s` seconds (the Kubernetes
-//! VPA's bump: +100 MiB or x1.2, whichever is larger).
+//! VPA's bump: +100 MiB or x1.2, whichever is larger), and at or above its
+//! request when the limit it was killed at was below the request. The VPA
+//! bumps a request that was too small; tailor's kill at a cut below the
+//! request says only that the cut was too deep, by an amount the kill
+//! hides (the peak is censored at the limit), and the request is the one
+//! size known to be enough: bumped from a deep cut, a container stepping
+//! to near its request was killed once per +100 MiB (a QA soak on a real
+//! dockerd, 2026-11-30: a step from 20 to 235 MiB under a 256 MiB limit
+//! cut to 49 MiB was killed at 49 and again at 149 MiB).
 //!
 //! The floor raises the memory usage the shaper sees for the component, so
 //! its target clears it, up to the component's ceiling (`request *
@@ -34,14 +42,22 @@ fn one() -> f64 {
 }
 
 impl OomFloor {
-    /// The floor after an OOM kill at `limit_bytes`, at `now_s`.
-    pub fn after_kill(limit_bytes: f64, now_s: f64, cfg: &ShaperConfig) -> Self {
-        let limit = if limit_bytes.is_finite() && limit_bytes > 0.0 {
-            limit_bytes
-        } else {
-            0.0
-        };
-        let bumped = (limit + cfg.oom_bump_bytes).max(limit * cfg.oom_bump_factor);
+    /// The floor after an OOM kill at `limit_bytes`, at `now_s`, of a
+    /// component whose memory request is `request_bytes`: the bump, and the
+    /// request when the limit was below it.
+    pub fn after_kill(
+        limit_bytes: f64,
+        request_bytes: f64,
+        now_s: f64,
+        cfg: &ShaperConfig,
+    ) -> Self {
+        let sane = |x: f64| if x.is_finite() && x > 0.0 { x } else { 0.0 };
+        let limit = sane(limit_bytes);
+        let request = sane(request_bytes);
+        let mut bumped = (limit + cfg.oom_bump_bytes).max(limit * cfg.oom_bump_factor);
+        if limit < request {
+            bumped = bumped.max(request);
+        }
         Self {
             mem_bytes: if bumped.is_finite() { bumped } else { limit },
             until_s: now_s + cfg.oom_memory_s,
@@ -82,18 +98,35 @@ mod tests {
     fn bump_is_the_larger_of_plus_and_times() {
         let cfg = ShaperConfig::default();
         let mib = 1048576.0;
-        let f = OomFloor::after_kill(100.0 * mib, 50.0, &cfg);
+        let f = OomFloor::after_kill(100.0 * mib, 100.0 * mib, 50.0, &cfg);
         assert_eq!(f.mem_bytes, 200.0 * mib);
-        let f = OomFloor::after_kill(1000.0 * mib, 50.0, &cfg);
+        let f = OomFloor::after_kill(1000.0 * mib, 0.0, 50.0, &cfg);
         assert_eq!(f.mem_bytes, 1200.0 * mib);
         assert!(f.active(50.0 + cfg.oom_memory_s));
         assert!(!f.active(50.1 + cfg.oom_memory_s));
     }
 
+    /// A kill at a cut below the request holds the request: the bump from
+    /// the cut (+100 MiB) would be killed again by a step to near it.
+    #[test]
+    fn a_kill_below_the_request_holds_the_request() {
+        let cfg = ShaperConfig::default();
+        let mib = 1048576.0;
+        let f = OomFloor::after_kill(49.0 * mib, 256.0 * mib, 0.0, &cfg);
+        assert_eq!(f.mem_bytes, 256.0 * mib);
+        assert_eq!(f.mem_bytes_for(256.0 * mib), 256.0 * mib);
+        // at or above the request: the bump alone
+        let f = OomFloor::after_kill(256.0 * mib, 256.0 * mib, 0.0, &cfg);
+        assert_eq!(f.mem_bytes, 356.0 * mib);
+        // a request that is not a number: the bump alone
+        let f = OomFloor::after_kill(49.0 * mib, f64::NAN, 0.0, &cfg);
+        assert_eq!(f.mem_bytes, 149.0 * mib);
+    }
+
     #[test]
     fn the_floor_stops_at_the_ceiling() {
         let cfg = ShaperConfig::default();
-        let f = OomFloor::after_kill(900.0, 0.0, &cfg);
+        let f = OomFloor::after_kill(900.0, 1000.0, 0.0, &cfg);
         let mut usage = Resources::new(0.1, 100.0);
         // 1.2 x 900 = 1080 (the +100 MiB bump is larger still), capped at
         // the request's ceiling.
@@ -103,7 +136,7 @@ mod tests {
             max_growth: 1.5,
             ..cfg.clone()
         };
-        let f = OomFloor::after_kill(900.0, 0.0, &grow);
+        let f = OomFloor::after_kill(900.0, 1000.0, 0.0, &grow);
         assert_eq!(f.mem_bytes_for(1000.0), f.mem_bytes.min(1500.0));
         // An old record without the field: never above the request.
         let old: OomFloor =

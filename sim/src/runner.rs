@@ -108,13 +108,14 @@ pub fn oracle_of(cfg: &SimConfig) -> SimConfig {
 }
 
 /// Turns off every buffer rule of tailor's sizing (K1, K2, the memory
-/// margin, the small-application and application-memory rules): the
+/// margin, the small-application, young-core and application-memory rules): the
 /// oracle's points and the VPA's, which carries its own margin.
 pub(crate) fn without_tailor_buffers(shaper: &mut shaper::ShaperConfig) {
     shaper.k1 = 0.0;
     shaper.k2 = 0.0;
     shaper.mem_margin = 0.0;
     shaper.small_app_components = 0;
+    shaper.young_core_k1 = 0.0;
     shaper.app_mem_ref_gib = 0.0;
     shaper.app_mem_ref_rel = 0.0;
 }

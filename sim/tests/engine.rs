@@ -581,6 +581,31 @@ fn an_older_sibling_keeps_room_for_the_rise_that_killed_a_younger_one() {
 }
 
 #[test]
+fn a_task_killed_below_its_request_re_runs_at_its_request() {
+    // One core task flat at 0.1 GiB of its 1 GiB request steps to 0.9 GiB
+    // at its 7th sample. `last` with no buffer cuts it to ~0.1 GiB and the
+    // step kills it. The kill says only that the cut was too deep (the
+    // peak is censored at the limit), so its re-run is held at its
+    // request: one kill. Bumped from the cut instead (+100 MiB or x1.2, the
+    // VPA's rule for a request), the re-run was killed at every bump.
+    let gib = f64::from(1u32 << 30);
+    let mut step = vec![0.1f32; 20];
+    step[6..].fill(0.9);
+    let wl = one_host(
+        16.0,
+        16.0 * gib,
+        vec![app(
+            1,
+            0.0,
+            vec![comp(Class::Core, 1.0, gib, 6000.0, &[0.5], &step)],
+        )],
+    );
+    let s = simulate(&wl, &last_no_buffer(), None).expect("run").summary;
+    assert_eq!(s.oom_kills, 1, "{s:?}");
+    assert_eq!(s.apps_completed, 1, "{s:?}");
+}
+
+#[test]
 fn a_restarted_component_starts_from_its_own_history() {
     // The spike kills the three elastic tasks at their 7th sample; each
     // re-runs from its start. The next run's models are rebuilt from the

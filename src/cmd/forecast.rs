@@ -257,13 +257,14 @@ fn advise(
     let mut cfg = shaper.clone();
     // One series, no application around it: the application-size rules
     // (small applications, application memory) and the kill-cost factors
-    // (core or elastic) have nothing to read, so the advice uses K1 as
+    // (core or elastic, young core) have nothing to read, so the advice uses K1 as
     // given (the agent and `tailor replay` apply them).
     cfg.small_app_components = 0;
     cfg.app_mem_ref_gib = 0.0;
     cfg.app_mem_ref_rel = 0.0;
     cfg.core_k1_factor = 1.0;
     cfg.elastic_k1_factor = 1.0;
+    cfg.young_core_k1 = 0.0;
     let base = unit.to_base.unwrap_or_else(|| {
         cfg.min_cpu_cores = 0.0;
         cfg.min_mem_bytes = 0.0;

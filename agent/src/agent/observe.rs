@@ -38,7 +38,8 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
 
     /// Counts an OOM kill of a tracked container and makes its next memory
     /// allocation grow: its memory at least `max(limit + oom_bump_bytes,
-    /// limit * oom_bump_factor)` for `oom_memory_s`, up to its ceiling
+    /// limit * oom_bump_factor)`, and its request when the limit was below
+    /// it, for `oom_memory_s`, up to its ceiling
     /// (`request * max_growth`; [`shaper::OomFloor`]). `recovered`: found by `inspect`, not by the stream.
     pub(super) fn count_oom(&mut self, id: &str, now_s: f64, recovered: bool) {
         let Some(t) = self.tracked.get_mut(id) else {

@@ -129,6 +129,20 @@ impl ShaperConfig {
         }
     }
 
+    /// The constant buffer term `k1` of a component of class `class`
+    /// (`restarts_alone` as [`crate::model::Component::restarts_alone`])
+    /// at age `age_s`: at least `young_core_k1` while it is younger than
+    /// `young_core_s` and its kill fails its application (core, not
+    /// restarting alone). A NaN age is not young (the grace period holds
+    /// such a component at its request anyway).
+    pub fn young_k1(&self, k1: f64, class: Class, restarts_alone: bool, age_s: f64) -> f64 {
+        if class == Class::Core && !restarts_alone && age_s < self.young_core_s {
+            k1.max(self.young_core_k1)
+        } else {
+            k1
+        }
+    }
+
     /// The memory hold of a small component ([`Self::is_small`]) in
     /// seconds: `small_app_mem_hold_s` when it is longer than
     /// `mem_hold_s` and some application can be small

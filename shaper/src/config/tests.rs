@@ -136,6 +136,8 @@ fn absurd_values_are_refused() {
         min_cpu_cores: 1e300,
         min_mem_bytes: 1e300,
         small_app_mem_hold_s: -1.0,
+        young_core_k1: -0.1,
+        young_core_s: f64::NAN,
         ..ShaperConfig::default()
     };
     let e = c.validate().expect_err("invalid");
@@ -147,6 +149,8 @@ fn absurd_values_are_refused() {
             "mem_margin",
             "small_app_components",
             "small_app_k1",
+            "young_core_k1",
+            "young_core_s",
             "app_mem_ref_gib",
             "app_k1_slope",
             "app_mem_ref_rel",
@@ -157,6 +161,30 @@ fn absurd_values_are_refused() {
             "min_mem_bytes",
             "small_app_mem_hold_s"
         ]
+    );
+}
+
+/// `young_core_k1` raises the K1 of a component whose kill fails its
+/// application, and of no other, while it is younger than `young_core_s`.
+#[test]
+fn a_young_core_component_gets_the_young_k1() {
+    let c: ShaperConfig =
+        toml::from_str("young_core_k1 = 0.15\nyoung_core_s = 3600.0\n").expect("parses");
+    c.validate().expect("valid");
+    assert_eq!(c.young_k1(0.06, Class::Core, false, 0.0), 0.15);
+    assert_eq!(c.young_k1(0.06, Class::Core, false, 3599.0), 0.15);
+    assert_eq!(c.young_k1(0.06, Class::Core, false, 3600.0), 0.06);
+    // a larger K1 (a small application's) is kept
+    assert_eq!(c.young_k1(0.6, Class::Core, false, 0.0), 0.6);
+    // an elastic component, or one that restarts alone: its kill fails nothing
+    assert_eq!(c.young_k1(0.02, Class::Elastic, false, 0.0), 0.02);
+    assert_eq!(c.young_k1(0.06, Class::Core, true, 0.0), 0.06);
+    // no age: not young
+    assert_eq!(c.young_k1(0.06, Class::Core, false, f64::NAN), 0.06);
+    // off by default
+    assert_eq!(
+        ShaperConfig::default().young_k1(0.06, Class::Core, false, 0.0),
+        0.06
     );
 }
 

@@ -91,6 +91,7 @@ pub fn target_with_k1(
             _ => Basis::NoForecast,
         }
     };
+    let k1 = cfg.young_k1(k1, c.class, c.restarts_alone, now_s - c.started_s);
     let one = |r: Resource| -> Sizing {
         let req = sane(c.request.get(r));
         let usage = sane(c.usage.get(r));

@@ -391,6 +391,12 @@ impl NodeModels {
         self.risk.refresh(cfg.memory_risk);
     }
 
+    /// The request container `id`'s models are relative to (the one of its
+    /// last sample), if it is known.
+    pub fn request_of(&self, id: &str) -> Option<Resources> {
+        self.live.get(id).map(|l| l.request)
+    }
+
     /// Container `id` was OOM-killed at `limit_bytes`; `floor_bytes` is
     /// its OOM floor ([`crate::oom::OomFloor`]). The kill scores its latest
     /// memory forecast (a peak at the limit). Its lineage's and

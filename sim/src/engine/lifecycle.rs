@@ -309,7 +309,12 @@ impl Engine<'_> {
         if self.comp_days[c].oom(self.now) {
             self.m.oom_component_days += 1;
         }
-        let floor = OomFloor::after_kill(self.comps[c].alloc.mem_bytes, self.now, &self.shaper);
+        let floor = OomFloor::after_kill(
+            self.comps[c].alloc.mem_bytes,
+            self.comps[c].request.mem_bytes,
+            self.now,
+            &self.shaper,
+        );
         self.comps[c].oom_floor = Some(floor);
         // The kill is a peak of the lineage and the application (the VPA
         // records it so): the next incarnation and the siblings start above it.

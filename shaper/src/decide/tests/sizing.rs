@@ -236,6 +236,54 @@ fn the_k1_term_follows_what_a_kill_costs_in_the_target_and_the_plan() {
     }
 }
 
+/// `young_core_k1`: a core component younger than `young_core_s` gets it
+/// as its K1 term, in the target and the plan; its elastic sibling, a
+/// service's task (restarts alone) and an older core component do not.
+#[test]
+fn a_young_core_component_gets_the_young_k1_in_the_target_and_the_plan() {
+    let c = forecast_component();
+    let cfg = ShaperConfig {
+        k1: 0.05,
+        k2: 1.0,
+        small_app_components: 0,
+        core_k1_factor: 1.0,
+        elastic_k1_factor: 1.0,
+        young_core_k1: 0.15,
+        young_core_s: 3600.0,
+        ..unfloored()
+    };
+    let now = 10_000.0;
+    let at = |i: u64, class: Class, started_s: f64, restarts_alone: bool| Component {
+        id: ComponentId(i),
+        class,
+        started_s,
+        restarts_alone,
+        ..c.clone()
+    };
+    let job = app(
+        1,
+        0.0,
+        vec![
+            at(0, Class::Core, now - 1000.0, false),
+            at(1, Class::Elastic, now - 1000.0, false),
+            at(2, Class::Core, now - 3600.0, false),
+            at(3, Class::Core, now - 1000.0, true),
+        ],
+    );
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    for (i, want) in [(0, 150.0), (1, 50.0), (2, 50.0), (3, 50.0)] {
+        let t = component_target(&job, &job.components[i], now, &cfg);
+        assert!(close(t.mem.k1_term, want), "{i}: {:?}", t.mem);
+    }
+    let view = ClusterView {
+        hosts: vec![host(c.host.0, 100.0, 1e6)],
+        apps: vec![job],
+    };
+    let plan = decide(&view, now, &cfg);
+    let e = resize_explanation(&plan, 0);
+    assert!(close(e.mem.k1_term, 150.0), "{:?}", e.mem);
+}
+
 #[test]
 fn an_applications_k1_follows_its_memory_in_the_target_and_the_plan() {
     // Each component requests 1000 bytes; the reference is e x 1000 bytes,
