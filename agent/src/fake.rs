@@ -41,6 +41,8 @@ struct Inner {
     fail_updates_for: Vec<String>,
     lose_update_answers_for: Vec<String>,
     now_s: f64,
+    /// Events held back by [`FakeRuntime::hold_events`].
+    held_events: Option<Vec<RuntimeEvent>>,
 }
 
 /// The fake runtime. Cheap to clone (shared state).
@@ -64,6 +66,34 @@ impl FakeRuntime {
                 server_version: "fake".into(),
             },
             events,
+        }
+    }
+
+    /// Sends an event on the stream, or holds it back (see
+    /// [`FakeRuntime::hold_events`]).
+    fn send(&self, ev: RuntimeEvent) {
+        if let Some(held) = self.lock().held_events.as_mut() {
+            held.push(ev);
+            return;
+        }
+        let _ = self.events.send(ev);
+    }
+
+    /// Holds back the events sent from now on, as a stream that delivers
+    /// late (after the agent drained its events for the round), until
+    /// [`FakeRuntime::release_events`].
+    pub fn hold_events(&self) {
+        let mut g = self.lock();
+        if g.held_events.is_none() {
+            g.held_events = Some(Vec::new());
+        }
+    }
+
+    /// Sends the held events, in order, and stops holding them back.
+    pub fn release_events(&self) {
+        let held = self.lock().held_events.take().unwrap_or_default();
+        for ev in held {
+            let _ = self.events.send(ev);
         }
     }
 
@@ -142,16 +172,14 @@ impl FakeRuntime {
 
     pub fn remove(&self, id: &str) {
         self.lock().containers.remove(id);
-        let _ = self
-            .events
-            .send(RuntimeEvent::Destroy { id: id.to_string() });
+        self.send(RuntimeEvent::Destroy { id: id.to_string() });
     }
 
     /// Simulates an OOM event in the stream (the kernel killed a process
     /// of the container; the container keeps running).
     pub fn oom(&self, id: &str) {
         let at_s = Some(self.lock().now_s);
-        let _ = self.events.send(RuntimeEvent::Oom {
+        self.send(RuntimeEvent::Oom {
             id: id.to_string(),
             at_s,
         });
@@ -174,11 +202,11 @@ impl FakeRuntime {
             c.mem_usage_bytes = 0;
         }
         if stream {
-            let _ = self.events.send(RuntimeEvent::Oom {
+            self.send(RuntimeEvent::Oom {
                 id: id.to_string(),
                 at_s: Some(at_s),
             });
-            let _ = self.events.send(RuntimeEvent::Die {
+            self.send(RuntimeEvent::Die {
                 id: id.to_string(),
                 exit_code: Some(137),
             });

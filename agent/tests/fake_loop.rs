@@ -648,3 +648,71 @@ async fn overcommitted_cpu_limits_on_an_idle_host_are_not_squeezed() {
         assert!(cpu >= 0.9, "{name}: cpu limit {cpu} on an idle host");
     }
 }
+
+/// QA D2: a container killed at a cut limit and resized by the agent in the
+/// round in which it died, before the kill's event was drained, is counted
+/// at the cut limit: the floor (and the recording's `OomKill`) come from
+/// the limit it was killed at, not the one the agent set afterwards.
+#[tokio::test]
+async fn oom_kill_reported_after_a_resize_counts_at_the_limit_killed_at() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let recording = dir.path().join("recording.jsonl.gz");
+    let mut c = config("");
+    // room for the floor above both limits: no ceiling hides the difference
+    c.shaper.max_growth = 4.0;
+    c.record.enabled = true;
+    c.record.path = Some(recording.clone());
+    let (mut r, cut) = tight_rig(c, true, 60 * MIB).await;
+    assert!(cut < 100 * MIB, "shrunk first: {} MiB", cut / MIB);
+    // killed at the cut limit half a second before this round; its restart
+    // policy starts it again at once, and the stream delivers the kill late
+    // (after the round drained its events)
+    let killed_at = r.clock_now() + 0.5;
+    r.fake.hold_events();
+    r.fake.oom_kill("tight", killed_at, true);
+    r.fake.set_now(killed_at);
+    r.restart("tight").await;
+    // the agent sees it running again, using more (the fake does not stop
+    // use at the limit), and grows it
+    r.step(&[("tight", 120 * MIB, 0.1)]).await;
+    let grown = r.mem_limit("tight");
+    assert!(
+        grown > cut,
+        "grown in the round it died: {} MiB",
+        grown / MIB
+    );
+    assert_eq!(r.agent.shared().metrics.oom_events(), 0, "not drained yet");
+    r.fake.release_events();
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let rep = r.step(&[("tight", 20 * MIB, 0.1)]).await;
+    assert_eq!(r.agent.shared().metrics.oom_events(), 1);
+    let cfg = r.agent.config().shaper.clone();
+    let floor = shaper::OomFloor::after_kill(cut as f64, killed_at, &cfg).mem_bytes;
+    let wrong = shaper::OomFloor::after_kill(grown as f64, killed_at, &cfg).mem_bytes;
+    assert!(floor < wrong);
+    let seen = rep.view.containers[0].usage.mem_bytes;
+    assert_eq!(
+        seen,
+        floor,
+        "floor from the {} MiB the kernel killed at ({} MiB), not from the {} MiB set after ({} MiB): got {} MiB",
+        cut / MIB,
+        floor / 1048576.0,
+        grown / MIB,
+        wrong / 1048576.0,
+        seen / 1048576.0
+    );
+    // the recording says the same, with the kill's time
+    let mut reader = datasets::recording::RecordReader::open(&recording).expect("recording");
+    let mut kills = Vec::new();
+    while let Ok(Some(record)) = reader.read_next::<shaper::record::Record>() {
+        if let shaper::record::Record::Round(round) = record {
+            kills.extend(round.events.into_iter().filter_map(|e| match e {
+                shaper::record::KernelEvent::OomKill {
+                    limit_bytes, at_s, ..
+                } => Some((limit_bytes, at_s)),
+                _ => None,
+            }));
+        }
+    }
+    assert_eq!(kills, vec![(cut as f64, killed_at)]);
+}

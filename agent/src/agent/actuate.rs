@@ -81,10 +81,13 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         }
     }
 
-    /// Records limits the runtime confirmed it set on container `id`.
-    pub(super) fn confirm_limits(&mut self, id: &str, after: Limits) {
+    /// Records limits the runtime confirmed it set on container `id`, by a
+    /// call made at `changed_s` (the agent's clock just before the call):
+    /// the limits they replaced are kept with that time, for an OOM kill
+    /// reported later ([`Tracked::limits_at`]).
+    pub(super) fn confirm_limits(&mut self, id: &str, after: Limits, changed_s: f64) {
         if let Some(tm) = self.tracked.get_mut(id) {
-            tm.info.limits = after;
+            tm.limits_changed(after, changed_s);
         }
         self.state.set_limits.insert(
             id.to_string(),
@@ -263,11 +266,16 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                         outcomes.push(outcome(Outcome::Unchanged, note));
                         continue;
                     }
+                    let sent_s = self.clock.now_s();
                     match self.runtime.update(&a.container_id, &update).await {
                         Ok(()) => {
                             // no state write needed: the written-ahead
                             // limits cover these until the next write
-                            self.confirm_limits(&a.container_id, Self::limits_after(&t, &update));
+                            self.confirm_limits(
+                                &a.container_id,
+                                Self::limits_after(&t, &update),
+                                sent_s,
+                            );
                             self.shared.metrics.action(kind, Outcome::Applied.as_str());
                             outcomes.push(outcome(Outcome::Applied, note));
                         }

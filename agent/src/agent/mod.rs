@@ -167,8 +167,47 @@ struct Tracked {
     /// End of an OOM-killed run counted from `inspect` whose streamed event
     /// may still arrive late (then it is not counted again).
     recovered_oom_exit: Option<f64>,
+    /// Limits the agent replaced, with the time of the change (the agent's
+    /// clock just before the runtime call), oldest first, at most
+    /// [`MAX_LIMIT_CHANGES`]: an OOM kill reported after the agent resized
+    /// the container is counted at the limit it was killed at
+    /// ([`Tracked::limits_at`]).
+    replaced_limits: Vec<(f64, Limits)>,
     needs_inspect: bool,
 }
+
+impl Tracked {
+    /// The limits in force at `at_s` (Unix seconds): those the first
+    /// change after `at_s` replaced, else the current ones (also when
+    /// `at_s` is unknown).
+    fn limits_at(&self, at_s: Option<f64>) -> Limits {
+        at_s.filter(|a| a.is_finite())
+            .and_then(|a| {
+                self.replaced_limits
+                    .iter()
+                    .find(|(changed_s, _)| a < *changed_s)
+                    .map(|(_, before)| *before)
+            })
+            .unwrap_or(self.info.limits)
+    }
+
+    /// Records that the agent changed the limits to `after` at `changed_s`.
+    fn limits_changed(&mut self, after: Limits, changed_s: f64) {
+        if after == self.info.limits {
+            return;
+        }
+        if self.replaced_limits.len() == MAX_LIMIT_CHANGES {
+            self.replaced_limits.remove(0);
+        }
+        self.replaced_limits.push((changed_s, self.info.limits));
+        self.info.limits = after;
+    }
+}
+
+/// Limit changes remembered per container (see [`Tracked::limits_at`]):
+/// events are drained every round, so the last few cover a kill reported
+/// late.
+const MAX_LIMIT_CHANGES: usize = 4;
 
 /// A container throttled within this many rounds keeps its CPU limit
 /// (resizes still apply their memory part).

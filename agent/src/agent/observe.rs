@@ -28,7 +28,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                         t.streamed_ooms.remove(0);
                     }
                     t.streamed_ooms.push(at_s);
-                    self.count_oom(&id, now_s, false);
+                    self.count_oom(&id, now_s, at_s, false);
                 }
                 RuntimeEvent::Die { .. } | RuntimeEvent::Start { .. } => t.needs_inspect = true,
                 RuntimeEvent::Destroy { .. } => t.needs_inspect = true,
@@ -40,29 +40,41 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
     /// allocation grow: its memory at least `max(limit + oom_bump_bytes,
     /// limit * oom_bump_factor)`, and its request when the limit was below
     /// it, for `oom_memory_s`, up to its ceiling
-    /// (`request * max_growth`; [`shaper::OomFloor`]). `recovered`: found by `inspect`, not by the stream.
-    pub(super) fn count_oom(&mut self, id: &str, now_s: f64, recovered: bool) {
+    /// (`request * max_growth`; [`shaper::OomFloor`]). `killed_s`: when the
+    /// kill happened (the runtime's clock), when known: the limit is the one
+    /// in force then (the agent may have resized the container since, e.g.
+    /// in the round in which it died, before the event was drained), and the
+    /// floor holds from then (never later than `now_s`). `recovered`: found
+    /// by `inspect`, not by the stream.
+    pub(super) fn count_oom(
+        &mut self,
+        id: &str,
+        now_s: f64,
+        killed_s: Option<f64>,
+        recovered: bool,
+    ) {
         let Some(t) = self.tracked.get_mut(id) else {
             return;
         };
         t.oom_kills += 1;
         self.shared.metrics.oom_event(recovered);
+        let killed_s = killed_s.filter(|k| k.is_finite());
         let limit = t
-            .info
-            .limits
+            .limits_at(killed_s)
             .mem_bytes
             .map(|m| m as f64)
             .unwrap_or(t.usage.mem_bytes);
+        let at_s = killed_s.map_or(now_s, |k| k.min(now_s));
         let event = KernelEvent::OomKill {
             container_id: id.to_string(),
             limit_bytes: limit,
-            at_s: now_s,
+            at_s,
         };
         // the kernel records the floor; the same event goes to the recording
         let floor = self
             .kernel
             .as_mut()
-            .map_or(limit, |k| k.oom_kill(id, limit, now_s).mem_bytes);
+            .map_or(limit, |k| k.oom_kill(id, limit, at_s).mem_bytes);
         self.round_events.push(event);
         *self
             .state
@@ -78,6 +90,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             container = %t.info.name,
             limit_mib = limit / MIB,
             next_floor_mib = floor / MIB,
+            killed_at_s = killed_s,
             "{how}; next memory allocation grows"
         );
     }
@@ -313,6 +326,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                         oom_kills: 0,
                         streamed_ooms: Vec::new(),
                         recovered_oom_exit: None,
+                        replaced_limits: Vec::new(),
                         needs_inspect: false,
                     },
                 );
@@ -324,7 +338,8 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 t.streamed_ooms.remove(i);
             } else if known {
                 t.recovered_oom_exit = Some(f);
-                self.count_oom(&id, now_s, true);
+                // the OOM-killed run ended at `f`, right after the kill
+                self.count_oom(&id, now_s, Some(f), true);
             }
         }
         dirty

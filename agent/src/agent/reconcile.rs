@@ -98,6 +98,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 continue;
             };
             let mut update = self.original_update(&t);
+            let sent_s = self.clock.now_s();
             if let Some(u) = &update {
                 if let Err(err) = self.runtime.update(&e.id, u).await {
                     self.shared.metrics.runtime_error("update");
@@ -111,7 +112,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     self.state.evicted.remove(0);
                     free = free.sub(&e.request);
                     if let Some(update) = &update {
-                        self.confirm_limits(&e.id, Self::limits_after(&t, update));
+                        self.confirm_limits(&e.id, Self::limits_after(&t, update), sent_s);
                     }
                     if let Some(tm) = self.tracked.get_mut(&e.id) {
                         tm.info.state = ContainerState::Running;
@@ -189,10 +190,11 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     "started without a CPU limit: Docker cannot remove the NanoCpus limit the agent set; restoring every core of the host"
                 );
             }
+            let sent_s = self.clock.now_s();
             match self.runtime.update(&t.info.id, &update).await {
                 Ok(()) => {
                     let after = Self::limits_after(&t, &update);
-                    self.confirm_limits(&t.info.id, after);
+                    self.confirm_limits(&t.info.id, after, sent_s);
                     tracing::debug!(
                         container = %t.info.name,
                         state = ?t.info.state,
