@@ -171,6 +171,11 @@ fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, RuntimeError> {
 
 #[derive(Deserialize)]
 struct RawStats {
+    /// When dockerd read the counters (RFC 3339; `0001-01-01T00:00:00Z`
+    /// for a stopped container). Any JSON value: a bad one is no time, not
+    /// a bad answer.
+    #[serde(default)]
+    read: Option<serde_json::Value>,
     #[serde(default)]
     cpu_stats: Option<RawCpuStats>,
     #[serde(default)]
@@ -271,6 +276,11 @@ pub fn decode_stats(body: &[u8]) -> Result<ContainerStats, RuntimeError> {
             .as_ref()
             .and_then(|c| c.throttling_data.as_ref())
             .and_then(|t| t.throttled_time),
+        read_s: raw
+            .read
+            .as_ref()
+            .and_then(|v| v.as_str())
+            .and_then(crate::runtime::parse_rfc3339_s),
     })
 }
 
@@ -687,7 +697,31 @@ mod tests {
             .expect("decodes");
         assert_eq!(s.cpu_total_ns, 0);
         assert_eq!(s.working_set_bytes(), 0);
+        assert_eq!(s.read_s, None, "Docker's zero time is no read time");
         assert!(decode_stats(b"not json").is_err());
+    }
+
+    #[test]
+    fn decodes_the_read_time_leniently() {
+        let s = decode_stats(V1.as_bytes()).expect("v1");
+        let read = s.read_s.expect("read time");
+        assert!((read - 1_795_336_015.801_169_8).abs() < 1e-5, "{read}");
+        // no read time, or one that is not a time: the answer still decodes
+        assert_eq!(decode_stats(V2.as_bytes()).expect("v2").read_s, None);
+        for read in [
+            r#"" ""#,
+            r#""garbage""#,
+            r#""2026-13-40T99:00:00Z""#,
+            "null",
+            "12345",
+            "{}",
+            "[1]",
+        ] {
+            let body =
+                format!(r#"{{"read":{read},"cpu_stats":{{"cpu_usage":{{"total_usage":7}}}}}}"#);
+            let s = decode_stats(body.as_bytes()).expect("decodes");
+            assert_eq!((s.cpu_total_ns, s.read_s), (7, None), "{read}");
+        }
     }
 
     /// H4: unlimited swap takes two calls (the first raises the memory +

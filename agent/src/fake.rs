@@ -22,6 +22,8 @@ pub struct FakeContainer {
     pub mem_peak_bytes: Option<u64>,
     pub cpu_nr_throttled: Option<u64>,
     pub cpu_throttled_ns: Option<u64>,
+    /// The read time its stats report (see [`FakeRuntime::set_read_time`]).
+    pub read_s: Option<f64>,
 }
 
 /// A call the agent made.
@@ -143,8 +145,18 @@ impl FakeRuntime {
                 mem_peak_bytes: None,
                 cpu_nr_throttled: None,
                 cpu_throttled_ns: None,
+                read_s: None,
             },
         );
+    }
+
+    /// The time the runtime says it read the container's counters, as its
+    /// next stats answers report it (`None`: no read time, as a runtime
+    /// that does not say).
+    pub fn set_read_time(&self, id: &str, read_s: Option<f64>) {
+        if let Some(c) = self.lock().containers.get_mut(id) {
+            c.read_s = read_s;
+        }
     }
 
     /// Sets memory usage and adds CPU time.
@@ -315,6 +327,7 @@ impl ContainerRuntime for FakeRuntime {
             mem_peak_bytes: c.mem_peak_bytes,
             cpu_nr_throttled: c.cpu_nr_throttled,
             cpu_throttled_ns: c.cpu_throttled_ns,
+            read_s: c.read_s,
         })
     }
 

@@ -430,6 +430,14 @@ impl ContainerRuntime for PodmanRuntime {
 
     async fn stats(&self, id: &str) -> Result<ContainerStats, RuntimeError> {
         let mut s = self.inner.stats(id).await?;
+        // Podman's compat stats carry `read` (when it read the cgroup); an
+        // answer without one is timed by the local clock at the answer
+        if s.read_s.is_none() {
+            s.read_s = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()
+                .map(|d| d.as_secs_f64());
+        }
         // Podman 4.3's compat stats report zero throttling: read the cgroup
         if s.cpu_nr_throttled.unwrap_or(0) == 0 {
             if let Some((nr, ns)) = read_cgroup_throttling(id) {

@@ -192,6 +192,12 @@ pub struct ContainerStats {
     /// Time the container was throttled, nanoseconds (cumulative,
     /// `cpu.stat` `throttled_usec` x 1000).
     pub cpu_throttled_ns: Option<u64>,
+    /// When the runtime read these counters (Unix seconds, its clock:
+    /// Docker's `read`), when it says. Docker serves a stats call at its
+    /// collector's next tick, up to ~1 s after the request: the CPU rate
+    /// divides by the time between two reads, not between two requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_s: Option<f64>,
 }
 
 impl ContainerStats {
@@ -458,6 +464,7 @@ mod tests {
             mem_peak_bytes: None,
             cpu_nr_throttled: None,
             cpu_throttled_ns: None,
+            read_s: None,
         };
         assert_eq!(s.working_set_bytes(), 0);
     }

@@ -716,3 +716,62 @@ async fn oom_kill_reported_after_a_resize_counts_at_the_limit_killed_at() {
     }
     assert_eq!(kills, vec![(cut as f64, killed_at)]);
 }
+
+/// QA D3: a flat load whose counters the runtime reads up to 0.95 s after
+/// each round asked (Docker answers at its collector's tick) is sampled as
+/// a flat rate: the rate divides by the time between the runtime's reads.
+/// The same counters without read times (the rounds' clock) are not flat.
+#[tokio::test]
+async fn flat_cpu_load_read_at_jittered_times_is_a_flat_rate() {
+    let mut r = rig(config(""));
+    let one = CpuLimit::Nano {
+        nano_cpus: 1_000_000_000,
+    };
+    r.fake.add("timed", &[ENABLE], Some(GIB), one, 900.0);
+    r.fake.add("untimed", &[ENABLE], Some(GIB), one, 900.0);
+    let cores = 0.02;
+    let mut last_read: Option<f64> = None;
+    let mut timed = Vec::new();
+    let mut untimed = Vec::new();
+    for (i, jitter) in [0.9, 0.0, 0.8, 0.1, 0.95, 0.05, 0.5, 0.0, 0.7]
+        .into_iter()
+        .enumerate()
+    {
+        // the next round's clock, plus the runtime's delay
+        let read = r.clock_now() + 1.0 + jitter;
+        // the counters at that read: `cores` since the previous read
+        let used = last_read.map_or(0.0, |p| cores * (read - p));
+        last_read = Some(read);
+        r.fake.set_read_time("timed", Some(read));
+        let rep = r
+            .step(&[("timed", 50 * MIB, used), ("untimed", 50 * MIB, used)])
+            .await;
+        let rate = |id: &str| {
+            rep.view
+                .containers
+                .iter()
+                .find(|c| c.meta.id == id)
+                .map(|c| c.usage.cpu_cores)
+        };
+        if i > 0 {
+            // the first sample gives no rate yet
+            timed.extend(rate("timed"));
+            untimed.extend(rate("untimed"));
+        }
+    }
+    assert_eq!(
+        timed.len(),
+        8,
+        "a rate from the second sample on: {timed:?}"
+    );
+    for rate in &timed {
+        assert!((rate - cores).abs() < 1e-6, "flat at {cores}: {timed:?}");
+    }
+    let spread = |v: &[f64]| {
+        v.iter().copied().fold(f64::MIN, f64::max) - v.iter().copied().fold(f64::MAX, f64::min)
+    };
+    assert!(
+        spread(&untimed) > cores / 2.0,
+        "the rounds' clock alone mis-measures it: {untimed:?}"
+    );
+}

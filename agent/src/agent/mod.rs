@@ -6,7 +6,8 @@
 //! 2. list managed containers, inspect new / changed ones (and every
 //!    container every `reinspect_every` rounds);
 //! 3. one stats sample per running container (concurrently): CPU cores from
-//!    the cumulative counter's delta, memory working set;
+//!    the cumulative counter's delta over the time between the runtime's
+//!    reads of it, memory working set;
 //! 4. hand the samples to the kernel's [`NodeKernel`] (off the async
 //!    runtime, `spawn_blocking`): it feeds the models, forecasts and builds
 //!    the [`NodeView`] (OOM floors applied);
@@ -145,8 +146,8 @@ impl Shared {
 struct Tracked {
     info: ContainerInfo,
     labels: ComponentLabels,
-    /// (cumulative CPU ns, sample time) of the previous sample.
-    last_cpu: Option<(u64, f64)>,
+    /// The CPU counter of the previous sample (with its times).
+    last_cpu: Option<observe::CpuMark>,
     usage: Resources,
     /// The most it used so far (the request estimate of an unlimited
     /// resource).

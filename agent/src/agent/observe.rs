@@ -215,13 +215,13 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             match r {
                 Ok(st) => {
                     let mem = st.working_set_bytes() as f64;
-                    let cpu = match t.last_cpu {
-                        Some((prev_ns, prev_s)) if st.cpu_total_ns >= prev_ns && now_s > prev_s => {
-                            Some((st.cpu_total_ns - prev_ns) as f64 / 1e9 / (now_s - prev_s))
-                        }
-                        _ => None,
+                    let mark = CpuMark {
+                        ns: st.cpu_total_ns,
+                        round_s: now_s,
+                        read_s: st.read_s.filter(|r| r.is_finite() && *r > 0.0),
                     };
-                    t.last_cpu = Some((st.cpu_total_ns, now_s));
+                    let cpu = t.last_cpu.and_then(|prev| cpu_rate(&prev, &mark));
+                    t.last_cpu = Some(mark);
                     t.usage = Resources::new(cpu.unwrap_or(t.usage.cpu_cores), mem);
                     t.max_usage = Resources::new(
                         t.max_usage.cpu_cores.max(t.usage.cpu_cores),
@@ -565,6 +565,32 @@ pub(super) fn planning_capacity(host: Resources, samples: &[ContainerSample]) ->
     Resources::new(host.cpu_cores.max(requested_cores), host.mem_bytes)
 }
 
+/// One sample of a container's cumulative CPU counter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct CpuMark {
+    /// Cumulative CPU time, nanoseconds.
+    pub ns: u64,
+    /// The round's clock (Unix seconds) when it was asked for.
+    pub round_s: f64,
+    /// When the runtime read the counter (Unix seconds), when it says.
+    pub read_s: Option<f64>,
+}
+
+/// CPU cores used between two samples of the cumulative counter: its
+/// delta over the time between the runtime's reads when both samples carry
+/// one and it increased, else over the time between the rounds that asked
+/// (Docker reads up to ~1 s after the request: at a 2 s interval the
+/// rounds' clock alone gives a flat load as +-50%). `None` when the counter
+/// went back (a restart) or no time passed.
+fn cpu_rate(prev: &CpuMark, cur: &CpuMark) -> Option<f64> {
+    let used_ns = cur.ns.checked_sub(prev.ns)?;
+    let secs = match (prev.read_s, cur.read_s) {
+        (Some(p), Some(c)) if c > p => c - p,
+        _ => cur.round_s - prev.round_s,
+    };
+    (secs > 0.0 && secs.is_finite()).then(|| used_ns as f64 / 1e9 / secs)
+}
+
 /// The memory peak within the last interval, from the runtime's
 /// high-water mark since creation (cgroup v2 `memory.peak`, v1
 /// `max_usage`): when the mark rose since the previous sample, the new mark
@@ -597,7 +623,62 @@ mod tests {
             mem_peak_bytes: peak,
             cpu_nr_throttled: None,
             cpu_throttled_ns: None,
+            read_s: None,
         }
+    }
+
+    fn mark(ns: u64, round_s: f64, read_s: Option<f64>) -> CpuMark {
+        CpuMark {
+            ns,
+            round_s,
+            read_s,
+        }
+    }
+
+    #[test]
+    fn cpu_rate_divides_by_the_runtime_read_times() {
+        // rounds 2 s apart, read 1.0 s and 0.1 s after the request: 0.02
+        // cores over the 1.1 s between the reads
+        let prev = mark(1_000_000_000, 100.0, Some(101.0));
+        let cur = mark(1_022_000_000, 102.0, Some(102.1));
+        let rate = cpu_rate(&prev, &cur).expect("rate");
+        assert!((rate - 0.02).abs() < 1e-9, "{rate}");
+    }
+
+    #[test]
+    fn cpu_rate_falls_back_to_the_round_clock() {
+        let rate = |prev, cur| cpu_rate(&prev, &cur);
+        // no read time on either side
+        assert_eq!(
+            rate(mark(0, 100.0, None), mark(40_000_000, 102.0, None)),
+            Some(0.02)
+        );
+        assert_eq!(
+            rate(mark(0, 100.0, Some(100.5)), mark(40_000_000, 102.0, None)),
+            Some(0.02)
+        );
+        assert_eq!(
+            rate(mark(0, 100.0, None), mark(40_000_000, 102.0, Some(102.5))),
+            Some(0.02)
+        );
+        // read times not increasing (a cached answer, a clock step back)
+        assert_eq!(
+            rate(
+                mark(0, 100.0, Some(101.0)),
+                mark(40_000_000, 102.0, Some(101.0))
+            ),
+            Some(0.02)
+        );
+        assert_eq!(
+            rate(
+                mark(0, 100.0, Some(103.0)),
+                mark(40_000_000, 102.0, Some(101.0))
+            ),
+            Some(0.02)
+        );
+        // the counter went back (restart), or no time passed at all
+        assert_eq!(rate(mark(5, 100.0, None), mark(4, 102.0, None)), None);
+        assert_eq!(rate(mark(0, 100.0, None), mark(4, 100.0, None)), None);
     }
 
     #[test]
