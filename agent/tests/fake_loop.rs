@@ -687,8 +687,9 @@ async fn oom_kill_reported_after_a_resize_counts_at_the_limit_killed_at() {
     let rep = r.step(&[("tight", 20 * MIB, 0.1)]).await;
     assert_eq!(r.agent.shared().metrics.oom_events(), 1);
     let cfg = r.agent.config().shaper.clone();
-    let floor = shaper::OomFloor::after_kill(cut as f64, killed_at, &cfg).mem_bytes;
-    let wrong = shaper::OomFloor::after_kill(grown as f64, killed_at, &cfg).mem_bytes;
+    let request = rep.view.containers[0].request.mem_bytes;
+    let floor = shaper::OomFloor::after_kill(cut as f64, request, killed_at, &cfg).mem_bytes;
+    let wrong = shaper::OomFloor::after_kill(grown as f64, request, killed_at, &cfg).mem_bytes;
     assert!(floor < wrong);
     let seen = rep.view.containers[0].usage.mem_bytes;
     assert_eq!(
