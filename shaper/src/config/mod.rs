@@ -260,10 +260,10 @@ pub struct ShaperConfig {
     /// far its component can jump: a band fitted on a few flat samples
     /// collapses (its sigma falls to ~1e-7 of the request), and a jump of
     /// 1-5% of the request past the forecast then kills. Over 20 draws of
-    /// the bundled slice's usage pool, 9 of the 13 core kills that failed
-    /// an application came in the first hour, within 5% of the request of
-    /// the allocation. With 0.15 for an hour they fail 5 instead of 12
-    /// (of 7,260), but the windows of Google 2011 lose 2-10 points of the
+    /// the bundled slice's usage pool, 10 of the 12 core kills that failed
+    /// an application came in the first hour, 8 of all 12 within 5% of the
+    /// request above the allocation. With 0.15 for an hour they fail 5 instead of 12
+    /// (of 7,260), but the windows of Google 2011 lose 1.5-9.7 points of the
     /// oracle's saving for no fewer failures (docs/results.md, "Young core
     /// components"). Default 0: off.
     pub young_core_k1: f64,
