@@ -64,7 +64,22 @@ impl JournalAction {
     }
 }
 
-/// One round with at least one action.
+/// An OOM kill the agent counted, in units (MiB, Unix seconds).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JournalOomKill {
+    pub container: String,
+    /// The memory limit in force when it was killed.
+    pub limit_mib: f64,
+    /// The memory its next allocations are held at or above
+    /// (`shaper::OomFloor`).
+    pub floor_mib: f64,
+    pub killed_at_s: f64,
+    /// Found by `inspect` (the event stream missed it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub found_by_inspect: bool,
+}
+
+/// One round with at least one action, restart or OOM kill.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JournalEntry {
     /// Increasing over the journal's life (continues after a restart).
@@ -78,6 +93,9 @@ pub struct JournalEntry {
     /// Evicted containers restarted this round.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub restarted: Vec<String>,
+    /// OOM kills counted since the previous round.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub oom_kills: Vec<JournalOomKill>,
 }
 
 /// What `since=` selects: entries after a sequence number, or after a time.
@@ -145,8 +163,9 @@ impl Journal {
         }
     }
 
-    /// Appends one round (rounds without actions or restarts are skipped).
-    /// A write error is logged; the entry stays in memory.
+    /// Appends one round (rounds without actions, restarts or OOM kills
+    /// are skipped). A write error is logged; the entry stays in memory.
+    #[allow(clippy::too_many_arguments)]
     pub fn append(
         &mut self,
         round: u64,
@@ -155,8 +174,9 @@ impl Journal {
         source: &str,
         outcomes: &[ActionOutcome],
         restarted: &[String],
+        oom_kills: &[JournalOomKill],
     ) {
-        if outcomes.is_empty() && restarted.is_empty() {
+        if outcomes.is_empty() && restarted.is_empty() && oom_kills.is_empty() {
             return;
         }
         let entry = JournalEntry {
@@ -167,6 +187,7 @@ impl Journal {
             source: source.to_string(),
             actions: outcomes.iter().map(JournalAction::from_outcome).collect(),
             restarted: restarted.to_vec(),
+            oom_kills: oom_kills.to_vec(),
         };
         self.next_seq += 1;
         if let Some(p) = &self.path {
@@ -287,6 +308,7 @@ mod tests {
                 "local",
                 &[outcome("web")],
                 &[],
+                &[],
             );
         }
         let cur = std::fs::metadata(dir.path().join(FILE_NAME))
@@ -303,10 +325,51 @@ mod tests {
         assert_eq!((a.to_cpu_cores, a.to_mem_mib), (Some(0.25), Some(64.0)));
         // reopening continues the sequence
         let mut j2 = Journal::open(Some(dir.path()), 4096);
-        j2.append(101, 2000.0, "recommend", "local", &[outcome("web")], &[]);
+        j2.append(
+            101,
+            2000.0,
+            "recommend",
+            "local",
+            &[outcome("web")],
+            &[],
+            &[],
+        );
         assert_eq!(j2.since(Some(Since::Seq(100))).len(), 1);
         assert_eq!(j2.since(Some(Since::Seq(100)))[0].seq, 101);
         assert_eq!(j2.since(Some(Since::UnixS(1099.5))).len(), 2);
+    }
+
+    /// A round with an OOM kill and nothing else is journaled; a line
+    /// written before kills were journaled still reads.
+    #[test]
+    fn an_oom_kill_alone_makes_an_entry() {
+        let mut j = Journal::open(None, 0);
+        j.append(1, 1000.0, "shape", "local", &[], &[], &[]);
+        assert!(j.since(None).is_empty(), "nothing happened");
+        let kill = JournalOomKill {
+            container: "web".into(),
+            limit_mib: 42.0,
+            floor_mib: 256.0,
+            killed_at_s: 999.5,
+            found_by_inspect: false,
+        };
+        j.append(
+            2,
+            1010.0,
+            "shape",
+            "local",
+            &[],
+            &[],
+            std::slice::from_ref(&kill),
+        );
+        let back = j.since(None);
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].oom_kills, vec![kill]);
+        let old: JournalEntry = serde_json::from_str(
+            r#"{"seq":1,"round":1,"at_s":1.0,"actuation":"shape","source":"local","actions":[]}"#,
+        )
+        .expect("an older line");
+        assert!(old.oom_kills.is_empty());
     }
 
     /// A line that is not UTF-8 is skipped and counted like a line that is
@@ -316,8 +379,8 @@ mod tests {
     fn a_bad_line_is_counted_and_an_unreadable_file_named() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut j = Journal::open(Some(dir.path()), 1 << 20);
-        j.append(1, 1000.0, "recommend", "local", &[outcome("web")], &[]);
-        j.append(2, 1300.0, "recommend", "local", &[outcome("db")], &[]);
+        j.append(1, 1000.0, "recommend", "local", &[outcome("web")], &[], &[]);
+        j.append(2, 1300.0, "recommend", "local", &[outcome("db")], &[], &[]);
         let path = dir.path().join(FILE_NAME);
         let text = std::fs::read(&path).expect("read");
         let mut bytes = b"{\"seq\": 0, \xff\xfe}\r\nnot json\n\n".to_vec();

@@ -716,6 +716,19 @@ async fn oom_kill_reported_after_a_resize_counts_at_the_limit_killed_at() {
         }
     }
     assert_eq!(kills, vec![(cut as f64, killed_at)]);
+    // and so does the decision journal (`tailor history`, `/v1/decisions`)
+    let journaled: Vec<(String, f64, f64)> = r
+        .agent
+        .shared()
+        .decisions_since(None)
+        .into_iter()
+        .flat_map(|e| e.oom_kills)
+        .map(|k| (k.container, k.limit_mib, k.killed_at_s))
+        .collect();
+    assert_eq!(
+        journaled,
+        vec![("tight".to_string(), cut as f64 / 1048576.0, killed_at)]
+    );
 }
 
 /// QA D3: a flat load whose counters the runtime reads up to 0.95 s after

@@ -56,13 +56,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if let Some(c) = &args.container {
             e.actions.retain(|a| &a.container == c);
             e.restarted.retain(|r| r == c);
-            if e.actions.is_empty() && e.restarted.is_empty() {
+            e.oom_kills.retain(|k| &k.container == c);
+            if e.actions.is_empty() && e.restarted.is_empty() && e.oom_kills.is_empty() {
                 continue;
             }
         }
         if args.json {
             println!("{}", serde_json::to_string(&e)?);
             continue;
+        }
+        // the kills came before the round's decisions
+        for k in &e.oom_kills {
+            println!(
+                "#{} round {} t={:.0} {} OOM-killed at t={:.0}{} at a {:.1} MiB limit; memory held at >= {:.1} MiB",
+                e.seq,
+                e.round,
+                e.at_s,
+                k.container,
+                k.killed_at_s,
+                if k.found_by_inspect { " (found by inspect)" } else { "" },
+                k.limit_mib,
+                k.floor_mib
+            );
         }
         for a in &e.actions {
             let sizes = if a.action == "resize" {

@@ -84,6 +84,9 @@ pub struct RoundReport {
     pub outcomes: Vec<ActionOutcome>,
     /// Evicted containers restarted this round (names).
     pub restarted: Vec<String>,
+    /// OOM kills counted since the previous report.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub oom_kills: Vec<crate::journal::JournalOomKill>,
     /// Per-container problems this round (the round still completed).
     pub errors: Vec<String>,
     /// The shaper's plan when computed locally (with full explanations).
@@ -239,6 +242,8 @@ pub struct Agent<R: ContainerRuntime + ?Sized> {
     shown: Shown,
     /// What was told to the kernel this round before the samples (recorded).
     round_events: Vec<KernelEvent>,
+    /// OOM kills counted since the last report (for the journal).
+    round_kills: Vec<crate::journal::JournalOomKill>,
     /// `[record]`: the recording, while it is on.
     recorder: Option<RecordWriter>,
     /// This round's samples as given to the kernel (kept only when recording).
@@ -335,6 +340,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             kernel: Some(kernel),
             shown: Shown::default(),
             round_events: Vec::new(),
+            round_kills: Vec::new(),
             round_samples: Vec::new(),
             recorded_labels: std::collections::HashSet::new(),
             recorder,
@@ -414,6 +420,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 &report.source,
                 &report.outcomes,
                 &report.restarted,
+                &report.oom_kills,
             );
         }
         let by_name: BTreeMap<&str, &Tracked> = self
@@ -532,6 +539,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 view,
                 outcomes: Vec::new(),
                 restarted: Vec::new(),
+                oom_kills: std::mem::take(&mut self.round_kills),
                 errors,
                 plan: None,
             });
@@ -585,6 +593,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             view,
             outcomes,
             restarted,
+            oom_kills: std::mem::take(&mut self.round_kills),
             errors,
             plan: plan.plan,
         })

@@ -93,6 +93,13 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             killed_at_s = killed_s,
             "{how}; next memory allocation grows"
         );
+        self.round_kills.push(crate::journal::JournalOomKill {
+            container: t.info.name.clone(),
+            limit_mib: limit / MIB,
+            floor_mib: floor / MIB,
+            killed_at_s: at_s,
+            found_by_inspect: recovered,
+        });
     }
 
     pub(super) async fn sample(
