@@ -144,14 +144,17 @@ async fn recorded_run_replays_with_zero_mismatches() {
     let over = dir.path().join("changed.toml");
     std::fs::write(&over, toml).expect("write config");
     let over = over.display().to_string();
-    let (ok, text) = parity(&[
-        "replay",
-        "--workload",
-        &rec,
-        "--check-parity",
-        "--config",
-        &over,
-    ]);
+    let with_config = |config: &str| {
+        parity(&[
+            "replay",
+            "--workload",
+            &rec,
+            "--check-parity",
+            "--config",
+            config,
+        ])
+    };
+    let (ok, text) = with_config(&over);
     println!("{text}");
     let (_, _, mismatches) = counts(&text);
     assert!(
@@ -163,14 +166,7 @@ async fn recorded_run_replays_with_zero_mismatches() {
     let bad = dir.path().join("bad.toml");
     std::fs::write(&bad, "[shaper]\nkk = 1\nk1 = -3\n").expect("write config");
     let bad = bad.display().to_string();
-    let (ok, text) = parity(&[
-        "replay",
-        "--workload",
-        &rec,
-        "--check-parity",
-        "--config",
-        &bad,
-    ]);
+    let (ok, text) = with_config(&bad);
     assert!(
         !ok && text.contains("shaper.kk") && text.contains("shaper.k1"),
         "a bad config's errors by key path:\n{text}"

@@ -32,6 +32,7 @@ pub mod checkpoint;
 pub mod cluster;
 pub mod config;
 pub mod docker;
+mod docker_stats;
 #[cfg(any(test, feature = "test-util"))]
 pub mod fake;
 pub mod http;
