@@ -139,6 +139,7 @@ fn bound_str(b: Bound) -> &'static str {
         Bound::Reservation => "raised to its memory reservation",
         Bound::Ceiling => "cut to the ceiling (request x max_growth)",
         Bound::Usage => "raised to current use",
+        Bound::OomFloor => "raised to its OOM floor",
         Bound::HostShare => "cut to what was left on the host",
     }
 }

@@ -439,7 +439,12 @@ async fn oom_kill_missed_by_the_event_stream_is_recovered_from_inspect() {
     }
     let rep = last.expect("rounds ran");
     assert_eq!(rep.view.containers[0].oom_kills, 1);
-    assert!(rep.view.containers[0].usage.mem_bytes >= (before + 100 * MIB) as f64);
+    assert!(rep.view.containers[0].oom_floor_bytes >= (before + 100 * MIB) as f64);
+    assert_eq!(
+        rep.view.containers[0].usage.mem_bytes,
+        (90 * MIB) as f64,
+        "usage is what was measured, not the floor"
+    );
     assert_eq!(r.agent.shared().metrics.oom_events(), 1, "counted once");
     assert_eq!(r.agent.shared().metrics.oom_recovered(), 1);
     let mem = r.mem_limit("tight");
@@ -691,7 +696,8 @@ async fn oom_kill_reported_after_a_resize_counts_at_the_limit_killed_at() {
     let floor = shaper::OomFloor::after_kill(cut as f64, request, killed_at, &cfg).mem_bytes;
     let wrong = shaper::OomFloor::after_kill(grown as f64, request, killed_at, &cfg).mem_bytes;
     assert!(floor < wrong);
-    let seen = rep.view.containers[0].usage.mem_bytes;
+    let seen = rep.view.containers[0].oom_floor_bytes;
+    assert_eq!(rep.view.containers[0].usage.mem_bytes, (20 * MIB) as f64);
     assert_eq!(
         seen,
         floor,

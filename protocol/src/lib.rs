@@ -47,7 +47,8 @@
 //! release has a default, so a shaper accepts the reports of older agents;
 //! an agent leaves an added field out while it holds its default (so far
 //! [`ComponentReport::restarts_alone`] when false,
-//! [`ComponentReport::mem_floor_bytes`] when 0, [`ReportRequest::mentions`]
+//! [`ComponentReport::mem_floor_bytes`] and
+//! [`ComponentReport::oom_floor_bytes`] when 0, [`ReportRequest::mentions`]
 //! when false, and a forecast's `mem_hold_bytes` and `mem_small_hold_bytes`
 //! when 0). A shaper sends an added answer field only to an agent that
 //! asked for it ([`WireAction::mentions`]). Messages refuse
@@ -163,6 +164,12 @@ pub struct ComponentReport {
     /// is never planned below it. 0 (the default): none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub mem_floor_bytes: f64,
+    /// Its OOM floor in bytes while it holds (`shaper::OomFloor`): after an
+    /// OOM kill its memory is not planned below it, up to its ceiling.
+    /// Kept apart from `usage`, which is what was measured. 0 (the
+    /// default): none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub oom_floor_bytes: f64,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -492,6 +499,7 @@ mod tests {
             expected_remaining_s: None,
             restarts_alone: false,
             mem_floor_bytes: 0.0,
+            oom_floor_bytes: 0.0,
         }
     }
 
@@ -624,11 +632,18 @@ mod tests {
             f.mem_small_hold_bytes = -1.0;
         }
         r.components[1].mem_floor_bytes = -1.0;
+        r.components[0].oom_floor_bytes = f64::NAN;
         let errors = r.validate(100).expect_err("invalid");
         assert!(
             errors
                 .iter()
                 .any(|e| e.contains("components[1].mem_floor_bytes")),
+            "{errors:?}"
+        );
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("components[0].oom_floor_bytes")),
             "{errors:?}"
         );
         for key in ["mem_hold_bytes", "mem_small_hold_bytes"] {
@@ -699,7 +714,7 @@ mod tests {
         // a newer agent sends an added field only away from its default
         let mut r = report();
         let v = serde_json::to_value(&r).expect("serialise");
-        for key in ["restarts_alone", "mem_floor_bytes"] {
+        for key in ["restarts_alone", "mem_floor_bytes", "oom_floor_bytes"] {
             assert!(v["components"][0].get(key).is_none(), "{v}");
         }
         assert!(v.get("mentions").is_none(), "{v}");
@@ -708,12 +723,14 @@ mod tests {
         }
         r.components[0].restarts_alone = true;
         r.components[0].mem_floor_bytes = 2e8;
+        r.components[0].oom_floor_bytes = 4e8;
         if let Some(f) = r.components[0].forecast.as_mut() {
             f.mem_hold_bytes = 3e8;
         }
         let v = serde_json::to_value(&r).expect("serialise");
         assert_eq!(v["components"][0]["restarts_alone"], true);
         assert_eq!(v["components"][0]["mem_floor_bytes"], 2e8);
+        assert_eq!(v["components"][0]["oom_floor_bytes"], 4e8);
         assert_eq!(v["components"][0]["forecast"]["mem_hold_bytes"], 3e8);
         let back: ReportRequest = serde_json::from_value(v).expect("parse");
         assert_eq!(back, r);

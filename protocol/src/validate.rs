@@ -121,6 +121,7 @@ impl ReportRequest {
                 }
             }
             check_amount(At(i, "mem_floor_bytes"), c.mem_floor_bytes, &mut errors);
+            check_amount(At(i, "oom_floor_bytes"), c.oom_floor_bytes, &mut errors);
             if !c.started_s.is_finite() || c.started_s < 0.0 {
                 errors.push(format!("{} must be finite and >= 0", At(i, "started_s")));
             }

@@ -57,6 +57,7 @@
 //!             work_done_s: 3600.0,
 //!             restarts_alone: false,
 //!             mem_floor_bytes: 0.0,
+//!             oom_floor_bytes: 0.0,
 //!         }],
 //!     }],
 //! };

@@ -101,6 +101,12 @@ pub struct Component {
     /// what the component needs, not a buffer to cut. 0: none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub mem_floor_bytes: f64,
+    /// Its OOM floor while it holds ([`crate::OomFloor`]): after an OOM
+    /// kill its memory is never planned below it, up to its ceiling
+    /// (`request * max_growth`). Kept apart from `usage`, which stays what
+    /// was measured. 0: none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub oom_floor_bytes: f64,
 }
 
 /// A running application: a set of components, possibly on several hosts.

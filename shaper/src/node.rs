@@ -147,11 +147,15 @@ pub struct ContainerSample {
 pub struct ContainerReport {
     #[serde(flatten)]
     pub meta: ContainerMeta,
-    /// Request, raised to the OOM floor while it holds.
     pub request: Resources,
     pub allocation: Resources,
-    /// Usage, memory raised to the OOM floor while it holds.
+    /// Latest measured usage.
     pub usage: Resources,
+    /// Its OOM floor while it holds, up to its ceiling
+    /// ([`crate::OomFloor::held_bytes`]): its memory is not planned below
+    /// it. 0: none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub oom_floor_bytes: f64,
     pub forecast: Option<Forecasts>,
     /// Where the forecast came from (own model, prior, fallback).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -292,14 +296,21 @@ impl NodeKernel {
     }
 
     /// Records an OOM kill of container `id` at memory limit `limit_bytes`
-    /// (its request: the one its models last saw).
-    pub fn oom_kill(&mut self, id: &str, limit_bytes: f64, now_s: f64) -> OomFloor {
+    /// (its request: the one its models last saw). Returns the memory it
+    /// holds: the floor up to the request's ceiling
+    /// ([`OomFloor::mem_bytes_for`]; the floor itself when the request is
+    /// not known yet).
+    pub fn oom_kill(&mut self, id: &str, limit_bytes: f64, now_s: f64) -> f64 {
         let request = self.models.request_of(id).map_or(0.0, |r| r.mem_bytes);
         let f = OomFloor::after_kill(limit_bytes, request, now_s, &self.cfg);
         self.floors.insert(id.to_string(), f);
         self.models
             .oom_kill(id, limit_bytes, f.mem_bytes, now_s, &self.cfg);
-        f
+        if request > 0.0 {
+            f.mem_bytes_for(request)
+        } else {
+            f.mem_bytes
+        }
     }
 
     /// Forgets a container that is gone (its history stays under its name
@@ -309,15 +320,28 @@ impl NodeKernel {
         self.floors.remove(id);
     }
 
-    /// The containers' model histories and priors, for the state directory.
+    /// The containers' model histories, priors and OOM floors that still
+    /// hold, for the state directory.
     pub fn checkpoint(&self, now_s: f64) -> ModelCheckpoint {
-        self.models.checkpoint(now_s)
+        let mut ck = self.models.checkpoint(now_s);
+        for e in &mut ck.containers {
+            e.oom_floor = self.floors.get(&e.id).filter(|f| f.active(now_s)).copied();
+        }
+        ck
     }
 
     /// Restores a [`NodeKernel::checkpoint`]; returns the containers it
-    /// holds.
+    /// holds. A floor that is not a sane one is dropped.
     pub fn restore(&mut self, ck: ModelCheckpoint) -> Result<usize, CheckpointError> {
-        self.models.restore(ck, &self.cfg)
+        let floors: Vec<(String, OomFloor)> = ck
+            .containers
+            .iter()
+            .filter_map(|e| Some((e.id.clone(), e.oom_floor?)))
+            .filter(|(_, f)| f.is_sane())
+            .collect();
+        let n = self.models.restore(ck, &self.cfg)?;
+        self.floors.extend(floors);
+        Ok(n)
     }
 
     /// Applies one event (what a recording stores of the calls above).
@@ -348,16 +372,16 @@ impl NodeKernel {
         self.models.begin_round(&self.cfg);
         for c in containers {
             let f = self.models.observe(&c, now_s, self.horizon, &self.cfg);
-            let mut usage = c.usage;
-            let request = c.request;
-            if let Some(f) = self.floors.get(&c.meta.id) {
-                f.raise(now_s, &mut usage, request);
-            }
+            let oom_floor_bytes = self
+                .floors
+                .get(&c.meta.id)
+                .map_or(0.0, |f| f.held_bytes(now_s, c.request.mem_bytes));
             reports.push(ContainerReport {
                 meta: c.meta,
-                request,
+                request: c.request,
                 allocation: c.allocation,
-                usage,
+                usage: c.usage,
+                oom_floor_bytes,
                 forecast_source: f.as_ref().map(|f| f.source),
                 samples: f.as_ref().map_or(0, |f| f.samples),
                 forecast: f.and_then(|f| f.forecast),
@@ -422,6 +446,7 @@ pub fn node_cluster_view(view: &NodeView) -> ClusterView {
                 work_done_s: f64::NAN,
                 restarts_alone: c.meta.restarts_alone,
                 mem_floor_bytes: c.meta.mem_floor_bytes,
+                oom_floor_bytes: c.oom_floor_bytes,
             },
             None,
         );
@@ -513,6 +538,7 @@ mod tests {
             request: Resources::new(1.0, mem_req),
             allocation: Resources::new(1.0, mem_req),
             usage: Resources::new(0.1, mem_use),
+            oom_floor_bytes: 0.0,
             forecast: Some(Forecasts {
                 cpu: Predictive::gaussian(0.1, 0.0),
                 mem: Predictive::gaussian(mem_use, 0.0),

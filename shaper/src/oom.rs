@@ -11,19 +11,20 @@
 //! dockerd, 2026-11-30: a step from 20 to 235 MiB under a 256 MiB limit
 //! cut to 49 MiB was killed at 49 and again at 149 MiB).
 //!
-//! The floor raises the memory usage the shaper sees for the component, so
-//! its target clears it, up to the component's ceiling (`request *
-//! [shaper] max_growth`): the VPA raises a request, which the scheduler
-//! then places; tailor sizes within the request a component was placed
-//! with. A floor past it would be a need its host was never asked to hold:
+//! The floor bounds the component's memory target from below
+//! ([`Component::oom_floor_bytes`]; its usage stays what was measured), up
+//! to the component's ceiling (`request * [shaper] max_growth`): the VPA
+//! raises a request, which the scheduler then places; tailor sizes within
+//! the request a component was placed with. A floor past it would be a need its host was never asked to hold:
 //! in the simulator, a restarted task placed at its request and evicted
 //! again at once for its floor, round after round (274 evictions of one
 //! job on the bundled slice at seed 15). The agent
 //! (standalone or cluster) and the simulator record kills through
-//! [`OomFloor::after_kill`] and apply it through [`OomFloor::apply`].
+//! [`OomFloor::after_kill`] and apply them through [`OomFloor::held_bytes`]
+//! and [`OomFloor::apply`].
 
 use crate::config::ShaperConfig;
-use crate::model::{Component, Resources};
+use crate::model::Component;
 use serde::{Deserialize, Serialize};
 
 /// A memory floor that holds until `until_s`.
@@ -65,6 +66,16 @@ impl OomFloor {
         }
     }
 
+    /// Finite, not negative, and a ceiling of at least the request: what
+    /// a checkpoint must hold to be restored.
+    pub fn is_sane(&self) -> bool {
+        self.mem_bytes.is_finite()
+            && self.mem_bytes >= 0.0
+            && self.until_s.is_finite()
+            && self.max_growth.is_finite()
+            && self.max_growth >= 1.0
+    }
+
     /// True while the floor holds.
     pub fn active(&self, now_s: f64) -> bool {
         now_s <= self.until_s
@@ -76,17 +87,23 @@ impl OomFloor {
         self.mem_bytes.min(request_bytes * self.max_growth)
     }
 
-    /// Raises memory usage to the floor while it holds (at most the
-    /// ceiling of `request`: [`OomFloor::mem_bytes_for`]).
-    pub fn raise(&self, now_s: f64, usage: &mut Resources, request: Resources) {
+    /// The memory held at `now_s` for a component of memory request
+    /// `request_bytes`: [`OomFloor::mem_bytes_for`] while the floor holds,
+    /// else 0.
+    pub fn held_bytes(&self, now_s: f64, request_bytes: f64) -> f64 {
         if self.active(now_s) {
-            usage.mem_bytes = usage.mem_bytes.max(self.mem_bytes_for(request.mem_bytes));
+            self.mem_bytes_for(request_bytes)
+        } else {
+            0.0
         }
     }
 
-    /// [`OomFloor::raise`] on a component of a view.
+    /// Sets a component's [`Component::oom_floor_bytes`] while the floor
+    /// holds (its usage stays what was measured).
     pub fn apply(&self, now_s: f64, c: &mut Component) {
-        self.raise(now_s, &mut c.usage, c.request);
+        c.oom_floor_bytes = c
+            .oom_floor_bytes
+            .max(self.held_bytes(now_s, c.request.mem_bytes));
     }
 }
 
@@ -127,11 +144,10 @@ mod tests {
     fn the_floor_stops_at_the_ceiling() {
         let cfg = ShaperConfig::default();
         let f = OomFloor::after_kill(900.0, 1000.0, 0.0, &cfg);
-        let mut usage = Resources::new(0.1, 100.0);
         // 1.2 x 900 = 1080 (the +100 MiB bump is larger still), capped at
         // the request's ceiling.
-        f.raise(1.0, &mut usage, Resources::new(1.0, 1000.0));
-        assert_eq!(usage.mem_bytes, 1000.0);
+        assert_eq!(f.held_bytes(1.0, 1000.0), 1000.0);
+        assert_eq!(f.held_bytes(1.0 + cfg.oom_memory_s, 1000.0), 0.0);
         let grow = ShaperConfig {
             max_growth: 1.5,
             ..cfg.clone()

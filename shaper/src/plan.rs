@@ -203,6 +203,9 @@ pub enum Bound {
     Ceiling,
     /// Raised to current usage.
     Usage,
+    /// Raised to the component's OOM floor after an OOM kill
+    /// ([`crate::Component::oom_floor_bytes`]).
+    OomFloor,
     /// Raised to the component's memory reservation
     /// ([`crate::Component::mem_floor_bytes`]), which wins over the ceiling.
     Reservation,
@@ -327,6 +330,7 @@ impl Sizing {
             Bound::Floor => f.write_str(", raised to the floor"),
             Bound::Ceiling => f.write_str(", cut to the ceiling"),
             Bound::Usage => f.write_str(", raised to current usage"),
+            Bound::OomFloor => f.write_str(", raised to its OOM floor"),
             Bound::Reservation => f.write_str(", raised to its memory reservation"),
             Bound::HostShare => f.write_str(", cut to what was left on the host"),
         }

@@ -87,6 +87,7 @@ pub fn synthetic_view(n_components: usize, seed: u64) -> ClusterView {
                         work_done_s: rng.range(0.0, NOW_S),
                         restarts_alone: false,
                         mem_floor_bytes: 0.0,
+                        oom_floor_bytes: 0.0,
                     }
                 })
                 .collect();

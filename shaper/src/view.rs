@@ -124,6 +124,7 @@ mod tests {
             work_done_s: f64::NAN,
             restarts_alone: false,
             mem_floor_bytes: 0.0,
+            oom_floor_bytes: 0.0,
         }
     }
 
@@ -156,7 +157,7 @@ mod tests {
     }
 
     #[test]
-    fn oom_floor_raises_usage_up_to_the_request_while_it_holds() {
+    fn oom_floor_holds_up_to_the_request_while_it_holds() {
         let floor = OomFloor {
             mem_bytes: 0.8e9,
             until_s: 1000.0,
@@ -166,8 +167,8 @@ mod tests {
         b.component(0u32, facts(0, 0, 0), comp(1, 0.0, 1e8), Some(&floor));
         let v = b.build();
         let c = &v.apps[0].components[0];
-        assert_eq!(c.usage.mem_bytes, 0.8e9);
-        assert_eq!(c.request.mem_bytes, 1e9);
+        assert_eq!(c.oom_floor_bytes, 0.8e9);
+        assert_eq!(c.usage.mem_bytes, 1e8, "usage stays what was measured");
         // A floor past the request stops at it.
         let high = OomFloor {
             mem_bytes: 2e9,
@@ -176,10 +177,9 @@ mod tests {
         let mut b = ViewBuilder::new(1000.0);
         b.component(0u32, facts(0, 0, 0), comp(1, 0.0, 1e8), Some(&high));
         let v = b.build();
-        let c = &v.apps[0].components[0];
-        assert_eq!((c.usage.mem_bytes, c.request.mem_bytes), (1e9, 1e9));
+        assert_eq!(v.apps[0].components[0].oom_floor_bytes, 1e9);
         let mut b = ViewBuilder::new(1000.5);
         b.component(0u32, facts(0, 0, 0), comp(1, 0.0, 1e8), Some(&floor));
-        assert_eq!(b.build().apps[0].components[0].usage.mem_bytes, 1e8);
+        assert_eq!(b.build().apps[0].components[0].oom_floor_bytes, 0.0);
     }
 }

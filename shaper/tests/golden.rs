@@ -32,6 +32,7 @@ fn comp(
         work_done_s: NOW_S - started_s,
         restarts_alone: false,
         mem_floor_bytes: 0.0,
+        oom_floor_bytes: 0.0,
     }
 }
 

@@ -181,6 +181,13 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                                     } else {
                                         0.0
                                     },
+                                    // an OOM floor on some, some
+                                    // above the ceiling
+                                    oom_floor_bytes: if pick % 5 == 1 {
+                                        rm * f64::from(pick % 15) / 10.0
+                                    } else {
+                                        0.0
+                                    },
                                 }
                             },
                         )
@@ -378,11 +385,12 @@ proptest! {
         }
     }
 
-    /// A memory reservation is never cut: a component kept by the plan
-    /// ends with at least its reservation, except a victim whose eviction
+    /// A memory reservation is never cut, nor an OOM floor (up to the
+    /// ceiling): a component kept by the plan ends with at least them,
+    /// except a victim whose eviction
     /// the cap deferred, which keeps what it had.
     #[test]
-    fn kept_components_keep_their_memory_reservation(case in case_strategy()) {
+    fn kept_components_keep_their_memory_reservation_and_oom_floor(case in case_strategy()) {
         let Case { view, cfg } = case;
         let plan = decide(&view, NOW_S, &cfg);
         let out = outcome(&view, &plan);
@@ -396,6 +404,10 @@ proptest! {
                     let floor = c.mem_floor_bytes;
                     prop_assert!(r.mem_bytes >= floor - tol(floor),
                         "component {:?}: memory {} below its reservation {}", c.id, r.mem_bytes, floor);
+                    // and its OOM floor, up to its ceiling
+                    let oom = c.oom_floor_bytes.min(c.request.mem_bytes * cfg.max_growth.max(1.0));
+                    prop_assert!(r.mem_bytes >= oom - tol(oom),
+                        "component {:?}: memory {} below its OOM floor {}", c.id, r.mem_bytes, oom);
                 }
             }
         }

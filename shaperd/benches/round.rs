@@ -73,6 +73,7 @@ fn report(agent: usize, seq: u64, round: u64) -> ReportRequest {
             expected_remaining_s: None,
             restarts_alone: false,
             mem_floor_bytes: 0.0,
+            oom_floor_bytes: 0.0,
         });
     }
     // Capacity 60% of the summed requests, but at least the largest request.

@@ -4,6 +4,7 @@
 
 use proptest::prelude::*;
 use sim::SimConfig;
+use tailor_core::{MAX_INTERVAL_S, MIN_INTERVAL_S};
 
 fn scalar() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -84,7 +85,7 @@ proptest! {
     #[test]
     fn sim_toml_never_panics_and_accepted_is_bounded(t in text()) {
         if let Ok(cfg) = SimConfig::from_toml_str(&t, "props") {
-            prop_assert!((1.0..=86_400.0).contains(&cfg.interval_s));
+            prop_assert!((MIN_INTERVAL_S..=MAX_INTERVAL_S).contains(&cfg.interval_s));
             prop_assert!(cfg.shaper.horizon_samples.is_none_or(|h| (1..=10_000).contains(&h)));
             prop_assert!(cfg.max_time_s.is_none_or(|t| t.is_finite() && t > 0.0));
             prop_assert!((1..=1_000_000).contains(&cfg.max_restarts));

@@ -238,6 +238,7 @@ fn bound_str(b: Bound) -> &'static str {
         Bound::Reservation => "reservation",
         Bound::Ceiling => "ceiling (request x max_growth)",
         Bound::Usage => "current usage",
+        Bound::OomFloor => "OOM floor",
         Bound::HostShare => "what was left on the host",
     }
 }
@@ -307,6 +308,7 @@ fn advise(
         work_done_s: 0.0,
         restarts_alone: false,
         mem_floor_bytes: 0.0,
+        oom_floor_bytes: 0.0,
     };
     let app = Application {
         id: AppId(0),

@@ -74,7 +74,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         let floor = self
             .kernel
             .as_mut()
-            .map_or(limit, |k| k.oom_kill(id, limit, at_s).mem_bytes);
+            .map_or(limit, |k| k.oom_kill(id, limit, at_s));
         self.round_events.push(event);
         *self
             .state

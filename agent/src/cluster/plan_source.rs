@@ -77,6 +77,7 @@ pub fn component_reports(agent_id: &str, view: &NodeView) -> Vec<ComponentReport
                 expected_remaining_s: None,
                 restarts_alone: c.meta.restarts_alone,
                 mem_floor_bytes: c.meta.mem_floor_bytes,
+                oom_floor_bytes: c.oom_floor_bytes,
             }
         })
         .collect()
@@ -177,6 +178,7 @@ mod tests {
             request: Resources::new(1.0, 1.0),
             allocation: Resources::new(1.0, 1.0),
             usage: Resources::new(0.5, 0.5),
+            oom_floor_bytes: 0.0,
             forecast: None,
             forecast_source: None,
             samples: 0,

@@ -421,11 +421,11 @@ pub(super) fn merge_squeezed(squeezed: &mut Vec<Squeezed>) {
     });
 }
 
-/// The least memory a squeezed component keeps: its current peak usage
-/// (raised to the OOM floor by the view), its forecast's mean when it has
-/// one, and the memory floors (`min_mem_bytes` and its own
-/// [`Component::mem_floor_bytes`]); the first pass takes at most the
-/// planned target of it.
+/// The least memory a squeezed component keeps: its current peak usage,
+/// its forecast's mean when it has one, and the memory floors
+/// (`min_mem_bytes`, its own [`Component::mem_floor_bytes`] and its OOM
+/// floor up to its ceiling); the first pass takes at most the planned
+/// target of it.
 pub(super) fn mem_need(c: &Component, cfg: &ShaperConfig) -> f64 {
     let mean = c
         .forecast
@@ -437,4 +437,5 @@ pub(super) fn mem_need(c: &Component, cfg: &ShaperConfig) -> f64 {
         .max(mean)
         .max(sane(cfg.min_mem_bytes))
         .max(sane(c.mem_floor_bytes))
+        .max(super::target::oom_floor_bytes(c, cfg))
 }

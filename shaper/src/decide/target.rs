@@ -133,6 +133,15 @@ pub fn target_with_k1(
             Resource::Mem => cfg.min_mem_bytes,
         };
         let (mut t, mut bound) = bound_target(r, raw, floor, ceiling(req, cfg.max_growth), usage);
+        // After an OOM kill: at least the OOM floor, up to the ceiling.
+        let oom = match r {
+            Resource::Cpu => 0.0,
+            Resource::Mem => oom_floor_bytes(c, cfg),
+        };
+        if t < oom {
+            t = oom;
+            bound = Bound::OomFloor;
+        }
         // What the runtime promises the component wins over the ceiling (a
         // request below the reservation: a label, or a component started
         // without a memory limit and counted at its use).
@@ -159,6 +168,12 @@ pub fn target_with_k1(
         cpu,
         mem,
     }
+}
+
+/// A component's OOM floor while it holds ([`Component::oom_floor_bytes`]),
+/// at most its memory ceiling (`request * max_growth`).
+pub(super) fn oom_floor_bytes(c: &Component, cfg: &ShaperConfig) -> f64 {
+    sane(c.oom_floor_bytes).min(ceiling(sane(c.request.mem_bytes), cfg.max_growth))
 }
 
 /// The safety buffer above a forecast, per term (see [`buffer`]).

@@ -45,6 +45,11 @@ pub struct HistoryEntry {
     /// the history only, as a re-run task does in the simulator).
     #[serde(default, skip_serializing_if = "HeldPeaks::is_none")]
     pub held: HeldPeaks,
+    /// A live container's OOM floor while it holds (the node kernel's:
+    /// [`crate::NodeKernel::checkpoint`]), so a restart keeps it for the
+    /// rest of `oom_memory_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom_floor: Option<crate::OomFloor>,
 }
 
 /// What [`NodeModels::checkpoint`] saves and [`NodeModels::restore`] reads.
@@ -454,6 +459,7 @@ impl NodeModels {
                 lineage: l.keys[0].clone(),
                 samples: l.recent.iter().copied().collect(),
                 held: l.models.held_peaks(),
+                oom_floor: None,
             })
             .collect();
         containers.sort_by(|a, b| a.id.cmp(&b.id));
@@ -465,6 +471,7 @@ impl NodeModels {
                 lineage: lineage.clone(),
                 samples: s.clone(),
                 held: HeldPeaks::default(),
+                oom_floor: None,
             })
             .collect();
         retired.sort_by(|a, b| a.lineage.cmp(&b.lineage));

@@ -245,6 +245,7 @@ fn bad_checkpoints_are_refused_or_cleaned() {
                 day_rel: f64::NAN,
                 week_rel: -1.0,
             },
+            oom_floor: None,
         }],
         retired: vec![],
         prior: PriorBook::new(),

@@ -251,6 +251,7 @@ impl RoundSnapshot {
                         work_done_s,
                         restarts_alone: c.restarts_alone,
                         mem_floor_bytes: c.mem_floor_bytes,
+                        oom_floor_bytes: c.oom_floor_bytes.min(c.allocation.mem_bytes),
                     }
                 } else {
                     Component {
@@ -266,6 +267,7 @@ impl RoundSnapshot {
                         work_done_s,
                         restarts_alone: c.restarts_alone,
                         mem_floor_bytes: c.mem_floor_bytes,
+                        oom_floor_bytes: c.oom_floor_bytes,
                     }
                 };
                 apps.component(aid, facts, comp, None);

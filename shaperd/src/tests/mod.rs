@@ -117,6 +117,7 @@ pub(crate) fn component(
         expected_remaining_s: None,
         restarts_alone: false,
         mem_floor_bytes: 0.0,
+        oom_floor_bytes: 0.0,
     }
 }
 

@@ -283,6 +283,8 @@ impl Engine<'_> {
                         restarts_alone: self.restart_of(c) == OomRestart::Component,
                         mem_floor_bytes: self.wl.apps[ai].components[comp.spec as usize]
                             .mem_floor_bytes,
+                        // set by the view from `oom_floor` below
+                        oom_floor_bytes: 0.0,
                     },
                     comp.oom_floor.as_ref(),
                 );

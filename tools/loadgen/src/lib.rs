@@ -352,6 +352,7 @@ impl SimAgent {
                 expected_remaining_s: None,
                 restarts_alone: false,
                 mem_floor_bytes: 0.0,
+                oom_floor_bytes: 0.0,
             });
         }
         out

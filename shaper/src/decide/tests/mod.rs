@@ -36,6 +36,7 @@ pub(super) fn comp(
         work_done_s: 0.0,
         restarts_alone: false,
         mem_floor_bytes: 0.0,
+        oom_floor_bytes: 0.0,
     }
 }
 
