@@ -572,7 +572,7 @@ async fn podman_oom_kill_is_inferred_from_the_sigkill_exit() {
             .iter()
             .find(|v| v.meta.name == "tailor-p-oom")
         {
-            need = Some(v.usage.mem_bytes);
+            need = Some(v.oom_floor_bytes);
             break;
         }
     }
@@ -639,9 +639,9 @@ async fn podman_oom_kill_of_a_child_process_is_counted() {
         .find(|v| v.meta.name == "tailor-p-oom-child")
         .expect("in the view");
     assert!(
-        v.usage.mem_bytes >= (132 * MIB) as f64,
+        v.oom_floor_bytes >= (132 * MIB) as f64,
         "memory {} B below the OOM floor",
-        v.usage.mem_bytes
+        v.oom_floor_bytes
     );
 }
 
