@@ -417,13 +417,18 @@ proptest! {
     fn nothing_evicted_when_everything_fits(case in case_strategy()) {
         let Case { mut view, cfg } = case;
         // Give every host room for the largest thing any of its components
-        // could be planned at.
+        // could be planned at (usage and a reservation in whole pages).
         let mut need: HashMap<HostId, Resources> = HashMap::new();
         for a in &view.apps {
             for c in &a.components {
                 let big = Resources::from_fn(|r| {
                     let floor = match r { Resource::Cpu => cfg.min_cpu_cores, Resource::Mem => cfg.min_mem_bytes };
-                    (c.request.get(r) * cfg.max_growth).max(c.usage.get(r)).max(c.allocation.get(r)).max(floor)
+                    let reserved = match r { Resource::Cpu => 0.0, Resource::Mem => c.mem_floor_bytes };
+                    (c.request.get(r) * cfg.max_growth)
+                        .max(limits::align_up(r, c.usage.get(r)))
+                        .max(c.allocation.get(r))
+                        .max(floor)
+                        .max(limits::align_up(r, reserved))
                 });
                 let e = need.entry(c.host).or_default();
                 *e = e.add(&big);

@@ -6,7 +6,7 @@
 //! maps); sort keys are packed integers.
 
 use crate::config::{CpuShortfall, MemShortfall, Policy, ShaperConfig, VictimOrder};
-use crate::limits::{bound_target, ceiling, sane, CPU_STEP_CORES, MEM_STEP_BYTES};
+use crate::limits::{align_down, align_up, bound_target, ceiling, sane, MEM_STEP_BYTES};
 use crate::model::{
     Application, Class, ClusterView, Component, Host, Predictive, Resource, Resources,
 };

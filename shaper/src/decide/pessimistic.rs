@@ -95,7 +95,10 @@ pub(super) fn plan_pessimistic(
     let cpu_shared = cfg.cpu_shortfall == CpuShortfall::Share;
     let mut share = cpu_shared.then(|| Squeeze {
         cfg,
-        cpu_floor: sane(cfg.min_cpu_cores).max(MIN_SHARE_CPU_CORES),
+        cpu_floor: align_up(
+            Resource::Cpu,
+            sane(cfg.min_cpu_cores).max(MIN_SHARE_CPU_CORES),
+        ),
         app_info,
         out: squeezed,
     });
@@ -109,7 +112,10 @@ pub(super) fn plan_pessimistic(
         .map(|c| Resources::new(c.cpu_cores * FIT_TOLERANCE, c.mem_bytes * FIT_TOLERANCE))
         .collect();
     // `mem_shortfall = buffer`: every component's memory need, placed in
-    // the first pass; buffers are given out in a second.
+    // the first pass; buffers are given out in a second. The need is
+    // rounded up to whole pages here, so that it is what the first pass
+    // finds room for, and a cut limit (need + a share rounded down) is
+    // whole pages that fit.
     let need: Option<Vec<f64>> = (cfg.mem_shortfall == MemShortfall::Buffer).then(|| {
         let mut n = vec![0.0; slots.len()];
         for (ai, a) in app_info.iter().enumerate() {
@@ -121,7 +127,7 @@ pub(super) fn plan_pessimistic(
                 n[g] = if unshaped {
                     f64::INFINITY
                 } else {
-                    mem_need(&app.components[j], cfg)
+                    align_up(Resource::Mem, mem_need(&app.components[j], cfg))
                 };
             }
         }

@@ -47,7 +47,7 @@ impl Squeeze<'_> {
         }
         // What is left, rounded down, but never below the floor (so a host
         // may be overcommitted by floors, never by more).
-        let room = (free.cpu_cores / CPU_STEP_CORES).floor() * CPU_STEP_CORES;
+        let room = align_down(Resource::Cpu, free.cpu_cores);
         let room = if room.is_finite() {
             room.max(self.cpu_floor).min(s.eff.cpu_cores)
         } else {
@@ -275,8 +275,10 @@ pub(super) fn give_buffers(
                 continue;
             }
             // Its share, in whole pages (a cut limit is not rounded up; the
-            // shares of a host sum to at most what is free there).
-            let room = ((exact / MEM_STEP_BYTES).floor() * MEM_STEP_BYTES).max(0.0);
+            // shares of a host sum to at most what is free there). What
+            // was placed is its need, in whole pages too (rounded up when
+            // placed), or its allocation: the sum is whole pages.
+            let room = align_down(Resource::Mem, exact).max(0.0);
             let placed = s.eff.mem_bytes - want;
             let planned = Resources::new(s.eff.cpu_cores, placed + room);
             let (eff, changed) = settle_within(planned, c, cfg);

@@ -147,7 +147,7 @@ pub fn target_with_k1(
         // without a memory limit and counted at its use).
         let reserved = sane(c.mem_floor_bytes);
         if r == Resource::Mem && t < reserved {
-            t = reserved;
+            t = crate::limits::align_up(r, reserved);
             bound = Bound::Reservation;
         }
         Sizing {

@@ -162,6 +162,48 @@ fn mem_shortfall_buffer_cuts_buffers_before_evicting() {
     assert_eq!(plan.summary.squeezed_mem, 0);
 }
 
+/// A limit cut to a host's share is whole pages (QA D8: a squeezed
+/// 246.57532691955566 MiB limit, which the kernel held as 257875968
+/// bytes), at least the component's need, and the cut limits still fit
+/// the host, whose capacity and the needs are no whole pages either.
+#[test]
+fn a_cut_limit_is_whole_pages_that_fit() {
+    let host_b = 7.5 * GIB + 12_345.6;
+    let (mean_a, mean_b) = (3.0 * GIB + 1_234.5, 3.5 * GIB + 777.7);
+    let view = two_apps_on_one_host((8.0, host_b), (1.0, mean_a), (1.0, mean_b));
+    let cfg = ShaperConfig {
+        k1: 0.25,
+        mem_shortfall: MemShortfall::Buffer,
+        ..cfg0()
+    };
+    let plan = decide(&view, 1000.0, &cfg);
+    assert_eq!(plan.evictions().count(), 0, "{plan:#?}");
+    assert_eq!(plan.summary.squeezed_mem, 2);
+    let mut sum = 0.0;
+    for (id, need) in [(10, mean_a), (20, mean_b)] {
+        let (to, explanation) = to_of(&plan, id).expect("resized");
+        assert_eq!(explanation.mem.bound, Bound::HostShare);
+        assert_eq!(to.mem_bytes % MEM_STEP_BYTES, 0.0, "{to:?}");
+        assert!(to.mem_bytes >= need, "{to:?}");
+        sum += to.mem_bytes;
+    }
+    assert!(sum <= host_b, "{sum} > {host_b}");
+
+    // Needs that fill the host but for less than a page each: rounded up,
+    // the second does not fit, and its application goes (not a host
+    // overcommitted by the rounding).
+    let tight = 2.0 * (3.0 * GIB + 100.0);
+    let view = two_apps_on_one_host(
+        (8.0, tight),
+        (1.0, 3.0 * GIB + 100.0),
+        (1.0, 3.0 * GIB + 100.0),
+    );
+    let plan = decide(&view, 1000.0, &cfg);
+    assert_eq!(plan.summary.evicted_apps, 1, "{plan:#?}");
+    let kept = to_of(&plan, 10).map_or(4.0 * GIB, |(to, _)| to.mem_bytes);
+    assert!(kept <= tight, "{kept} > {tight}");
+}
+
 /// `share` never leaves a squeezed component without CPU: on a host with
 /// no CPU left it gets the floor (Docker's smallest `--cpus`).
 #[test]
