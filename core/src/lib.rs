@@ -267,13 +267,22 @@ impl Predictive {
         self.mean - m * self.std
     }
 
-    /// `upper(k) - mean`: the width of the band above the mean at level `k`.
+    /// `upper(k) - mean`: the width of the band above the mean at level
+    /// `k`, `band_mult(k) * std`.
     pub fn band_above(&self, k: f64) -> f64 {
-        let m = match &self.calibration {
+        self.band_mult(k) * self.std
+    }
+
+    /// The multiplier of `std` in the band above the mean at level `k`:
+    /// `k` for a Gaussian predictive; with a calibration, its learned
+    /// upper multiplier ([`Calibration::upper_mult`]: the `Phi(k)`
+    /// quantile of the model's standardised errors, over the forecast's
+    /// horizon), which heavy-tailed errors make many times `k`.
+    pub fn band_mult(&self, k: f64) -> f64 {
+        match &self.calibration {
             Some(c) => c.upper_mult(k),
             None => k.max(0.0),
-        };
-        m * self.std
+        }
     }
 
     /// True when `y` lies in `[lower(k), upper(k)]`.
@@ -342,6 +351,7 @@ mod tests {
         assert_eq!(p.upper(3.0), 16.0);
         assert_eq!(p.lower(1.0), 8.0);
         assert_eq!(p.band_above(2.0), 4.0);
+        assert_eq!(p.band_mult(2.0), 2.0);
         assert!(p.covers(11.9, 1.0));
         assert!(!p.covers(12.1, 1.0));
     }
@@ -356,6 +366,7 @@ mod tests {
         for k in [0.0, 0.3, 1.0, 2.0, 2.9, 3.0, 4.0] {
             assert!((plain.upper(k) - cal.upper(k)).abs() < 1e-6, "k={k}");
             assert!((plain.lower(k) - cal.lower(k)).abs() < 1e-6, "k={k}");
+            assert_eq!(cal.band_above(k), cal.band_mult(k) * cal.std, "k={k}");
         }
     }
 

@@ -522,6 +522,7 @@ mod tests {
             sigma: 0.0,
             k1_term: target / 2.0,
             k2_term: 0.0,
+            band: shaper::Band::default(),
             margin_term: 0.0,
             target,
             bound: shaper::Bound::Buffer,

@@ -103,7 +103,9 @@ pub use model::*;
 pub use models::{horizon_samples, ComponentModels, ForecastSource};
 pub use oom::OomFloor;
 pub use order::{apply_class, scheduler_key, ComponentAction, SchedulerKey};
-pub use plan::{Action, Basis, Binding, Bound, Explanation, Plan, PlanSummary, Reason, Sizing};
+pub use plan::{
+    Action, Band, BandLevel, Basis, Binding, Bound, Explanation, Plan, PlanSummary, Reason, Sizing,
+};
 pub use prior::{PairMoments, PriorBook, PriorSettings, RelPrior};
 pub use tailor_core::Calibration;
 pub use view::{AppFacts, ViewBuilder};

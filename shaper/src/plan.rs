@@ -180,8 +180,15 @@ pub struct Sizing {
     pub sigma: f64,
     /// `k1 * request`.
     pub k1_term: f64,
-    /// `forecast.upper(k2) - mean` (`k2 * sigma` for a Gaussian forecast).
+    /// `forecast.upper(k2) - mean`: `band.mult * sigma`, where the
+    /// multiplier is `k2` for a Gaussian forecast and a calibrated
+    /// forecast's learned one at level `k2` (see [`Band`]), which can be
+    /// many times `k2`.
     pub k2_term: f64,
+    /// Where `k2_term`'s multiplier of `sigma` came from, so that the term
+    /// can be recomputed. All zero in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Band::is_unknown")]
+    pub band: Band,
     /// `mem_margin * mean` (memory only; 0 otherwise).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub margin_term: f64,
@@ -189,6 +196,49 @@ pub struct Sizing {
     pub target: f64,
     /// Which limit decided `target`.
     pub bound: Bound,
+}
+
+/// The band above a forecast's mean that makes a [`Sizing`]'s `k2_term`:
+/// `k2_term = mult * sigma`, `mult` the forecast's multiplier of `sigma`
+/// at `level` ([`crate::Predictive::band_mult`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Band {
+    /// Which setting gave `level`.
+    #[serde(default)]
+    pub level_of: BandLevel,
+    /// The band's level: `k2`, or for risk-targeted memory the Gaussian
+    /// level whose one-sided tail is `memory_risk`.
+    pub level: f64,
+    /// The multiplier of `sigma` at `level`: `level` itself for a Gaussian
+    /// forecast; for a calibrated one the `Phi(level)` quantile of its
+    /// model's standardised errors over the forecast's horizon
+    /// ([`crate::Calibration::upper_mult`]).
+    pub mult: f64,
+}
+
+impl Band {
+    /// Neither level nor multiplier known (a record from before they were
+    /// kept, or a request-based target).
+    pub fn is_unknown(&self) -> bool {
+        self.level == 0.0 && self.mult == 0.0
+    }
+
+    /// What the calibration multiplies the level by (`mult / level`): 1
+    /// for a Gaussian forecast; `None` at level 0.
+    pub fn widening(&self) -> Option<f64> {
+        (self.level > 0.0).then(|| self.mult / self.level)
+    }
+}
+
+/// The setting behind a [`Band`]'s level.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BandLevel {
+    /// `[shaper] k2`.
+    #[default]
+    K2,
+    /// `[shaper] memory_risk`, as a Gaussian level.
+    MemoryRisk,
 }
 
 /// Which limit decided a target allocation.
@@ -321,10 +371,32 @@ impl Sizing {
             amount(self.k1_term),
             amount(self.k2_term),
         )?;
+        let band = self.band;
+        if !band.is_unknown() {
+            // `k2 1 x calibration 51.08 x sigma 4.153 MiB`: each factor of
+            // the term, so that it can be recomputed
+            let level = match band.level_of {
+                BandLevel::K2 => "k2",
+                BandLevel::MemoryRisk => "memory_risk level",
+            };
+            match band.widening() {
+                Some(1.0) => write!(f, " ({level} {}", num(band.level))?,
+                Some(w) => write!(f, " ({level} {} x calibration {}", num(band.level), num(w))?,
+                None => write!(
+                    f,
+                    " (calibration {} at {level} {}",
+                    num(band.mult),
+                    num(band.level)
+                )?,
+            }
+            write!(f, " x sigma {})", amount(self.sigma))?;
+        }
         if self.margin_term != 0.0 {
             write!(f, " + margin_term {}", amount(self.margin_term))?;
         }
-        write!(f, " (sigma {})", amount(self.sigma))?;
+        if band.is_unknown() {
+            write!(f, " (sigma {})", amount(self.sigma))?;
+        }
         match self.bound {
             Bound::Buffer => Ok(()),
             Bound::Floor => f.write_str(", raised to the floor"),
@@ -418,5 +490,165 @@ impl Explanation {
             }
             Basis::Baseline => f.write_str("; baseline: allocation = request"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Application, Class, Component, Forecasts, Predictive};
+    use crate::{component_target, Calibration, ShaperConfig};
+
+    const MIB: f64 = 1024.0 * 1024.0;
+
+    /// QA D9's container: 256 MiB requested, memory forecast 45.781 MiB
+    /// (sigma 4.153 MiB), its calibration `widen` times the Gaussian's.
+    fn qa_case(widen: f32) -> (Application, Component) {
+        let mut mem = Predictive::gaussian(45.781 * MIB, 4.153 * MIB);
+        if widen != 1.0 {
+            let mut cal = Calibration::gaussian();
+            for u in &mut cal.upper {
+                *u *= widen;
+            }
+            mem.calibration = Some(std::sync::Arc::new(cal));
+        }
+        let request = Resources::new(1.0, 256.0 * MIB);
+        let c = Component {
+            id: ComponentId(1),
+            class: Class::Core,
+            host: HostId(0),
+            request,
+            started_s: 0.0,
+            allocation: request,
+            usage: Resources::new(0.1, 40.0 * MIB),
+            forecast: Some(Forecasts {
+                cpu: Predictive::gaussian(0.2, 0.01),
+                mem,
+                mem_hold_bytes: 0.0,
+                mem_small_hold_bytes: 0.0,
+            }),
+            protected: false,
+            work_done_s: 0.0,
+            restarts_alone: false,
+            mem_floor_bytes: 0.0,
+        };
+        let app = Application {
+            id: AppId(1),
+            submitted_s: 0.0,
+            priority: 0,
+            failures: 0,
+            expected_remaining_s: None,
+            components: vec![c.clone()],
+        };
+        (app, c)
+    }
+
+    /// The numbers printed after `k2_term` in `text`: the term, then each
+    /// factor of it (level, widening when calibrated, sigma).
+    fn k2_numbers(text: &str) -> Vec<f64> {
+        let at = text.find("k2_term ").expect("k2_term printed") + "k2_term ".len();
+        text[at..]
+            .split(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect()
+    }
+
+    /// QA D9: the printed factors of `k2_term` multiply back to it (to
+    /// the printed precision), calibrated or not, and the data carry them.
+    #[test]
+    fn the_k2_term_is_its_printed_factors_multiplied() {
+        let cfg = ShaperConfig {
+            k1: 0.06,
+            k2: 1.0,
+            ..ShaperConfig::uniform()
+        };
+        let (app, c) = qa_case(51.08);
+        let t = component_target(&app, &c, 10_000.0, &cfg);
+        let mem = t.mem;
+        assert_eq!(mem.band.level_of, BandLevel::K2);
+        assert_eq!(mem.band.level, 1.0);
+        assert!((mem.band.mult - 51.08).abs() < 1e-3, "{:?}", mem.band);
+        assert_eq!(mem.k2_term, mem.band.mult * mem.sigma);
+        let text = mem.to_string();
+        assert!(
+            text.contains("(k2 1 x calibration 51.08 x sigma "),
+            "{text}"
+        );
+        let e = Explanation {
+            reason: Reason::Shaped,
+            basis: t.basis,
+            cpu: t.cpu,
+            mem: t.mem,
+            binding: None,
+        }
+        .to_string();
+        assert!(
+            e.contains("k2_term 212.135 MiB (k2 1 x calibration 51.08 x sigma 4.153 MiB)"),
+            "{e}"
+        );
+        let mem_part = &e[e.find("; mem ").expect("mem part")..];
+        let n = k2_numbers(mem_part);
+        let [term, k2, widening, sigma] = n[..] else {
+            panic!("{n:?} in {mem_part}")
+        };
+        assert!((k2 * widening * sigma - term).abs() <= 1e-3 * term, "{n:?}");
+
+        // Gaussian: the level is the multiplier.
+        let cfg = ShaperConfig { k2: 3.0, ..cfg };
+        let (app, c) = qa_case(1.0);
+        let t = component_target(&app, &c, 10_000.0, &cfg);
+        assert_eq!(t.mem.band.mult, 3.0);
+        let text = t.mem.to_string();
+        assert!(!text.contains("calibration"), "{text}");
+        let n = k2_numbers(&text);
+        let [term, k2, sigma] = n[..] else {
+            panic!("{n:?} in {text}")
+        };
+        assert!((k2 * sigma - term).abs() <= 1e-3 * term, "{n:?}");
+
+        // Risk-targeted memory names its level.
+        let cfg = ShaperConfig {
+            memory_risk: Some(0.01),
+            ..cfg
+        };
+        let t = component_target(&app, &c, 10_000.0, &cfg);
+        assert_eq!(t.mem.band.level_of, BandLevel::MemoryRisk);
+        assert!(
+            t.mem.to_string().contains("(memory_risk level 2.32"),
+            "{}",
+            t.mem
+        );
+    }
+
+    /// A sizing recorded before the band was kept (journals, the wire)
+    /// still parses, and prints sigma as it did; one with it round-trips.
+    #[test]
+    fn sizings_without_a_band_still_parse() {
+        let old =
+            r#"{"mean":1.0,"sigma":0.5,"k1_term":0.0,"k2_term":1.5,"target":2.5,"bound":"buffer"}"#;
+        let s: Sizing = serde_json::from_str(old).expect("old sizing");
+        assert!(s.band.is_unknown());
+        assert_eq!(
+            s.to_string(),
+            "target 2.5 = mean 1 + k1_term 0 + k2_term 1.5 (sigma 0.5)"
+        );
+        assert!(!serde_json::to_string(&s).expect("json").contains("band"));
+        let s = Sizing {
+            band: Band {
+                level_of: BandLevel::K2,
+                level: 3.0,
+                mult: 3.0,
+            },
+            ..s
+        };
+        let json = serde_json::to_string(&s).expect("json");
+        assert_eq!(serde_json::from_str::<Sizing>(&json).expect("parse"), s);
+        assert_eq!(
+            s.to_string(),
+            "target 2.5 = mean 1 + k1_term 0 + k2_term 1.5 (k2 3 x sigma 0.5)"
+        );
     }
 }

@@ -298,7 +298,19 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
     }
 }
 
-/// Logs one action's outcome as fields with units.
+/// `x` to 3 decimals (a millicore, a thousandth of a MiB), for a log
+/// field: `0.23700000000000002` cores and `246.57532691955566` MiB read
+/// as `0.237` and `246.575`. The data (plans, journal) keep every digit.
+pub(super) fn log3(x: f64) -> f64 {
+    let r = (x * 1000.0).round() / 1000.0;
+    if r.is_finite() {
+        r
+    } else {
+        x
+    }
+}
+
+/// Logs one action's outcome as fields with units (3 decimals).
 pub(super) fn log_outcome(o: &ActionOutcome) {
     let a = &o.action;
     let (kind, from, to) = match &a.kind {
@@ -306,8 +318,8 @@ pub(super) fn log_outcome(o: &ActionOutcome) {
         NodeActionKind::Evict { whole_app: true } => ("evict_application", None, None),
         NodeActionKind::Evict { whole_app: false } => ("evict", None, None),
     };
-    let cores = |r: Option<Resources>| r.map(|r| r.cpu_cores);
-    let mib = |r: Option<Resources>| r.map(|r| r.mem_bytes / MIB);
+    let cores = |r: Option<Resources>| r.map(|r| log3(r.cpu_cores));
+    let mib = |r: Option<Resources>| r.map(|r| log3(r.mem_bytes / MIB));
     match o.result {
         Outcome::Applied | Outcome::Recommended => tracing::info!(
             container = %a.container_name,
@@ -328,5 +340,19 @@ pub(super) fn log_outcome(o: &ActionOutcome) {
             error = o.error.as_deref().unwrap_or(""),
             "action not applied"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log3;
+
+    #[test]
+    fn log_fields_have_three_decimals() {
+        assert_eq!(log3(0.237_000_000_000_000_02), 0.237);
+        assert_eq!(log3(246.575_326_919_555_66), 246.575);
+        assert_eq!(log3(2.0), 2.0);
+        assert!(log3(f64::NAN).is_nan());
+        assert_eq!(log3(f64::MAX), f64::MAX);
     }
 }

@@ -69,8 +69,8 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             orig.mem_swap_bytes = info.limits.mem_swap_bytes;
             tracing::info!(
                 container = %info.name,
-                from_mem_mib = from.mem_bytes.map(|m| m as f64 / MIB),
-                to_mem_mib = info.limits.mem_bytes.map(|m| m as f64 / MIB),
+                from_mem_mib = from.mem_bytes.map(|m| log3(m as f64 / MIB)),
+                to_mem_mib = info.limits.mem_bytes.map(|m| log3(m as f64 / MIB)),
                 "memory limit changed {when}: adopted as the container's request"
             );
         }
@@ -78,8 +78,8 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             orig.cpu = info.limits.cpu;
             tracing::info!(
                 container = %info.name,
-                from_cpu_cores = from.cpu.cores(),
-                to_cpu_cores = info.limits.cpu.cores(),
+                from_cpu_cores = from.cpu.cores().map(log3),
+                to_cpu_cores = info.limits.cpu.cores().map(log3),
                 "CPU limit changed {when}: adopted as the container's request"
             );
         }

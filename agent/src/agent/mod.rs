@@ -57,7 +57,7 @@ mod hand_changes;
 mod observe;
 mod reconcile;
 
-use actuate::log_outcome;
+use actuate::{log3, log_outcome};
 
 /// How many stats calls run at once. Docker answers a stats call (even
 /// `one-shot`) at its stats collector's next tick (every second), so each

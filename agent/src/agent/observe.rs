@@ -88,8 +88,8 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         };
         tracing::warn!(
             container = %t.info.name,
-            limit_mib = limit / MIB,
-            next_floor_mib = floor / MIB,
+            limit_mib = log3(limit / MIB),
+            next_floor_mib = log3(floor / MIB),
             killed_at_s = killed_s,
             "{how}; next memory allocation grows"
         );

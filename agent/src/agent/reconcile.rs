@@ -198,8 +198,8 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     tracing::debug!(
                         container = %t.info.name,
                         state = ?t.info.state,
-                        mem_mib = after.mem_bytes.map(|m| m as f64 / MIB),
-                        cpu_cores = after.cpu.cores(),
+                        mem_mib = after.mem_bytes.map(|m| log3(m as f64 / MIB)),
+                        cpu_cores = after.cpu.cores().map(log3),
                         "restored original limits"
                     );
                     restored.push(t.info.name.clone());

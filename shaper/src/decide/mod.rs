@@ -11,7 +11,9 @@ use crate::model::{
     Application, Class, ClusterView, Component, Host, Predictive, Resource, Resources,
 };
 use crate::order::{fkey, prio_desc, scheduler_order};
-use crate::plan::{Action, Basis, Binding, Bound, Explanation, Plan, PlanSummary, Reason, Sizing};
+use crate::plan::{
+    Action, Band, BandLevel, Basis, Binding, Bound, Explanation, Plan, PlanSummary, Reason, Sizing,
+};
 
 const UNKNOWN: u32 = u32::MAX;
 const NO_VICTIM: u32 = u32::MAX;

@@ -101,6 +101,7 @@ pub fn target_with_k1(
                 sigma: 0.0,
                 k1_term: 0.0,
                 k2_term: 0.0,
+                band: Band::default(),
                 margin_term: 0.0,
                 target: req,
                 bound: Bound::Buffer,
@@ -155,6 +156,7 @@ pub fn target_with_k1(
             sigma,
             k1_term: b.k1_term,
             k2_term: b.k2_term,
+            band: b.band,
             margin_term: b.margin_term,
             target: t,
             bound,
@@ -182,8 +184,10 @@ pub struct Buffer {
     /// `k1 * request` (0 for risk-targeted memory).
     pub k1_term: f64,
     /// `upper(k2) - mean`, or for risk-targeted memory `upper(level(P)) -
-    /// mean`.
+    /// mean`: `band.mult * sigma`.
     pub k2_term: f64,
+    /// The level and multiplier of sigma behind `k2_term`.
+    pub band: Band,
     /// `mem_margin * max(mean, 0)` (memory under K1/K2 only).
     pub margin_term: f64,
 }
@@ -207,16 +211,27 @@ pub fn buffer(r: Resource, p: &Predictive, req: f64, cfg: &ShaperConfig, k1: f64
         (Resource::Mem, Some(risk)) => Buffer {
             k1_term: 0.0,
             k2_term: p.band_above(risk_to_level(risk)),
+            band: band(p, BandLevel::MemoryRisk, risk_to_level(risk)),
             margin_term: 0.0,
         },
         _ => Buffer {
             k1_term: sane(k1) * req,
             k2_term: p.band_above(sane(cfg.k2)),
+            band: band(p, BandLevel::K2, sane(cfg.k2)),
             margin_term: match r {
                 Resource::Mem => sane(cfg.mem_margin) * sane(p.mean),
                 Resource::Cpu => 0.0,
             },
         },
+    }
+}
+
+/// The band of `p` at `level` (its multiplier of sigma, as `band_above`).
+fn band(p: &Predictive, level_of: BandLevel, level: f64) -> Band {
+    Band {
+        level_of,
+        level,
+        mult: p.band_mult(level),
     }
 }
 
