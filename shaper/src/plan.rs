@@ -531,6 +531,7 @@ mod tests {
             work_done_s: 0.0,
             restarts_alone: false,
             mem_floor_bytes: 0.0,
+            oom_floor_bytes: 0.0,
         };
         let app = Application {
             id: AppId(1),

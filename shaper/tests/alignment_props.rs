@@ -169,6 +169,8 @@ fn case_strategy() -> impl Strategy<Value = (ClusterView, ShaperConfig)> {
                                     work_done_s: 0.0,
                                     restarts_alone: false,
                                     mem_floor_bytes: reserve.map_or(0.0, |r| rm * r),
+                                    // an OOM floor, never whole pages
+                                    oom_floor_bytes: hold.map_or(0.0, |h| rm * h * 0.9 + 1.0),
                                 }
                             },
                         )

@@ -133,14 +133,16 @@ pub fn target_with_k1(
             Resource::Cpu => cfg.min_cpu_cores,
             Resource::Mem => cfg.min_mem_bytes,
         };
-        let (mut t, mut bound) = bound_target(r, raw, floor, ceiling(req, cfg.max_growth), usage);
-        // After an OOM kill: at least the OOM floor, up to the ceiling.
+        let top = ceiling(req, cfg.max_growth);
+        let (mut t, mut bound) = bound_target(r, raw, floor, top, usage);
+        // After an OOM kill: at least the OOM floor (at most the ceiling),
+        // in whole pages unless that crosses the ceiling.
         let oom = match r {
             Resource::Cpu => 0.0,
             Resource::Mem => oom_floor_bytes(c, cfg),
         };
         if t < oom {
-            t = oom;
+            t = crate::limits::align_up(r, oom).min(top).max(oom);
             bound = Bound::OomFloor;
         }
         // What the runtime promises the component wins over the ceiling (a
