@@ -390,21 +390,27 @@ async fn oom_kill_missed_by_the_event_stream_is_recovered() {
     // it past the 32 MiB the container was started with.
     let mut cfg = agent_config(test, "", "");
     cfg.shaper.max_growth = 8.0;
+    // the operator starts it below (a restart by the agent is
+    // `a_container_killed_at_the_agents_cut_gets_its_request_back_and_restarts`
+    // in agent/tests/fake_loop.rs)
+    cfg.restart_evicted = false;
     let mut agent = agent_without_events(cfg);
     let mut seen_running = false;
+    let mut killed_at_mib = None;
     let mut waited = 0;
-    while !c.oom_killed() || c.running() {
+    while !c.oom_killed() || c.running() || killed_at_mib.is_none() {
         waited += 1;
         assert!(waited < 60, "the container was not OOM-killed");
         rounds(&mut agent, 1, |r| {
-            seen_running |= r.view.containers.iter().any(|v| v.meta.name == c.name)
+            seen_running |= r.view.containers.iter().any(|v| v.meta.name == c.name);
+            killed_at_mib = killed_at_mib.or(r.oom_kills.first().map(|k| k.limit_mib));
         })
         .await;
     }
     assert!(seen_running, "the agent saw it running before the kill");
     // the limit it was killed at (the agent may have shaped it below 32 MiB)
     // and the OOM floor its next allocation gets: max(+100 MiB, x1.2)
-    let killed_at = c.mem_limit();
+    let killed_at = (killed_at_mib.expect("counted") * MIB as f64) as u64;
     let floor = (killed_at + 100 * MIB).max(killed_at * 6 / 5);
     rounds(&mut agent, 2, |_| {}).await;
     let m = &agent.shared().metrics;
@@ -413,6 +419,19 @@ async fn oom_kill_missed_by_the_event_stream_is_recovered() {
         (1, 1),
         "found by inspect"
     );
+    // QA D10: stopped (no restart policy) at its request, not at the
+    // agent's cut, and still listed
+    assert_eq!(c.mem_limit(), 32 * MIB, "killed at {} MiB", killed_at / MIB);
+    let listed: Vec<String> = agent
+        .shared()
+        .last_recommendations()
+        .expect("recommendations")
+        .items
+        .iter()
+        .filter(|i| i.container == c.name)
+        .map(|i| i.state())
+        .collect();
+    assert_eq!(listed, ["oom-killed, stopped", "oom-killed, stopped"]);
     // an operator gives it room and starts it again; Docker still reports
     // OOMKilled (same FinishedAt) while it runs
     docker(&["update", "--memory", "256m", "--memory-swap", "256m", &c.id]).expect("update");

@@ -168,7 +168,7 @@ window = 5
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("container,app,resource,unit,current_limit,request,usage,lower,target,upper,confidence,reason,applied"),
+        Some("container,app,resource,unit,current_limit,request,usage,lower,target,upper,confidence,reason,applied,state"),
         "{csv}"
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();

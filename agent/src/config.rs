@@ -20,8 +20,10 @@
 //! docker_socket = "/var/run/docker.sock"
 //! state_file = "/var/lib/tailor/agent-state.json"   # original limits, evictions
 //! stop_grace_s = 10          # SIGTERM -> SIGKILL delay of an eviction
-//! restart_evicted = true     # restart evicted containers when room returns
-//! restart_cooldown_s = 30.0  # no restart sooner than this after the eviction
+//! restart_evicted = true     # restart evicted containers when room returns, and
+//!                            # those OOM-killed at a cut below their request
+//!                            # with no restart policy (their limits restored)
+//! restart_cooldown_s = 30.0  # no restart sooner than this after the stop
 //! reinspect_every = 6        # re-read limits of every container every 6 rounds
 //! on_shutdown = "restore_requests"   # or "keep_current"
 //! journal_max_bytes = 16777216       # decision journal decisions.jsonl (+ .1) beside state_file
@@ -224,7 +226,12 @@ pub struct AgentConfig {
     /// restart; `""` keeps them in memory only.
     pub state_file: PathBuf,
     pub stop_grace_s: u32,
+    /// Shape mode: start again, oldest first, when its request fits, each
+    /// container evicted by the agent and each OOM-killed at a limit the
+    /// agent had cut below its request that no restart policy starts (its
+    /// original limits are restored at the kill either way). Default true.
     pub restart_evicted: bool,
+    /// No restart sooner than this after the eviction or the kill.
     pub restart_cooldown_s: f64,
     /// Re-inspect every container (limits changed by someone else) every
     /// this many rounds. Default 6.

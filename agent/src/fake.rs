@@ -159,6 +159,15 @@ impl FakeRuntime {
         }
     }
 
+    /// Whether the container's restart policy starts it again when it
+    /// dies (`restarts_alone`; the fake does not restart it: a test does,
+    /// with `start`).
+    pub fn set_restart_policy(&self, id: &str, restarts_alone: bool) {
+        if let Some(c) = self.lock().containers.get_mut(id) {
+            c.info.restarts_alone = restarts_alone;
+        }
+    }
+
     /// Sets memory usage and adds CPU time.
     pub fn set_usage(&self, id: &str, mem_usage_bytes: u64, add_cpu_ns: u64) {
         if let Some(c) = self.lock().containers.get_mut(id) {

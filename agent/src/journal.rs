@@ -79,7 +79,23 @@ pub struct JournalOomKill {
     pub found_by_inspect: bool,
 }
 
-/// One round with at least one action, restart or OOM kill.
+/// Original limits the agent gave back to a stopped container its cut got
+/// OOM-killed (no restart policy), in units (cores, MiB): a `docker start`
+/// runs it at its request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JournalRestore {
+    pub container: String,
+    /// The memory limit it was killed at, when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub killed_at_mib: Option<f64>,
+    /// Its limits now (`None`: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_cpu_cores: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_mem_mib: Option<f64>,
+}
+
+/// One round with at least one action, restore, restart or OOM kill.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JournalEntry {
     /// Increasing over the journal's life (continues after a restart).
@@ -90,12 +106,29 @@ pub struct JournalEntry {
     pub actuation: String,
     pub source: String,
     pub actions: Vec<JournalAction>,
-    /// Evicted containers restarted this round.
+    /// Original limits restored this round (before its actions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restored: Vec<JournalRestore>,
+    /// Containers that waited for room restarted this round (evicted, or
+    /// OOM-killed at a cut below their request).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub restarted: Vec<String>,
     /// OOM kills counted since the previous round.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub oom_kills: Vec<JournalOomKill>,
+}
+
+/// What one round decided and did, as [`Journal::append`] takes it.
+#[derive(Clone, Copy, Debug)]
+pub struct RoundDecisions<'a> {
+    pub round: u64,
+    pub at_s: f64,
+    pub actuation: &'a str,
+    pub source: &'a str,
+    pub outcomes: &'a [ActionOutcome],
+    pub restored: &'a [JournalRestore],
+    pub restarted: &'a [String],
+    pub oom_kills: &'a [JournalOomKill],
 }
 
 /// What `since=` selects: entries after a sequence number, or after a time.
@@ -163,20 +196,25 @@ impl Journal {
         }
     }
 
-    /// Appends one round (rounds without actions, restarts or OOM kills
-    /// are skipped). A write error is logged; the entry stays in memory.
-    #[allow(clippy::too_many_arguments)]
-    pub fn append(
-        &mut self,
-        round: u64,
-        at_s: f64,
-        actuation: &str,
-        source: &str,
-        outcomes: &[ActionOutcome],
-        restarted: &[String],
-        oom_kills: &[JournalOomKill],
-    ) {
-        if outcomes.is_empty() && restarted.is_empty() && oom_kills.is_empty() {
+    /// Appends one round (rounds without actions, restores, restarts or
+    /// OOM kills are skipped). A write error is logged; the entry stays in
+    /// memory.
+    pub fn append(&mut self, round: &RoundDecisions<'_>) {
+        let RoundDecisions {
+            round,
+            at_s,
+            actuation,
+            source,
+            outcomes,
+            restored,
+            restarted,
+            oom_kills,
+        } = *round;
+        if outcomes.is_empty()
+            && restored.is_empty()
+            && restarted.is_empty()
+            && oom_kills.is_empty()
+        {
             return;
         }
         let entry = JournalEntry {
@@ -186,6 +224,7 @@ impl Journal {
             actuation: actuation.to_string(),
             source: source.to_string(),
             actions: outcomes.iter().map(JournalAction::from_outcome).collect(),
+            restored: restored.to_vec(),
             restarted: restarted.to_vec(),
             oom_kills: oom_kills.to_vec(),
         };
@@ -296,20 +335,26 @@ mod tests {
         }
     }
 
+    /// Round `round` at `at_s` with these outcomes and nothing else.
+    fn decided(round: u64, at_s: f64, outcomes: &[ActionOutcome]) -> RoundDecisions<'_> {
+        RoundDecisions {
+            round,
+            at_s,
+            actuation: "recommend",
+            source: "local",
+            outcomes,
+            restored: &[],
+            restarted: &[],
+            oom_kills: &[],
+        }
+    }
+
     #[test]
     fn rotates_within_bound_and_reads_back() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut j = Journal::open(Some(dir.path()), 4096);
         for round in 1..=100 {
-            j.append(
-                round,
-                1000.0 + round as f64,
-                "recommend",
-                "local",
-                &[outcome("web")],
-                &[],
-                &[],
-            );
+            j.append(&decided(round, 1000.0 + round as f64, &[outcome("web")]));
         }
         let cur = std::fs::metadata(dir.path().join(FILE_NAME))
             .expect("file")
@@ -325,26 +370,19 @@ mod tests {
         assert_eq!((a.to_cpu_cores, a.to_mem_mib), (Some(0.25), Some(64.0)));
         // reopening continues the sequence
         let mut j2 = Journal::open(Some(dir.path()), 4096);
-        j2.append(
-            101,
-            2000.0,
-            "recommend",
-            "local",
-            &[outcome("web")],
-            &[],
-            &[],
-        );
+        j2.append(&decided(101, 2000.0, &[outcome("web")]));
         assert_eq!(j2.since(Some(Since::Seq(100))).len(), 1);
         assert_eq!(j2.since(Some(Since::Seq(100)))[0].seq, 101);
         assert_eq!(j2.since(Some(Since::UnixS(1099.5))).len(), 2);
     }
 
-    /// A round with an OOM kill and nothing else is journaled; a line
-    /// written before kills were journaled still reads.
+    /// A round with an OOM kill and nothing else is journaled, and so is
+    /// one with a restore; a line written before kills and restores were
+    /// journaled still reads.
     #[test]
     fn an_oom_kill_alone_makes_an_entry() {
         let mut j = Journal::open(None, 0);
-        j.append(1, 1000.0, "shape", "local", &[], &[], &[]);
+        j.append(&decided(1, 1000.0, &[]));
         assert!(j.since(None).is_empty(), "nothing happened");
         let kill = JournalOomKill {
             container: "web".into(),
@@ -353,23 +391,31 @@ mod tests {
             killed_at_s: 999.5,
             found_by_inspect: false,
         };
-        j.append(
-            2,
-            1010.0,
-            "shape",
-            "local",
-            &[],
-            &[],
-            std::slice::from_ref(&kill),
-        );
+        j.append(&RoundDecisions {
+            oom_kills: std::slice::from_ref(&kill),
+            ..decided(2, 1010.0, &[])
+        });
         let back = j.since(None);
         assert_eq!(back.len(), 1);
         assert_eq!(back[0].oom_kills, vec![kill]);
+        // so is a restore alone (QA D10)
+        let restore = JournalRestore {
+            container: "web".into(),
+            killed_at_mib: Some(42.0),
+            to_cpu_cores: Some(0.5),
+            to_mem_mib: Some(256.0),
+        };
+        j.append(&RoundDecisions {
+            restored: std::slice::from_ref(&restore),
+            ..decided(3, 1020.0, &[])
+        });
+        assert_eq!(j.since(None).len(), 2);
+        assert_eq!(j.since(None)[1].restored, vec![restore]);
         let old: JournalEntry = serde_json::from_str(
             r#"{"seq":1,"round":1,"at_s":1.0,"actuation":"shape","source":"local","actions":[]}"#,
         )
         .expect("an older line");
-        assert!(old.oom_kills.is_empty());
+        assert!(old.oom_kills.is_empty() && old.restored.is_empty());
     }
 
     /// A line that is not UTF-8 is skipped and counted like a line that is
@@ -379,8 +425,8 @@ mod tests {
     fn a_bad_line_is_counted_and_an_unreadable_file_named() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut j = Journal::open(Some(dir.path()), 1 << 20);
-        j.append(1, 1000.0, "recommend", "local", &[outcome("web")], &[], &[]);
-        j.append(2, 1300.0, "recommend", "local", &[outcome("db")], &[], &[]);
+        j.append(&decided(1, 1000.0, &[outcome("web")]));
+        j.append(&decided(2, 1300.0, &[outcome("db")]));
         let path = dir.path().join(FILE_NAME);
         let text = std::fs::read(&path).expect("read");
         let mut bytes = b"{\"seq\": 0, \xff\xfe}\r\nnot json\n\n".to_vec();

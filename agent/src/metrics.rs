@@ -40,7 +40,10 @@ struct Data {
     plan_source_errors: u64,
     docker_up: bool,
     running: u64,
+    /// Evicted by the agent, not running.
     evicted: u64,
+    /// OOM-killed, not running (no restart policy started them again).
+    oom_killed: u64,
     capacity: Resources,
     allocated: Resources,
     requested: Resources,
@@ -61,6 +64,16 @@ struct Data {
 #[derive(Debug, Default)]
 pub struct Metrics {
     data: Mutex<Data>,
+}
+
+/// Managed containers by state, for [`Metrics::node`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ContainerCounts {
+    pub running: u64,
+    /// Evicted by the agent, not running.
+    pub evicted: u64,
+    /// OOM-killed, not running.
+    pub oom_killed: u64,
 }
 
 impl Metrics {
@@ -102,6 +115,7 @@ impl Metrics {
             "resize" => "resize",
             "evict" => "evict",
             "restart" => "restart",
+            "restore" => "restore",
             _ => "other",
         };
         let result: &'static str = RESULTS
@@ -157,8 +171,11 @@ impl Metrics {
     /// Node gauges after a round.
     pub fn node(
         &self,
-        running: u64,
-        evicted: u64,
+        ContainerCounts {
+            running,
+            evicted,
+            oom_killed,
+        }: ContainerCounts,
         capacity: Resources,
         allocated: Resources,
         requested: Resources,
@@ -167,6 +184,7 @@ impl Metrics {
         self.with(|d| {
             d.running = running;
             d.evicted = evicted;
+            d.oom_killed = oom_killed;
             d.capacity = capacity;
             d.allocated = allocated;
             d.requested = requested;
@@ -321,7 +339,8 @@ impl Metrics {
         let name = "tailor_agent_managed_containers";
         t.family(name, "gauge", "Managed containers by state.")
             .sample(name, "state=\"running\"", d.running)
-            .sample(name, "state=\"evicted\"", d.evicted);
+            .sample(name, "state=\"evicted\"", d.evicted)
+            .sample(name, "state=\"oom_killed\"", d.oom_killed);
         for (name, help, r) in [
             (
                 "tailor_agent_node_capacity",

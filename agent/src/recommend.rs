@@ -17,14 +17,17 @@
 //!   (`upper(2 * k2) + k1 * request` for a Gaussian forecast), at most the
 //!   ceiling, at least the target;
 //! * without a forecast (warm-up, too little history) all three are the
-//!   request and the confidence is `low`.
+//!   request and the confidence is `low`;
+//! * a managed container that is not running (evicted or OOM-killed and
+//!   waiting for room, stopped, exited: [`Recommendation::stopped`]) is
+//!   listed with its limits now and its request as all three.
 //!
 //! Shown values have hysteresis: a new target replaces the one shown only
 //! when it differs by more than [`SHOWN_HYSTERESIS`] (relative), so the view
 //! does not jump from round to round; lower and upper move with it.
 
 use crate::agent::RoundReport;
-use crate::view::{NodeActionKind, Outcome};
+use crate::view::{NodeActionKind, Outcome, StoppedContainer, StoppedState};
 use serde::{Deserialize, Serialize};
 use shaper::plan::{Action, Basis, Bound};
 use shaper::{AppSize, Class, ShaperConfig};
@@ -94,6 +97,18 @@ pub struct Recommendation {
     /// What happened to this round's action for the container:
     /// `applied`, `recommended`, `refused: ...`, or `none`.
     pub applied: String,
+    /// Why the container is not running (`None`: it runs): evicted or
+    /// OOM-killed and waiting for room, stopped, exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<StoppedState>,
+}
+
+impl Recommendation {
+    /// `running`, or why it is not (`oom-killed, waiting for room`).
+    pub fn state(&self) -> String {
+        self.stopped
+            .map_or_else(|| "running".to_string(), |s| s.to_string())
+    }
 }
 
 /// Every recommendation of one round.
@@ -301,8 +316,12 @@ pub fn build(
                 confidence,
                 reason,
                 applied,
+                stopped: None,
             });
         }
+    }
+    for s in &view.stopped {
+        items.extend(stopped_rows(report, s, unlimited(&s.name)));
     }
     let names = view
         .containers
@@ -317,6 +336,48 @@ pub fn build(
         actuation: report.actuation.as_str().to_string(),
         items,
     }
+}
+
+/// The rows of a managed container that is not running: its limits now
+/// (what a `docker start` runs it at), no use, and its request as the
+/// target (a container started again gets its request: the grace period,
+/// and after an OOM kill below the request the OOM floor). `unlimited`:
+/// (cpu, mem) without a limit.
+fn stopped_rows(
+    report: &RoundReport,
+    s: &StoppedContainer,
+    (no_cpu, no_mem): (bool, bool),
+) -> [Recommendation; 2] {
+    let applied = if report.restarted.contains(&s.name) {
+        "restarted".to_string()
+    } else if report.restored.iter().any(|r| r.container == s.name) {
+        "original limits restored".to_string()
+    } else {
+        "none".to_string()
+    };
+    let row = |r: ResourceKind| {
+        let (scale, req, alloc, unlimited) = match r {
+            ResourceKind::Cpu => (1.0, s.request.cpu_cores, s.allocation.cpu_cores, no_cpu),
+            ResourceKind::Mem => (MIB, s.request.mem_bytes, s.allocation.mem_bytes, no_mem),
+        };
+        Recommendation {
+            container: s.name.clone(),
+            app: s.app.clone(),
+            resource: r,
+            unit: r.unit().to_string(),
+            current_limit: (!unlimited).then_some(alloc / scale),
+            request: req / scale,
+            usage: 0.0,
+            lower: req / scale,
+            target: req / scale,
+            upper: req / scale,
+            confidence: Confidence::Low,
+            reason: "not running: its request when started".to_string(),
+            applied: applied.clone(),
+            stopped: Some(s.state),
+        }
+    };
+    [row(ResourceKind::Cpu), row(ResourceKind::Mem)]
 }
 
 /// What was done to a container, as shown on its `r` row: the action and
@@ -348,7 +409,7 @@ fn applied_str(o: &crate::ActionOutcome, r: ResourceKind) -> String {
 /// The recommendations as CSV (header line first; values in cores / MiB).
 pub fn to_csv(r: &Recommendations) -> String {
     let mut out = String::from(
-        "container,app,resource,unit,current_limit,request,usage,lower,target,upper,confidence,reason,applied\n",
+        "container,app,resource,unit,current_limit,request,usage,lower,target,upper,confidence,reason,applied,state\n",
     );
     let q = |s: &str| {
         if s.contains([',', '"', '\n']) {
@@ -363,7 +424,7 @@ pub fn to_csv(r: &Recommendations) -> String {
             ResourceKind::Mem => format!("{v:.1}"),
         };
         out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             q(&i.container),
             q(&i.app),
             i.resource.as_str(),
@@ -381,6 +442,7 @@ pub fn to_csv(r: &Recommendations) -> String {
             },
             q(&i.reason),
             q(&i.applied),
+            q(&i.state()),
         ));
     }
     out
@@ -567,6 +629,62 @@ mod tests {
         );
     }
 
+    /// QA D10: a container that is not running is listed with its state,
+    /// its limits now and its request, and what this round did to it.
+    #[test]
+    fn stopped_containers_are_listed_with_their_state() {
+        let mut report: RoundReport = serde_json::from_str(UNPLANNED).expect("a round report");
+        report.view.stopped = vec![StoppedContainer {
+            id: "c2".into(),
+            name: "step".into(),
+            app: "step".into(),
+            state: StoppedState::OomKilled {
+                waiting_for_room: true,
+            },
+            request: shaper::Resources::new(0.5, 256.0 * MIB),
+            allocation: shaper::Resources::new(0.5, 256.0 * MIB),
+        }];
+        report.restored = vec![crate::journal::JournalRestore {
+            container: "step".into(),
+            killed_at_mib: Some(51.3),
+            to_cpu_cores: Some(0.5),
+            to_mem_mib: Some(256.0),
+        }];
+        let recs = build(
+            &report,
+            &ShaperConfig::uniform(),
+            &mut Shown::default(),
+            |_| (false, false),
+        );
+        let rows: Vec<&Recommendation> = recs
+            .items
+            .iter()
+            .filter(|i| i.container == "step")
+            .collect();
+        assert_eq!(rows.len(), 2, "{:?}", recs.items);
+        let mem = rows
+            .iter()
+            .find(|i| i.resource == ResourceKind::Mem)
+            .expect("mem row");
+        assert_eq!(mem.state(), "oom-killed, waiting for room");
+        assert_eq!(
+            (mem.current_limit, mem.request, mem.target, mem.usage),
+            (Some(256.0), 256.0, 256.0, 0.0)
+        );
+        assert_eq!(mem.applied, "original limits restored");
+        assert!(to_csv(&recs).contains(",\"oom-killed, waiting for room\"\n"));
+        // the running container's rows say so
+        assert!(recs
+            .items
+            .iter()
+            .filter(|i| i.container == "web-1")
+            .all(|i| i.state() == "running"));
+        // and the JSON round-trips
+        let back: Recommendations =
+            serde_json::from_str(&serde_json::to_string(&recs).expect("json")).expect("parse");
+        assert_eq!(back, recs);
+    }
+
     #[test]
     fn csv_quotes_and_units() {
         let r = Recommendations {
@@ -584,6 +702,7 @@ mod tests {
                 confidence: Confidence::Medium,
                 reason: "forecast + buffer".into(),
                 applied: "none".into(),
+                stopped: None,
             }],
             ..Recommendations::default()
         };
@@ -591,7 +710,7 @@ mod tests {
         let line = csv.lines().nth(1).expect("a row");
         assert_eq!(
             line,
-            "\"web,1\",web,memory,MiB,none,512.0,40.0,50.0,60.3,80.0,medium,forecast + buffer,none"
+            "\"web,1\",web,memory,MiB,none,512.0,40.0,50.0,60.3,80.0,medium,forecast + buffer,none,running"
         );
     }
 }

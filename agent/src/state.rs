@@ -1,7 +1,8 @@
 //! What must survive an agent restart: each container's original limits (its
 //! request once the agent has shrunk it), the limits the agent set (written
-//! ahead of each update) and the evicted containers waiting for room, in
-//! eviction order. Stored as JSON, written atomically.
+//! ahead of each update) and the containers waiting for room (evicted, or
+//! OOM-killed at the agent's cut), in the order they stopped. Stored as
+//! JSON, written atomically.
 
 use crate::runtime::Limits;
 use serde::{Deserialize, Serialize};
@@ -9,18 +10,43 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use tailor_core::Resources;
 
-/// A container the agent stopped to make room.
+/// Why a container waits for room.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitCause {
+    /// The agent stopped it to make room.
+    #[default]
+    Evicted,
+    /// OOM-killed at a memory limit the agent had cut below its request,
+    /// with no restart policy to start it again.
+    OomKilled,
+}
+
+impl WaitCause {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            WaitCause::Evicted => "evicted",
+            WaitCause::OomKilled => "oom_killed",
+        }
+    }
+}
+
+/// A container waiting for room: one the agent stopped to make room, or
+/// one its cut got OOM-killed ([`WaitCause`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Eviction {
     pub id: String,
     pub name: String,
     pub app: String,
-    /// When it was stopped (Unix seconds).
+    /// When it was stopped, or killed (Unix seconds).
     pub at_s: f64,
-    /// The shaper's explanation.
+    /// The shaper's explanation, or the kill's limit.
     pub reason: String,
     /// What it needs to come back (its request).
     pub request: Resources,
+    /// Absent in a state written before OOM-killed containers waited too.
+    #[serde(default)]
+    pub cause: WaitCause,
 }
 
 /// The limits the agent set on a container, or was about to set: what an
@@ -61,7 +87,7 @@ pub struct PersistedState {
     /// agent's own for that start.
     #[serde(default)]
     pub writes_ahead: bool,
-    /// Evicted containers, oldest eviction first.
+    /// Containers waiting for room, oldest first.
     #[serde(default)]
     pub evicted: Vec<Eviction>,
     /// Application name -> failures seen: its containers' OOM kills and
@@ -162,6 +188,7 @@ mod tests {
             at_s: 5.0,
             reason: "r".into(),
             request: Resources::new(1.0, 2.0),
+            cause: WaitCause::OomKilled,
         });
         store.save(&s).expect("save");
         assert_eq!(store.load(), s);

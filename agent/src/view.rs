@@ -11,7 +11,7 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 pub use shaper::node::{
     ContainerMeta, ContainerReport, ContainerSample, NodeAction, NodeActionKind, NodePlan,
-    NodeView, Sample,
+    NodeView, Sample, StoppedContainer, StoppedState,
 };
 use shaper::{Decider, ShaperConfig};
 

@@ -177,6 +177,73 @@ pub struct NodeView {
     /// Containers evicted by the agent and waiting for room (names).
     #[serde(default)]
     pub evicted: Vec<String>,
+    /// Managed containers that are not running (evicted, OOM-killed,
+    /// exited), with why: listed, not planned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stopped: Vec<StoppedContainer>,
+}
+
+/// Why a managed container is not running, as its agent tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum StoppedState {
+    /// Evicted by the agent to make room; `waiting_for_room`: started
+    /// again when its request fits (`restart_evicted`).
+    Evicted {
+        waiting_for_room: bool,
+    },
+    /// Its last run was OOM-killed and no restart policy starts it again;
+    /// `waiting_for_room` as for an eviction (killed at a limit the agent
+    /// had cut below its request).
+    OomKilled {
+        waiting_for_room: bool,
+    },
+    /// Exited otherwise (stopped by hand, finished, crashed).
+    Exited {
+        exit_code: Option<i64>,
+    },
+    /// Created, never started.
+    Created,
+    Paused,
+    /// Its restart policy is starting it again.
+    Restarting,
+    Dead,
+}
+
+impl std::fmt::Display for StoppedState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let waiting = |w: bool| if w { "waiting for room" } else { "stopped" };
+        match self {
+            StoppedState::Evicted { waiting_for_room } => {
+                write!(f, "evicted, {}", waiting(*waiting_for_room))
+            }
+            StoppedState::OomKilled { waiting_for_room } => {
+                write!(f, "oom-killed, {}", waiting(*waiting_for_room))
+            }
+            StoppedState::Exited {
+                exit_code: Some(code),
+            } => write!(f, "exited ({code})"),
+            StoppedState::Exited { exit_code: None } => f.write_str("exited"),
+            StoppedState::Created => f.write_str("created"),
+            StoppedState::Paused => f.write_str("paused"),
+            StoppedState::Restarting => f.write_str("restarting"),
+            StoppedState::Dead => f.write_str("dead"),
+        }
+    }
+}
+
+/// A managed container that is not running ([`NodeView::stopped`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoppedContainer {
+    pub id: String,
+    pub name: String,
+    pub app: String,
+    #[serde(flatten)]
+    pub state: StoppedState,
+    /// What it asked for (labels, else the limits it was started with).
+    pub request: Resources,
+    /// Its limits now: what a `docker start` runs it at.
+    pub allocation: Resources,
 }
 
 impl NodeView {
@@ -396,6 +463,7 @@ impl NodeKernel {
             capacity,
             containers: reports,
             evicted: Vec::new(),
+            stopped: Vec::new(),
         }
     }
 
@@ -565,6 +633,7 @@ mod tests {
                 report("b2", "b", Class::Elastic, 300.0, 10.0 * MIB, 100.0 * MIB),
             ],
             evicted: vec![],
+            stopped: vec![],
         };
         let cv = node_cluster_view(&view);
         assert_eq!(cv.apps.len(), 2);
@@ -586,6 +655,7 @@ mod tests {
             capacity: Resources::new(8.0, mem_bytes),
             containers,
             evicted: vec![],
+            stopped: vec![],
         }
     }
 

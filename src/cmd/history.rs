@@ -55,9 +55,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for mut e in entries {
         if let Some(c) = &args.container {
             e.actions.retain(|a| &a.container == c);
+            e.restored.retain(|r| &r.container == c);
             e.restarted.retain(|r| r == c);
             e.oom_kills.retain(|k| &k.container == c);
-            if e.actions.is_empty() && e.restarted.is_empty() && e.oom_kills.is_empty() {
+            if e.actions.is_empty()
+                && e.restored.is_empty()
+                && e.restarted.is_empty()
+                && e.oom_kills.is_empty()
+            {
                 continue;
             }
         }
@@ -77,6 +82,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 if k.found_by_inspect { " (found by inspect)" } else { "" },
                 k.limit_mib,
                 k.floor_mib
+            );
+        }
+        // then the original limits given back to the containers the agent's
+        // cut got killed (no restart policy), before the round's decisions
+        for r in &e.restored {
+            println!(
+                "#{} round {} t={:.0} {} original limits restored (cpu {} cores, memory {} MiB): OOM-killed at a {} MiB limit cut below its request",
+                e.seq,
+                e.round,
+                e.at_s,
+                r.container,
+                opt(r.to_cpu_cores, 3),
+                opt(r.to_mem_mib, 1),
+                opt(r.killed_at_mib, 1)
             );
         }
         for a in &e.actions {

@@ -1,6 +1,7 @@
 //! `tailor recommendations`: per managed container and resource, the
 //! current limit, lower / target / upper recommendation, confidence, the
-//! binding reason and what was applied, from a running agent
+//! binding reason and what was applied (and, for a managed container that
+//! is not running, its state: `oom-killed, waiting for room`), from a running agent
 //! (`--url`, its `/v1/recommendations`) or its state directory
 //! (`--state-dir`, `recommendations.json`). A table by default, or `--csv`,
 //! `--json`, `--html FILE`.
@@ -172,6 +173,7 @@ fn printable(s: &str) -> String {
 pub fn table(r: &Recommendations) -> String {
     let header = [
         "CONTAINER",
+        "STATE",
         "RESOURCE",
         "UNIT",
         "CURRENT",
@@ -182,12 +184,13 @@ pub fn table(r: &Recommendations) -> String {
         "REASON",
         "APPLIED",
     ];
-    let rows: Vec<[String; 10]> = r
+    let rows: Vec<[String; 11]> = r
         .items
         .iter()
         .map(|i| {
             [
                 printable(&i.container),
+                i.state(),
                 i.resource.as_str().to_string(),
                 printable(&i.unit),
                 i.current_limit
@@ -268,9 +271,10 @@ pub fn html(r: &Recommendations) -> String {
             })
             .unwrap_or_default();
         rows.push_str(&format!(
-            "<tr class=\"{conf}\"><td>{c}</td><td>{res} ({unit})</td><td class=\"n\">{cur}</td><td class=\"n\">{used}</td><td class=\"n\">{lo}</td><td class=\"n\"><b>{t}</b></td><td class=\"n\">{up}</td><td>{conf}</td>\
+            "<tr class=\"{conf}\"><td>{c}</td><td>{state}</td><td>{res} ({unit})</td><td class=\"n\">{cur}</td><td class=\"n\">{used}</td><td class=\"n\">{lo}</td><td class=\"n\"><b>{t}</b></td><td class=\"n\">{up}</td><td>{conf}</td>\
 <td><div class=\"bar\"><div class=\"band\" style=\"left:{l:.1}%;width:{bw:.1}%\"></div><div class=\"use\" style=\"left:{up_use:.1}%\" title=\"usage\"></div><div class=\"tgt\" style=\"left:{tp:.1}%\"></div>{current}</div></td><td>{reason}</td><td>{applied}</td></tr>\n",
             c = esc(&i.container),
+            state = esc(&i.state()),
             res = i.resource.as_str(),
             unit = i.unit,
             cur = i.current_limit.map(|v| num(i.resource, v)).unwrap_or_else(|| "none".into()),
@@ -307,7 +311,7 @@ tr.low td {{ color: #888; }}
 <p>Node <b>{node}</b>, round {round}, actuation <b>{act}</b>. CPU in cores, memory in MiB.</p>
 <p class="legend"><span><b style="color:#9cc3e6">&#9632;</b> lower..upper</span>
 <span><b style="color:#1f5fa8">&#9632;</b> target</span> <span><b style="color:#555">&#9632;</b> usage</span> <span><b style="color:#d2452b">&#9632;</b> current limit</span></p>
-<table><thead><tr><th>container</th><th>resource</th><th>current</th><th>usage</th><th>lower</th><th>target</th><th>upper</th><th>confidence</th><th>range</th><th>reason</th><th>applied</th></tr></thead>
+<table><thead><tr><th>container</th><th>state</th><th>resource</th><th>current</th><th>usage</th><th>lower</th><th>target</th><th>upper</th><th>confidence</th><th>range</th><th>reason</th><th>applied</th></tr></thead>
 <tbody>
 {rows}</tbody></table>
 </body></html>
@@ -389,6 +393,8 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("web?"), "{t}");
+        assert!(t.contains("STATE"), "{t}");
+        assert!(t.contains(" running "), "{t}");
         assert!(!t.chars().any(|c| c.is_control() && c != '\n'), "{t:?}");
     }
 }

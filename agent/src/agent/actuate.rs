@@ -187,6 +187,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                                 at_s: now_s,
                                 reason: a.explanation.clone(),
                                 request,
+                                cause: WaitCause::Evicted,
                             });
                             if a.kind.fails_application()
                                 && failed_apps.insert(t.labels.app.clone())

@@ -19,7 +19,10 @@
 //! 6. `shape`: apply them in the plan's order (the kernel's apply order:
 //!    shrinks, evictions, growths); `recommend`: record them only;
 //! 7. restart evicted containers, oldest eviction first, while their
-//!    request fits in the room left.
+//!    request fits in the room left; so too a container OOM-killed at a
+//!    limit the agent had cut below its request, which no restart policy
+//!    starts again: it got its original limits back at once (before the
+//!    view: `stopped.rs`) and waits for room as an evicted one.
 //!
 //! A failing call for one container is counted and skipped; a daemon that
 //! is down fails the round (the loop backs off and retries).
@@ -33,10 +36,10 @@ use crate::runtime::{
     mem_limit, ContainerInfo, ContainerRuntime, ContainerState, CpuLimit, HostInfo, Limits,
     ResourceUpdate, RuntimeError, RuntimeEvent, UNLIMITED_MEM_BYTES,
 };
-use crate::state::{Eviction, PersistedState, SetLimits, StateStore};
+use crate::state::{Eviction, PersistedState, SetLimits, StateStore, WaitCause};
 use crate::view::{
     ActionOutcome, ContainerMeta, ContainerSample, NodeAction, NodeActionKind, NodePlan, NodeView,
-    Outcome, PlanSource, PlanSourceError, Sample,
+    Outcome, PlanSource, PlanSourceError, Sample, StoppedContainer, StoppedState,
 };
 use crate::AgentError;
 use datasets::recording::RecordWriter;
@@ -56,6 +59,7 @@ mod actuate;
 mod hand_changes;
 mod observe;
 mod reconcile;
+mod stopped;
 
 use actuate::{log3, log_outcome};
 
@@ -82,7 +86,12 @@ pub struct RoundReport {
     pub view: NodeView,
     /// Every action with its result, in the order applied.
     pub outcomes: Vec<ActionOutcome>,
-    /// Evicted containers restarted this round (names).
+    /// Original limits given back this round to containers OOM-killed at
+    /// a cut below their request (no restart policy), before the plan.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restored: Vec<crate::journal::JournalRestore>,
+    /// Containers that waited for room restarted this round (names):
+    /// evicted, or OOM-killed at a cut below their request.
     pub restarted: Vec<String>,
     /// OOM kills counted since the previous report.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -244,6 +253,8 @@ pub struct Agent<R: ContainerRuntime + ?Sized> {
     round_events: Vec<KernelEvent>,
     /// OOM kills counted since the last report (for the journal).
     round_kills: Vec<crate::journal::JournalOomKill>,
+    /// Original limits restored since the last report (for the journal).
+    round_restores: Vec<crate::journal::JournalRestore>,
     /// `[record]`: the recording, while it is on.
     recorder: Option<RecordWriter>,
     /// This round's samples as given to the kernel (kept only when recording).
@@ -341,6 +352,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             shown: Shown::default(),
             round_events: Vec::new(),
             round_kills: Vec::new(),
+            round_restores: Vec::new(),
             round_samples: Vec::new(),
             recorded_labels: std::collections::HashSet::new(),
             recorder,
@@ -364,7 +376,8 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         &self.cfg
     }
 
-    /// Evicted containers waiting for room, oldest first.
+    /// Containers waiting for room (evicted, or OOM-killed at a cut below
+    /// their request), oldest first.
     pub fn evicted(&self) -> &[Eviction] {
         &self.state.evicted
     }
@@ -413,15 +426,16 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
     /// `tailor recommendations --state-dir`).
     fn publish(&mut self, report: &RoundReport) {
         if let Ok(mut j) = self.shared.journal.lock() {
-            j.append(
-                report.round,
-                report.at_s,
-                report.actuation.as_str(),
-                &report.source,
-                &report.outcomes,
-                &report.restarted,
-                &report.oom_kills,
-            );
+            j.append(&crate::journal::RoundDecisions {
+                round: report.round,
+                at_s: report.at_s,
+                actuation: report.actuation.as_str(),
+                source: &report.source,
+                outcomes: &report.outcomes,
+                restored: &report.restored,
+                restarted: &report.restarted,
+                oom_kills: &report.oom_kills,
+            });
         }
         let by_name: BTreeMap<&str, &Tracked> = self
             .tracked
@@ -527,6 +541,8 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
     async fn round_inner(&mut self, now_s: f64) -> Result<RoundReport, AgentError> {
         let mut errors = Vec::new();
         self.sample(now_s, &mut errors).await?;
+        // before the view: it lists them as waiting for room
+        self.reconcile_oom_killed(now_s).await;
         let view = self.build_view(now_s).await;
         if self.round <= u64::from(self.cfg.warmup_rounds) {
             // the agent's own warm-up: models fill up, nothing is planned
@@ -538,6 +554,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 source: "warm-up".to_string(),
                 view,
                 outcomes: Vec::new(),
+                restored: std::mem::take(&mut self.round_restores),
                 restarted: Vec::new(),
                 oom_kills: std::mem::take(&mut self.round_kills),
                 errors,
@@ -574,9 +591,13 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         let allocated = running
             .clone()
             .fold(Resources::ZERO, |a, t| a.add(&self.allocation_of(t, cap)));
+        let (evicted, oom_killed) = self.stopped_counts();
         self.shared.metrics.node(
-            running.count() as u64,
-            self.state.evicted.len() as u64,
+            crate::metrics::ContainerCounts {
+                running: running.count() as u64,
+                evicted,
+                oom_killed,
+            },
             cap,
             allocated,
             view.requested(),
@@ -592,6 +613,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             source: plan.source,
             view,
             outcomes,
+            restored: std::mem::take(&mut self.round_restores),
             restarted,
             oom_kills: std::mem::take(&mut self.round_kills),
             errors,

@@ -553,7 +553,14 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             },
         };
         view.round = self.round;
-        view.evicted = self.state.evicted.iter().map(|e| e.name.clone()).collect();
+        view.evicted = self
+            .state
+            .evicted
+            .iter()
+            .filter(|e| e.cause == WaitCause::Evicted)
+            .map(|e| e.name.clone())
+            .collect();
+        view.stopped = self.stopped_containers();
         view
     }
 }

@@ -1,4 +1,5 @@
-//! Reconcile: restart evicted containers when room is back, restore limits on shutdown.
+//! Reconcile: restart containers waiting for room when it is back, restore
+//! original limits (on shutdown, before a restart, after an OOM kill at a cut).
 
 use super::*;
 
@@ -53,6 +54,49 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         (update.mem_bytes.is_some() || update.cpu.is_some()).then_some(update)
     }
 
+    /// Gives `t` the limits it was started with ([`Self::original_update`]),
+    /// running or not: the one rule behind shutdown (`restore_requests`),
+    /// the restart of a container that waited for room, and a container
+    /// OOM-killed at a cut below its request (`stopped.rs`). Logs what
+    /// Docker cannot undo (a limit on a resource started without one).
+    /// `Ok(None)`: it has them already; `Ok(Some(limits))`: the limits
+    /// after the update, as the runtime reports them.
+    pub(super) async fn restore_original(
+        &mut self,
+        t: &Tracked,
+    ) -> Result<Option<Limits>, RuntimeError> {
+        let Some(update) = self.original_update(t) else {
+            return Ok(None);
+        };
+        let orig = self.original_limits(t);
+        if orig.mem_bytes.is_none() && update.mem_bytes.is_some() {
+            tracing::info!(
+                container = %t.info.name,
+                mem_limit_bytes = UNLIMITED_MEM_BYTES,
+                "started without a memory limit: Docker cannot remove the one the agent set; restoring the kernel's highest (no limit in effect)"
+            );
+        }
+        if let (CpuLimit::Unlimited, Some(CpuLimit::Nano { nano_cpus })) = (orig.cpu, update.cpu) {
+            tracing::info!(
+                container = %t.info.name,
+                cpu_cores = nano_cpus as f64 / 1e9,
+                "started without a CPU limit: Docker cannot remove the NanoCpus limit the agent set; restoring every core of the host"
+            );
+        }
+        let sent_s = self.clock.now_s();
+        match self.runtime.update(&t.info.id, &update).await {
+            Ok(()) => {
+                let after = Self::limits_after(t, &update);
+                self.confirm_limits(&t.info.id, after, sent_s);
+                Ok(Some(after))
+            }
+            Err(e) => {
+                self.shared.metrics.runtime_error("update");
+                Err(e)
+            }
+        }
+    }
+
     /// The host's CPU count as the runtime reports it (Docker's `NCPU`,
     /// the most `NanoCpus` it takes), else the configured capacity.
     fn host_cpus(&self) -> u32 {
@@ -80,6 +124,11 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         l
     }
 
+    /// Starts the containers waiting for room (evicted, or OOM-killed at a
+    /// cut below their request: [`WaitCause`]), oldest first, while the
+    /// next one's request fits in what the running containers leave and
+    /// `restart_cooldown_s` has passed since it stopped; each gets its
+    /// original limits first. Returns the names started.
     pub(super) async fn restart_evicted(&mut self, now_s: f64) -> Vec<String> {
         let cap = self.capacity();
         let allocated = self
@@ -97,23 +146,14 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 self.state.evicted.remove(0);
                 continue;
             };
-            let mut update = self.original_update(&t);
-            let sent_s = self.clock.now_s();
-            if let Some(u) = &update {
-                if let Err(err) = self.runtime.update(&e.id, u).await {
-                    self.shared.metrics.runtime_error("update");
-                    tracing::warn!(container = %e.name, error = %err, "cannot restore limits before restart");
-                    // Not applied: the limits stay what they were.
-                    update = None;
-                }
+            if let Err(err) = self.restore_original(&t).await {
+                // not applied: it starts at the limits it has
+                tracing::warn!(container = %e.name, error = %err, "cannot restore limits before restart");
             }
             match self.runtime.start(&e.id).await {
                 Ok(()) => {
                     self.state.evicted.remove(0);
                     free = free.sub(&e.request);
-                    if let Some(update) = &update {
-                        self.confirm_limits(&e.id, Self::limits_after(&t, update), sent_s);
-                    }
                     if let Some(tm) = self.tracked.get_mut(&e.id) {
                         tm.info.state = ContainerState::Running;
                         tm.needs_inspect = true;
@@ -122,7 +162,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     self.shared
                         .metrics
                         .action("restart", Outcome::Applied.as_str());
-                    tracing::info!(container = %e.name, app = %e.app, evicted_for_s = now_s - e.at_s, "restarted evicted container");
+                    tracing::info!(container = %e.name, app = %e.app, cause = e.cause.as_str(), stopped_for_s = now_s - e.at_s, "restarted a container that waited for room");
                     restarted.push(e.name.clone());
                 }
                 Err(err) => {
@@ -130,7 +170,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     self.shared
                         .metrics
                         .action("restart", Outcome::Failed.as_str());
-                    tracing::warn!(container = %e.name, error = %err, "cannot restart evicted container");
+                    tracing::warn!(container = %e.name, cause = e.cause.as_str(), error = %err, "cannot restart a container that waited for room");
                     if matches!(err, RuntimeError::NotFound(_)) {
                         self.state.evicted.remove(0);
                         continue;
@@ -160,7 +200,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         {
             return restored;
         }
-        let todo: Vec<(Tracked, ResourceUpdate)> = self
+        let todo: Vec<Tracked> = self
             .tracked
             .values()
             .filter(|t| {
@@ -169,32 +209,13 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     ContainerState::Removing | ContainerState::Dead
                 )
             })
-            .filter_map(|t| Some((t.clone(), self.original_update(t)?)))
+            .cloned()
             .collect();
         let mut failed = 0usize;
-        for (t, update) in todo {
-            let orig = self.original_limits(&t);
-            if orig.mem_bytes.is_none() && update.mem_bytes.is_some() {
-                tracing::info!(
-                    container = %t.info.name,
-                    mem_limit_bytes = UNLIMITED_MEM_BYTES,
-                    "started without a memory limit: Docker cannot remove the one the agent set; restoring the kernel's highest (no limit in effect)"
-                );
-            }
-            if let (CpuLimit::Unlimited, Some(CpuLimit::Nano { nano_cpus })) =
-                (orig.cpu, update.cpu)
-            {
-                tracing::info!(
-                    container = %t.info.name,
-                    cpu_cores = nano_cpus as f64 / 1e9,
-                    "started without a CPU limit: Docker cannot remove the NanoCpus limit the agent set; restoring every core of the host"
-                );
-            }
-            let sent_s = self.clock.now_s();
-            match self.runtime.update(&t.info.id, &update).await {
-                Ok(()) => {
-                    let after = Self::limits_after(&t, &update);
-                    self.confirm_limits(&t.info.id, after, sent_s);
+        for t in todo {
+            match self.restore_original(&t).await {
+                Ok(None) => {}
+                Ok(Some(after)) => {
                     tracing::debug!(
                         container = %t.info.name,
                         state = ?t.info.state,
@@ -206,7 +227,6 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 }
                 Err(e) => {
                     failed += 1;
-                    self.shared.metrics.runtime_error("update");
                     tracing::warn!(container = %t.info.name, state = ?t.info.state, error = %e, "cannot restore request on shutdown")
                 }
             }
@@ -390,6 +410,10 @@ window = 3
             .await
             .expect("stop");
         let now = r.clock.now_s();
+        // with a restart policy (that has not started it yet): left to it
+        // (without one, the kill at the agent's cut gives it its original
+        // limits back at once: agent/src/agent/stopped.rs)
+        r.fake.set_restart_policy("oom", true);
         r.fake.oom_kill("oom", now, false);
         // big's memory grows past the room left: the youngest elastic
         // container is evicted
