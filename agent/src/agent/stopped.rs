@@ -330,6 +330,22 @@ mod tests {
         .flatten()
         .map(|s| s.to_string())
         .collect();
+        // in the view's JSON (`/v1/decisions`): the state beside the name
+        let c = StoppedContainer {
+            id: "c".into(),
+            name: "step".into(),
+            app: "step".into(),
+            state: StoppedState::OomKilled {
+                waiting_for_room: true,
+            },
+            request: Resources::new(0.5, 256.0 * MIB as f64),
+            allocation: Resources::new(0.5, 256.0 * MIB as f64),
+        };
+        let json = serde_json::to_value(&c).expect("json");
+        assert_eq!(json["state"], "oom_killed");
+        assert_eq!(json["waiting_for_room"], true);
+        let back: StoppedContainer = serde_json::from_value(json).expect("parse");
+        assert_eq!(back, c);
         assert_eq!(
             shown,
             [
