@@ -131,7 +131,13 @@ pub fn bound_target(r: Resource, raw: f64, floor: f64, ceiling: f64, usage: f64)
         bound = Bound::Ceiling;
     }
     if t < usage {
-        t = align_up(r, usage);
+        // whole steps, as above (a ceiling under one step, in a test's
+        // units, keeps the usage as it is)
+        t = if ceiling >= step(r) {
+            align_up(r, usage)
+        } else {
+            usage
+        };
         bound = Bound::Usage;
     }
     (t.max(0.0), bound)
