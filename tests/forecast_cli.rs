@@ -230,6 +230,12 @@ fn prints_units_and_the_limit_it_would_set() {
     assert!((f("k1_term") - 0.05 * 4.0).abs() < 1e-9, "{l}");
     // the kernel rounds CPU limits up to whole millicores
     let buffer = f("forecast_mean") + f("k1_term") + f("k2_term");
+    // the band is its printed multiplier of sigma
+    assert!(
+        (f("k2_term") - f("k2_sigma_mult") * f("forecast_sigma")).abs()
+            <= 1e-9 * f("k2_term").abs().max(1.0),
+        "{l}"
+    );
     let want = buffer.max(f("last_usage")).min(4.0);
     assert!(
         f("limit") >= want - 1e-9 && f("limit") - want < 0.001 + 1e-9,

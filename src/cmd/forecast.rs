@@ -216,8 +216,13 @@ pub struct LimitAdvice {
     pub k2: f64,
     /// `k1 * request`.
     pub k1_term: f64,
-    /// Forecast upper band at level `k2` minus the mean.
+    /// Forecast upper band at level `k2` minus the mean:
+    /// `k2_sigma_mult * forecast_sigma`.
     pub k2_term: f64,
+    /// The multiplier of sigma in `k2_term`: `k2` for a Gaussian forecast,
+    /// a calibrated model's learned one at level `k2`
+    /// (`shaper::Sizing::band`).
+    pub k2_sigma_mult: f64,
     /// `mem_margin * forecast mean` (memory; 0 for CPU).
     pub margin_term: f64,
     pub last_usage: f64,
@@ -335,6 +340,7 @@ fn advise(
         k2: cfg.k2,
         k1_term: back(s.k1_term),
         k2_term: back(s.k2_term),
+        k2_sigma_mult: s.band.mult,
         margin_term: back(s.margin_term),
         last_usage: unit.shown(last_usage),
         request: unit.shown(request),
@@ -618,12 +624,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                         String::new()
                     };
                     println!(
-                        "                    = mean {} + K1 {} x request {} + K2 {} sigma band {}{margin}",
+                        "                    = mean {} + K1 {} x request {} + K2 {} sigma band {} ({} x sigma {}){margin}",
                         show(a.forecast_mean),
                         a.k1,
                         show(a.request),
                         a.k2,
-                        show(a.k2_term)
+                        show(a.k2_term),
+                        fmt_num(a.k2_sigma_mult, 3),
+                        show(a.forecast_sigma)
                     );
                 }
                 None => println!(
