@@ -391,8 +391,7 @@ async fn oom_kill_missed_by_the_event_stream_is_recovered() {
     let mut cfg = agent_config(test, "", "");
     cfg.shaper.max_growth = 8.0;
     // the operator starts it below (a restart by the agent is
-    // `a_container_killed_at_the_agents_cut_gets_its_request_back_and_restarts`
-    // in agent/tests/fake_stopped.rs)
+    // `a_container_killed_at_the_agents_cut_is_restarted_by_the_agent`)
     cfg.restart_evicted = false;
     let mut agent = agent_without_events(cfg);
     let mut seen_running = false;
@@ -465,6 +464,67 @@ async fn oom_kill_missed_by_the_event_stream_is_recovered() {
         "next allocation grew to the OOM floor: {} MiB",
         lim / MIB
     );
+}
+
+/// QA D10: a container with no restart policy, OOM-killed at a limit the
+/// agent cut below its request, gets its request back and is started again
+/// by the agent once `restart_cooldown_s` has passed; the OOM floor then
+/// holds it at its request, so the level that killed it runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_killed_at_the_agents_cut_is_restarted_by_the_agent() {
+    let test = "oomres";
+    if docker_or_skip(test).is_none() {
+        return;
+    }
+    let sel = ("tailor.test", test);
+    // 8 MiB for 15 s (the agent cuts it to ~9 MiB), then 24 MiB: above the
+    // cut, within its 32 MiB request
+    let c = TestContainer::run(
+        "tailor-t-oomres",
+        32,
+        1.0,
+        &[("tailor.enable", "true"), sel],
+        &["8:0.01:15", "24:0.01:3600"],
+        &[],
+    );
+    let mut agent = new_agent(agent_config(test, "", ""));
+    let mut killed_at_mib = None;
+    let mut restarted_round = None;
+    for n in 0..60 {
+        rounds(&mut agent, 1, |r| {
+            killed_at_mib = killed_at_mib.or(r.oom_kills.first().map(|k| k.limit_mib));
+            if r.restarted.iter().any(|x| x == &c.name) {
+                restarted_round = Some(n);
+            }
+        })
+        .await;
+        if restarted_round.is_some() {
+            break;
+        }
+    }
+    let killed_at_mib = killed_at_mib.expect("OOM-killed at the cut");
+    assert!(
+        killed_at_mib < 24.0,
+        "killed at the cut: {killed_at_mib} MiB"
+    );
+    assert!(restarted_round.is_some(), "restarted by the agent");
+    // running through its 24 MiB phase at its request
+    rounds(&mut agent, 20, |_| {}).await;
+    assert!(c.running(), "runs after the restart");
+    assert_eq!(c.mem_limit(), 32 * MIB, "held at its request");
+    assert_eq!(agent.shared().metrics.oom_events(), 1, "killed once");
+    let journal = agent.shared().decisions_since(None);
+    let restored = journal
+        .iter()
+        .flat_map(|e| e.restored.iter())
+        .filter(|x| x.container == c.name)
+        .count();
+    let restarted = journal
+        .iter()
+        .flat_map(|e| e.restarted.iter())
+        .filter(|x| **x == c.name)
+        .count();
+    assert_eq!((restored, restarted), (1, 1), "journaled");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

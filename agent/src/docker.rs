@@ -268,17 +268,9 @@ impl ContainerRuntime for DockerRuntime {
                 .and_then(|s| s.finished_at.as_deref())
                 .and_then(parse_rfc3339_s),
             exit_code: state.and_then(|s| s.exit_code),
-            restarts_alone: hc
-                .and_then(|h| h.restart_policy.as_ref())
-                .and_then(|p| p.name)
-                .is_some_and(|n| {
-                    matches!(
-                        n,
-                        RestartPolicyNameEnum::ALWAYS
-                            | RestartPolicyNameEnum::UNLESS_STOPPED
-                            | RestartPolicyNameEnum::ON_FAILURE
-                    )
-                }),
+            restarts_alone: hc.and_then(|h| h.restart_policy.as_ref()).is_some_and(|p| {
+                restarts_after_a_kill(p.name, p.maximum_retry_count, c.restart_count)
+            }),
         })
     }
 
@@ -508,9 +500,45 @@ pub(crate) async fn raw_request(
         .map_err(|_| RuntimeError::Unavailable(format!("timeout after {timeout_s} s")))?
 }
 
+/// Whether Docker's restart policy starts a container again after an OOM
+/// kill (exit 137): `always` and `unless-stopped` do; `on-failure:N` does
+/// until it has restarted the container N times since its last `docker
+/// start` (`RestartCount`; N = 0: no limit), then gives up, as Docker's
+/// restart manager does. `no` never does.
+fn restarts_after_a_kill(
+    policy: Option<RestartPolicyNameEnum>,
+    max_retries: Option<i64>,
+    restart_count: Option<i64>,
+) -> bool {
+    match policy {
+        Some(RestartPolicyNameEnum::ALWAYS | RestartPolicyNameEnum::UNLESS_STOPPED) => true,
+        Some(RestartPolicyNameEnum::ON_FAILURE) => {
+            let max = max_retries.unwrap_or(0);
+            max <= 0 || restart_count.unwrap_or(0) < max
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// QA D10: `on-failure:N` that has used its N restarts leaves the
+    /// container dead, so the agent's cut must be undone by the agent.
+    #[test]
+    fn on_failure_gives_up_after_its_retries() {
+        use RestartPolicyNameEnum::*;
+        assert!(restarts_after_a_kill(Some(ALWAYS), None, Some(9)));
+        assert!(restarts_after_a_kill(Some(UNLESS_STOPPED), Some(0), None));
+        assert!(restarts_after_a_kill(Some(ON_FAILURE), Some(0), Some(50)));
+        assert!(restarts_after_a_kill(Some(ON_FAILURE), None, None));
+        assert!(restarts_after_a_kill(Some(ON_FAILURE), Some(3), Some(2)));
+        assert!(!restarts_after_a_kill(Some(ON_FAILURE), Some(3), Some(3)));
+        assert!(!restarts_after_a_kill(Some(NO), None, None));
+        assert!(!restarts_after_a_kill(Some(EMPTY), None, None));
+        assert!(!restarts_after_a_kill(None, None, None));
+    }
 
     /// H4: unlimited swap takes two calls (the first raises the memory +
     /// swap limit explicitly, so that runc writes it before the memory

@@ -173,3 +173,35 @@ async fn a_container_killed_at_the_agents_cut_stays_stopped_at_its_request_witho
         );
     }
 }
+
+/// QA D10: with `max_growth` > 1 the OOM floor of a kill at the agent's cut
+/// is above the request (the cut + 100 MiB), and the next round raises the
+/// restarted container to it: the restart waits until the floor fits, not
+/// only the request. Here the node has 150 MiB: the 100 MiB request fits,
+/// the ~160 MiB floor does not, so it starts once the floor has ended
+/// (`oom_memory_s`).
+#[tokio::test]
+async fn a_restart_waits_until_its_oom_floor_fits() {
+    let cfg = config(&with_capacity("", 4.0, 150 * MIB)).clone_with(|c| {
+        c.shaper.max_growth = 3.0;
+        c.shaper.oom_memory_s = 8.0;
+    });
+    let (mut r, cut) = tight_rig(cfg, true, 60 * MIB).await;
+    assert!(cut < 100 * MIB, "shrunk first: {} MiB", cut / MIB);
+    r.fake.oom_kill("tight", r.clock_now() + 0.5, true);
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let mut restarted_round = None;
+    for n in 0..14 {
+        let rep = r.step(&[]).await;
+        if rep.restarted.iter().any(|c| c == "tight") {
+            restarted_round = Some(n);
+            break;
+        }
+    }
+    let n = restarted_round.expect("restarted once the floor ended");
+    assert!(
+        n >= 7,
+        "not while its floor is held above the node: round {n}"
+    );
+    assert_eq!(r.mem_limit("tight"), 100 * MIB, "started at its request");
+}

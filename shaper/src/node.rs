@@ -380,6 +380,16 @@ impl NodeKernel {
         }
     }
 
+    /// The memory container `id`, of memory request `request_bytes`, is
+    /// held at by an OOM floor at `now_s` ([`OomFloor::held_bytes`]; 0
+    /// without one): what it needs on top of its request to be started
+    /// again.
+    pub fn oom_floor_bytes(&self, id: &str, now_s: f64, request_bytes: f64) -> f64 {
+        self.floors
+            .get(id)
+            .map_or(0.0, |f| f.held_bytes(now_s, request_bytes))
+    }
+
     /// Forgets a container that is gone (its history stays under its name
     /// for a successor).
     pub fn forget(&mut self, id: &str) {
@@ -439,10 +449,7 @@ impl NodeKernel {
         self.models.begin_round(&self.cfg);
         for c in containers {
             let f = self.models.observe(&c, now_s, self.horizon, &self.cfg);
-            let oom_floor_bytes = self
-                .floors
-                .get(&c.meta.id)
-                .map_or(0.0, |f| f.held_bytes(now_s, c.request.mem_bytes));
+            let oom_floor_bytes = self.oom_floor_bytes(&c.meta.id, now_s, c.request.mem_bytes);
             reports.push(ContainerReport {
                 meta: c.meta,
                 request: c.request,

@@ -139,7 +139,13 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         let mut free = cap.sub(&allocated);
         let mut restarted = Vec::new();
         while let Some(e) = self.state.evicted.first().cloned() {
-            if now_s - e.at_s < self.cfg.restart_cooldown_s || !e.request.fits_in(&free) {
+            // an OOM floor above the request (`max_growth` > 1) is what the
+            // next round gives it: it must fit too
+            let floor_bytes = self.kernel.as_ref().map_or(0.0, |k| {
+                k.oom_floor_bytes(&e.id, now_s, e.request.mem_bytes)
+            });
+            let need = Resources::new(e.request.cpu_cores, e.request.mem_bytes.max(floor_bytes));
+            if now_s - e.at_s < self.cfg.restart_cooldown_s || !need.fits_in(&free) {
                 break;
             }
             let Some(t) = self.tracked.get(&e.id).cloned() else {
@@ -153,7 +159,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             match self.runtime.start(&e.id).await {
                 Ok(()) => {
                     self.state.evicted.remove(0);
-                    free = free.sub(&e.request);
+                    free = free.sub(&need);
                     if let Some(tm) = self.tracked.get_mut(&e.id) {
                         tm.info.state = ContainerState::Running;
                         tm.needs_inspect = true;
