@@ -125,8 +125,39 @@ fn issue_13_table_values_get_clear_errors() {
     refused(
         &["replay", "--quiet", "--workload", "synthetic:1:99999999999"],
         "workload",
-        "APPS must be in [1, 1000000]",
+        "APPS must be in [1, 200000]",
     );
+    // QA E3: the largest accepted synthetic workload runs in ~2 GB
+    refused(
+        &["replay", "--quiet", "--workload", "synthetic:1:200001"],
+        "workload",
+        "APPS must be in [1, 200000]",
+    );
+    // QA E1: a sweep's lists are bounded as frontier's are
+    let k1_33 = (0..33)
+        .map(|i| format!("{}", f64::from(i) * 0.01))
+        .collect::<Vec<_>>()
+        .join(",");
+    refused(
+        &["tune", "--quiet", "--k1", &k1_33],
+        "k1",
+        "at most 32 values, got 33",
+    );
+    // ... and so are its simulations (32 x 32 cells x 20 seeds > 20,000),
+    // refused before any workload is built
+    let k_32 = (0..32)
+        .map(|i| format!("{}", f64::from(i) * 0.01))
+        .collect::<Vec<_>>()
+        .join(",");
+    let out = d.join("tune-out").display().to_string();
+    refused(
+        &[
+            "tune", "--quiet", "--k1", &k_32, "--k2", &k_32, "--seeds", "20", "--out", &out,
+        ],
+        "seeds",
+        "20480 simulations (cells x seeds) exceed the limit of 20000",
+    );
+    assert!(!d.join("tune-out").exists(), "nothing written");
     refused(
         &["replay", "--quiet", "--stretch", "1e300"],
         "stretch",

@@ -9,6 +9,7 @@
 //! VPA's best point (P90 + 30%, its own knobs), which is over that budget.
 
 use sim::frontier::{point_specs, run_frontier, Family, FrontierGrid};
+use sim::seeded::SeededWorkloads;
 use sim::{SimConfig, WorkloadSource};
 
 #[test]
@@ -36,7 +37,7 @@ fn tailor_beats_the_faithful_vpa_on_the_bitbrains_vms() {
         ..FrontierGrid::default()
     };
     let specs = point_specs(&SimConfig::default(), &grid).expect("specs");
-    let f = run_frontier(&[wl], &[0], &specs, None).expect("frontier");
+    let f = run_frontier(SeededWorkloads::one(wl, 0), &specs, None).expect("frontier");
     assert_eq!(f.baseline.failed_app_fraction, 0.0);
     let saving = f.baseline.mem_alloc_gib_h - f.oracle_mem_alloc_gib_h;
     assert!(

@@ -93,6 +93,7 @@ pub mod placement;
 pub mod recorded;
 pub mod report;
 pub mod runner;
+pub mod seeded;
 pub mod seeds;
 pub mod source;
 pub mod tune;

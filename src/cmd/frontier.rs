@@ -181,6 +181,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let specs = point_specs(&cfg, &grid)?;
     let seeds = args.sim.seed_list(&cfg)?;
+    sim::frontier::check_runs(specs.len(), seeds.len())?;
     // The workload is read before `--out` is made: bad input leaves no
     // empty directory behind.
     let workloads = args.sim.seeded_workloads(&seeds)?;
@@ -194,15 +195,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             pb.set_position(done as u64);
         }
     };
-    let f = run_frontier(&workloads, &seeds, &specs, Some(&cb))?;
+    let measure: BudgetMeasure = match args.budget_measure {
+        Some(m) => m.into(),
+        None => BudgetMeasure::for_workload(workloads.first(), cfg.oom_restart),
+    };
+    let f = run_frontier(workloads, &specs, Some(&cb))?;
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
-    let measure: BudgetMeasure = match (args.budget_measure, workloads.first()) {
-        (Some(m), _) => m.into(),
-        (None, Some(w)) => BudgetMeasure::for_workload(w, cfg.oom_restart),
-        (None, None) => BudgetMeasure::default(),
-    };
     if let Some(dir) = &args.out {
         let command = std::env::args().collect::<Vec<_>>().join(" ");
         for p in write_outputs(dir, &f, measure, &command)? {

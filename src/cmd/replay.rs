@@ -104,12 +104,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if seeds.len() > 1 {
         return run_seeds(&args, &cfg, &seeds);
     }
-    let wl = args
-        .sim
-        .seeded_workloads(&seeds)?
-        .pop()
-        .ok_or_else(|| anyhow::anyhow!("no workload loaded"))?;
-    let (baseline, runs) = run_workload(&args, &cfg, &wl)?;
+    let workloads = args.sim.seeded_workloads(&seeds)?;
+    let wl = workloads.first();
+    let (baseline, runs) = run_workload(&args, &cfg, wl)?;
     if let Some(dir) = &args.out {
         write_report(dir, &wl.name, baseline.as_ref(), &runs)?;
         eprintln!("report written to {}", dir.join("report.md").display());
@@ -134,7 +131,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     } else {
         print_human(
-            &wl,
+            wl,
             baseline.as_ref().map(|b| &b.summary),
             &runs.iter().map(|r| &r.summary).collect::<Vec<_>>(),
         );
@@ -204,9 +201,9 @@ struct SeedColumn {
 fn run_seeds(args: &Args, cfg: &SimConfig, seeds: &[u64]) -> anyhow::Result<()> {
     let workloads = args.sim.seeded_workloads(seeds)?;
     let mut columns: Vec<(String, Vec<Summary>)> = Vec::new();
-    for (i, wl) in workloads.iter().enumerate() {
+    workloads.for_each(|seed, wl| -> anyhow::Result<()> {
         let (baseline, runs) = run_workload(args, cfg, wl)?;
-        if i == 0 {
+        if seed == seeds[0] {
             if let Some(dir) = &args.out {
                 write_report(dir, &wl.name, baseline.as_ref(), &runs)?;
                 eprintln!(
@@ -223,7 +220,8 @@ fn run_seeds(args: &Args, cfg: &SimConfig, seeds: &[u64]) -> anyhow::Result<()> 
             }
             columns[col].1.push(s.clone());
         }
-    }
+        Ok(())
+    })?;
     let stats: Vec<SeedColumn> = columns
         .iter()
         .map(|(label, runs)| SeedColumn {

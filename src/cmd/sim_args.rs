@@ -9,7 +9,8 @@ use datasets::pool::PoolPhase;
 use datasets::workload::Workload;
 use forecaster::config::ModelKind;
 use shaper::Policy;
-use sim::{ForecasterSource, SimConfig, WorkloadSource};
+use sim::seeded::SeededWorkloads;
+use sim::{ForecasterSource, SimConfig, SimError, WorkloadSource};
 
 /// Creates the `--out` directory and checks that it can be written to,
 /// before a run whose results would otherwise be lost at the end.
@@ -220,9 +221,22 @@ impl SimArgs {
         ))
     }
 
-    /// One workload per seed of [`seed_list`](Self::seed_list).
-    pub fn seeded_workloads(&self, seeds: &[u64]) -> anyhow::Result<Vec<Workload>> {
-        seeds.iter().map(|&s| self.workload_with_seed(s)).collect()
+    /// The workloads of the seeds of [`seed_list`](Self::seed_list): the
+    /// first one built now (bad input fails here, before any output), the
+    /// others one at a time as the runs reach them.
+    pub fn seeded_workloads(&self, seeds: &[u64]) -> anyhow::Result<SeededWorkloads<'_>> {
+        let first_seed = *seeds
+            .first()
+            .ok_or_else(|| anyhow::anyhow!("no seed to run"))?;
+        let first = self.workload_with_seed(first_seed)?;
+        Ok(SeededWorkloads::new(
+            first,
+            seeds.to_vec(),
+            Box::new(move |seed| {
+                self.workload_with_seed(seed)
+                    .map_err(|e| SimError::Workload(format!("seed {seed}: {e:#}")))
+            }),
+        )?)
     }
 
     /// Loads the workload named by `--workload` (with `seed`, see

@@ -51,12 +51,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let k1 = sorted(args.k1.clone().unwrap_or_else(|| DEFAULT_K1.to_vec()));
     let k2 = sorted(args.k2.clone().unwrap_or_else(|| DEFAULT_K2.to_vec()));
-    sim::tune::check_grid(&k1, &k2)?;
+    sim::tune::check_grid(&k1, &k2, seeds.len())?;
     // The workload is read before `--out` is made: bad input leaves no
     // empty directory behind.
     let workloads = args.sim.seeded_workloads(&seeds)?;
     crate::cmd::sim_args::prepare_out_dir(&args.out)?;
-    let short_recording = workloads.first().and_then(short_recording_warning);
+    let short_recording = short_recording_warning(workloads.first());
     if let Some(w) = &short_recording {
         eprintln!("warning: {w}");
     }
@@ -67,7 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             pb.set_position(done as u64);
         }
     };
-    let grid = run_grid_seeds(&workloads, &seeds, &cfg, &k1, &k2, Some(&cb))?;
+    let grid = run_grid_seeds(workloads, &cfg, &k1, &k2, Some(&cb))?;
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }

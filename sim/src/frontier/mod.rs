@@ -36,6 +36,7 @@ use tailor_core::ConfigErrors;
 
 use crate::metrics::{oracle_capture, Summary};
 use crate::runner::simulate;
+use crate::seeded::SeededWorkloads;
 use crate::seeds::MeanCi;
 use crate::SimError;
 
@@ -256,50 +257,59 @@ pub struct Frontier {
     pub seeds: Vec<u64>,
 }
 
-/// Runs every point of `specs` on every workload (one per seed, `seeds[i]`
-/// built `workloads[i]`). `progress(done, total)` after each simulation,
-/// possibly from several threads.
-pub fn run_frontier(
-    workloads: &[Workload],
-    seeds: &[u64],
-    specs: &[PointSpec],
-    progress: Option<&(dyn Fn(usize, usize) + Sync)>,
-) -> Result<Frontier, SimError> {
-    if workloads.is_empty() || workloads.len() != seeds.len() {
-        return Err(SimError::Workload(format!(
-            "frontier: {} workloads for {} seeds",
-            workloads.len(),
-            seeds.len()
-        )));
-    }
-    if specs.len() < 2 || specs[0].family != Family::Baseline || specs[1].family != Family::Oracle {
-        return Err(SimError::Workload(
-            "frontier: the specs must start with the baseline and the oracle (point_specs)"
-                .to_string(),
-        ));
-    }
-    let total = specs.len() * workloads.len();
+/// Checks a frontier of `points` points over `seeds` seeds against
+/// [`MAX_RUNS`] simulations (before any workload is built).
+pub fn check_runs(points: usize, seeds: usize) -> Result<(), SimError> {
+    let total = points.saturating_mul(seeds);
     if total > MAX_RUNS {
         return Err(SimError::Config(ConfigErrors::single(
             "frontier",
             format!("{total} simulations (points x seeds) exceed the limit of {MAX_RUNS}; sweep fewer values or seeds"),
         )));
     }
+    Ok(())
+}
+
+/// Runs every point of `specs` on every seed's workload, seed by seed (the
+/// points of one seed in parallel; one workload in memory at a time).
+/// `progress(done, total)` after each simulation, possibly from several
+/// threads.
+pub fn run_frontier(
+    workloads: SeededWorkloads<'_>,
+    specs: &[PointSpec],
+    progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+) -> Result<Frontier, SimError> {
+    if specs.len() < 2 || specs[0].family != Family::Baseline || specs[1].family != Family::Oracle {
+        return Err(SimError::Workload(
+            "frontier: the specs must start with the baseline and the oracle (point_specs)"
+                .to_string(),
+        ));
+    }
+    let seeds = workloads.seeds().to_vec();
+    let workload = workloads.first().name.clone();
+    check_runs(specs.len(), seeds.len())?;
+    let total = specs.len() * seeds.len();
     let done = std::sync::atomic::AtomicUsize::new(0);
-    let runs: Vec<Summary> = (0..total)
-        .into_par_iter()
-        .map(|idx| {
-            let (w, p) = (idx / specs.len(), idx % specs.len());
-            let s = simulate(&workloads[w], &specs[p].cfg, None)?.summary;
-            let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-            if let Some(cb) = progress {
-                cb(n, total);
-            }
-            Ok(s)
-        })
-        .collect::<Result<_, SimError>>()?;
+    // seed by seed (one workload in memory), the points of a seed in
+    // parallel
+    let mut runs: Vec<Summary> = Vec::with_capacity(total);
+    workloads.for_each(|_, wl| -> Result<(), SimError> {
+        let seed_runs: Vec<Summary> = specs
+            .par_iter()
+            .map(|spec| {
+                let s = simulate(wl, &spec.cfg, None)?.summary;
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                if let Some(cb) = progress {
+                    cb(n, total);
+                }
+                Ok(s)
+            })
+            .collect::<Result<_, SimError>>()?;
+        runs.extend(seed_runs);
+        Ok(())
+    })?;
     let at = |w: usize, p: usize| &runs[w * specs.len() + p];
-    let nw = workloads.len();
+    let nw = seeds.len();
     let over = |p: usize, f: &dyn Fn(&Summary) -> f64| -> MeanCi {
         MeanCi::of(&(0..nw).map(|w| f(at(w, p))).collect::<Vec<_>>())
     };
@@ -354,9 +364,9 @@ pub fn run_frontier(
         },
         oracle_mem_alloc_gib_h: oracle_mem,
         points,
-        workload: workloads[0].name.clone(),
+        workload,
         policy: specs[1].cfg.shaper.policy.as_str().to_string(),
-        seeds: seeds.to_vec(),
+        seeds,
     })
 }
 

@@ -15,8 +15,10 @@ use serde::{Deserialize, Serialize};
 use shaper::ShaperConfig;
 
 use crate::config::SimConfig;
+use crate::frontier::{MAX_LIST, MAX_RUNS};
 use crate::metrics::Summary;
 use crate::runner::{baseline_of, simulate};
+use crate::seeded::SeededWorkloads;
 use crate::seeds::{mean_summary, SummaryStats};
 use crate::SimError;
 
@@ -80,9 +82,11 @@ impl Grid {
     }
 }
 
-/// Checks the K1 and K2 lists of a sweep: not empty, each value within its
-/// configuration range.
-pub fn check_grid(k1: &[f64], k2: &[f64]) -> Result<(), SimError> {
+/// Checks the K1 and K2 lists of a sweep over `seeds` seeds: not empty, at
+/// most [`MAX_LIST`] values each and [`MAX_RUNS`] simulations (cells x
+/// seeds) in all, as `frontier`'s, each value within its configuration
+/// range.
+pub fn check_grid(k1: &[f64], k2: &[f64], seeds: usize) -> Result<(), SimError> {
     if k1.is_empty() || k2.is_empty() {
         return Err(SimError::Config(tailor_core::ConfigErrors::single(
             "k1/k2",
@@ -90,6 +94,15 @@ pub fn check_grid(k1: &[f64], k2: &[f64]) -> Result<(), SimError> {
         )));
     }
     let mut errs = tailor_core::ConfigErrors::new();
+    for (name, values) in [("k1", k1), ("k2", k2)] {
+        errs.check(name, values.len() <= MAX_LIST, || {
+            format!("tune: at most {MAX_LIST} values, got {}", values.len())
+        });
+    }
+    let runs = k1.len().saturating_mul(k2.len()).saturating_mul(seeds);
+    errs.check("seeds", runs <= MAX_RUNS, || {
+        format!("tune: {runs} simulations (cells x seeds) exceed the limit of {MAX_RUNS}; sweep fewer values or seeds")
+    });
     for (name, v) in k1
         .iter()
         .map(|v| ("k1", v))
@@ -114,7 +127,7 @@ pub fn run_grid(
     k2: &[f64],
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
 ) -> Result<Grid, SimError> {
-    check_grid(k1, k2)?;
+    check_grid(k1, k2, 1)?;
     let mut cell_cfg = base.clone();
     // One cell per core: no nested parallelism inside a cell.
     cell_cfg.parallel_forecasts = false;
@@ -152,39 +165,34 @@ pub fn run_grid(
     })
 }
 
-/// [`run_grid`] once per seed (`workloads[i]` built with `seeds[i]`):
-/// every cell's summary holds the means over seeds (the pick uses them),
-/// and its `seeds` the 95% intervals. One workload: [`run_grid`] as is.
-/// `progress` counts the cells of all seeds.
+/// [`run_grid`] once per seed, seed by seed (one workload in memory at a
+/// time): every cell's summary holds the means over seeds (the pick uses
+/// them), and its `seeds` the 95% intervals. One seed: [`run_grid`] as
+/// is. `progress` counts the cells of all seeds.
 pub fn run_grid_seeds(
-    workloads: &[Workload],
-    seeds: &[u64],
+    workloads: SeededWorkloads<'_>,
     base: &SimConfig,
     k1: &[f64],
     k2: &[f64],
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
 ) -> Result<Grid, SimError> {
-    if workloads.is_empty() || workloads.len() != seeds.len() {
-        return Err(SimError::Workload(format!(
-            "tune: {} workloads for {} seeds",
-            workloads.len(),
-            seeds.len()
-        )));
-    }
-    if workloads.len() == 1 {
-        return run_grid(&workloads[0], base, k1, k2, progress);
-    }
+    let seeds = workloads.seeds().to_vec();
+    check_grid(k1, k2, seeds.len())?;
     let per = k1.len() * k2.len();
-    let total = per * workloads.len();
-    let mut grids = Vec::with_capacity(workloads.len());
-    for (i, wl) in workloads.iter().enumerate() {
-        let offset = i * per;
+    let total = per * seeds.len();
+    let mut grids = Vec::with_capacity(seeds.len());
+    workloads.for_each(|_, wl| -> Result<(), SimError> {
+        let offset = grids.len() * per;
         let cb = |done: usize, _: usize| {
             if let Some(p) = progress {
                 p(offset + done, total);
             }
         };
         grids.push(run_grid(wl, base, k1, k2, Some(&cb))?);
+        Ok(())
+    })?;
+    if grids.len() == 1 {
+        return Ok(grids.remove(0));
     }
     let mean = |xs: Vec<&Summary>| {
         mean_summary(&xs).ok_or_else(|| SimError::Workload("tune: no run".to_string()))
@@ -196,7 +204,7 @@ pub fn run_grid_seeds(
         cells.push(Cell {
             k1: grids[0].cells[c].k1,
             k2: grids[0].cells[c].k2,
-            seeds: Some(SummaryStats::of(seeds, &runs)),
+            seeds: Some(SummaryStats::of(&seeds, &runs)),
             summary: mean(runs)?,
         });
     }
@@ -206,7 +214,7 @@ pub fn run_grid_seeds(
         k2: k2.to_vec(),
         baseline,
         cells,
-        seeds: seeds.to_vec(),
+        seeds,
     })
 }
 
