@@ -166,6 +166,7 @@ fn basis_str(b: Basis) -> &'static str {
         Basis::NoForecast => "no forecast yet: targets its request",
         Basis::FailureLimit => "failure limit reached: targets its request",
         Basis::Baseline => "baseline policy: request",
+        Basis::Withheld => "another node's sizing: not sent",
     }
 }
 

@@ -105,6 +105,7 @@ pub use oom::OomFloor;
 pub use order::{apply_class, scheduler_key, ComponentAction, SchedulerKey};
 pub use plan::{
     Action, Band, BandLevel, Basis, Binding, Bound, Explanation, Plan, PlanSummary, Reason, Sizing,
+    WITHHELD_ID,
 };
 pub use prior::{PairMoments, PriorBook, PriorSettings, RelPrior};
 pub use tailor_core::Calibration;

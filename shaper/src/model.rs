@@ -124,7 +124,18 @@ pub struct Application {
     /// Expected remaining run time, the SJF key; `None` sorts last.
     #[serde(default)]
     pub expected_remaining_s: Option<f64>,
+    /// The tenant it belongs to (the central shaper numbers its tenants
+    /// each round; 0 on a node and in the simulator). Rules that size an
+    /// application against the others (the application-memory rule's
+    /// relative reference) compare it with its own tenant's only, so one
+    /// tenant's reports cannot change another's buffers.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub tenant: u32,
     pub components: Vec<Component>,
+}
+
+fn is_zero_u32(x: &u32) -> bool {
+    *x == 0
 }
 
 /// What the constant buffer term of an application's components depends

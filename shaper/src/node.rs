@@ -499,6 +499,7 @@ pub fn node_cluster_view(view: &NodeView) -> ClusterView {
     b.host(HostId(0), view.capacity);
     for (i, c) in view.containers.iter().enumerate() {
         let facts = AppFacts {
+            tenant: 0,
             id: app_ids[c.meta.app.as_str()],
             submitted_s: None,
             priority: c.meta.priority,

@@ -127,6 +127,40 @@ pub struct Explanation {
 }
 
 impl Explanation {
+    /// What a node is told of an explanation about another node's
+    /// component (a core component of its application that did not fit
+    /// there): the reason's kind only. The component's sizing, the other
+    /// host's need and free room, and their indices in the view are left
+    /// out (QA C3: they were sent to every node of the application, and
+    /// shown as the receiver's own targets).
+    pub fn withheld(&self) -> Explanation {
+        let zero = Sizing {
+            mean: 0.0,
+            sigma: 0.0,
+            k1_term: 0.0,
+            k2_term: 0.0,
+            band: Band::default(),
+            margin_term: 0.0,
+            target: 0.0,
+            bound: self.cpu.bound,
+        };
+        Explanation {
+            reason: match self.reason {
+                Reason::CoreDidNotFit { .. } => Reason::CoreDidNotFit {
+                    component: ComponentId(WITHHELD_ID),
+                },
+                r => r,
+            },
+            basis: Basis::Withheld,
+            cpu: zero,
+            mem: Sizing {
+                bound: self.mem.bound,
+                ..zero
+            },
+            binding: None,
+        }
+    }
+
     pub fn sizing(&self, r: Resource) -> &Sizing {
         match r {
             Resource::Cpu => &self.cpu,
@@ -134,6 +168,10 @@ impl Explanation {
         }
     }
 }
+
+/// The component id of a [`Reason::CoreDidNotFit`] withheld from a node
+/// ([`Explanation::withheld`]).
+pub const WITHHELD_ID: u64 = u64::MAX;
 
 /// The decision behind an action.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -168,6 +206,9 @@ pub enum Basis {
     FailureLimit,
     /// Baseline policy: allocation = request.
     Baseline,
+    /// Sent to another node than the component's: the sizing is that
+    /// node's business and is not sent ([`Explanation::withheld`]).
+    Withheld,
 }
 
 /// How one resource's target was computed. For a request-based basis the
@@ -454,6 +495,9 @@ impl Explanation {
         match self.reason {
             Reason::Shaped => f.write_str("shaped")?,
             Reason::Protected => f.write_str("protected: never shrunk")?,
+            Reason::CoreDidNotFit { component: c } if c.0 == WITHHELD_ID => {
+                f.write_str("core component (another node's) did not fit")?
+            }
             Reason::CoreDidNotFit { component: c } => {
                 write!(f, "core component {} did not fit", component(c))?
             }
@@ -489,6 +533,7 @@ impl Explanation {
                 f.write_str("; application over the failure limit: targets its request")
             }
             Basis::Baseline => f.write_str("; baseline: allocation = request"),
+            Basis::Withheld => f.write_str(" on another node; its sizing is not sent"),
         }
     }
 }
@@ -534,6 +579,7 @@ mod tests {
             oom_floor_bytes: 0.0,
         };
         let app = Application {
+            tenant: 0,
             id: AppId(1),
             submitted_s: 0.0,
             priority: 0,

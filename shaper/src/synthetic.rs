@@ -92,6 +92,7 @@ pub fn synthetic_view(n_components: usize, seed: u64) -> ClusterView {
                 })
                 .collect();
             Application {
+                tenant: 0,
                 id: AppId(a as u64),
                 submitted_s: rng.range(0.0, NOW_S),
                 priority: (rng.next() % 5) as i32,

@@ -29,6 +29,9 @@ pub struct AppFacts {
     pub failures: u32,
     /// Expected remaining run time (SJF key), when known.
     pub expected_remaining_s: Option<f64>,
+    /// Its tenant ([`crate::Application::tenant`]; 0 outside the central
+    /// shaper).
+    pub tenant: u32,
 }
 
 /// Builds one round's [`ClusterView`].
@@ -74,6 +77,7 @@ impl<K: Ord> ViewBuilder<K> {
                     priority: facts.priority,
                     failures: facts.failures,
                     expected_remaining_s: facts.expected_remaining_s,
+                    tenant: facts.tenant,
                     components: Vec::new(),
                 });
                 self.apps.len() - 1
@@ -135,6 +139,7 @@ mod tests {
             priority,
             failures,
             expected_remaining_s: None,
+            tenant: 0,
         }
     }
 

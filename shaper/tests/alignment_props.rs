@@ -120,6 +120,7 @@ fn case_strategy() -> impl Strategy<Value = (ClusterView, ShaperConfig)> {
                 .into_iter()
                 .enumerate()
                 .map(|(ai, comps)| Application {
+                    tenant: 0,
                     id: AppId(ai as u64),
                     submitted_s: ai as f64,
                     priority: 0,

@@ -38,6 +38,7 @@ fn comp(
 
 fn app(id: u64, submitted_s: f64, priority: i32, components: Vec<Component>) -> Application {
     Application {
+        tenant: 0,
         id: AppId(id),
         submitted_s,
         priority,

@@ -132,6 +132,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                 .into_iter()
                 .enumerate()
                 .map(|(ai, (sub, priority, failures, rem, comps))| Application {
+                    tenant: 0,
                     id: AppId(ai as u64 * 7 + 3),
                     submitted_s: sub,
                     priority,

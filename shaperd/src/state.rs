@@ -108,6 +108,7 @@ struct Origin {
 #[derive(Clone, Debug)]
 struct SnapAgent {
     name: Arc<str>,
+    tenant: Arc<str>,
     report: Arc<ReportRequest>,
     ids: Arc<[AppId]>,
     stale: bool,
@@ -593,6 +594,7 @@ impl ShaperState {
                 .iter()
                 .map(|(k, a)| SnapAgent {
                     name: k.clone(),
+                    tenant: a.tenant.clone(),
                     report: a.report.clone(),
                     ids: a.ids.clone(),
                     stale: self.is_stale_at(a.last_seen_s, now_s),

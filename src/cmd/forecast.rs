@@ -316,6 +316,7 @@ fn advise(
         oom_floor_bytes: 0.0,
     };
     let app = Application {
+        tenant: 0,
         id: AppId(0),
         submitted_s: 0.0,
         priority: 0,

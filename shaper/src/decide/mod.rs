@@ -332,11 +332,10 @@ fn decide_with(
     // the view's reference, once a round (nothing when the rule is off).
     app_mem_bytes.clear();
     let mut app_mem_ref_gib = 0.0;
+    let mut tenant_refs: Vec<(u32, f64)> = Vec::new();
     if cfg.app_mem_rule() {
         app_mem_bytes.extend(apps.iter().map(Application::mem_request_bytes));
-        app_mem_sorted.clear();
-        app_mem_sorted.extend_from_slice(app_mem_bytes);
-        app_mem_ref_gib = cfg.app_mem_ref_in(app_mem_sorted);
+        app_mem_ref_gib = app_mem_refs(cfg, apps, app_mem_bytes, app_mem_sorted, &mut tenant_refs);
     }
     // Per application (view index): its slots and elastic keep order.
     app_info.clear();
@@ -368,7 +367,10 @@ fn decide_with(
         let mut has_protected = false;
         app_elastic.clear();
         let size = app.size(app_mem_bytes.get(ai).copied().unwrap_or(0.0));
-        let k1 = cfg.k1_for(size, app_mem_ref_gib);
+        let ref_gib = tenant_refs
+            .binary_search_by_key(&app.tenant, |r| r.0)
+            .map_or(app_mem_ref_gib, |i| tenant_refs[i].1);
+        let k1 = cfg.k1_for(size, ref_gib);
         let rules = AppRules::new(cfg, size, k1);
         for (j, c) in app.components.iter().enumerate() {
             let g = base + j as u32;
@@ -640,4 +642,39 @@ fn decide_with(
         actions,
         summary,
     }
+}
+
+/// The application-memory rule's reference ([`ShaperConfig::app_mem_ref_in`])
+/// of the view's applications, whose memory requests are `app_mem_bytes`:
+/// returned when they all belong to one tenant (a node, the simulator, a
+/// one-tenant cluster); with several, one reference per tenant over its own
+/// applications, as `(tenant, reference)` sorted by tenant in `per_tenant`
+/// (QA C2: one tenant's 2 TiB application raised every other tenant's
+/// buffers to their requests).
+fn app_mem_refs(
+    cfg: &ShaperConfig,
+    apps: &[Application],
+    app_mem_bytes: &[f64],
+    sorted: &mut Vec<f64>,
+    per_tenant: &mut Vec<(u32, f64)>,
+) -> f64 {
+    per_tenant.clear();
+    let first = apps.first().map_or(0, |a| a.tenant);
+    if apps.iter().all(|a| a.tenant == first) {
+        sorted.clear();
+        sorted.extend_from_slice(app_mem_bytes);
+        return cfg.app_mem_ref_in(sorted);
+    }
+    let mut by_tenant: Vec<(u32, f64)> = apps
+        .iter()
+        .zip(app_mem_bytes)
+        .map(|(a, &m)| (a.tenant, m))
+        .collect();
+    by_tenant.sort_by_key(|x| x.0);
+    for group in by_tenant.chunk_by(|x, y| x.0 == y.0) {
+        sorted.clear();
+        sorted.extend(group.iter().map(|x| x.1));
+        per_tenant.push((group[0].0, cfg.app_mem_ref_in(sorted)));
+    }
+    0.0
 }

@@ -44,6 +44,10 @@ pub(super) struct LazyAction {
     /// Who its explanation mentions, for an agent that asked
     /// ([`ReportRequest::mentions`]) when it mentions anyone.
     mentions: Option<Box<Mentions>>,
+    /// Its explanation is about another node's component (the core
+    /// component of its application that did not fit there): sent
+    /// [`Explanation::withheld`].
+    foreign: bool,
 }
 
 /// `<epoch>-<round>-<n>`: the action id of action `n` of `round`.
@@ -109,7 +113,11 @@ impl LazyAction {
             id: action_id(epoch, round, self.n),
             app: c.app.clone(),
             action,
-            explanation: explanation.clone(),
+            explanation: if self.foreign {
+                explanation.withheld()
+            } else {
+                explanation.clone()
+            },
             mentions: self.mentions.as_deref().cloned(),
         })
     }
@@ -190,7 +198,12 @@ impl RoundSnapshot {
         let mut stale_agents = Vec::new();
         let mut collisions = 0u64;
         let mut failed_apps_seen = Vec::new();
+        // Tenants numbered for the kernel ([`shaper::Application::tenant`]):
+        // its rules compare an application with its own tenant's only.
+        let mut tenants: FxHashMap<&str, u32> = FxHashMap::default();
         for (ai, agent) in self.agents.iter().enumerate() {
+            let next_tenant = tenants.len() as u32;
+            let tenant = *tenants.entry(&agent.tenant).or_insert(next_tenant);
             let name = &agent.name;
             let report = &agent.report;
             let host = HostId(ai as u64);
@@ -230,6 +243,7 @@ impl RoundSnapshot {
                     priority: c.priority,
                     failures: c.failures.max(recorded_failures),
                     expected_remaining_s: c.expected_remaining_s,
+                    tenant,
                 };
                 let work_done_s = c.work_done_s.unwrap_or(f64::NAN);
                 let comp = if stale {
@@ -295,6 +309,18 @@ impl RoundInput {
         let agent = self.agents.get(o.agent as usize)?;
         let c = agent.report.components.get(o.comp as usize)?;
         Some((&agent.name, &c.container_id))
+    }
+
+    /// Whether `e` is about a component of another agent than `receiver`
+    /// (its index): a core component that did not fit on another node.
+    fn is_foreign(&self, e: &Explanation, receiver: u32) -> bool {
+        match e.reason {
+            Reason::CoreDidNotFit { component } => usize::try_from(component.0)
+                .ok()
+                .and_then(|i| self.origins.get(i))
+                .is_none_or(|o| o.agent != receiver),
+            _ => false,
+        }
     }
 
     /// Who `e` mentions, as agent `receiver` (its index) may know them:
@@ -378,6 +404,7 @@ impl RoundInput {
                     evicted_app,
                     status: ActionStatus::Pending,
                 });
+                let foreign = self.is_foreign(action.explanation(), o.agent);
                 let mentions = if agent.report.mentions {
                     self.mentions(action.explanation(), o.agent)
                 } else {
@@ -389,6 +416,7 @@ impl RoundInput {
                     report: agent.report.clone(),
                     comp: o.comp,
                     mentions,
+                    foreign,
                 });
             }
         }

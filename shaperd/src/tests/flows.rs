@@ -177,12 +177,13 @@ async fn multi_host_application_is_evicted_on_every_host() {
     assert_eq!(evict_a.len(), 1);
     assert_eq!(evict_a[0].container_id, "l2");
     // The explanations name what the receiver may know: a does not learn
-    // which of b's containers did not fit, nor b's name; b reads its own
-    // container (by name) and its own node.
+    // which of b's containers did not fit, nor b's name, nor its sizing or
+    // b's free room (QA C3); b reads its own container (by name) and its
+    // own node.
     assert!(
-        evict_a[0]
-            .reason
-            .contains("core component (another node's) did not fit on host (another node) mem"),
+        evict_a[0].reason.contains(
+            "core component (another node's) did not fit on another node; its sizing is not sent"
+        ) && !evict_a[0].reason.contains("mem"),
         "{}",
         evict_a[0].reason
     );

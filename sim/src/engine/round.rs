@@ -252,6 +252,7 @@ impl Engine<'_> {
                 })
                 .fold(0.0, f64::max);
             let facts = AppFacts {
+                tenant: 0,
                 id: AppId(ai as u64),
                 submitted_s: Some(self.m.apps[ai].arrival_s),
                 priority: spec.priority,

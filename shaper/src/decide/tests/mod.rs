@@ -42,6 +42,7 @@ pub(super) fn comp(
 
 pub(super) fn app(id: u64, submitted_s: f64, components: Vec<Component>) -> Application {
     Application {
+        tenant: 0,
         id: AppId(id),
         submitted_s,
         priority: 0,

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 mod app_failures;
 mod failover;
+mod tenants;
 
 const GB: f64 = 1e9;
 
