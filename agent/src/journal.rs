@@ -271,7 +271,7 @@ fn write_line(path: &Path, entry: &JournalEntry, max_bytes: u64) -> std::io::Res
 /// logged and skipped (the agent reopening its own journal).
 pub fn read_dir(dir: &Path) -> Vec<JournalEntry> {
     match read_dir_counted(dir) {
-        Ok((entries, _)) => entries,
+        Ok(back) => back.entries,
         Err(e) => {
             tracing::warn!(error = %e, "decision journal not read back");
             Vec::new()
@@ -279,37 +279,74 @@ pub fn read_dir(dir: &Path) -> Vec<JournalEntry> {
     }
 }
 
-/// [`read_dir`], with the number of lines skipped because they do not
-/// parse (not UTF-8, not a journal entry, or longer than a journal line
-/// can be); the entries of the other lines are kept. A missing file holds
-/// no entry; a file that exists and cannot be read (a directory, no
-/// permission) is an error naming it.
-pub fn read_dir_counted(dir: &Path) -> Result<(Vec<JournalEntry>, usize), crate::AgentError> {
+/// How many skipped lines [`ReadBack`] describes (the others are counted).
+pub const MAX_SKIPPED_SHOWN: usize = 5;
+
+/// A journal line that was skipped: where, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedLine {
+    pub path: PathBuf,
+    /// 1-based.
+    pub line: usize,
+    /// Not UTF-8, too long, or the JSON parser's message.
+    pub reason: String,
+}
+
+/// What [`read_dir_counted`] read back.
+#[derive(Debug, Default)]
+pub struct ReadBack {
+    /// The entries of the lines that parse, oldest file first.
+    pub entries: Vec<JournalEntry>,
+    /// How many lines were skipped.
+    pub skipped: usize,
+    /// The first [`MAX_SKIPPED_SHOWN`] skipped lines.
+    pub first_skipped: Vec<SkippedLine>,
+    /// How many journal files (current and rotated) exist: 0 when the
+    /// directory holds no journal.
+    pub files: usize,
+}
+
+/// [`read_dir`], with the lines skipped because they do not parse (not
+/// UTF-8, not a journal entry, or longer than a journal line can be): all
+/// counted, the first few described; the entries of the other lines are
+/// kept. A missing file holds no entry; a file that exists and cannot be
+/// read (a directory, no permission) is an error naming it.
+pub fn read_dir_counted(dir: &Path) -> Result<ReadBack, crate::AgentError> {
     let cur = dir.join(FILE_NAME);
     let old = dir.join(format!("{FILE_NAME}.1"));
-    let mut out = Vec::new();
-    let mut skipped = 0;
+    let mut back = ReadBack::default();
     for p in [old, cur] {
         let bytes = match std::fs::read(&p) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(source) => return Err(crate::AgentError::Journal { path: p, source }),
         };
-        for raw in bytes.split(|&b| b == b'\n') {
+        back.files += 1;
+        for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
             let entry = match std::str::from_utf8(raw) {
                 Ok(line) if line.trim().is_empty() => continue,
                 Ok(line) if line.len() <= MAX_LINE_BYTES => {
-                    serde_json::from_str::<JournalEntry>(line).ok()
+                    serde_json::from_str::<JournalEntry>(line).map_err(|e| e.to_string())
                 }
-                _ => None,
+                Ok(_) => Err(format!("longer than {MAX_LINE_BYTES} bytes")),
+                Err(e) => Err(format!("not UTF-8 ({e})")),
             };
             match entry {
-                Some(e) => out.push(e),
-                None => skipped += 1,
+                Ok(e) => back.entries.push(e),
+                Err(reason) => {
+                    back.skipped += 1;
+                    if back.first_skipped.len() < MAX_SKIPPED_SHOWN {
+                        back.first_skipped.push(SkippedLine {
+                            path: p.clone(),
+                            line: i + 1,
+                            reason,
+                        });
+                    }
+                }
             }
         }
     }
-    Ok((out, skipped))
+    Ok(back)
 }
 
 #[cfg(test)]
@@ -432,9 +469,23 @@ mod tests {
         let mut bytes = b"{\"seq\": 0, \xff\xfe}\r\nnot json\n\n".to_vec();
         bytes.extend_from_slice(&text);
         std::fs::write(&path, bytes).expect("write");
-        let (back, skipped) = read_dir_counted(dir.path()).expect("readable");
-        assert_eq!(skipped, 2);
-        assert_eq!(back.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2]);
+        let back = read_dir_counted(dir.path()).expect("readable");
+        assert_eq!(back.skipped, 2);
+        assert_eq!(back.files, 1);
+        let lines: Vec<(usize, &str)> = back
+            .first_skipped
+            .iter()
+            .map(|s| (s.line, s.reason.as_str()))
+            .collect();
+        assert_eq!(lines[0].0, 1);
+        assert!(lines[0].1.starts_with("not UTF-8"), "{lines:?}");
+        assert_eq!(lines[1].0, 2);
+        assert!(lines[1].1.contains("expected ident"), "{lines:?}");
+        assert!(back.first_skipped.iter().all(|s| s.path == path));
+        assert_eq!(
+            back.entries.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            [1, 2]
+        );
         assert_eq!(read_dir(dir.path()).len(), 2);
 
         let other = tempfile::tempdir().expect("tempdir");
@@ -444,7 +495,8 @@ mod tests {
         assert!(read_dir(other.path()).is_empty());
         // a missing journal holds no entry
         let empty = tempfile::tempdir().expect("tempdir");
-        assert_eq!(read_dir_counted(empty.path()).expect("none").1, 0);
+        let none = read_dir_counted(empty.path()).expect("none");
+        assert_eq!((none.skipped, none.files), (0, 0));
     }
 
     #[test]

@@ -45,6 +45,7 @@ pub mod podman;
 pub mod recommend;
 pub mod runtime;
 pub mod state;
+pub mod text;
 pub mod view;
 
 pub use service::{prom, serve, toml_check};

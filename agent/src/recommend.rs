@@ -412,11 +412,14 @@ pub fn to_csv(r: &Recommendations) -> String {
     let mut out = String::from(
         "container,app,resource,unit,current_limit,request,usage,lower,target,upper,confidence,reason,applied,state\n",
     );
+    // the one sanitiser of every printer (no escape reaches a terminal
+    // through `| cat`, no newline splits a row), then CSV quoting
     let q = |s: &str| {
+        let s = crate::text::printable(s);
         if s.contains([',', '"', '\n']) {
             format!("\"{}\"", s.replace('"', "\"\""))
         } else {
-            s.to_string()
+            s
         }
     };
     for i in &r.items {
@@ -429,7 +432,7 @@ pub fn to_csv(r: &Recommendations) -> String {
             q(&i.container),
             q(&i.app),
             i.resource.as_str(),
-            i.unit,
+            q(&i.unit),
             i.current_limit.map(num).unwrap_or_else(|| "none".into()),
             num(i.request),
             num(i.usage),
@@ -713,5 +716,35 @@ mod tests {
             line,
             "\"web,1\",web,memory,MiB,none,512.0,40.0,50.0,60.3,80.0,medium,forecast + buffer,none,running"
         );
+    }
+
+    /// QA E9: the CSV goes through the table's sanitiser: no escape
+    /// sequence reaches a terminal through `| cat`, no newline splits a row.
+    #[test]
+    fn csv_text_is_sanitised() {
+        let r = Recommendations {
+            items: vec![Recommendation {
+                container: "web\u{1b}]0;x".into(),
+                app: "web".into(),
+                resource: ResourceKind::Mem,
+                unit: "MiB".into(),
+                current_limit: None,
+                request: 512.0,
+                usage: 40.0,
+                lower: 50.0,
+                target: 60.0,
+                upper: 80.0,
+                confidence: Confidence::Low,
+                reason: "y\u{1b}[31mred\nnext, line".into(),
+                applied: "none".into(),
+                stopped: None,
+            }],
+            ..Recommendations::default()
+        };
+        let csv = to_csv(&r);
+        assert_eq!(csv.lines().count(), 2, "{csv:?}");
+        assert!(!csv.contains('\u{1b}'), "{csv:?}");
+        assert!(csv.contains("web?]0;x,web,"), "{csv}");
+        assert!(csv.contains(",\"y?[31mred?next, line\","), "{csv}");
     }
 }

@@ -31,8 +31,8 @@ pub const MIN_INTERVAL_S: f64 = 0.1;
 pub const MAX_INTERVAL_S: f64 = 86_400.0;
 
 /// A number as written, or in exponent form when that is long (`1e300`
-/// rather than 301 digits).
-fn short<T: Display + Debug>(v: T) -> String {
+/// rather than 301 digits): for every message that echoes a refused value.
+pub fn short_num<T: Display + Debug>(v: T) -> String {
     let s = v.to_string();
     if s.len() > 24 {
         format!("{v:?}")
@@ -156,7 +156,7 @@ impl ConfigErrors {
         if !(value >= lo && value <= hi) {
             self.push(
                 key,
-                format!("must be in [{lo}, {hi}], got {}", short(value)),
+                format!("must be in [{lo}, {hi}], got {}", short_num(value)),
             );
         }
     }

@@ -29,7 +29,9 @@
 mod config_error;
 mod hash;
 
-pub use config_error::{join_key, ConfigError, ConfigErrors, MAX_INTERVAL_S, MIN_INTERVAL_S};
+pub use config_error::{
+    join_key, short_num, ConfigError, ConfigErrors, MAX_INTERVAL_S, MIN_INTERVAL_S,
+};
 pub use hash::fnv1a64;
 
 use serde::{Deserialize, Serialize};

@@ -192,19 +192,29 @@ impl VpaConfig {
             ("interval_s", self.interval_s),
         ] {
             e.check(key, v > 0.0 && v <= 1e9, || {
-                format!("must be in (0, 1e9], got {v}")
+                format!("must be in (0, 1e9], got {}", tailor_core::short_num(v))
             });
         }
         e.check(
             "target_percentile",
             self.target_percentile > 0.0 && self.target_percentile < 1.0,
-            || format!("must be in (0, 1), got {}", self.target_percentile),
+            || {
+                format!(
+                    "must be in (0, 1), got {}",
+                    tailor_core::short_num(self.target_percentile)
+                )
+            },
         );
         e.range("margin", self.margin, 1.0, 1_000.0);
         e.check(
             "bucket_ratio",
             self.bucket_ratio > 1.0 && self.bucket_ratio <= 2.0,
-            || format!("must be in (1, 2], got {}", self.bucket_ratio),
+            || {
+                format!(
+                    "must be in (1, 2], got {}",
+                    tailor_core::short_num(self.bucket_ratio)
+                )
+            },
         );
         e.range("buckets", self.buckets, 10, 100_000);
         e.into_result()

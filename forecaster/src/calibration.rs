@@ -95,12 +95,22 @@ impl CalibrationConfig {
         e.check(
             "tail_threshold",
             self.tail_threshold > 0.0 && self.tail_threshold <= 0.5,
-            || format!("must be in (0, 0.5], got {}", self.tail_threshold),
+            || {
+                format!(
+                    "must be in (0, 0.5], got {}",
+                    tailor_core::short_num(self.tail_threshold)
+                )
+            },
         );
         e.check(
             "tail_shape",
             self.tail_shape >= 0.0 && self.tail_shape < 1.0,
-            || format!("must be in [0, 1), got {}", self.tail_shape),
+            || {
+                format!(
+                    "must be in [0, 1), got {}",
+                    tailor_core::short_num(self.tail_shape)
+                )
+            },
         );
         e.range("prior_scale_weight", self.prior_scale_weight, 0.0, 1e9);
         e.into_result()

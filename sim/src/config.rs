@@ -153,7 +153,10 @@ impl SimConfig {
         );
         if let Some(t) = self.max_time_s {
             e.check("max_time_s", t > 0.0 && t <= MAX_TIME_S, || {
-                format!("must be in (0, {MAX_TIME_S}], got {t}")
+                format!(
+                    "must be in (0, {MAX_TIME_S}], got {}",
+                    tailor_core::short_num(t)
+                )
             });
         }
         e.range("max_restarts", self.max_restarts, 1, MAX_RESTARTS);

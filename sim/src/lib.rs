@@ -89,6 +89,7 @@ pub mod engine;
 pub mod fonts;
 pub mod frontier;
 pub mod metrics;
+pub mod outdir;
 pub mod placement;
 pub mod recorded;
 pub mod report;

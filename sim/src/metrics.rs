@@ -307,6 +307,11 @@ impl ComponentDays {
     }
 }
 
+/// The shortest mean turnaround, seconds, that a turnaround ratio is
+/// computed from (a millisecond: below it, e.g. under `--stretch 1e-300`,
+/// turnarounds print as `0 s` and their quotient means nothing).
+pub const MIN_RATIO_TURNAROUND_S: f64 = 1e-3;
+
 /// Bytes in a GiB.
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
@@ -521,12 +526,22 @@ impl Summary {
         }
     }
 
-    /// Fills the baseline comparison from the baseline run's summary.
+    /// Fills the baseline comparison from the baseline run's summary. The
+    /// ratio is `None` (n/a, null in JSON) unless both mean turnarounds are
+    /// at least [`MIN_RATIO_TURNAROUND_S`]: 0 / 0, or a quotient of
+    /// rounding residues, is no comparison.
     pub fn set_baseline(&mut self, baseline_mean_turnaround_s: f64) {
         self.baseline_turnaround_mean_s = Some(baseline_mean_turnaround_s);
-        self.turnaround_ratio = (self.turnaround_mean_s > 0.0
-            && baseline_mean_turnaround_s.is_finite())
+        let usable = |t: f64| t.is_finite() && t >= MIN_RATIO_TURNAROUND_S;
+        self.turnaround_ratio = (usable(self.turnaround_mean_s)
+            && usable(baseline_mean_turnaround_s))
         .then(|| baseline_mean_turnaround_s / self.turnaround_mean_s);
+    }
+
+    /// True when applications were submitted and every one was rejected
+    /// (none fits on any host): every other figure of the run is empty.
+    pub fn nothing_ran(&self) -> bool {
+        self.apps > 0 && self.apps_rejected == self.apps
     }
 
     /// Fills the memory saving against the baseline's and the oracle's

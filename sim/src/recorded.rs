@@ -109,7 +109,7 @@ pub fn read_recording(path: &Path) -> Result<Recording, SimError> {
     if !(lo..=hi).contains(&header.interval_s) {
         return Err(bad(format!(
             "line 1: header: interval_s must be in [{lo}, {hi}], got {}",
-            header.interval_s
+            tailor_core::short_num(header.interval_s)
         )));
     }
     header

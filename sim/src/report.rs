@@ -251,46 +251,45 @@ fn queue_over_time<DB: DrawingBackend>(
 
 /// Draws `$f` into `$dir/$name.svg` and `.png`, collecting problems.
 macro_rules! plot_both {
-    ($problems:expr, $dir:expr, $name:literal, $size:expr, $runs:expr, $f:ident) => {{
-        let svg_path = $dir.join(concat!($name, ".svg"));
+    ($problems:expr, $out:expr, $name:literal, $size:expr, $runs:expr, $f:ident) => {{
+        let svg_path = $out.path_for(concat!($name, ".svg"))?;
         if let Err(e) = $f(SVGBackend::new(&svg_path, $size).into_drawing_area(), $runs) {
             $problems.push(format!(concat!($name, ".svg: {}"), e));
+            $out.abandon(concat!($name, ".svg"));
         }
-        let png_path = $dir.join(concat!($name, ".png"));
+        let png_path = $out.path_for(concat!($name, ".png"))?;
         if let Err(e) = $f(
             BitMapBackend::new(&png_path, $size).into_drawing_area(),
             $runs,
         ) {
             $problems.push(format!(concat!($name, ".png: {}"), e));
+            $out.abandon(concat!($name, ".png"));
         }
     }};
 }
 
 /// Writes `report.md`, `summary.json` and the plots into `dir` (created if
 /// needed). Plot failures do not fail the report: they are listed in it. Text uses
-/// the embedded font ([`crate::fonts`]).
+/// the embedded font ([`crate::fonts`]). All or nothing: see
+/// [`crate::outdir::Staged`].
 pub fn write_report(dir: &Path, workload: &str, runs: &[&RunResult]) -> Result<(), SimError> {
-    let io = |source: std::io::Error| SimError::Io {
-        path: dir.display().to_string(),
-        source,
-    };
-    std::fs::create_dir_all(dir).map_err(io)?;
+    let mut out = crate::outdir::Staged::new(dir)?;
     let mut problems: Vec<String> = Vec::new();
     if let Err(e) = crate::fonts::ensure_registered() {
         problems.push(format!("plot text: {e}"));
     }
     plot_both!(
         problems,
-        dir,
+        out,
         "turnaround_cdf",
         (900, 550),
         runs,
         turnaround_cdf
     );
-    plot_both!(problems, dir, "slack_box", (1100, 500), runs, slack_boxes);
+    plot_both!(problems, out, "slack_box", (1100, 500), runs, slack_boxes);
     plot_both!(
         problems,
-        dir,
+        out,
         "queue_length",
         (900, 500),
         runs,
@@ -299,9 +298,9 @@ pub fn write_report(dir: &Path, workload: &str, runs: &[&RunResult]) -> Result<(
     let summaries: Vec<&Summary> = runs.iter().map(|r| &r.summary).collect();
     let json = serde_json::to_string_pretty(&summaries)
         .map_err(|e| SimError::Plot(format!("serialising summaries: {e}")))?;
-    std::fs::write(dir.join("summary.json"), json).map_err(io)?;
-    std::fs::write(dir.join("report.md"), markdown(workload, runs, &problems)).map_err(io)?;
-    Ok(())
+    out.write("summary.json", json)?;
+    out.write("report.md", markdown(workload, runs, &problems))?;
+    out.commit()
 }
 
 fn pct(x: f64) -> String {

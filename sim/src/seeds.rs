@@ -35,9 +35,21 @@ pub fn check_seeds(n: usize) -> Result<(), SimError> {
     }
 }
 
-/// The seeds of `n` runs from `base`: `base, base + 1, ...` (wrapping).
-pub fn seed_list(base: u64, n: usize) -> Vec<u64> {
-    (0..n as u64).map(|i| base.wrapping_add(i)).collect()
+/// The seeds of `n` runs from `base`: `base, base + 1, ...`; an error
+/// when the last would be past `u64::MAX` (no silent wrap to 0).
+pub fn seed_list(base: u64, n: usize) -> Result<Vec<u64>, SimError> {
+    let last = (n as u64).checked_sub(1).and_then(|k| base.checked_add(k));
+    if n > 0 && last.is_none() {
+        return Err(SimError::Config(tailor_core::ConfigErrors::single(
+            "seeds",
+            format!(
+                "--seeds {n} from seed {base} runs past the largest seed ({}); use a base seed of at most {}",
+                u64::MAX,
+                u64::MAX - (n as u64 - 1)
+            ),
+        )));
+    }
+    Ok((0..n as u64).map(|i| base + i).collect())
 }
 
 /// Mean and 95% interval half-width of a sample.
@@ -74,13 +86,44 @@ impl MeanCi {
         }
     }
 
-    /// `mean ± ci` with `f` formatting both numbers.
+    /// `mean ± ci` with `f` formatting both numbers. A half-width that is
+    /// float noise (at most 1e-9 of the mean: runs that agree) shows as
+    /// `f(0)`, not as `0.000000000`.
     pub fn display(&self, f: impl Fn(f64) -> String) -> String {
-        if self.n > 1 {
-            format!("{} ± {}", f(self.mean), f(self.ci95))
-        } else {
-            f(self.mean)
+        self.display_within(f, f64::NEG_INFINITY, f64::INFINITY)
+    }
+
+    /// [`display`](Self::display) of a quantity that cannot leave
+    /// `[lo, hi]` (a share, a count): when the t-interval crosses a bound,
+    /// `mean [a, b]` with the interval clipped to the bounds, rather than a
+    /// half-width that reaches below zero.
+    pub fn display_within(&self, f: impl Fn(f64) -> String, lo: f64, hi: f64) -> String {
+        if self.n <= 1 || !self.ci95.is_finite() {
+            return f(self.mean);
         }
+        let ci = if self.ci95 <= 1e-9 * self.mean.abs() {
+            0.0
+        } else {
+            self.ci95
+        };
+        let (a, b) = (self.mean - ci, self.mean + ci);
+        if a < lo || b > hi {
+            format!("{} [{}, {}]", f(self.mean), f(a.max(lo)), f(b.min(hi)))
+        } else {
+            format!("{} ± {}", f(self.mean), f(ci))
+        }
+    }
+}
+
+/// The range a figure of [`SUMMARY_FIELDS`] cannot leave: `[0, 1]` for
+/// shares, `[0, inf)` for amounts, unbounded for differences.
+pub fn field_bounds(name: &str) -> (f64, f64) {
+    match name {
+        "failed_app_fraction" | "oom_component_day_fraction" | "evicted_app_fraction" => (0.0, 1.0),
+        "mem_alloc_gib_h" | "turnaround_ratio" | "turnaround_mean_s" | "work_lost_s" => {
+            (0.0, f64::INFINITY)
+        }
+        _ => (f64::NEG_INFINITY, f64::INFINITY),
     }
 }
 
@@ -138,6 +181,13 @@ impl SummaryStats {
             seeds: seeds.to_vec(),
             stats,
         }
+    }
+
+    /// The statistic named `name` shown by [`MeanCi::display_within`] in
+    /// its [`field_bounds`].
+    pub fn show(&self, name: &str, f: impl Fn(f64) -> String) -> String {
+        let (lo, hi) = field_bounds(name);
+        self.get(name).display_within(f, lo, hi)
     }
 
     /// The statistic named `name` (NaN mean when unknown).
@@ -199,10 +249,57 @@ mod tests {
         assert_eq!(MeanCi::of(&[4.0, 4.0, 4.0]).ci95, 0.0);
     }
 
+    /// QA E15: float noise is no interval, and a share's or an amount's
+    /// interval does not reach below zero.
+    #[test]
+    fn display_hides_noise_and_clips_at_bounds() {
+        let f = |x: f64| format!("{x:.1}");
+        let noise = MeanCi {
+            mean: 6076.3,
+            ci95: 1.06e-11,
+            n: 3,
+        };
+        assert_eq!(noise.display(f), "6076.3 ± 0.0");
+        let lost = MeanCi {
+            mean: 11600.0,
+            ci95: 37745.8,
+            n: 3,
+        };
+        assert_eq!(lost.display(f), "11600.0 ± 37745.8");
+        assert_eq!(
+            lost.display_within(f, 0.0, f64::INFINITY),
+            "11600.0 [0.0, 49345.8]"
+        );
+        let pct = |x: f64| format!("{:.2}%", 100.0 * x);
+        let failed = MeanCi {
+            mean: 0.0018,
+            ci95: 0.0040,
+            n: 3,
+        };
+        let (lo, hi) = field_bounds("failed_app_fraction");
+        assert_eq!(failed.display_within(pct, lo, hi), "0.18% [0.00%, 0.58%]");
+        let inside = MeanCi {
+            mean: 0.5,
+            ci95: 0.1,
+            n: 3,
+        };
+        assert_eq!(inside.display_within(pct, lo, hi), "50.00% ± 10.00%");
+        assert_eq!(field_bounds("mem_reclaimed_gib_h").0, f64::NEG_INFINITY);
+    }
+
     #[test]
     fn seed_lists_and_bounds() {
-        assert_eq!(seed_list(7, 3), vec![7, 8, 9]);
-        assert_eq!(seed_list(u64::MAX, 2), vec![u64::MAX, 0]);
+        assert_eq!(seed_list(7, 3).expect("fits"), vec![7, 8, 9]);
+        assert_eq!(seed_list(u64::MAX, 1).expect("fits"), vec![u64::MAX]);
+        assert_eq!(
+            seed_list(u64::MAX - 2, 3).expect("fits"),
+            vec![u64::MAX - 2, u64::MAX - 1, u64::MAX]
+        );
+        let err = seed_list(u64::MAX, 2).expect_err("wraps").to_string();
+        assert!(
+            err.contains("seeds: --seeds 2 from seed 18446744073709551615 runs past"),
+            "{err}"
+        );
         assert!(check_seeds(0).is_err());
         assert!(check_seeds(MAX_SEEDS + 1).is_err());
         assert!(check_seeds(3).is_ok());

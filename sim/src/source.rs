@@ -243,7 +243,10 @@ pub fn scale_capacity(wl: &mut Workload, factor: f64) -> Result<(), SimError> {
     if !(factor > 0.0 && factor <= MAX_FACTOR) {
         return Err(SimError::Config(ConfigErrors::single(
             "capacity_scale",
-            format!("must be in (0, {MAX_FACTOR}], got {factor}"),
+            format!(
+                "must be in (0, {MAX_FACTOR}], got {}",
+                tailor_core::short_num(factor)
+            ),
         )));
     }
     for h in &mut wl.hosts {
@@ -277,7 +280,10 @@ pub fn stretch_time(wl: &mut Workload, factor: f64) -> Result<(), SimError> {
     if !(factor > 0.0 && factor <= MAX_FACTOR) {
         return Err(SimError::Config(ConfigErrors::single(
             "stretch",
-            format!("must be in (0, {MAX_FACTOR}], got {factor}"),
+            format!(
+                "must be in (0, {MAX_FACTOR}], got {}",
+                tailor_core::short_num(factor)
+            ),
         )));
     }
     for a in &mut wl.apps {

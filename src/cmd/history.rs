@@ -4,6 +4,7 @@
 
 use super::recommendations::{http_get, Source, DEFAULT_URL};
 use agent::journal::{self, JournalEntry, Since};
+use agent::text::printable;
 use anyhow::Context;
 
 #[derive(clap::Args, Debug)]
@@ -22,8 +23,17 @@ pub struct Args {
 }
 
 fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map(|v| format!("{v:.digits$}"))
-        .unwrap_or_else(|| "-".into())
+    v.map(|v| num(v, digits)).unwrap_or_else(|| "-".into())
+}
+
+/// `v` with `digits` decimals, or in exponent form when that would be long
+/// (a crafted journal's `t=1e300` is not printed as 301 digits).
+fn num(v: f64, digits: usize) -> String {
+    if v.is_finite() && v.abs() >= 1e15 {
+        format!("{v:e}")
+    } else {
+        format!("{v:.digits$}")
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -37,14 +47,36 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     journal::FILE_NAME
                 );
             }
-            let (entries, skipped) = journal::read_dir_counted(dir)?;
-            if skipped > 0 {
-                eprintln!(
-                    "warning: {skipped} line(s) of {} that are not journal entries were skipped",
-                    dir.join(journal::FILE_NAME).display()
+            let back = journal::read_dir_counted(dir)?;
+            if back.files == 0 {
+                anyhow::bail!(
+                    "cannot read {}: no such file (has the agent run a round with --state-dir {}?)",
+                    dir.join(journal::FILE_NAME).display(),
+                    dir.display()
                 );
             }
-            entries.into_iter().filter(|e| since.admits(e)).collect()
+            if back.skipped > 0 {
+                eprintln!(
+                    "warning: {} line(s) of {} that are not journal entries were skipped",
+                    back.skipped,
+                    dir.join(journal::FILE_NAME).display()
+                );
+                for l in &back.first_skipped {
+                    eprintln!(
+                        "  {}:{}: {}",
+                        l.path.display(),
+                        l.line,
+                        printable(&l.reason)
+                    );
+                }
+                if back.skipped > back.first_skipped.len() {
+                    eprintln!("  ... and {} more", back.skipped - back.first_skipped.len());
+                }
+            }
+            back.entries
+                .into_iter()
+                .filter(|e| since.admits(e))
+                .collect()
         }
         None => {
             let url = args.source.url.as_deref().unwrap_or(DEFAULT_URL);
@@ -73,26 +105,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         // the kills came before the round's decisions
         for k in &e.oom_kills {
             println!(
-                "#{} round {} t={:.0} {} OOM-killed at t={:.0}{} at a {:.1} MiB limit; memory held at >= {:.1} MiB",
+                "#{} round {} t={} {} OOM-killed at t={}{} at a {} MiB limit; memory held at >= {} MiB",
                 e.seq,
                 e.round,
-                e.at_s,
-                k.container,
-                k.killed_at_s,
+                num(e.at_s, 0),
+                printable(&k.container),
+                num(k.killed_at_s, 0),
                 if k.found_by_inspect { " (found by inspect)" } else { "" },
-                k.limit_mib,
-                k.floor_mib
+                num(k.limit_mib, 1),
+                num(k.floor_mib, 1)
             );
         }
         // then the original limits given back to the containers the agent's
         // cut got killed (no restart policy), before the round's decisions
         for r in &e.restored {
             println!(
-                "#{} round {} t={:.0} {} original limits restored (cpu {} cores, memory {} MiB): OOM-killed at a {} MiB limit cut below its request",
+                "#{} round {} t={} {} original limits restored (cpu {} cores, memory {} MiB): OOM-killed at a {} MiB limit cut below its request",
                 e.seq,
                 e.round,
-                e.at_s,
-                r.container,
+                num(e.at_s, 0),
+                printable(&r.container),
                 opt(r.to_cpu_cores, 3),
                 opt(r.to_mem_mib, 1),
                 opt(r.killed_at_mib, 1)
@@ -113,17 +145,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let note = a
                 .note
                 .as_deref()
-                .map(|n| format!(" [{n}]"))
+                .map(|n| format!(" [{}]", printable(n)))
                 .unwrap_or_default();
             println!(
-                "#{} round {} t={:.0} {} {} {}{}: {}{}",
-                e.seq, e.round, e.at_s, a.container, a.action, a.result, sizes, a.explanation, note
+                "#{} round {} t={} {} {} {}{}: {}{}",
+                e.seq,
+                e.round,
+                num(e.at_s, 0),
+                printable(&a.container),
+                printable(&a.action),
+                printable(&a.result),
+                sizes,
+                printable(&a.explanation),
+                note
             );
         }
         for r in &e.restarted {
             println!(
-                "#{} round {} t={:.0} {} restarted",
-                e.seq, e.round, e.at_s, r
+                "#{} round {} t={} {} restarted",
+                e.seq,
+                e.round,
+                num(e.at_s, 0),
+                printable(r)
             );
         }
     }

@@ -7,6 +7,7 @@
 //! `--json`, `--html FILE`.
 
 use agent::recommend::{self, Confidence, Recommendations, ResourceKind};
+use agent::text::printable;
 use anyhow::{bail, Context};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -159,14 +160,6 @@ fn conf(c: Confidence) -> &'static str {
         Confidence::Medium => "medium",
         Confidence::High => "high",
     }
-}
-
-/// `s` with control characters shown as `?`: names and reasons come from
-/// container labels and files, and reach a terminal.
-fn printable(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
 }
 
 /// The table printed by default.

@@ -98,14 +98,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let cfg = config_from(&args)?;
     let seeds = args.sim.seed_list(&cfg)?;
-    if let Some(dir) = &args.out {
-        crate::cmd::sim_args::prepare_out_dir(dir)?;
-    }
     if seeds.len() > 1 {
         return run_seeds(&args, &cfg, &seeds);
     }
     let workloads = args.sim.seeded_workloads(&seeds)?;
     let wl = workloads.first();
+    // The workload is read before `--out` is made (as frontier and tune
+    // do): bad input leaves no directory behind.
+    if let Some(dir) = &args.out {
+        crate::cmd::sim_args::prepare_out_dir(dir)?;
+    }
     let (baseline, runs) = run_workload(&args, &cfg, wl)?;
     if let Some(dir) = &args.out {
         write_report(dir, &wl.name, baseline.as_ref(), &runs)?;
@@ -164,6 +166,7 @@ fn run_workload(
     let mut oracle_mem_gib_h: Option<f64> = None;
     if needs_baseline && configs.iter().any(|c| c.shaper.policy != Policy::Baseline) {
         let b = run_one(wl, &sim::baseline_of(cfg), &args.sim)?;
+        check_something_ran(&b.summary, args)?;
         baseline = Some(b);
         let o = run_one(wl, &sim::oracle_of(cfg), &args.sim)?;
         oracle_mem_gib_h = Some(o.summary.mem_alloc_gib_h);
@@ -177,6 +180,7 @@ fn run_workload(
         } else {
             run_one(wl, c, &args.sim)?
         };
+        check_something_ran(&r.summary, args)?;
         if let Some(b) = &baseline {
             r.summary.set_baseline(b.summary.turnaround_mean_s);
             if let (Some(o), false) = (oracle_mem_gib_h, c.shaper.policy == Policy::Baseline) {
@@ -186,6 +190,26 @@ fn run_workload(
         runs.push(r);
     }
     Ok((baseline, runs))
+}
+
+/// QA E11: a run in which every application was rejected has nothing to
+/// report (its rates would all print 0.0%): an error, not a table.
+fn check_something_ran(s: &Summary, args: &Args) -> anyhow::Result<()> {
+    if s.nothing_ran() {
+        let hint = match args.sim.capacity_scale {
+            Some(f) => format!(
+                "; --capacity-scale {} shrinks every host",
+                tailor_core::short_num(f)
+            ),
+            None => String::new(),
+        };
+        anyhow::bail!(
+            "no application ran: all {} applications of {} were rejected (their core components fit on no host{hint})",
+            s.apps,
+            s.workload
+        );
+    }
+    Ok(())
 }
 
 /// One column of a `--seeds` run: a label and its statistics over seeds.
@@ -200,6 +224,9 @@ struct SeedColumn {
 /// intervals per column (baseline and each configured run).
 fn run_seeds(args: &Args, cfg: &SimConfig, seeds: &[u64]) -> anyhow::Result<()> {
     let workloads = args.sim.seeded_workloads(seeds)?;
+    if let Some(dir) = &args.out {
+        crate::cmd::sim_args::prepare_out_dir(dir)?;
+    }
     let mut columns: Vec<(String, Vec<Summary>)> = Vec::new();
     workloads.for_each(|seed, wl| -> anyhow::Result<()> {
         let (baseline, runs) = run_workload(args, cfg, wl)?;
@@ -245,7 +272,7 @@ fn run_seeds(args: &Args, cfg: &SimConfig, seeds: &[u64]) -> anyhow::Result<()> 
         return Ok(());
     }
     println!(
-        "workload {} over {} seeds {:?}: means ± 95% t-interval half-widths",
+        "workload {} over {} seeds {:?}: means ± 95% t-interval half-widths ([low, high] where the interval is clipped at 0 or 100%)",
         args.sim.workload,
         seeds.len(),
         seeds
@@ -273,7 +300,7 @@ fn run_seeds(args: &Args, cfg: &SimConfig, seeds: &[u64]) -> anyhow::Result<()> 
         if x.is_finite() {
             format!("{x:.3}x")
         } else {
-            "-".to_string()
+            "n/a".to_string()
         }
     };
     type Fmt<'a> = &'a dyn Fn(f64) -> String;
@@ -294,7 +321,7 @@ fn run_seeds(args: &Args, cfg: &SimConfig, seeds: &[u64]) -> anyhow::Result<()> 
     for (name, key, f) in rows {
         let mut line = format!("  {name:<28}");
         for c in &stats {
-            line.push_str(&format!(" {:>27}", c.stats.get(key).display(f)));
+            line.push_str(&format!(" {:>27}", c.stats.show(key, f)));
         }
         println!("{line}");
     }
@@ -408,7 +435,7 @@ fn print_human(wl: &datasets::workload::Workload, baseline: Option<&Summary>, ru
     row("turnaround median", &|s| fmt_s(s.turnaround_median_s));
     row("turnaround ratio (vs base)", &|s| {
         s.turnaround_ratio
-            .map_or("-".to_string(), |r| format!("{r:.2}x"))
+            .map_or("n/a".to_string(), |r| format!("{r:.2}x"))
     });
     row("queueing mean", &|s| fmt_s(s.queueing_mean_s));
     row("memory slack mean/median", &|s| {

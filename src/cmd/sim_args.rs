@@ -218,7 +218,7 @@ impl SimArgs {
         Ok(sim::seeds::seed_list(
             source.base_seed(cfg.seed),
             self.seeds,
-        ))
+        )?)
     }
 
     /// The workloads of the seeds of [`seed_list`](Self::seed_list): the

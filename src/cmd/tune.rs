@@ -71,6 +71,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
+    // QA E11: no figure of a grid in which nothing ran means anything
+    if let Some(c) = grid.cells.iter().find(|c| c.summary.nothing_ran()) {
+        anyhow::bail!(
+            "no application ran: all {} applications of {} were rejected (their core components fit on no host)",
+            c.summary.apps,
+            c.summary.workload
+        );
+    }
     let out = write_outputs(&args.out, &grid, &cfg.shaper, args.max_failed_fraction)?;
     for p in &out.problems {
         eprintln!("warning: plot not written: {p}");
@@ -111,7 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for c in &grid.cells {
         let s = &c.summary;
         let stat = |key: &str, v: f64, f: &dyn Fn(f64) -> String| match &c.seeds {
-            Some(st) => st.get(key).display(f),
+            Some(st) => st.show(key, f),
             None => f(v),
         };
         println!(

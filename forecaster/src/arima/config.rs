@@ -143,14 +143,24 @@ impl ArimaConfig {
         e.check(
             "kpss_alpha",
             self.kpss_alpha > 0.0 && self.kpss_alpha < 1.0,
-            || format!("must be in (0, 1), got {}", self.kpss_alpha),
+            || {
+                format!(
+                    "must be in (0, 1), got {}",
+                    tailor_core::short_num(self.kpss_alpha)
+                )
+            },
         );
         e.range("research_every", self.research_every, 1, 1_000_000);
         e.range("degrade_window", self.degrade_window, 1, 10_000);
         e.check(
             "degrade_ratio",
             self.degrade_ratio > 0.0 && self.degrade_ratio <= 1e6,
-            || format!("must be in (0, 1e6], got {}", self.degrade_ratio),
+            || {
+                format!(
+                    "must be in (0, 1e6], got {}",
+                    tailor_core::short_num(self.degrade_ratio)
+                )
+            },
         );
         e.range("min_samples", self.min_samples, 4, 10_000);
         e.check("min_samples", self.min_samples <= self.window, || {

@@ -156,13 +156,21 @@ impl GpConfig {
     pub fn validate(&self) -> Result<(), ConfigErrors> {
         let mut e = ConfigErrors::new();
         e.check("history", (2..=64).contains(&self.history), || {
-            format!("must be in [2, 64] (thesis: 10..40), got {}", self.history)
+            format!(
+                "must be in [2, 64] (thesis: 10..40), got {}",
+                tailor_core::short_num(self.history)
+            )
         });
         e.range_opt("train_size", self.train_size, 2, 200);
         e.check(
             "time_scale_steps",
             self.time_scale_steps > 0.0 && self.time_scale_steps <= 1e9,
-            || format!("must be in (0, 1e9], got {}", self.time_scale_steps),
+            || {
+                format!(
+                    "must be in (0, 1e9], got {}",
+                    tailor_core::short_num(self.time_scale_steps)
+                )
+            },
         );
         e.check(
             "min_train",
@@ -180,7 +188,12 @@ impl GpConfig {
         e.check(
             "hyper_prior_weight",
             self.hyper_prior_weight > 0.0 && self.hyper_prior_weight <= 1.0,
-            || format!("must be in (0, 1], got {}", self.hyper_prior_weight),
+            || {
+                format!(
+                    "must be in (0, 1], got {}",
+                    tailor_core::short_num(self.hyper_prior_weight)
+                )
+            },
         );
         e.range("anchor_every", self.anchor_every, 1, 1_000_000);
         e.range("cold_refit_every", self.cold_refit_every, 1, 1_000_000);
@@ -195,7 +208,7 @@ impl GpConfig {
             ("warm_tol_rel", self.warm_tol_rel),
         ] {
             e.check(name, v > 0.0 && v <= 1e6, || {
-                format!("must be in (0, 1e6], got {v}")
+                format!("must be in (0, 1e6], got {}", tailor_core::short_num(v))
             });
         }
         for (name, b) in [

@@ -589,7 +589,12 @@ impl ShaperConfig {
         e.check(
             "min_relative_change",
             (0.0..1.0).contains(&self.min_relative_change),
-            || format!("must be in [0, 1), got {}", self.min_relative_change),
+            || {
+                format!(
+                    "must be in [0, 1), got {}",
+                    tailor_core::short_num(self.min_relative_change)
+                )
+            },
         );
         e.range("min_cpu_cores", self.min_cpu_cores, 0.0, MAX_MIN_CPU_CORES);
         e.range("min_mem_bytes", self.min_mem_bytes, 0.0, MAX_MIN_MEM_BYTES);
@@ -627,7 +632,12 @@ impl ShaperConfig {
         e.check(
             "mem_shrink_max_fraction",
             self.mem_shrink_max_fraction > 0.0 && self.mem_shrink_max_fraction <= 1.0,
-            || format!("must be in (0, 1], got {}", self.mem_shrink_max_fraction),
+            || {
+                format!(
+                    "must be in (0, 1], got {}",
+                    tailor_core::short_num(self.mem_shrink_max_fraction)
+                )
+            },
         );
         e.into_result()
     }

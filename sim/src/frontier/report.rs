@@ -319,38 +319,38 @@ fn plot<DB: DrawingBackend>(
     root.present().map_err(|e| err(&e))
 }
 
-/// What [`write_outputs`] could not draw (also listed in `frontier.md`).
+/// Writes `points.csv`, `frontier.svg`, `frontier.png` and `frontier.md`
+/// into `dir`, all or nothing ([`crate::outdir::Staged`]); returns what it
+/// could not draw (also listed in `frontier.md`).
 pub fn write_outputs(
     dir: &Path,
     f: &Frontier,
     measure: BudgetMeasure,
     command: &str,
 ) -> Result<Vec<String>, SimError> {
-    let io = |source: std::io::Error| SimError::Io {
-        path: dir.display().to_string(),
-        source,
-    };
-    std::fs::create_dir_all(dir).map_err(io)?;
-    std::fs::write(dir.join("points.csv"), f.to_csv(measure)).map_err(io)?;
+    let mut out = crate::outdir::Staged::new(dir)?;
+    out.write("points.csv", f.to_csv(measure))?;
     let mut problems = Vec::new();
     match crate::fonts::ensure_registered() {
         Err(e) => problems.push(format!("frontier plot not drawn: {e}")),
         Ok(()) => {
-            let svg = dir.join("frontier.svg");
+            let svg = out.path_for("frontier.svg")?;
             if let Err(e) = plot(
                 SVGBackend::new(&svg, PLOT_PX).into_drawing_area(),
                 f,
                 measure,
             ) {
-                problems.push(format!("{}: {e}", svg.display()));
+                problems.push(format!("{}: {e}", out.dest("frontier.svg").display()));
+                out.abandon("frontier.svg");
             }
-            let png = dir.join("frontier.png");
+            let png = out.path_for("frontier.png")?;
             if let Err(e) = plot(
                 BitMapBackend::new(&png, PLOT_PX).into_drawing_area(),
                 f,
                 measure,
             ) {
-                problems.push(format!("{}: {e}", png.display()));
+                problems.push(format!("{}: {e}", out.dest("frontier.png").display()));
+                out.abandon("frontier.png");
             }
         }
     }
@@ -361,6 +361,7 @@ pub fn write_outputs(
             let _ = writeln!(md, "- {p}");
         }
     }
-    std::fs::write(dir.join("frontier.md"), md).map_err(io)?;
+    out.write("frontier.md", md)?;
+    out.commit()?;
     Ok(problems)
 }

@@ -324,28 +324,27 @@ pub struct TuneOutputs {
 /// Writes `grid.csv`, `grid.json`, the heatmaps (SVG + PNG), `report.md`
 /// and, when a cell meets the budget, `best.toml` into `dir`. Plots never
 /// fail the sweep: their problems are returned and listed in the report.
+/// All or nothing ([`crate::outdir::Staged`]); an older `best.toml` is
+/// removed when no cell meets the budget.
 pub fn write_outputs(
     dir: &Path,
     g: &Grid,
     base: &ShaperConfig,
     max_failed_fraction: f64,
 ) -> Result<TuneOutputs, SimError> {
-    let io = |source: std::io::Error| SimError::Io {
-        path: dir.display().to_string(),
-        source,
-    };
-    std::fs::create_dir_all(dir).map_err(io)?;
-    std::fs::write(dir.join("grid.csv"), to_csv(g)).map_err(io)?;
+    let mut files = crate::outdir::Staged::new(dir)?;
+    files.write("grid.csv", to_csv(g))?;
     let json = serde_json::to_string_pretty(g)
         .map_err(|e| SimError::Plot(format!("serialising grid: {e}")))?;
-    std::fs::write(dir.join("grid.json"), json).map_err(io)?;
+    files.write("grid.json", json)?;
     let best = g.best(max_failed_fraction).cloned();
     let mut problems = Vec::new();
     match crate::fonts::ensure_registered() {
         Err(e) => problems.push(format!("heatmaps not drawn: {e}")),
         Ok(()) => {
             for m in HeatMetric::ALL {
-                let svg = dir.join(format!("{}.svg", m.file_stem()));
+                let name = format!("{}.svg", m.file_stem());
+                let svg = files.path_for(&name)?;
                 if let Err(e) = heatmap(
                     SVGBackend::new(&svg, HEATMAP_PX).into_drawing_area(),
                     g,
@@ -353,9 +352,11 @@ pub fn write_outputs(
                     best.as_ref(),
                     max_failed_fraction,
                 ) {
-                    problems.push(format!("{}: {e}", svg.display()));
+                    problems.push(format!("{}: {e}", files.dest(&name).display()));
+                    files.abandon(&name);
                 }
-                let png = dir.join(format!("{}.png", m.file_stem()));
+                let name = format!("{}.png", m.file_stem());
+                let png = files.path_for(&name)?;
                 if let Err(e) = heatmap(
                     BitMapBackend::new(&png, HEATMAP_PX).into_drawing_area(),
                     g,
@@ -363,7 +364,8 @@ pub fn write_outputs(
                     best.as_ref(),
                     max_failed_fraction,
                 ) {
-                    problems.push(format!("{}: {e}", png.display()));
+                    problems.push(format!("{}: {e}", files.dest(&name).display()));
+                    files.abandon(&name);
                 }
             }
         }
@@ -372,23 +374,18 @@ pub fn write_outputs(
         .as_ref()
         .map(|b| edge_warnings(&g.k1, &g.k2, b.k1, b.k2))
         .unwrap_or_default();
-    if let Some(b) = &best {
-        std::fs::write(
-            dir.join("best.toml"),
-            snippet(g, base, b, max_failed_fraction)?,
-        )
-        .map_err(io)?;
+    match &best {
+        Some(b) => files.write("best.toml", snippet(g, base, b, max_failed_fraction)?)?,
+        // no cell meets the budget: an older best.toml must not stay
+        None => files.abandon("best.toml"),
     }
     let out = TuneOutputs {
         best,
         warnings,
         problems,
     };
-    std::fs::write(
-        dir.join("report.md"),
-        markdown(g, max_failed_fraction, &out),
-    )
-    .map_err(io)?;
+    files.write("report.md", markdown(g, max_failed_fraction, &out))?;
+    files.commit()?;
     Ok(out)
 }
 
