@@ -4,29 +4,31 @@
 //! flattened into `p0_cpu_usage` … `p99_cpu_usage`). Time in µs; CPU and
 //! memory in normalised units (NCU/NMU). Read with
 //! [`TableReader<InstanceUsage>`](crate::google2011::reader::TableReader).
+//!
+//! Every usage and limit column (`avg_*`, `max_*`, `random_sample_cpu_usage`,
+//! `assigned_memory`, `memory_limit`, `cpu_limit`) must be in [0,
+//! [`MAX_NORMALISED`]]: a negative value or one above a thousand machines
+//! (e.g. `1e300`, infinite once stored) is an error naming the file, the
+//! line and the column, the shared rule of every reader
+//! ([`crate::bounds::in_range`]). (A negative usage was read as 0 before;
+//! the trace has none, so one is damage, not data.) The CPU-histogram
+//! columns `p*_cpu_usage` are in [-1, [`MAX_NORMALISED`]]: the trace writes
+//! -1 in all of them for a window without a histogram. A limit of 0 is
+//! accepted: the workload floors requests at `min_request`.
 
 use crate::google2011::reader::{
-    field, opt_f64, opt_i64, opt_small, opt_string, opt_u64, req_u64, Table,
+    opt_bounded, opt_f64, opt_i64, opt_in_range, opt_small, opt_string, opt_u64, req_u64, Table,
 };
 use serde::{Deserialize, Serialize};
 
 /// The largest usage or limit accepted, in normalised units (a share of
-/// the largest machine; the trace's are below 1): a thousand machines.
-/// Above it (e.g. `1e300`, which is infinite once stored) a row is an
-/// error naming the file, the line and the column, as the other readers
-/// reject values above their largest accepted.
-pub const MAX_NORMALISED: f64 = 1.0e3;
+/// the largest machine; the trace's are below 1): a thousand machines
+/// (the shared bound, [`crate::bounds::MAX_NORMALISED`]).
+pub use crate::bounds::MAX_NORMALISED;
 
-/// An optional number at most [`MAX_NORMALISED`] (a negative one is
-/// accepted here and read as 0 by the workload builder, as before).
+/// An optional number in [0, [`MAX_NORMALISED`]].
 fn opt_normalised(r: &csv::ByteRecord, i: usize, col: &str) -> Result<Option<f64>, String> {
-    match opt_f64(r, i, col)? {
-        Some(v) if v > MAX_NORMALISED => Err(format!(
-            "{col}: {} is above the largest accepted, {MAX_NORMALISED}",
-            String::from_utf8_lossy(field(r, i))
-        )),
-        v => Ok(v),
-    }
+    opt_bounded(r, i, col, MAX_NORMALISED)
 }
 
 /// Probabilities (in %) of the 19 CPU-usage percentile columns, in order.
@@ -112,7 +114,8 @@ impl Table for InstanceUsage {
     fn parse(r: &csv::ByteRecord) -> Result<Self, String> {
         let mut pct = [None; 19];
         for (k, p) in pct.iter_mut().enumerate() {
-            *p = opt_f64(r, 17 + k, Self::COLUMNS[17 + k])?;
+            // -1: the window has no histogram
+            *p = opt_in_range(r, 17 + k, Self::COLUMNS[17 + k], -1.0, MAX_NORMALISED)?;
         }
         Ok(InstanceUsage {
             time_us: req_u64(r, 0, "time")?,
@@ -127,10 +130,10 @@ impl Table for InstanceUsage {
             collection_type: opt_small(r, 9, "collection_type")?,
             avg_cpu_usage: opt_normalised(r, 10, "avg_cpu_usage")?,
             avg_memory_usage: opt_normalised(r, 11, "avg_memory_usage")?,
-            max_cpu_usage: opt_f64(r, 12, "max_cpu_usage")?,
+            max_cpu_usage: opt_normalised(r, 12, "max_cpu_usage")?,
             max_memory_usage: opt_normalised(r, 13, "max_memory_usage")?,
-            random_sample_cpu_usage: opt_f64(r, 14, "random_sample_cpu_usage")?,
-            assigned_memory: opt_f64(r, 15, "assigned_memory")?,
+            random_sample_cpu_usage: opt_normalised(r, 14, "random_sample_cpu_usage")?,
+            assigned_memory: opt_normalised(r, 15, "assigned_memory")?,
             sample_rate: opt_f64(r, 16, "sample_rate")?,
             cpu_usage_percentiles: pct,
             memory_limit: opt_normalised(r, 36, "memory_limit")?,
@@ -417,9 +420,9 @@ pub fn build_workload_from_files(
             tasks.entry(key).or_default().push(Row {
                 time_us: u.time_us,
                 machine: u.machine_id,
-                cpu: cpu.max(0.0),
-                mem: mem.max(0.0),
-                mem_peak: u.max_memory_usage.unwrap_or(mem).max(mem).max(0.0),
+                cpu,
+                mem,
+                mem_peak: u.max_memory_usage.unwrap_or(mem).max(mem),
                 cpu_limit: u.cpu_limit,
                 mem_limit: u.memory_limit,
             });

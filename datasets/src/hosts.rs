@@ -28,8 +28,8 @@ pub struct HostSizing {
 }
 
 /// Largest request or capacity accepted in a config: 1e6 cores, 2^60 bytes.
-pub const MAX_CONFIG_CORES: f64 = 1.0e6;
-pub const MAX_CONFIG_BYTES: f64 = 1_152_921_504_606_846_976.0;
+pub const MAX_CONFIG_CORES: f64 = crate::bounds::MAX_CORES;
+pub const MAX_CONFIG_BYTES: f64 = crate::bounds::MAX_BYTES;
 
 impl HostSizing {
     /// Checks `min_request` (cores [0, 1e6], bytes [0, 2^60]), `hosts` [1,

@@ -19,6 +19,8 @@
 //! - [`inspect`]: file summaries for `tailor trace inspect`.
 //! - [`recording`]: bounded gzip JSON-lines files (agent recordings).
 //! - [`workload`]: the workload model ([`workload::Workload`]).
+//! - [`bounds`]: the one range rule every reader applies to the values it
+//!   accepts.
 //!
 //! # Example
 //!
@@ -31,6 +33,7 @@
 pub mod alibaba2018;
 pub mod alibaba_gpu;
 pub mod bitbrains;
+pub mod bounds;
 pub mod bundled;
 pub mod coherence;
 pub mod error;

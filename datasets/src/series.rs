@@ -21,7 +21,26 @@
 //! formats, the documented names below) or by its 0-based index.
 //! Files may be gzip-compressed (detected by content). Values must be finite
 //! numbers; an empty or malformed value is an error naming file and line.
+//!
+//! Values are checked with the readers' shared rule
+//! ([`crate::bounds::in_range`]): a negative value, or one above the
+//! column's largest accepted, is an error naming the file, the line and the
+//! column. The largest accepted is [`MAX_PERCENT`] (100) for the Alibaba
+//! columns the schema gives as [0, 100] (`cpu_util_percent`,
+//! `mem_util_percent`, `mem_gps`, `net_in`, `net_out`; `disk_io_percent`:
+//! 101, its abnormal value), 100 x [`MAX_NORMALISED`] for `GCD_VMs`
+//! (percent of a machine, summed over a job's tasks: the archive's memory
+//! reaches 215 %), [`MAX_NORMALISED`] for the normalised Google usage and
+//! limit columns, and [`MAX_AMOUNT`] (2^60, bytes fit) for any other column
+//! (a plain CSV's unit is not known). The time a grouped format sorts by
+//! (`time_stamp`, `time`, `start_time`) must be in [0, 400 days] (in the
+//! file's unit: s for Alibaba, µs for Google).
+//!
+//! Every data row must have as many fields as the header (or, without
+//! one, as the first row): a short or long row is an error naming the
+//! file and the line, whichever column is read.
 
+use crate::bounds::{in_range, MAX_AMOUNT, MAX_NORMALISED, MAX_PERCENT, MAX_TRACE_TIME_S};
 use crate::io::{first_line, open};
 /// Builds a usage-series pool from real files (see [`crate::pool`]).
 pub use crate::pool::load_pool;
@@ -213,7 +232,46 @@ struct Layout {
     group_by: &'static [&'static str],
     /// Column to sort each group by (stable).
     sort_by: Option<&'static str>,
+    /// Latest accepted value of the `sort_by` time, in the file's unit.
+    max_time: f64,
+    /// Largest accepted value of a column (by its lower-case name).
+    max_of: fn(&str) -> f64,
 }
+
+/// Any column whose unit is not known.
+fn any_amount(_: &str) -> f64 {
+    MAX_AMOUNT
+}
+
+/// Google 2019: the normalised usage and limit columns.
+fn google2019_max(col: &str) -> f64 {
+    if col.ends_with("_usage") || matches!(col, "assigned_memory" | "memory_limit" | "cpu_limit") {
+        MAX_NORMALISED
+    } else {
+        MAX_AMOUNT
+    }
+}
+
+/// Google 2011 task_usage: every usage column is normalised (not the
+/// cycles and memory accesses per instruction, nor times and ids).
+fn google2011_task_usage_max(col: &str) -> f64 {
+    match GOOGLE2011_TASK_USAGE_COLUMNS.iter().position(|c| *c == col) {
+        Some(i) if (5..=19).contains(&i) && !matches!(col, "cpi" | "mai") => MAX_NORMALISED,
+        _ => MAX_AMOUNT,
+    }
+}
+
+/// Alibaba 2018: the schema's [0, 100] columns.
+fn alibaba_max(col: &str) -> f64 {
+    match col {
+        "cpu_util_percent" | "mem_util_percent" | "mem_gps" | "net_in" | "net_out" => MAX_PERCENT,
+        "disk_io_percent" => MAX_PERCENT + 1.0,
+        _ => MAX_AMOUNT,
+    }
+}
+
+/// GCD_VMs members: percent of a machine, summed over a job's tasks.
+pub const MAX_GCD_PERCENT: f64 = 100.0 * MAX_NORMALISED;
 
 impl Layout {
     fn bitbrains() -> Self {
@@ -224,6 +282,8 @@ impl Layout {
             default_column: Some("CPU usage [MHZ]"),
             group_by: &[],
             sort_by: None,
+            max_time: MAX_AMOUNT,
+            max_of: any_amount,
         }
     }
     fn google2019() -> Self {
@@ -234,6 +294,8 @@ impl Layout {
             default_column: Some("avg_cpu_usage"),
             group_by: &["unique_id"],
             sort_by: Some("time"),
+            max_time: MAX_TRACE_TIME_S * 1e6,
+            max_of: google2019_max,
         }
     }
     fn google2011_derived() -> Self {
@@ -244,6 +306,8 @@ impl Layout {
             default_column: Some("meanCPUUsage"),
             group_by: &[],
             sort_by: None,
+            max_time: MAX_AMOUNT,
+            max_of: any_amount,
         }
     }
     fn alibaba() -> Self {
@@ -254,6 +318,8 @@ impl Layout {
             default_column: Some("cpu_util_percent"),
             group_by: &["container_id"],
             sort_by: Some("time_stamp"),
+            max_time: MAX_TRACE_TIME_S,
+            max_of: alibaba_max,
         }
     }
     /// Google 2011 `task_usage`: one series per task (job id and task
@@ -266,6 +332,8 @@ impl Layout {
             default_column: Some("cpu_rate"),
             group_by: &["job_id", "task_index"],
             sort_by: Some("start_time"),
+            max_time: MAX_TRACE_TIME_S * 1e6,
+            max_of: google2011_task_usage_max,
         }
     }
     fn plain() -> Self {
@@ -276,6 +344,8 @@ impl Layout {
             default_column: None,
             group_by: &[],
             sort_by: None,
+            max_time: MAX_AMOUNT,
+            max_of: any_amount,
         }
     }
 }
@@ -311,11 +381,10 @@ fn parse_value(field: &[u8]) -> Option<f64> {
     v.is_finite().then_some(v)
 }
 
-/// A usage sample of column `col_name`: a finite number, not negative.
-fn parse_usage(field: &[u8], col_name: &str) -> Result<f64, String> {
+/// A usage sample of column `col_name`: a finite number in [0, `max`].
+fn parse_usage(field: &[u8], col_name: &str, max: f64) -> Result<f64, String> {
     match parse_value(field) {
-        Some(v) if v >= 0.0 => Ok(v),
-        Some(v) => Err(format!("{col_name}: {v} is negative (a usage cannot be)")),
+        Some(v) => in_range(col_name, v, 0.0, max),
         None => Err(format!(
             "{col_name}: {:?} is not a finite number",
             String::from_utf8_lossy(field)
@@ -346,6 +415,8 @@ fn load_delimited(
     let mut group_cols: Vec<usize> = Vec::new();
     let mut sort_col: Option<usize> = None;
     let mut col_name = String::new();
+    let mut max_value = MAX_AMOUNT;
+    let mut width = 0;
     // group key -> index in `groups`; groups keep first-appearance order.
     let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
     let mut groups: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
@@ -375,7 +446,7 @@ fn load_delimited(
                     .map(|f| String::from_utf8_lossy(f).trim().to_string())
                     .collect();
             }
-            let width = if names.is_empty() {
+            width = if names.is_empty() {
                 record.len()
             } else {
                 names.len()
@@ -411,6 +482,7 @@ fn load_delimited(
                 .get(chosen)
                 .cloned()
                 .unwrap_or_else(|| chosen.to_string());
+            max_value = (layout.max_of)(&col_name.to_ascii_lowercase());
             group_cols = layout
                 .group_by
                 .iter()
@@ -436,7 +508,24 @@ fn load_delimited(
                 ),
             )
         })?;
-        let value = parse_usage(field, &col_name).map_err(|e| DatasetError::row(path, line, e))?;
+        if record.len() != width {
+            // a short or long row is damage whichever column is read
+            return Err(DatasetError::row(
+                path,
+                line,
+                format!(
+                    "row has {} fields, expected {width} (as {})",
+                    record.len(),
+                    if names.is_empty() {
+                        "the first row"
+                    } else {
+                        "the header"
+                    }
+                ),
+            ));
+        }
+        let value = parse_usage(field, &col_name, max_value)
+            .map_err(|e| DatasetError::row(path, line, e))?;
         key.clear();
         for (i, &g) in group_cols.iter().enumerate() {
             if i > 0 {
@@ -446,7 +535,11 @@ fn load_delimited(
         }
         let sort_key = match sort_col {
             Some(s) => match record.get(s).and_then(parse_value) {
-                Some(v) => v,
+                Some(v) => {
+                    let name = names.get(s).map_or("time", String::as_str);
+                    in_range(name, v, 0.0, layout.max_time)
+                        .map_err(|e| DatasetError::row(path, line, e))?
+                }
                 None => {
                     return Err(DatasetError::row(
                         path,
@@ -547,6 +640,14 @@ fn load_gcd_tar(path: &Path, column: Option<&str>) -> Result<Vec<NamedSeries>, D
             if line.trim().is_empty() {
                 continue;
             }
+            let fields = line.split_whitespace().count();
+            if fields != GCD_VMS_COLUMNS.len() {
+                return Err(DatasetError::row(
+                    &member_path,
+                    i as u64 + 1,
+                    format!("row has {fields} fields, expected 2 (cpu mem)"),
+                ));
+            }
             let field = line.split_whitespace().nth(c).ok_or_else(|| {
                 DatasetError::row(
                     &member_path,
@@ -554,7 +655,7 @@ fn load_gcd_tar(path: &Path, column: Option<&str>) -> Result<Vec<NamedSeries>, D
                     format!("no field {} ({col_name})", c + 1),
                 )
             })?;
-            let v = parse_usage(field.as_bytes(), &col_name)
+            let v = parse_usage(field.as_bytes(), &col_name, MAX_GCD_PERCENT)
                 .map_err(|e| DatasetError::row(&member_path, i as u64 + 1, e))?;
             values.push(v);
         }

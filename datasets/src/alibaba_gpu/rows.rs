@@ -11,11 +11,11 @@ use std::path::Path;
 /// Latest time a row may carry (s from the trace start): 400 days (the
 /// gpu-v2023 pod list spans 149 days, gpu-v2025 31). A later time is a
 /// damaged row, and would make the replay simulate its years.
-pub const MAX_TIME_S: f64 = 400.0 * 86_400.0;
+pub const MAX_TIME_S: f64 = crate::bounds::MAX_TRACE_TIME_S;
 /// Largest CPU request or capacity in a row (cores).
-pub const MAX_CORES: f64 = 1.0e6;
+pub const MAX_CORES: f64 = crate::bounds::MAX_CORES;
 /// Largest memory request or capacity in a row (GiB): 2^30 GiB = 2^60 bytes.
-pub const MAX_GIB: f64 = (1u64 << 30) as f64;
+pub const MAX_GIB: f64 = crate::bounds::MAX_BYTES / (1u64 << 30) as f64;
 /// Bytes of a file's first line read to recognise its header.
 const HEADER_LIMIT: u64 = 4096;
 

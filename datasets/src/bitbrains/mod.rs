@@ -15,8 +15,14 @@
 //!   killed ([`OomRestart::Component`]: a VM's load comes from outside and
 //!   goes on). Ids are sequential (from 0) in arrival order (ties: file
 //!   name order).
-//! - **Components** = runs of the VM. Rows are sorted by time (rows with a
-//!   time already seen are dropped and counted). A row is *on* when its
+//! - **Components** = runs of the VM. Rows are sorted by time; rows with a
+//!   time already seen are dropped. Both are tolerated, not refused: the
+//!   real files repeat times (`2013-7/20.csv` and `54.csv` hold 4,158 and
+//!   6,236 rows repeating the time of the row before, nearly all
+//!   identical copies), so refusing would refuse the trace. They are
+//!   counted in the report (`out_of_order_rows`, `duplicate_rows`) and
+//!   each file that has any gets a warning naming it, the counts and the
+//!   first line of each. A row is *on* when its
 //!   `CPU cores` and `Memory capacity provisioned` are > 0; the others
 //!   (all zeros in the traces: the VM did not exist yet or was off) end a
 //!   run, and so does a gap of more than `max_gap_s` between two on rows
@@ -149,6 +155,8 @@ pub struct BitbrainsReport {
     pub skipped_rows: u64,
     /// Rows whose time an earlier row of the file already had (dropped).
     pub duplicate_rows: u64,
+    /// Rows earlier than the row before them in the file (sorted).
+    pub out_of_order_rows: u64,
     /// Rows with 0 cores or 0 provisioned memory (the VM off or absent).
     pub off_rows: u64,
     /// VM files without an on row (skipped).
@@ -188,6 +196,7 @@ pub fn build_workload(path: &Path, cfg: &BitbrainsConfig) -> Result<Workload, Da
         rows = r.rows,
         skipped_rows = r.skipped_rows,
         duplicate_rows = r.duplicate_rows,
+        out_of_order_rows = r.out_of_order_rows,
         off_rows = r.off_rows,
         vms_never_on = r.vms_never_on,
         apps = r.apps,
@@ -264,7 +273,22 @@ fn read_runs(
     let mut r = crate::TableReader::<VmSample>::open(path, cfg.lenient)?;
     // (time, on row or None when off)
     let mut rows: Vec<(u64, Option<Row>)> = Vec::new();
+    // times seen; (count, first line) of rows out of order and repeated
+    let mut times = std::collections::HashSet::new();
+    let (mut back, mut dup) = ((0u64, 0u64), (0u64, 0u64));
     while let Some(s) = r.next_row()? {
+        let first = |c: &mut (u64, u64), line: u64| {
+            if c.0 == 0 {
+                c.1 = line;
+            }
+            c.0 += 1;
+        };
+        if rows.last().is_some_and(|l| s.time_s < l.0) {
+            first(&mut back, r.line());
+        }
+        if !times.insert(s.time_s) {
+            first(&mut dup, r.line());
+        }
         let on = s.cpu_cores > 0.0 && s.mem_capacity_kb > 0.0;
         let row = on.then(|| {
             let cpu_used = if s.cpu_capacity_mhz > 0.0 {
@@ -285,6 +309,23 @@ fn read_runs(
     }
     report.rows += r.rows();
     report.skipped_rows += r.skipped();
+    let mut what = Vec::new();
+    if back.0 > 0 {
+        what.push(format!(
+            "{} rows earlier than the row before them (first at line {}), sorted by time",
+            back.0, back.1
+        ));
+    }
+    if dup.0 > 0 {
+        what.push(format!(
+            "{} rows repeating a time already seen (first at line {}), dropped",
+            dup.0, dup.1
+        ));
+    }
+    if !what.is_empty() {
+        tracing::warn!("{}: {}", path.display(), what.join("; "));
+    }
+    report.out_of_order_rows += back.0;
     rows.sort_by_key(|r| r.0);
     let before = rows.len();
     rows.dedup_by_key(|r| r.0);

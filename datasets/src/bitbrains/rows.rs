@@ -8,10 +8,10 @@ use serde::{Deserialize, Serialize};
 /// Latest accepted timestamp, Unix seconds (year 2286).
 pub const MAX_UNIX_S: u64 = 10_000_000_000;
 /// Most cores, MHz, percent and KB accepted in a row (2^50 KB = 2^60 bytes).
-pub const MAX_CORES: f64 = 1.0e6;
+pub const MAX_CORES: f64 = crate::bounds::MAX_CORES;
 pub const MAX_MHZ: f64 = 1.0e12;
 pub const MAX_PERCENT: f64 = 1.0e6;
-pub const MAX_KB: f64 = 1_125_899_906_842_624.0;
+pub const MAX_KB: f64 = crate::bounds::MAX_BYTES / 1024.0;
 
 /// One 300 s sample of one VM.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -141,10 +141,9 @@ impl Google2011Config {
     }
 }
 
-/// Largest CPU amount of a host or request (cores).
-pub const MAX_CORES: f64 = 1.0e6;
-/// Largest memory amount of a host or request (bytes): 2^60.
-pub const MAX_BYTES: f64 = (1u64 << 60) as f64;
+/// Largest CPU (cores) and memory (bytes, 2^60) amount of a host or
+/// request: the shared bounds.
+pub use crate::bounds::{MAX_BYTES, MAX_CORES};
 
 /// Adds an error unless both resources are in (0, MAX].
 pub(crate) fn check_positive_resources(e: &mut ConfigErrors, key: &str, r: Resources) {

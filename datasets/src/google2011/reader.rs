@@ -14,6 +14,7 @@
 //! The fast path parses fields from `csv::ByteRecord` bytes directly
 //! (integers by hand, floats via `str::parse` on the borrowed bytes).
 
+use crate::bounds::{MAX_AMOUNT, MAX_NORMALISED};
 use crate::io::{maybe_gunzip, open, open_bytes, BUF_BYTES};
 use crate::DatasetError;
 use serde::{Deserialize, Serialize};
@@ -314,20 +315,29 @@ pub(crate) fn req_bounded(
     opt_bounded(r, i, col, max)?.ok_or_else(|| format!("{col}: mandatory field is empty"))
 }
 
-/// An optional number in `[0, max]`.
+/// An optional number in `[0, max]` (the shared rule,
+/// [`crate::bounds::in_range`]).
 pub(crate) fn opt_bounded(
     r: &csv::ByteRecord,
     i: usize,
     col: &str,
     max: f64,
 ) -> Result<Option<f64>, String> {
-    match opt_nonneg_f64(r, i, col)? {
-        Some(v) if v > max => Err(format!(
-            "{col}: {} is above the largest accepted, {max}",
-            String::from_utf8_lossy(field(r, i))
-        )),
-        v => Ok(v),
-    }
+    opt_in_range(r, i, col, 0.0, max)
+}
+
+/// An optional number in `[min, max]` (the shared rule,
+/// [`crate::bounds::in_range`]).
+pub(crate) fn opt_in_range(
+    r: &csv::ByteRecord,
+    i: usize,
+    col: &str,
+    min: f64,
+    max: f64,
+) -> Result<Option<f64>, String> {
+    opt_f64(r, i, col)?
+        .map(|v| crate::bounds::in_range(col, v, min, max))
+        .transpose()
 }
 
 #[inline]
@@ -406,9 +416,9 @@ impl Table for TaskEvent {
             scheduling_class: opt_small(r, 7, "scheduling class")?,
             priority: u8::try_from(priority)
                 .map_err(|_| format!("priority: {priority} is out of range"))?,
-            cpu_request: opt_nonneg_f64(r, 9, "CPU request")?,
-            mem_request: opt_nonneg_f64(r, 10, "memory request")?,
-            disk_request: opt_nonneg_f64(r, 11, "disk space request")?,
+            cpu_request: opt_bounded(r, 9, "CPU request", MAX_NORMALISED)?,
+            mem_request: opt_bounded(r, 10, "memory request", MAX_NORMALISED)?,
+            disk_request: opt_bounded(r, 11, "disk space request", MAX_NORMALISED)?,
             different_machines: opt_bool(r, 12, "different machines restriction")?,
         })
     }
@@ -458,8 +468,8 @@ impl Table for MachineEvent {
             event_type: MachineEventType::from_code(code)
                 .ok_or_else(|| format!("event type: unknown machine event type {code}"))?,
             platform_id: opt_string(r, 3),
-            cpus: opt_nonneg_f64(r, 4, "CPUs")?,
-            memory: opt_nonneg_f64(r, 5, "Memory")?,
+            cpus: opt_bounded(r, 4, "CPUs", MAX_NORMALISED)?,
+            memory: opt_bounded(r, 5, "Memory", MAX_NORMALISED)?,
         })
     }
 }
@@ -495,21 +505,26 @@ impl Table for TaskUsage {
             job_id: req_u64(r, 2, "job ID")?,
             task_index: req_u64(r, 3, "task index")?,
             machine_id: req_u64(r, 4, "machine ID")?,
-            cpu_rate: opt_f64(r, 5, "CPU rate")?,
-            canonical_memory: opt_f64(r, 6, "canonical memory usage")?,
-            assigned_memory: opt_f64(r, 7, "assigned memory usage")?,
-            unmapped_page_cache: opt_f64(r, 8, "unmapped page cache")?,
-            total_page_cache: opt_f64(r, 9, "total page cache")?,
-            max_memory: opt_f64(r, 10, "maximum memory usage")?,
-            disk_io_time: opt_f64(r, 11, "disk I/O time")?,
-            local_disk_space: opt_f64(r, 12, "local disk space usage")?,
-            max_cpu_rate: opt_f64(r, 13, "maximum CPU rate")?,
-            max_disk_io_time: opt_f64(r, 14, "maximum disk IO time")?,
-            cycles_per_instruction: opt_f64(r, 15, "cycles per instruction")?,
-            memory_accesses_per_instruction: opt_f64(r, 16, "memory accesses per instruction")?,
-            sample_portion: opt_f64(r, 17, "sample portion")?,
+            cpu_rate: opt_bounded(r, 5, "CPU rate", MAX_NORMALISED)?,
+            canonical_memory: opt_bounded(r, 6, "canonical memory usage", MAX_NORMALISED)?,
+            assigned_memory: opt_bounded(r, 7, "assigned memory usage", MAX_NORMALISED)?,
+            unmapped_page_cache: opt_bounded(r, 8, "unmapped page cache", MAX_NORMALISED)?,
+            total_page_cache: opt_bounded(r, 9, "total page cache", MAX_NORMALISED)?,
+            max_memory: opt_bounded(r, 10, "maximum memory usage", MAX_NORMALISED)?,
+            disk_io_time: opt_bounded(r, 11, "disk I/O time", MAX_NORMALISED)?,
+            local_disk_space: opt_bounded(r, 12, "local disk space usage", MAX_NORMALISED)?,
+            max_cpu_rate: opt_bounded(r, 13, "maximum CPU rate", MAX_NORMALISED)?,
+            max_disk_io_time: opt_bounded(r, 14, "maximum disk IO time", MAX_NORMALISED)?,
+            cycles_per_instruction: opt_bounded(r, 15, "cycles per instruction", MAX_AMOUNT)?,
+            memory_accesses_per_instruction: opt_bounded(
+                r,
+                16,
+                "memory accesses per instruction",
+                MAX_AMOUNT,
+            )?,
+            sample_portion: opt_bounded(r, 17, "sample portion", MAX_NORMALISED)?,
             aggregation_type: opt_bool(r, 18, "aggregation type")?,
-            sampled_cpu_usage: opt_f64(r, 19, "sampled CPU usage")?,
+            sampled_cpu_usage: opt_bounded(r, 19, "sampled CPU usage", MAX_NORMALISED)?,
         })
     }
 }
@@ -588,6 +603,11 @@ impl<T: Table> TableReader<T> {
     /// The file name used in errors.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The 1-based line of the last record read (0 before the first).
+    pub fn line(&self) -> u64 {
+        self.record.position().map_or(0, |p| p.line())
     }
 
     /// The next row, `Ok(None)` at the end. In strict mode a malformed row

@@ -242,3 +242,32 @@ fn bundled_slice_loads() {
         }
     }
 }
+
+/// QA E12: a negative usage or limit is an error naming the file, the line
+/// and the column, as in every other reader (it was read as 0). The -1 the
+/// trace writes in the CPU-histogram columns of a window without one still
+/// reads, and so does a limit of 0.
+#[test]
+fn a_negative_usage_is_an_error_like_in_the_other_readers() {
+    let ok = row(300, 9, 0, 4, 0.01, 0.001, 0.001, 0.004, 0.02);
+    for (i, (cpu, mem, ml), col) in [
+        (0, (0.01, -1.0, 0.004), "avg_memory_usage: -1 is negative"),
+        (1, (-0.5, 0.001, 0.004), "avg_cpu_usage: -0.5 is negative"),
+        (2, (0.01, 0.001, -0.004), "memory_limit: -0.004 is negative"),
+    ] {
+        let d = tempfile::tempdir().expect("tmp");
+        let bad = row(600, 9, 0, 4, cpu, mem, 0.001, ml, 0.02);
+        write(d.path(), "9/0.csv", &[ok.clone(), bad]);
+        let files = task_files(d.path()).expect("files");
+        let msg = build_workload_from_files(&files, &Google2019Config::default())
+            .expect_err("negative")
+            .to_string();
+        assert!(msg.contains(&format!("0.csv:3: {col}")), "case {i}: {msg}");
+    }
+    let d = tempfile::tempdir().expect("tmp");
+    let no_histogram = row(600, 9, 0, 4, 0.01, 0.001, 0.001, 0.0, 0.02)
+        .replace(&vec!["0.0"; 19].join(","), &vec!["-1.0"; 19].join(","));
+    write(d.path(), "9/0.csv", &[ok, no_histogram]);
+    let files = task_files(d.path()).expect("files");
+    assert!(build_workload_from_files(&files, &Google2019Config::default()).is_ok());
+}

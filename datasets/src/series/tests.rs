@@ -223,3 +223,108 @@ fn gcd_tar_members() {
     let mem = load_series(&p, Some("mem")).expect("mem");
     assert_eq!(mem[1].values, vec![2.0]);
 }
+
+/// QA E7: a series value above its column's largest accepted is an error
+/// naming the file, the line and the column (a plain CSV: 2^60; the
+/// Alibaba [0, 100] columns: 100; GCD_VMs: percent, up to 1e5), and an
+/// Alibaba time out of [0, 400 days] is refused.
+#[test]
+fn values_above_the_shared_bound_are_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = write(&dir, "huge.csv", "cpu\n1\n1e300\n2\n");
+    let e = load_series(&p, None).expect_err("1e300").to_string();
+    assert!(
+        e.contains("huge.csv:3: cpu: 1e300 is above the largest accepted"),
+        "{e}"
+    );
+    let ali = |name: &str, t: &str, cpu: &str| {
+        write(
+            &dir,
+            name,
+            &format!(",m_1,100,10,50,,,,0,0,2\n,m_1,{t},{cpu},50,,,,0,0,2\n"),
+        )
+    };
+    let e = load_series(&ali("a1.csv", "200", "150"), None)
+        .expect_err("150 %")
+        .to_string();
+    assert!(
+        e.contains("a1.csv:2: cpu_util_percent: 150 is above the largest accepted, 100"),
+        "{e}"
+    );
+    let e = load_series(&ali("a2.csv", "18446744073709551616", "10"), None)
+        .expect_err("2^64 s")
+        .to_string();
+    assert!(
+        e.contains("a2.csv:2: time_stamp: 1.8446744073709552e19 is above"),
+        "{e}"
+    );
+    let e = load_series(&ali("a3.csv", "-1", "10"), None)
+        .expect_err("-1 s")
+        .to_string();
+    assert!(e.contains("a3.csv:2: time_stamp: -1 is negative"), "{e}");
+    assert_eq!(
+        load_series(&ali("a4.csv", "200", "100"), None).expect("100 %")[0].values,
+        vec![10.0, 100.0]
+    );
+}
+
+/// QA E7: GCD_VMs values are percent (the archive's memory reaches 215 %):
+/// 215 is read, 1e300 is refused naming the member and the line.
+#[test]
+fn gcd_values_are_bounded_percentages() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("vms.tar.gz");
+    let f = std::fs::File::create(&p).expect("create");
+    let gz = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
+    let mut b = tar::Builder::new(gz);
+    for (name, body) in [
+        ("GCD_VMs/vm_1_0", "10.5 215.3\n11 21\n"),
+        ("GCD_VMs/vm_2_3", "1 2\n1e300 50\n"),
+    ] {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(body.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        b.append_data(&mut h, name, body.as_bytes())
+            .expect("append");
+    }
+    b.into_inner().expect("tar").finish().expect("gz");
+    let mem = load_series(&p, Some("mem")).expect("mem");
+    assert_eq!(mem[0].values, vec![215.3, 21.0]);
+    let e = load_series(&p, None).expect_err("1e300").to_string();
+    assert!(
+        e.contains("vm_2_3:2: cpu: 1e300 is above the largest accepted, 100000"),
+        "{e}"
+    );
+}
+
+/// QA E13: a short or long row is an error naming the file and the line,
+/// whichever column is read (a truncated row was used as if complete when
+/// the column read was in it).
+#[test]
+fn ragged_rows_are_refused_whichever_column_is_read() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let short = write(&dir, "short.csv", "cpu,mem\n1,2\n3\n5,6\n");
+    for col in ["cpu", "mem"] {
+        let e = load_series(&short, Some(col))
+            .expect_err("short")
+            .to_string();
+        assert!(e.contains("short.csv:3: row has 1 fields"), "{col}: {e}");
+    }
+    let long = write(&dir, "long.csv", "cpu,mem\n1,2\n3,4,5,6\n");
+    let e = load_series(&long, Some("cpu"))
+        .expect_err("long")
+        .to_string();
+    assert!(
+        e.contains("long.csv:3: row has 4 fields, expected 2 (as the header)"),
+        "{e}"
+    );
+    let headless = write(&dir, "headless.csv", "1,2\n3,4\n5\n");
+    let e = load_series(&headless, Some("0"))
+        .expect_err("short")
+        .to_string();
+    assert!(
+        e.contains("headless.csv:3: row has 1 fields, expected 2 (as the first row)"),
+        "{e}"
+    );
+}

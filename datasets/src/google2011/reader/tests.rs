@@ -139,3 +139,47 @@ proptest::proptest! {
         for _ in 0..100 { if a.next().is_none() { break; } }
     }
 }
+
+/// QA E5: machine capacities, task requests and task_usage amounts are
+/// normalised (a share of the largest machine): above a thousand machines
+/// (`1e300`) a row is an error naming the file, the line and the column,
+/// the shared rule of every reader; before, 1e300 was accepted (a host of
+/// 3.2e301 cores) or the task silently dropped.
+#[test]
+fn normalised_amounts_above_the_shared_bound_are_refused() {
+    let (rows, _) = read_all::<MachineEvent>("0,1,0,p,0.5,0.5\n0,2,0,p,1e300,0.5\n", false);
+    assert!(rows[0].is_ok());
+    let e = rows[1].as_ref().expect_err("1e300 CPUs").to_string();
+    assert!(
+        e.contains("t.csv:2: CPUs: 1e300 is above the largest accepted, 1000"),
+        "{e}"
+    );
+    let (rows, _) = read_all::<MachineEvent>("0,2,0,p,0.5,1.7e308\n", false);
+    let e = rows[0].as_ref().expect_err("1.7e308 memory").to_string();
+    assert!(e.contains("t.csv:1: Memory: 1.7e308 is above"), "{e}");
+    let (rows, _) = read_all::<TaskEvent>(
+        "0,,1,0,,0,u,0,9,0.1,0.1,0,0\n0,,1,1,,0,u,0,9,0.1,1e300,0,0\n",
+        false,
+    );
+    assert!(rows[0].is_ok());
+    let e = rows[1].as_ref().expect_err("1e300 request").to_string();
+    assert!(
+        e.contains("t.csv:2: memory request: 1e300 is above the largest accepted"),
+        "{e}"
+    );
+    let (rows, _) = read_all::<TaskUsage>(
+        "0,300000000,1,0,2,1e300,0.1,0.1,0,0,0.1,0,0,0.1,0,1,0,1,0,0\n",
+        false,
+    );
+    let e = rows[0].as_ref().expect_err("1e300 usage").to_string();
+    assert!(e.contains("t.csv:1: CPU rate: 1e300 is above"), "{e}");
+    let (rows, _) = read_all::<TaskUsage>(
+        "0,300000000,1,0,2,0.1,-0.5,0.1,0,0,0.1,0,0,0.1,0,1,0,1,0,0\n",
+        false,
+    );
+    let e = rows[0].as_ref().expect_err("negative usage").to_string();
+    assert!(
+        e.contains("t.csv:1: canonical memory usage: -0.5 is negative"),
+        "{e}"
+    );
+}
