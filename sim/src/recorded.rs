@@ -8,11 +8,34 @@
 //!   host with the node's capacity; applications by `tailor.app`; each
 //!   container's recorded usage as its usage series), so `replay`, `tune`
 //!   and `frontier` run on what a real host saw.
+//!
+//! # What a round must hold ([`read_recording`])
+//!
+//! Every round's values are checked with the readers' shared rule
+//! ([`datasets::bounds::in_range`]); the first one out of range is an error
+//! naming the file, the line and the key (`line 7:
+//! containers[0].request.mem_bytes: 1e300 is above the largest accepted,
+//! ...`), and nothing of the recording is used:
+//! - `at_s` in [0, 1e10] (Unix seconds) and after the previous round's:
+//!   rounds are one interval apart in a replay, so a time that goes back
+//!   or stands still is a spliced or damaged file (or a clock stepped
+//!   back while recording), not something to replay quietly;
+//! - `capacity` in (0, 1e6] cores and (0, 2^60] bytes in every round;
+//! - per container: `request`, `allocation`, `usage` and the `sample`'s
+//!   amounts in [0, 1e6] cores and [0, 2^60] bytes, `mem_floor_bytes` in
+//!   [0, 2^60], `started_s` at most 1e10 (a negative one is accepted:
+//!   Docker's zero time reads as about -6.2e10); an `id` at most once a
+//!   round;
+//! - `forecasts`: one per container;
+//! - an `oom_kill` event's `limit_bytes` in [0, 2^60] and `at_s` in [0,
+//!   1e10]. A kill of a container the recording never sampled is kept
+//!   and ignored (it can start and die between two rounds).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use datasets::bounds::{in_range, positive, show, MAX_BYTES, MAX_CORES, MAX_UNIX_S};
 use datasets::recording::RecordReader;
 use datasets::workload::{
     AppSpec, ComponentSpec, HostSpec, OomRestart, RequestChange, Shape, UsageSeries, Workload,
@@ -120,13 +143,15 @@ pub fn read_recording(path: &Path) -> Result<Recording, SimError> {
         .forecaster
         .validate()
         .map_err(|e| bad(format!("header: forecaster: {e}")))?;
-    let mut rounds = Vec::new();
+    let mut rounds: Vec<RoundRecord> = Vec::new();
     while let Some(rec) = r.read_next::<Record>()? {
         match rec {
             Record::Round(round) => {
                 if rounds.len() >= MAX_ROUNDS {
                     return Err(bad(format!("more than {MAX_ROUNDS} rounds")));
                 }
+                check_round(&round, rounds.last().map(|p| p.at_s))
+                    .map_err(|e| bad(format!("line {}: {e}", r.line())))?;
                 rounds.push(round);
             }
             Record::Header(_) => {
@@ -135,6 +160,87 @@ pub fn read_recording(path: &Path) -> Result<Recording, SimError> {
         }
     }
     Ok(Recording { header, rounds })
+}
+
+/// Checks one round's values (see the module docs); the error names the
+/// key. `prev_at_s`: the previous round's time.
+fn check_round(r: &RoundRecord, prev_at_s: Option<f64>) -> Result<(), String> {
+    in_range("at_s", r.at_s, 0.0, MAX_UNIX_S)?;
+    if let Some(p) = prev_at_s.filter(|&p| r.at_s <= p) {
+        return Err(format!(
+            "at_s: {} is not after the previous round's, {}",
+            show(r.at_s),
+            show(p)
+        ));
+    }
+    positive("capacity.cpu_cores", r.capacity.cpu_cores, MAX_CORES)?;
+    positive("capacity.mem_bytes", r.capacity.mem_bytes, MAX_BYTES)?;
+    let amounts = |key: &str, x: Resources| -> Result<(), String> {
+        in_range(&format!("{key}.cpu_cores"), x.cpu_cores, 0.0, MAX_CORES)?;
+        in_range(&format!("{key}.mem_bytes"), x.mem_bytes, 0.0, MAX_BYTES)?;
+        Ok(())
+    };
+    let mut ids = std::collections::HashSet::new();
+    for (i, c) in r.containers.iter().enumerate() {
+        let k = format!("containers[{i}]");
+        if !ids.insert(c.meta.id.as_str()) {
+            return Err(format!(
+                "{k}.id: {:?} is in the round twice (one sample per container)",
+                c.meta.id
+            ));
+        }
+        amounts(&format!("{k}.request"), c.request)?;
+        amounts(&format!("{k}.allocation"), c.allocation)?;
+        amounts(&format!("{k}.usage"), c.usage)?;
+        if let Some(x) = &c.sample {
+            if let Some(cpu) = x.cpu_cores {
+                in_range(&format!("{k}.sample.cpu_cores"), cpu, 0.0, MAX_CORES)?;
+            }
+            in_range(
+                &format!("{k}.sample.mem_bytes"),
+                x.mem_bytes,
+                0.0,
+                MAX_BYTES,
+            )?;
+            if let Some(p) = x.mem_peak_bytes {
+                in_range(&format!("{k}.sample.mem_peak_bytes"), p, 0.0, MAX_BYTES)?;
+            }
+        }
+        in_range(
+            &format!("{k}.mem_floor_bytes"),
+            c.meta.mem_floor_bytes,
+            0.0,
+            MAX_BYTES,
+        )?;
+        in_range(
+            &format!("{k}.started_s"),
+            c.meta.started_s,
+            f64::MIN,
+            MAX_UNIX_S,
+        )?;
+    }
+    if r.forecasts.len() != r.containers.len() {
+        return Err(format!(
+            "forecasts: {} for {} containers (one per container)",
+            r.forecasts.len(),
+            r.containers.len()
+        ));
+    }
+    for (i, e) in r.events.iter().enumerate() {
+        if let KernelEvent::OomKill {
+            limit_bytes, at_s, ..
+        } = e
+        {
+            in_range(
+                &format!("events[{i}].limit_bytes"),
+                *limit_bytes,
+                0.0,
+                MAX_BYTES,
+            )?;
+            in_range(&format!("events[{i}].at_s"), *at_s, 0.0, MAX_UNIX_S)?;
+        }
+    }
+    Ok(())
 }
 
 fn describe(a: &NodeAction) -> String {
@@ -605,5 +711,92 @@ mod tests {
         );
         assert_eq!(c.request_at(1.9), c.request);
         assert!((c.usage.mem_bytes.at(3) / MIB - 50.0).abs() < 1e-3);
+    }
+    /// Writes `rec` as a recording file and reads it back.
+    fn read_back(rec: &Recording) -> Result<Recording, String> {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("rec.jsonl");
+        let mut text =
+            serde_json::to_string(&Record::Header(Box::new(rec.header.clone()))).expect("json");
+        text.push('\n');
+        for r in &rec.rounds {
+            text.push_str(&serde_json::to_string(&Record::Round(r.clone())).expect("json"));
+            text.push('\n');
+        }
+        std::fs::write(&path, text).expect("write");
+        read_recording(&path).map_err(|e| e.to_string())
+    }
+
+    /// QA E4: a round's values are checked as the trace readers check
+    /// theirs: 1e300 or negative amounts, a capacity of 0 or 1e300, a time
+    /// that goes back and a container twice in a round are errors naming
+    /// the file, the line and the key (they replayed with absurd figures or
+    /// were silently ignored).
+    #[test]
+    fn out_of_range_round_values_are_refused_naming_the_line_and_key() {
+        let base = || {
+            (0..4)
+                .map(|i| round(i, 50.0, None, vec![]))
+                .collect::<Vec<_>>()
+        };
+        assert!(read_back(&recording(base())).is_ok());
+        type Edit = fn(&mut RoundRecord);
+        let cases: [(Edit, &str); 10] = [
+            (
+                |r| r.containers[0].request.mem_bytes = 1e300,
+                "containers[0].request.mem_bytes: 1e300 is above the largest accepted",
+            ),
+            (
+                |r| r.containers[0].usage.mem_bytes = 1e300,
+                "containers[0].usage.mem_bytes: 1e300 is above",
+            ),
+            (
+                |r| r.containers[0].usage.mem_bytes = -1e9,
+                "containers[0].usage.mem_bytes: -1000000000 is negative",
+            ),
+            (
+                |r| r.containers[0].request.cpu_cores = -1.0,
+                "containers[0].request.cpu_cores: -1 is negative",
+            ),
+            (
+                |r| {
+                    if let Some(s) = r.containers[0].sample.as_mut() {
+                        s.mem_peak_bytes = Some(1e300);
+                    }
+                },
+                "containers[0].sample.mem_peak_bytes: 1e300 is above",
+            ),
+            (
+                |r| r.capacity.mem_bytes = 1e300,
+                "capacity.mem_bytes: 1e300 is above",
+            ),
+            (
+                |r| r.capacity.cpu_cores = 0.0,
+                "capacity.cpu_cores: 0 must be above 0",
+            ),
+            (
+                |r| r.at_s = 50.0,
+                "at_s: 50 is not after the previous round's, 101",
+            ),
+            (
+                |r| {
+                    let c = r.containers[0].clone();
+                    r.containers.push(c);
+                    r.forecasts.push(None);
+                },
+                "containers[1].id: \"c\" is in the round twice",
+            ),
+            (|r| r.forecasts.clear(), "forecasts: 0 for 1 containers"),
+        ];
+        for (edit, want) in cases {
+            let mut rounds = base();
+            edit(&mut rounds[2]);
+            let e = read_back(&recording(rounds)).expect_err(want);
+            // the header is line 1: round 2 is line 4
+            assert!(
+                e.contains("rec.jsonl") && e.contains(&format!("line 4: {want}")),
+                "{want}: {e}"
+            );
+        }
     }
 }
