@@ -79,7 +79,7 @@ pub enum UnitArg {
     Mib,
     Gib,
     /// The file's own unit, not converted (normalised Google values,
-    /// Alibaba percent, Bitbrains MHz).
+    /// Alibaba and GCD_VMs percent, Bitbrains MHz).
     Native,
 }
 
@@ -134,10 +134,12 @@ impl Unit {
                 }
                 (SeriesFormat::Bitbrains, ResourceArg::Cpu) => return Ok(native("MHz")),
                 (SeriesFormat::AlibabaContainerUsage, _) => return Ok(native("% of the machine")),
+                // GCD_VMs values are CPU and memory utilisation in percent
+                // (SOURCES.md), not normalised units
+                (SeriesFormat::GcdVmsTar, _) => return Ok(native("%")),
                 (
                     SeriesFormat::Google2011Derived
                     | SeriesFormat::Google2011TaskUsage { .. }
-                    | SeriesFormat::GcdVmsTar
                     | SeriesFormat::Google2019InstanceUsage,
                     _,
                 ) => return Ok(native("normalised units")),
