@@ -24,6 +24,32 @@
 //! The running shaper re-reads the file when it changes (checked every
 //! second), so `revoke` takes effect without a restart. A file that does not
 //! parse keeps the previous credentials in force and is logged as an error.
+//!
+//! ## Generations and revocations (several replicas)
+//!
+//! `add` and `revoke` raise the file's `generation`, and `revoke` keeps
+//! the revoked key as a tombstone:
+//!
+//! ```toml
+//! generation = 7                     # raised by every add / revoke
+//! [[credential]]
+//! # ...
+//! [[revoked]]
+//! key_id = "0a1b2c3d4e5f6071"        # never valid again, in any replica
+//! agent_id = "node-9"
+//! tenant = "team-a"
+//! revoked_s = 1763990000.0
+//! ```
+//!
+//! A file holding a `[[credential]]` whose key id is also `[[revoked]]` is
+//! refused. With `[etcd]`, replicas share the credentials; a replica
+//! publishes its file only as [`plan_publication`] allows: the shared
+//! tombstones only grow, a set holding a revoked key is never published,
+//! and a file whose generation is not newer than the shared one (a backup,
+//! a replica whose copy was not updated) is refused and logged as an
+//! error; its own revocations are merged into the shared set all the same.
+//! Files without `generation` or `[[revoked]]` (written before these
+//! existed) read as generation 0 without tombstones.
 
 use crate::app_scope::{check_patterns, AppScope};
 use crate::protocol::MAX_NAME_LEN;
@@ -62,12 +88,223 @@ pub struct CredentialRecord {
     pub apps: Vec<String>,
 }
 
+/// A revoked key (a tombstone): it never verifies again, and no set that
+/// holds it is published to the other replicas.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RevokedRecord {
+    pub key_id: String,
+    pub agent_id: String,
+    pub tenant: String,
+    /// Unix seconds.
+    pub revoked_s: f64,
+}
+
 /// The credentials file.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CredentialsFile {
+    /// Raised by every `add` and `revoke`: a replica publishes its file to
+    /// the other replicas only when this is above the shared one's
+    /// (0 in files written before it existed).
+    #[serde(default)]
+    pub generation: u64,
     #[serde(default, rename = "credential")]
     pub credentials: Vec<CredentialRecord>,
+    /// Revoked keys (tombstones).
+    #[serde(default, rename = "revoked", skip_serializing_if = "Vec::is_empty")]
+    pub revoked: Vec<RevokedRecord>,
+}
+
+/// What publishing a credentials file to the shared store did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Publication {
+    /// The store already held this set (or the file is empty: nothing to
+    /// publish).
+    UpToDate,
+    /// The file's set is now the shared one.
+    Published { generation: u64 },
+    /// The file was refused: it is older than the shared set or brings back
+    /// revoked keys. The shared set stays in force, with
+    /// `revocations_merged` of the file's revocations added to it.
+    Refused {
+        file_generation: u64,
+        stored_generation: u64,
+        /// `key_id (agent)` of each credential the shared set has revoked.
+        revived: Vec<String>,
+        /// Agent ids the file would add or remove (key changes), sorted.
+        differs_for: Vec<String>,
+        revocations_merged: usize,
+    },
+}
+
+impl std::fmt::Display for Publication {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::UpToDate => write!(f, "up to date"),
+            Self::Published { generation } => write!(f, "published generation {generation}"),
+            Self::Refused {
+                file_generation,
+                stored_generation,
+                revived,
+                differs_for,
+                revocations_merged,
+            } => {
+                write!(f, "refused: the file's generation {file_generation} is ")?;
+                if revived.is_empty() {
+                    write!(f, "not above the shared generation {stored_generation}")?;
+                } else {
+                    write!(
+                        f,
+                        "stale: it holds {} credential(s) revoked in the shared set ({}); a revoked key never comes back",
+                        revived.len(),
+                        revived.join(", ")
+                    )?;
+                }
+                if !differs_for.is_empty() {
+                    write!(f, "; its keys differ for agents {}", differs_for.join(", "))?;
+                }
+                write!(
+                    f,
+                    "; the shared set (generation {stored_generation}) stays in force"
+                )?;
+                if *revocations_merged > 0 {
+                    write!(
+                        f,
+                        " with the file's {revocations_merged} new revocation(s) added"
+                    )?;
+                }
+                write!(f, "; update this file from the current one (or re-run `tailor shaper credentials add|revoke` on it, which raises its generation)")
+            }
+        }
+    }
+}
+
+/// What to publish of `local` over the shared set `stored` (pure: both
+/// stores use it, the etcd one under a compare-and-swap):
+/// * the shared tombstones only grow: every revocation of `local` is added;
+/// * a credential revoked in `stored` is never published again;
+/// * `local`'s credentials replace the shared ones only when its
+///   generation is above the shared one and it revives no revoked key;
+///   otherwise it is [`Publication::Refused`] (the shared credentials stay,
+///   minus the keys `local` revokes);
+/// * an empty `local` (no credential, no tombstone, generation 0: a replica
+///   without its own file) publishes nothing.
+///
+/// Returns the outcome and the set to write (`None`: nothing to write).
+pub fn plan_publication(
+    local: &CredentialsFile,
+    stored: Option<&CredentialsFile>,
+) -> (Publication, Option<CredentialsFile>) {
+    let empty = local.credentials.is_empty() && local.revoked.is_empty() && local.generation == 0;
+    let Some(stored) = stored else {
+        if empty {
+            return (Publication::UpToDate, None);
+        }
+        return (
+            Publication::Published {
+                generation: local.generation,
+            },
+            Some(local.clone()),
+        );
+    };
+    if empty {
+        return (Publication::UpToDate, None);
+    }
+    let stored_revoked: std::collections::HashSet<&str> =
+        stored.revoked.iter().map(|r| r.key_id.as_str()).collect();
+    let mut tombs = stored.revoked.clone();
+    for r in &local.revoked {
+        if !stored_revoked.contains(r.key_id.as_str()) {
+            tombs.push(r.clone());
+        }
+    }
+    let new_tombs = tombs.len() - stored.revoked.len();
+    let revived: Vec<String> = local
+        .credentials
+        .iter()
+        .filter(|c| stored_revoked.contains(c.key_id.as_str()))
+        .map(|c| format!("{} ({})", c.key_id, c.agent_id))
+        .collect();
+    if revived.is_empty() && local.generation > stored.generation {
+        let mut out = local.clone();
+        out.revoked = tombs;
+        return (
+            Publication::Published {
+                generation: local.generation,
+            },
+            Some(out),
+        );
+    }
+    let dead: std::collections::HashSet<&str> = tombs.iter().map(|r| r.key_id.as_str()).collect();
+    let mut merged = stored.clone();
+    merged
+        .credentials
+        .retain(|c| !dead.contains(c.key_id.as_str()));
+    merged.revoked = tombs.clone();
+    let write = (merged != *stored).then_some(merged);
+    let key_set = |f: &CredentialsFile| -> std::collections::BTreeSet<(String, String)> {
+        f.credentials
+            .iter()
+            .filter(|c| !dead.contains(c.key_id.as_str()))
+            .map(|c| (c.key_id.clone(), toml::to_string(c).unwrap_or_default()))
+            .collect()
+    };
+    let (mine, theirs) = (key_set(local), key_set(stored));
+    if revived.is_empty() && mine == theirs {
+        // Same credentials (an older copy of the same set, or a file that
+        // only adds revocations): nothing refused.
+        return match write {
+            Some(w) => (
+                Publication::Published {
+                    generation: w.generation,
+                },
+                Some(w),
+            ),
+            None => (Publication::UpToDate, None),
+        };
+    }
+    let agent_of = |k: &str| {
+        local
+            .credentials
+            .iter()
+            .chain(&stored.credentials)
+            .find(|c| c.key_id == k)
+            .map(|c| c.agent_id.clone())
+            .unwrap_or_default()
+    };
+    let differs_for: std::collections::BTreeSet<String> = mine
+        .symmetric_difference(&theirs)
+        .map(|(k, _)| agent_of(k))
+        .collect();
+    (
+        Publication::Refused {
+            file_generation: local.generation,
+            stored_generation: stored.generation,
+            revived,
+            differs_for: differs_for.into_iter().collect(),
+            revocations_merged: new_tombs,
+        },
+        write,
+    )
+}
+
+impl CredentialsFile {
+    /// Drops the credentials whose key is revoked in this set; returns them
+    /// (a shared set written by an older replica may hold some).
+    pub fn drop_revoked(&mut self, also: &[RevokedRecord]) -> Vec<CredentialRecord> {
+        let dead: std::collections::HashSet<&str> = self
+            .revoked
+            .iter()
+            .chain(also)
+            .map(|r| r.key_id.as_str())
+            .collect();
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.credentials)
+            .into_iter()
+            .partition(|c| dead.contains(c.key_id.as_str()));
+        self.credentials = kept;
+        gone
+    }
 }
 
 /// Who sent a request: the agent and tenant its credential is bound to.
@@ -240,6 +477,39 @@ impl CredentialsFile {
                 }
             }
         }
+        if self.revoked.len() > MAX_CREDENTIALS {
+            errors.push(format!(
+                "{} revoked keys, more than the limit of {MAX_CREDENTIALS}",
+                self.revoked.len()
+            ));
+            return Err(errors);
+        }
+        let mut dead: HashMap<&str, usize> = HashMap::new();
+        for (j, r) in self.revoked.iter().enumerate() {
+            if errors.len() >= 20 {
+                errors.push("... (more errors not shown)".into());
+                break;
+            }
+            let at = format!("revoked[{j}]");
+            if !is_lower_hex(&r.key_id, KEY_ID_HEX) {
+                errors.push(format!(
+                    "{at}.key_id must be {KEY_ID_HEX} lower-case hex digits"
+                ));
+            } else if let Some(k) = dead.insert(&r.key_id, j) {
+                errors.push(format!("{at}.key_id {} repeats revoked[{k}]", r.key_id));
+            }
+            if !r.revoked_s.is_finite() {
+                errors.push(format!("{at}.revoked_s must be finite"));
+            }
+        }
+        for (i, c) in self.credentials.iter().enumerate() {
+            if let Some(j) = dead.get(c.key_id.as_str()) {
+                errors.push(format!(
+                    "credential[{i}].key_id {} (agent {:?}) was revoked (revoked[{j}]): a revoked key never comes back; delete this [[credential]] block (this file is probably an old copy)",
+                    c.key_id, c.agent_id
+                ));
+            }
+        }
         if errors.is_empty() {
             Ok(())
         } else {
@@ -358,23 +628,45 @@ impl CredentialsFile {
         let (token, mut record) = new_credential(agent_id, tenant, now_s)?;
         record.apps = apps.to_vec();
         self.credentials.push(record);
+        self.generation += 1;
         Ok(token)
     }
 
-    /// Removes the credentials of `agent_id` (all its keys) or the one with
-    /// `key_id`; returns how many were removed.
-    pub fn revoke(&mut self, agent_id: Option<&str>, key_id: Option<&str>) -> usize {
-        let before = self.credentials.len();
-        self.credentials.retain(|c| {
-            !(agent_id.is_some_and(|a| a == c.agent_id) || key_id.is_some_and(|k| k == c.key_id))
-        });
-        before - self.credentials.len()
+    /// Revokes the credentials of `agent_id` (all its keys) or the one with
+    /// `key_id`: each becomes a `[[revoked]]` tombstone, and the generation
+    /// rises when any was revoked. Returns how many were revoked.
+    pub fn revoke(&mut self, agent_id: Option<&str>, key_id: Option<&str>, now_s: f64) -> usize {
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.credentials)
+            .into_iter()
+            .partition(|c| {
+                agent_id.is_some_and(|a| a == c.agent_id) || key_id.is_some_and(|k| k == c.key_id)
+            });
+        self.credentials = kept;
+        for c in &gone {
+            if !self.revoked.iter().any(|r| r.key_id == c.key_id) {
+                self.revoked.push(RevokedRecord {
+                    key_id: c.key_id.clone(),
+                    agent_id: c.agent_id.clone(),
+                    tenant: c.tenant.clone(),
+                    revoked_s: now_s,
+                });
+            }
+        }
+        if !gone.is_empty() {
+            self.generation += 1;
+        }
+        gone.len()
     }
 
     /// The in-memory index of a validated file.
     pub fn index(&self) -> Credentials {
         let mut by_key = HashMap::with_capacity(self.credentials.len());
+        let dead: std::collections::HashSet<&str> =
+            self.revoked.iter().map(|r| r.key_id.as_str()).collect();
         for c in &self.credentials {
+            if dead.contains(c.key_id.as_str()) {
+                continue;
+            }
             if let Some(hash) = from_hex32(&c.sha256) {
                 by_key.insert(
                     c.key_id.clone(),
@@ -512,8 +804,12 @@ mod tests {
         assert!(f.add("n1", "t2", &[], 0.0).is_err());
         assert!(f.add("n2", "bad/tenant", &[], 0.0).is_err());
         assert!(f.add("", "t1", &[], 0.0).is_err());
-        assert_eq!(f.revoke(Some("n1"), None), 2);
+        assert_eq!(f.revoke(Some("n1"), None, 9.0), 2);
         assert!(f.credentials.is_empty());
+        assert_eq!(f.revoked.len(), 2, "revoked keys stay as tombstones");
+        assert_eq!(f.generation, 3, "two adds and a revoke");
+        assert_eq!(f.revoke(Some("n1"), None, 9.0), 0);
+        assert_eq!(f.generation, 3, "nothing revoked: same generation");
     }
 
     #[test]
@@ -548,5 +844,145 @@ mod tests {
         let mut dup = f.clone();
         dup.credentials.push(f.credentials[0].clone());
         assert!(dup.validate().is_err());
+    }
+
+    #[test]
+    fn files_without_generation_or_tombstones_still_load() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("credentials.toml");
+        let old = format!(
+            "[[credential]]\nkey_id = \"{}\"\nagent_id = \"n1\"\ntenant = \"t\"\nsha256 = \"{}\"\ncreated_s = 1.0\n",
+            "0123456789abcdef",
+            "a".repeat(64)
+        );
+        std::fs::write(&p, old).expect("write");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        }
+        let mut f = CredentialsFile::load(&p, false).expect("an old file loads");
+        assert_eq!(
+            (f.generation, f.credentials.len(), f.revoked.len()),
+            (0, 1, 0)
+        );
+        f.revoke(Some("n1"), None, 2.0);
+        f.save(&p).expect("save");
+        let text = std::fs::read_to_string(&p).expect("read");
+        assert!(
+            text.contains("generation = 1") && text.contains("[[revoked]]"),
+            "{text}"
+        );
+        assert_eq!(CredentialsFile::load(&p, false).expect("reload"), f);
+    }
+
+    #[test]
+    fn a_revoked_key_next_to_its_credential_is_refused_with_its_index() {
+        let mut f = CredentialsFile::default();
+        f.add("n1", "t", &[], 0.0).expect("add");
+        let stale = f.clone();
+        f.revoke(Some("n1"), None, 1.0);
+        let mut both = f.clone();
+        both.credentials = stale.credentials.clone();
+        let e = both.validate().expect_err("revoked and present").join("; ");
+        assert!(
+            e.contains("credential[0].key_id") && e.contains("was revoked (revoked[0])"),
+            "{e}"
+        );
+        // Never verifies, even in an unvalidated set.
+        assert!(both.index().is_empty());
+    }
+
+    #[test]
+    fn publication_keeps_revocations_and_refuses_stale_files() {
+        let mut f = CredentialsFile::default();
+        f.add("a", "t", &[], 0.0).expect("add");
+        f.add("s", "t", &[], 0.0).expect("add");
+        // Nothing shared yet: published as is; an empty file publishes nothing.
+        let (out, w) = plan_publication(&f, None);
+        assert_eq!(out, Publication::Published { generation: 2 });
+        assert_eq!(w.as_ref(), Some(&f));
+        assert_eq!(
+            plan_publication(&CredentialsFile::default(), Some(&f)),
+            (Publication::UpToDate, None)
+        );
+        assert_eq!(
+            plan_publication(&f, Some(&f)),
+            (Publication::UpToDate, None)
+        );
+        let backup = f.clone();
+        f.revoke(Some("s"), None, 1.0);
+        let (out, w) = plan_publication(&f, Some(&backup));
+        assert_eq!(out, Publication::Published { generation: 3 });
+        let shared = w.expect("write");
+        // The backup: older, and it holds a revoked key.
+        let (out, w) = plan_publication(&backup, Some(&shared));
+        assert!(w.is_none(), "nothing to write");
+        match &out {
+            Publication::Refused {
+                file_generation: 2,
+                stored_generation: 3,
+                revived,
+                differs_for,
+                revocations_merged: 0,
+            } => {
+                assert_eq!(revived.len(), 1);
+                assert!(revived[0].ends_with("(s)"), "{revived:?}");
+                assert!(
+                    differs_for.is_empty(),
+                    "revived keys are listed apart: {differs_for:?}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            out.to_string().contains("a revoked key never comes back"),
+            "{out}"
+        );
+        // A forged high generation does not revive it.
+        let mut high = backup.clone();
+        high.generation = 50;
+        assert!(matches!(
+            plan_publication(&high, Some(&shared)).0,
+            Publication::Refused { .. }
+        ));
+        // Same generation, other credentials: refused (two edits raced).
+        let mut side = shared.clone();
+        side.credentials.clear();
+        side.add("x", "t", &[], 2.0).expect("add");
+        side.generation = shared.generation;
+        assert!(matches!(
+            plan_publication(&side, Some(&shared)).0,
+            Publication::Refused {
+                revocations_merged: 0,
+                ..
+            }
+        ));
+        // A stale file's own revocations still apply to the shared set.
+        let mut stale_revoke = backup.clone();
+        stale_revoke.revoke(Some("a"), None, 3.0);
+        let (out, w) = plan_publication(&stale_revoke, Some(&shared));
+        assert!(
+            matches!(
+                out,
+                Publication::Refused {
+                    revocations_merged: 1,
+                    ..
+                }
+            ),
+            "{out}"
+        );
+        let merged = w.expect("merged revocations");
+        assert!(merged.credentials.is_empty());
+        assert_eq!(merged.revoked.len(), 2);
+        assert_eq!(merged.generation, shared.generation);
+        // An older copy with the same credentials only adds its tombstones.
+        let mut copy = merged.clone();
+        copy.revoked.truncate(1);
+        copy.generation = 1;
+        assert_eq!(
+            plan_publication(&copy, Some(&merged)),
+            (Publication::UpToDate, None)
+        );
     }
 }

@@ -14,12 +14,18 @@
 //!   token never goes to an unlisted host.
 //! * A leader that cannot renew its lease for `lease_ttl_s`, or whose fenced
 //!   write fails, steps down at once: it forgets its state and redirects.
-//! * Credentials: a replica publishes its credentials file (hashes only) to
-//!   etcd when it starts with a non-empty one and whenever the file
-//!   changes; every replica uses what etcd holds (checked every tick), so a
-//!   revocation on one replica reaches all of them.
+//! * Credentials: every replica uses what etcd holds (checked every tick),
+//!   minus the keys its own file revokes. A replica offers its credentials
+//!   file (hashes only) to etcd when it starts with a non-empty one and
+//!   whenever the file changes (retried every tick while etcd fails), and
+//!   etcd takes it only as [`crate::credentials::plan_publication`] allows:
+//!   revoked keys are tombstones in etcd that only grow, so a revocation on
+//!   one replica reaches all of them and stays in force; a file whose
+//!   `generation` is not above etcd's (a backup, a replica whose copy was
+//!   not updated) or that holds a revoked key is refused with an error in
+//!   the log (`credentials file refused`), and etcd's set stays in force.
 
-use crate::credentials::CredentialsFile;
+use crate::credentials::{CredentialsFile, Publication};
 use crate::etcd::EtcdStore;
 use crate::protocol::{ErrorBody, ERROR_NOT_LEADER, ERROR_NO_LEADER};
 use crate::server::Shared;
@@ -102,21 +108,102 @@ async fn promote(sh: &Shared, etcd: &EtcdStore, lease: i64, url: &str) -> Result
     Ok(())
 }
 
+/// Logs what became of the local credentials file offered to the store
+/// (an error, with the reason, when it was refused).
+pub(crate) fn log_publication(outcome: &Publication, file: &CredentialsFile, path: &str) {
+    match outcome {
+        Publication::UpToDate => tracing::debug!(
+            path,
+            generation = file.generation,
+            "credentials file matches the shared credentials"
+        ),
+        Publication::Published { generation } => tracing::info!(
+            path,
+            generation,
+            credentials = file.credentials.len(),
+            revoked = file.revoked.len(),
+            "credentials file published to the shared store"
+        ),
+        Publication::Refused {
+            file_generation,
+            stored_generation,
+            revived,
+            differs_for,
+            revocations_merged,
+        } => tracing::error!(
+            path,
+            file_generation,
+            stored_generation,
+            revived = %revived.join(", "),
+            differs_for = %differs_for.join(", "),
+            revocations_merged,
+            "credentials file refused (STALE: older than the shared credentials, or it brings back revoked keys); {outcome}"
+        ),
+    }
+}
+
 /// The election loop of a replica (runs for the server's lifetime).
-pub async fn run_election(sh: Arc<Shared>, etcd: Arc<EtcdStore>, local_creds: CredentialsFile) {
+/// `local` carries the credentials file as last read (see
+/// [`crate::watch::watch_credentials`]).
+pub async fn run_election(
+    sh: Arc<Shared>,
+    etcd: Arc<EtcdStore>,
+    mut local: tokio::sync::watch::Receiver<CredentialsFile>,
+    path: String,
+) {
     let ttl = etcd.lease_ttl_s();
     let period = Duration::from_secs_f64((f64::from(ttl) / 3.0).max(0.5));
     let ttl_d = Duration::from_secs(u64::from(ttl));
     let url = etcd_advertise(&etcd);
-    if !local_creds.credentials.is_empty() {
-        if let Err(e) = etcd.put_credentials(&local_creds).await {
-            tracing::error!(error = %e, "credentials not published to etcd");
-        }
-    }
+    let mut unpublished = true;
     let mut shared_creds: Option<CredentialsFile> = None;
     let mut lease: i64 = 0;
     let mut renewed = Instant::now();
     loop {
+        // The credentials first: a replica takes the lead with etcd's.
+        if local.has_changed().unwrap_or(false) {
+            unpublished = true;
+        }
+        let file = local.borrow_and_update().clone();
+        if unpublished {
+            match etcd.publish_credentials(&file).await {
+                Ok(outcome) => {
+                    log_publication(&outcome, &file, &path);
+                    if matches!(outcome, Publication::Refused { .. }) {
+                        sh.with_metrics(|m| m.credential_publications_refused += 1);
+                    }
+                    unpublished = false;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, path = %path, "credentials file not published to etcd yet: retrying")
+                }
+            }
+        }
+        match etcd.credentials().await {
+            Ok(Some(mut f)) => {
+                // What this replica's own file revokes stays revoked here
+                // even before etcd has it.
+                let gone = f.drop_revoked(&file.revoked);
+                if !gone.is_empty() {
+                    tracing::warn!(
+                        revoked = gone.len(),
+                        "etcd's credentials hold keys this replica's file revokes: refused here"
+                    );
+                }
+                if shared_creds.as_ref() != Some(&f) {
+                    tracing::info!(
+                        credentials = f.credentials.len(),
+                        generation = f.generation,
+                        revoked = f.revoked.len(),
+                        "credentials from etcd in force"
+                    );
+                    sh.set_credentials(f.index());
+                    shared_creds = Some(f);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot read the credentials from etcd"),
+        }
         if lease == 0 {
             match etcd.client().grant(ttl).await {
                 Ok(id) => {
@@ -164,18 +251,6 @@ pub async fn run_election(sh: Arc<Shared>, etcd: Arc<EtcdStore>, local_creds: Cr
                 }
                 Err(e) => tracing::warn!(error = %e, "cannot campaign in etcd"),
             }
-        }
-        match etcd.credentials().await {
-            Ok(Some(f)) if shared_creds.as_ref() != Some(&f) => {
-                tracing::info!(
-                    credentials = f.credentials.len(),
-                    "credentials from etcd in force"
-                );
-                sh.set_credentials(f.index());
-                shared_creds = Some(f);
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "cannot read the credentials from etcd"),
         }
         tokio::time::sleep(period).await;
     }

@@ -120,6 +120,9 @@ pub struct Metrics {
     pub last_round_components: u64,
     /// Credentials file reloads: ok, error.
     pub credential_reloads: [u64; 2],
+    /// Credentials files refused by the shared store (stale generation, or
+    /// revoked keys in them).
+    pub credential_publications_refused: u64,
 }
 
 impl Metrics {
@@ -315,6 +318,12 @@ fn render_hardening(t: &mut PromText, m: &Metrics, g: &Gauges) {
     )
     .sample(name, "result=\"ok\"", m.credential_reloads[0])
     .sample(name, "result=\"error\"", m.credential_reloads[1]);
+    t.single(
+        "tailor_shaper_credentials_refused_total",
+        "counter",
+        "Credentials files the shared store (etcd) refused: older than its credentials, or holding revoked keys (see the error log).",
+        m.credential_publications_refused,
+    );
     t.single(
         "tailor_shaper_round_loop_up",
         "gauge",

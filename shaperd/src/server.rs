@@ -603,17 +603,29 @@ impl ShaperServer {
             Some(e) => e.clone(),
             None => store.unwrap_or_else(|| Arc::new(MemoryStore::private())),
         };
-        let shared = Arc::new(Shared::new(state, token, creds.index(), clock, store));
-        let ha_task = match etcd {
+        // With [etcd], what etcd holds is put in force (by the election
+        // loop, before this replica can lead), never the local file as is:
+        // it may be an old copy that etcd refuses.
+        let in_force = match &etcd {
+            Some(_) => Credentials::default(),
+            None => creds.index(),
+        };
+        let shared = Arc::new(Shared::new(state, token, in_force, clock, store));
+        let (ha_task, publish) = match etcd {
             Some(etcd) => {
                 shared.set_role(Role::Follower, None);
-                Some(tokio::spawn(crate::ha::run_election(
-                    shared.clone(),
-                    etcd,
-                    creds,
-                )))
+                let (tx, rx) = tokio::sync::watch::channel(creds);
+                (
+                    Some(tokio::spawn(crate::ha::run_election(
+                        shared.clone(),
+                        etcd,
+                        rx,
+                        creds_path.display().to_string(),
+                    ))),
+                    Some(tx),
+                )
             }
-            None => None,
+            None => (None, None),
         };
         let limits: ServeLimits = cfg.limits.serve();
         let app = router(shared.clone(), cfg.max_body_bytes, limits.request_timeout);
@@ -687,6 +699,7 @@ impl ShaperServer {
             shared.clone(),
             creds_path,
             creds_stamp,
+            publish,
         ));
 
         tracing::info!(%addr, tls = is_tls, interval_s = cfg.interval_s, "tailor shaper listening");

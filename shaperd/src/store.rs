@@ -20,7 +20,7 @@
 //! [`crate::ShaperState`]s sharing one store behave like a leader and its
 //! successor) and [`crate::etcd::EtcdStore`].
 
-use crate::credentials::CredentialsFile;
+use crate::credentials::{plan_publication, CredentialsFile, Publication};
 use crate::state::ActionStatus;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -124,9 +124,13 @@ pub trait StateStore: Send + Sync + std::fmt::Debug {
     async fn put_replay_guard(&self, guard: &ReplaySnapshot) -> Result<(), StoreError>;
     /// Stores acks and failure counts (before the ack is answered).
     async fn put_acks(&self, writes: &PendingWrites) -> Result<(), StoreError>;
-    /// Publishes the credentials (hashes only).
-    async fn put_credentials(&self, file: &CredentialsFile) -> Result<(), StoreError>;
-    /// The published credentials, if any.
+    /// Publishes a credentials file (hashes only) as
+    /// [`crate::credentials::plan_publication`] allows: never a set that
+    /// holds a revoked key, and over the shared set only from a file of a
+    /// higher generation (else refused; the file's revocations are merged).
+    async fn publish_credentials(&self, file: &CredentialsFile) -> Result<Publication, StoreError>;
+    /// The published credentials (with their generation and the revoked
+    /// keys), if any.
     async fn credentials(&self) -> Result<Option<CredentialsFile>, StoreError>;
 }
 
@@ -265,11 +269,14 @@ impl StateStore for MemoryStore {
         Ok(())
     }
 
-    async fn put_credentials(&self, file: &CredentialsFile) -> Result<(), StoreError> {
+    async fn publish_credentials(&self, file: &CredentialsFile) -> Result<Publication, StoreError> {
         let mut inner = self.lock();
         Self::check(&inner)?;
-        inner.credentials = Some(file.clone());
-        Ok(())
+        let (outcome, write) = plan_publication(file, inner.credentials.as_ref());
+        if let Some(w) = write {
+            inner.credentials = Some(w);
+        }
+        Ok(outcome)
     }
 
     async fn credentials(&self) -> Result<Option<CredentialsFile>, StoreError> {
@@ -363,7 +370,17 @@ mod tests {
             assert_eq!(s.credentials().await.expect("none"), None);
             let mut f = CredentialsFile::default();
             f.add("node-1", "team", &[], 0.0).expect("add");
-            s.put_credentials(&f).await.expect("put");
+            assert_eq!(
+                s.publish_credentials(&f).await.expect("put"),
+                Publication::Published { generation: 1 }
+            );
+            assert_eq!(s.credentials().await.expect("some"), Some(f.clone()));
+            // An older copy of the file does not replace it.
+            let old = f.clone();
+            f.revoke(Some("node-1"), None, 1.0);
+            s.publish_credentials(&f).await.expect("revoke");
+            let outcome = s.publish_credentials(&old).await.expect("stale");
+            assert!(matches!(outcome, Publication::Refused { .. }), "{outcome}");
             assert_eq!(s.credentials().await.expect("some"), Some(f));
         });
     }

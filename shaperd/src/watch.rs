@@ -12,10 +12,16 @@ use std::time::Duration;
 
 /// Re-reads the credentials file whenever it changes (checked every
 /// second); a file that does not load keeps the credentials in force.
+///
+/// With `publish` (replicas sharing etcd), the file is handed to the
+/// election loop ([`crate::ha::run_election`]), which offers it to etcd and
+/// puts in force what etcd holds: a stale file never takes effect, not even
+/// on this replica. Without it (one shaper), the file is put in force here.
 pub(crate) async fn watch_credentials(
     shared: Arc<Shared>,
     path: PathBuf,
     mut stamp: Option<FileStamp>,
+    publish: Option<tokio::sync::watch::Sender<CredentialsFile>>,
 ) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -29,13 +35,31 @@ pub(crate) async fn watch_credentials(
         let loaded = tokio::task::spawn_blocking(move || CredentialsFile::load(&p, true)).await;
         match loaded {
             Ok(Ok(file)) => {
-                let creds = file.index();
-                tracing::info!(path = %path.display(), credentials = creds.len(), "credentials reloaded");
-                // Shared with the other replicas (with `[etcd]`).
-                if let Err(e) = shared.store.put_credentials(&file).await {
-                    tracing::error!(error = %e, "credentials not published to the shared store");
+                tracing::info!(
+                    path = %path.display(),
+                    credentials = file.credentials.len(),
+                    generation = file.generation,
+                    revoked = file.revoked.len(),
+                    "credentials reloaded"
+                );
+                match &publish {
+                    Some(tx) => {
+                        tx.send_replace(file);
+                    }
+                    None => {
+                        if shared.store.is_shared() {
+                            let where_ = path.display().to_string();
+                            match shared.store.publish_credentials(&file).await {
+                                Ok(outcome) => crate::ha::log_publication(&outcome, &file, &where_),
+                                Err(e) => tracing::error!(
+                                    error = %e,
+                                    "credentials not published to the shared store"
+                                ),
+                            }
+                        }
+                        shared.set_credentials(file.index());
+                    }
                 }
-                shared.set_credentials(creds);
                 shared.with_metrics(|m| m.credential_reloads[0] += 1);
                 stamp = now;
             }

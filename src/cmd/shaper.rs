@@ -76,8 +76,10 @@ enum CredentialsCmd {
         #[arg(long)]
         file: Option<PathBuf>,
     },
-    /// Remove the credentials of an agent (all its keys) or one key; the
-    /// running shaper refuses them within a second.
+    /// Revoke the credentials of an agent (all its keys) or one key: they
+    /// stay in the file as `[[revoked]]` tombstones and the file's
+    /// generation rises; the running shaper (every replica, with etcd)
+    /// refuses them within seconds.
     Revoke {
         #[arg(long, required_unless_present = "key_id")]
         agent: Option<String>,
@@ -304,7 +306,7 @@ fn credentials(config: &std::path::Path, cmd: CredentialsCmd) -> anyhow::Result<
         } => {
             let path = credentials_path(config, file)?;
             let mut creds = CredentialsFile::load(&path, false)?;
-            let n = creds.revoke(agent.as_deref(), key_id.as_deref());
+            let n = creds.revoke(agent.as_deref(), key_id.as_deref(), now_s);
             if n == 0 {
                 anyhow::bail!("no credential matches in {}", path.display());
             }

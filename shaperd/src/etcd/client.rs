@@ -49,6 +49,8 @@ pub struct Kv {
     pub key: String,
     pub value: Vec<u8>,
     pub lease: i64,
+    /// The revision of the key's last write (for compare-and-swap).
+    pub mod_revision: i64,
 }
 
 /// Key-values of a range answer (`kvs`), decoded; never panics.
@@ -70,6 +72,7 @@ pub fn parse_kvs(v: &Value) -> Result<Vec<Kv>, StoreError> {
             let value = unb64(&key, kv.get("value").and_then(Value::as_str).unwrap_or(""))?;
             Ok(Kv {
                 lease: int(kv, "lease"),
+                mod_revision: int(kv, "mod_revision"),
                 key,
                 value,
             })

@@ -29,7 +29,10 @@
 //! round's actions, per agent: [`codec::AgentActions`]), `acks/<round>/<batch>`
 //! (acked statuses), `replay/<chunk>`, `app_failures/<app>`,
 //! `credentials` (the generation in force) and
-//! `credentials/<generation>/<chunk>`, `leader` (the leader's advertised
+//! `credentials/<generation>/<chunk>`, `credentials_generation` (the
+//! credentials file's own generation, see [`crate::credentials`]),
+//! `revoked/<key id>` (revoked keys: written before the set that drops
+//! them, never deleted), `leader` (the leader's advertised
 //! URL, attached to its lease). Values and transactions stay within etcd's
 //! request limits ([`codec`]). Election: a replica holding a lease puts
 //! `leader` only if it does not exist (a txn on its create revision); it is
@@ -44,7 +47,7 @@ mod config;
 pub use client::{parse_kvs, EtcdClient, Kv};
 pub use config::{EtcdConfig, MAX_ENDPOINTS, MAX_LEASE_TTL_S, MIN_LEASE_TTL_S};
 
-use crate::credentials::CredentialsFile;
+use crate::credentials::{plan_publication, CredentialsFile, Publication, RevokedRecord};
 use crate::state::ActionStatus;
 use crate::store::{
     decode, encode, Durable, DurableAction, PendingWrites, ReplaySnapshot, StateStore, StoreError,
@@ -385,58 +388,156 @@ impl StateStore for EtcdStore {
         self.fenced(ops).await.map(|_| ())
     }
 
-    /// The credentials go under a new generation (`credentials/<g>/<i>`,
-    /// as many values as their size needs), then `credentials` switches to
-    /// it in the last transaction, which also drops the other generations:
-    /// a reader sees the old file or the new one, never a mix.
-    async fn put_credentials(&self, file: &CredentialsFile) -> Result<(), StoreError> {
-        let generation = match self
-            .client
-            .range(self.key("credentials").as_bytes(), None)
-            .await?
-            .first()
-        {
-            Some(kv) => decode::<CredentialsHead>(&kv.key, &kv.value)?.generation + 1,
-            None => 1,
-        };
-        let dir = |g: u64| self.key(&format!("credentials/{g:020}/"));
-        let values = codec::pack(&file.credentials);
-        let chunks = values.len() as u64;
-        let ops: Vec<Value> = values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| put(&format!("{}{i:06}", dir(generation)), v))
-            .collect();
-        let head = CredentialsHead { generation, chunks };
-        let mut last = vec![put(&self.key("credentials"), &encode(&head))];
-        // Every other generation: those before this one, and any after it
-        // that a racing writer left.
-        last.push(delete_range(&self.key("credentials/"), &dir(generation)));
-        last.push(delete_range(
-            &self.key(&format!("credentials/{:020}/", generation + 1)),
-            &self.key("credentials0"),
-        ));
-        for batch in codec::txn_batches(ops, OPS_PER_TXN) {
-            self.client.txn(Vec::new(), batch, Vec::new()).await?;
+    /// Publishes `file` as [`plan_publication`] allows, under a
+    /// compare-and-swap on the `credentials` key as read (a replica that
+    /// raced another one reads again and re-plans; a stale file never
+    /// overwrites a newer set). The revoked keys are written first (they
+    /// only ever add refusals), then the credentials go under a new storage
+    /// generation (`credentials/<g>/<i>`, as many values as their size
+    /// needs), then `credentials` switches to it in the last transaction,
+    /// which also drops the other generations: a reader sees the old set or
+    /// the new one, never a mix.
+    async fn publish_credentials(&self, file: &CredentialsFile) -> Result<Publication, StoreError> {
+        for _ in 0..5 {
+            let read = self.read_credentials().await?;
+            let (outcome, write) = plan_publication(file, read.file.as_ref());
+            let Some(set) = write else {
+                return Ok(outcome);
+            };
+            let known: std::collections::HashSet<&str> = read
+                .file
+                .as_ref()
+                .map(|f| f.revoked.iter().map(|r| r.key_id.as_str()).collect())
+                .unwrap_or_default();
+            let tombs: Vec<Value> = set
+                .revoked
+                .iter()
+                .filter(|r| !known.contains(r.key_id.as_str()))
+                .map(|r| put(&self.key(&format!("revoked/{}", r.key_id)), &encode(r)))
+                .collect();
+            for batch in codec::txn_batches(tombs, OPS_PER_TXN) {
+                self.client.txn(Vec::new(), batch, Vec::new()).await?;
+            }
+            // A storage generation of its own, so that a racing writer's
+            // chunks never land in the same directory.
+            let generation = read.storage_generation + 1 + u64::from(random_u16());
+            let dir = |g: u64| self.key(&format!("credentials/{g:020}/"));
+            let values = codec::pack(&set.credentials);
+            let chunks = values.len() as u64;
+            let ops: Vec<Value> = values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| put(&format!("{}{i:06}", dir(generation)), v))
+                .collect();
+            for batch in codec::txn_batches(ops, OPS_PER_TXN) {
+                self.client.txn(Vec::new(), batch, Vec::new()).await?;
+            }
+            let head_key = self.key("credentials");
+            let compare = if read.head_revision == 0 {
+                absent(&head_key)
+            } else {
+                json!({
+                    "target": "MOD",
+                    "result": "EQUAL",
+                    "key": b64(head_key.as_bytes()),
+                    "mod_revision": read.head_revision.to_string(),
+                })
+            };
+            let head = CredentialsHead { generation, chunks };
+            let last = vec![
+                put(&head_key, &encode(&head)),
+                put(
+                    &self.key("credentials_generation"),
+                    &encode(&set.generation),
+                ),
+                // Every other generation: those before this one, and any
+                // after it that a racing writer left.
+                delete_range(&self.key("credentials/"), &dir(generation)),
+                delete_range(
+                    &self.key(&format!("credentials/{:020}/", generation + 1)),
+                    &self.key("credentials0"),
+                ),
+            ];
+            let (swapped, _) = self.client.txn(vec![compare], last, Vec::new()).await?;
+            if swapped {
+                return Ok(outcome);
+            }
+            // Another replica published meanwhile: drop this attempt's
+            // chunks and plan again over what it wrote.
+            let _ = self
+                .client
+                .txn(
+                    Vec::new(),
+                    vec![delete_range(&dir(generation), &dir(generation + 1))],
+                    Vec::new(),
+                )
+                .await;
+            tracing::info!("credentials publication raced another replica's: reading again");
         }
-        self.client.txn(Vec::new(), last, Vec::new()).await?;
-        Ok(())
+        Err(StoreError::Refused(
+            "the credentials in etcd kept changing during 5 attempts to publish them".into(),
+        ))
     }
 
     async fn credentials(&self) -> Result<Option<CredentialsFile>, StoreError> {
+        Ok(self.read_credentials().await?.file)
+    }
+}
+
+/// The shared credentials as read, with what a compare-and-swap needs.
+struct CredentialsRead {
+    /// The set in force (its generation, its revoked keys), minus any
+    /// revoked credential; `None` when nothing was ever published.
+    file: Option<CredentialsFile>,
+    /// The `credentials` key's mod revision (0: absent).
+    head_revision: i64,
+    /// The storage generation it names (0: absent).
+    storage_generation: u64,
+}
+
+impl EtcdStore {
+    async fn read_credentials(&self) -> Result<CredentialsRead, StoreError> {
         let key = self.key("credentials");
-        let Some(kv) = self
+        let head_kv = self
             .client
             .range(key.as_bytes(), None)
             .await?
             .into_iter()
-            .next()
-        else {
-            return Ok(None);
+            .next();
+        let mut revoked: Vec<RevokedRecord> = Vec::new();
+        for kv in self.client.range_prefix(&self.key("revoked/")).await? {
+            revoked.push(decode(&kv.key, &kv.value)?);
+        }
+        let Some(head_kv) = head_kv else {
+            let file = (!revoked.is_empty()).then(|| CredentialsFile {
+                revoked,
+                ..CredentialsFile::default()
+            });
+            return Ok(CredentialsRead {
+                file,
+                head_revision: 0,
+                storage_generation: 0,
+            });
         };
-        let head: CredentialsHead = decode(&kv.key, &kv.value)?;
+        let head: CredentialsHead = decode(&head_kv.key, &head_kv.value)?;
+        let gen_key = self.key("credentials_generation");
+        let file_generation = match self
+            .client
+            .range(gen_key.as_bytes(), None)
+            .await?
+            .into_iter()
+            .next()
+        {
+            Some(kv) => decode::<u64>(&kv.key, &kv.value)?,
+            // Published by a replica older than generations.
+            None => 0,
+        };
         let dir = self.key(&format!("credentials/{:020}/", head.generation));
-        let mut file = CredentialsFile::default();
+        let mut file = CredentialsFile {
+            generation: file_generation,
+            revoked,
+            ..CredentialsFile::default()
+        };
         let kvs = self.client.range_prefix(&dir).await?;
         if kvs.len() as u64 != head.chunks {
             return Err(StoreError::Decode {
@@ -448,12 +549,37 @@ impl StateStore for EtcdStore {
             let mut chunk: Vec<crate::credentials::CredentialRecord> = decode(&kv.key, &kv.value)?;
             file.credentials.append(&mut chunk);
         }
+        // A replica older than tombstones may have published a revoked key.
+        let revived = file.drop_revoked(&[]);
+        if !revived.is_empty() {
+            let keys: Vec<String> = revived
+                .iter()
+                .map(|c| format!("{} ({})", c.key_id, c.agent_id))
+                .collect();
+            tracing::error!(
+                key = %key,
+                revived = %keys.join(", "),
+                "the credentials in etcd hold revoked keys (published by an older replica?): they stay refused"
+            );
+        }
         file.validate().map_err(|e| StoreError::Decode {
             key: key.clone(),
             message: e.join("; "),
         })?;
-        Ok(Some(file))
+        Ok(CredentialsRead {
+            file: Some(file),
+            head_revision: head_kv.mod_revision,
+            storage_generation: head.generation,
+        })
     }
+}
+
+fn random_u16() -> u16 {
+    use ring::rand::SecureRandom;
+    let mut b = [0u8; 2];
+    // Only spreads racing writers apart: a failing generator is harmless.
+    let _ = ring::rand::SystemRandom::new().fill(&mut b);
+    u16::from_be_bytes(b)
 }
 
 /// The `credentials` key: the generation in force and its value count.

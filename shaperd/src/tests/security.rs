@@ -339,7 +339,7 @@ async fn revoked_credentials_are_refused_without_a_restart() {
     let (status, _) = post_raw(&url, "/v1/report", Some(&n1), report_json("n1", 1, 1)).await;
     assert_eq!(status, 200);
     let mut f = CredentialsFile::load(&fx.creds_file, false).expect("load");
-    assert_eq!(f.revoke(Some("n1"), None), 1);
+    assert_eq!(f.revoke(Some("n1"), None, 0.0), 1);
     f.save(&fx.creds_file).expect("save");
     let mut seq = 2;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
