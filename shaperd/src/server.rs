@@ -165,12 +165,19 @@ impl Shared {
     }
 
     /// Puts new credentials in force (revoked agents are refused from the
-    /// next request on) and forgets the report sequences of agents that no
-    /// longer have one.
+    /// next request on) and forgets the report sequences and the records
+    /// (reports, components) of agents that no longer have one: the next
+    /// round does not plan with them.
     pub fn set_credentials(&self, creds: Credentials) {
         let agents = creds.agents();
         *self.credentials.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(creds);
-        self.with_state(|s| s.retain_replay_guard(|a| agents.contains(a)));
+        let dropped = self.with_state(|s| {
+            s.retain_replay_guard(|a| agents.contains(a));
+            s.forget_agents(|a| agents.contains(a))
+        });
+        for agent in dropped {
+            tracing::warn!(%agent, "agent has no credential any more: dropped from the cluster view");
+        }
     }
 
     /// `Err(reason)` when the round loop is dead or has not ticked for

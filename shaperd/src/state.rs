@@ -432,6 +432,20 @@ impl ShaperState {
         self.replay.retain(keep);
     }
 
+    /// Drops at once the records (report and components) of the agents for
+    /// which `keep` is false (called with the agents that still have a
+    /// credential: a revoked agent is not planned with again); returns
+    /// their ids.
+    pub fn forget_agents(&mut self, mut keep: impl FnMut(&str) -> bool) -> Vec<Arc<str>> {
+        let gone: Vec<Arc<str>> = self.agents.keys().filter(|k| !keep(k)).cloned().collect();
+        for k in &gone {
+            if let Some(a) = self.agents.remove(k) {
+                self.usage.remove(&a.tenant, a.footprint);
+            }
+        }
+        gone
+    }
+
     /// Records the report of the agent `who` authenticated as and returns
     /// its pending actions. Refused, with nothing changed, when the report
     /// speaks for another agent id (403), does not come after the agent's

@@ -329,7 +329,9 @@ async fn an_oversized_http2_upload_is_not_reset_after_its_413() {
     server.shutdown().await;
 }
 
-/// Revoking a credential in the file takes effect in the running server.
+/// Revoking a credential in the file takes effect in the running server,
+/// and the revoked agent's report leaves the cluster view at once (QA C2:
+/// not after `forget_after_intervals`), so no round plans with it.
 #[tokio::test]
 async fn revoked_credentials_are_refused_without_a_restart() {
     let fx = fixture();
@@ -338,6 +340,15 @@ async fn revoked_credentials_are_refused_without_a_restart() {
     let n1 = fx.agent_token("n1");
     let (status, _) = post_raw(&url, "/v1/report", Some(&n1), report_json("n1", 1, 1)).await;
     assert_eq!(status, 200);
+    let in_view = |server: &ShaperServer| {
+        server.shared().with_state(|s| {
+            (
+                s.status(1000.0).agents.iter().any(|a| a.agent_id == "n1"),
+                s.component_count(),
+            )
+        })
+    };
+    assert_eq!(in_view(&server), (true, 1));
     let mut f = CredentialsFile::load(&fx.creds_file, false).expect("load");
     assert_eq!(f.revoke(Some("n1"), None, 0.0), 1);
     f.save(&fx.creds_file).expect("save");
@@ -356,6 +367,11 @@ async fn revoked_credentials_are_refused_without_a_restart() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
+    assert_eq!(
+        in_view(&server),
+        (false, 0),
+        "the revoked agent and its components left the view"
+    );
     // Others are unaffected.
     let a = fx.agent_token("a");
     let (status, _) = post_raw(&url, "/v1/report", Some(&a), report_json("a", 1, 1)).await;
