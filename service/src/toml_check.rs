@@ -185,6 +185,8 @@ fn clean(
     placeholders: &mut Vec<String>,
 ) -> Option<toml::Table> {
     let mut kept = toml::Table::new();
+    // Keys present but refused (their error is reported): not "missing".
+    let mut refused: Vec<String> = Vec::new();
     for (k, v) in table {
         let key = join_key(path, k);
         let value = match (schema.table(k), v) {
@@ -198,7 +200,10 @@ fn clean(
         one.insert(k.clone(), value.clone());
         match (schema.probe)(&one) {
             // required keys are checked on the whole table below
-            Err(m) if missing_field(&m).is_none() => errors.push(key, m),
+            Err(m) if missing_field(&m).is_none() => {
+                errors.push(key, m);
+                refused.push(k.clone());
+            }
             _ => {
                 kept.insert(k.clone(), value);
             }
@@ -212,9 +217,12 @@ fn clean(
             Err(m) => match missing_field(&m) {
                 Some(field) if !kept.contains_key(&field) => {
                     let key = join_key(path, &field);
-                    errors.push(key.clone(), "missing: this key is required");
+                    if !refused.contains(&field) {
+                        errors.push(key.clone(), "missing: this key is required");
+                    }
                     placeholders.push(key);
-                    kept.insert(field, toml::Value::String(String::new()));
+                    let value = placeholder(schema, &field);
+                    kept.insert(field, value);
                 }
                 _ => {
                     errors.push(path, m);
@@ -225,6 +233,30 @@ fn clean(
     }
     errors.push(path, "too many missing keys");
     None
+}
+
+/// A stand-in for the missing `field` of the type it has: the first of
+/// an empty string, list or table, 0, 0.0 or false that the field takes
+/// (a wrong type would add an error of its own).
+fn placeholder(schema: &Schema, field: &str) -> toml::Value {
+    let candidates = [
+        toml::Value::String(String::new()),
+        toml::Value::Array(Vec::new()),
+        toml::Value::Table(toml::Table::new()),
+        toml::Value::Integer(0),
+        toml::Value::Float(0.0),
+        toml::Value::Boolean(false),
+    ];
+    for c in &candidates {
+        let mut one = toml::Table::new();
+        one.insert(field.to_string(), c.clone());
+        match (schema.probe)(&one) {
+            Ok(()) => return c.clone(),
+            Err(m) if missing_field(&m).is_some_and(|f| f != field) => return c.clone(),
+            Err(_) => {}
+        }
+    }
+    toml::Value::String(String::new())
 }
 
 /// The field of serde's "missing field `x`" message.
@@ -323,6 +355,29 @@ mod tests {
     fn syntax_error_is_one_whole_file_error() {
         let e = parse_text("x = = 1").expect_err("syntax");
         assert_eq!(e.keys(), vec![""]);
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Two {
+        list: Vec<String>,
+        url: String,
+    }
+
+    /// QA C14: a missing list is one "missing" error (no type error of its
+    /// placeholder), the next missing key is reported too, and a key of the
+    /// wrong type is not also called missing.
+    #[test]
+    fn missing_and_mistyped_keys_get_one_error_each() {
+        let schema = leaf(probe::<Two>);
+        let c = check_value::<Two>(&toml::Table::new(), &schema);
+        assert_eq!(c.errors.keys(), vec!["list", "url"], "{}", c.errors);
+        assert!(c.errors.to_string().contains("missing"), "{}", c.errors);
+        let t: toml::Table = "list = 42\nurl = \"x\"".parse().expect("toml");
+        let c = check_value::<Two>(&t, &schema);
+        assert_eq!(c.errors.keys(), vec!["list"], "{}", c.errors);
+        assert!(!c.errors.to_string().contains("missing"), "{}", c.errors);
     }
 
     #[test]

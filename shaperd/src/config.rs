@@ -28,6 +28,7 @@
 //! k2 = 3.0
 //! ```
 
+use crate::credentials::CredentialsFile;
 use crate::toml_check::{check_value, leaf, parse_text, probe, Schema};
 use crate::ClusterError;
 use serde::{Deserialize, Serialize};
@@ -171,14 +172,39 @@ impl ShaperServerConfig {
 
     /// Checks the files the server reads at start-up as it reads them: the
     /// token file (exists, a regular file, mode 0600 or stricter, holds a
-    /// token) and, with TLS, the certificate and key files (readable,
-    /// non-empty).
+    /// token), the credentials file (set; parses and validates, as
+    /// [`CredentialsFile::load`]; it may be missing only with `[etcd]`,
+    /// whose replicas can take the shared credentials) and, with TLS, the
+    /// certificate and key files (readable, non-empty).
     pub fn check_files(&self) -> Result<(), ConfigErrors> {
         let mut errors = ConfigErrors::new();
         if !self.token_file.as_os_str().is_empty() {
             if let Err(e) = crate::auth::read_token_file(&self.token_file) {
                 errors.push("token_file", e.to_string());
             }
+        }
+        match &self.credentials_file {
+            None => errors.push(
+                "credentials_file",
+                "missing: the shaper does not start without it (register agents with \
+                 `tailor shaper credentials add --config <this file> --agent ID --tenant T`)",
+            ),
+            Some(path) => match CredentialsFile::load(path, self.etcd.is_some()) {
+                Err(ClusterError::Io { path, source })
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    errors.push(
+                        "credentials_file",
+                        format!(
+                            "{} does not exist: the shaper would refuse every agent (create it with \
+                             `tailor shaper credentials add --config <this file> --agent ID --tenant T`)",
+                            path.display()
+                        ),
+                    )
+                }
+                Err(e) => errors.push("credentials_file", e.to_string()),
+                Ok(_) => {}
+            },
         }
         for (key, file) in [
             ("tls_cert_file", &self.tls_cert_file),
@@ -343,8 +369,85 @@ mod tests {
         );
         assert_eq!(
             check_toml_and_files(text).expect_err("both").keys(),
-            vec!["interval_s", "token_file"]
+            vec!["interval_s", "token_file", "credentials_file"]
         );
+    }
+
+    /// QA C4: `config check` reads the credentials file as the daemon does.
+    #[test]
+    fn config_check_reads_the_credentials_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let token = dir.path().join("token");
+        crate::auth::write_token_file(&token, "config-check-test-token-0123456789").expect("token");
+        let creds = dir.path().join("creds.toml");
+        let text = |creds: &Path, etcd: bool| {
+            let mut t = format!(
+                "token_file = \"{}\"\ncredentials_file = \"{}\"\n",
+                token.display(),
+                creds.display()
+            );
+            if etcd {
+                t.push_str("[etcd]\nendpoints = [\"http://127.0.0.1:2379\"]\nadvertise_url = \"http://127.0.0.1:9848\"\n");
+            }
+            t
+        };
+        let only = |t: &str| {
+            let e = check_toml_and_files(t).expect_err("refused");
+            assert_eq!(e.keys(), vec!["credentials_file"], "{e}");
+            e.to_string()
+        };
+        // Missing: refused alone (every agent would be refused), fine with
+        // [etcd] (the replica takes the shared credentials).
+        let e = only(&text(&creds, false));
+        assert!(
+            e.contains(&creds.display().to_string()) && e.contains("does not exist"),
+            "{e}"
+        );
+        assert!(check_toml_and_files(&text(&creds, true)).is_ok());
+        // Unparsable: the file and the line.
+        std::fs::write(&creds, "garbage [[[").expect("write");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600))
+                .expect("chmod");
+        }
+        let e = only(&text(&creds, true));
+        assert!(
+            e.contains(&creds.display().to_string()) && e.contains("line 1"),
+            "{e}"
+        );
+        // Invalid record: its index and key.
+        std::fs::write(&creds, "[[credential]]\nkey_id = \"x\"\nagent_id = \"a\"\ntenant = \"t\"\nsha256 = \"\"\ncreated_s = 0.0\n").expect("write");
+        let e = only(&text(&creds, false));
+        assert!(e.contains("credential[0].key_id"), "{e}");
+        // Not set.
+        let e = only(&format!("token_file = \"{}\"\n", token.display()));
+        assert!(e.contains("missing"), "{e}");
+        // A good file passes.
+        let mut f = CredentialsFile::default();
+        f.add("n1", "t", &[], 0.0).expect("add");
+        f.save(&creds).expect("save");
+        assert!(check_toml_and_files(&text(&creds, false)).is_ok());
+    }
+
+    /// QA C14: an empty `[etcd]` names both missing keys, nothing else;
+    /// a bad advertise_url is described as this replica's URL.
+    #[test]
+    fn an_empty_etcd_table_names_each_missing_key_once() {
+        let e = check_toml("token_file = \"/t\"\n[etcd]\n").expect_err("empty [etcd]");
+        assert_eq!(
+            e.keys(),
+            vec!["etcd.endpoints", "etcd.advertise_url"],
+            "{e}"
+        );
+        let e = check_toml(
+            "token_file = \"/t\"\n[etcd]\nendpoints = [\"http://e:2379\"]\nadvertise_url = \"x\"\n",
+        )
+        .expect_err("bad URL");
+        assert_eq!(e.keys(), vec!["etcd.advertise_url"], "{e}");
+        assert!(e.to_string().contains("this replica's URL"), "{e}");
+        assert!(!e.to_string().contains("2379"), "{e}");
     }
 
     #[test]

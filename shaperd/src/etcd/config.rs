@@ -51,7 +51,7 @@ pub struct EtcdConfig {
     pub key_file: Option<PathBuf>,
 }
 
-fn check_url(errors: &mut ConfigErrors, key: &str, url: &str) {
+fn check_url(errors: &mut ConfigErrors, key: &str, url: &str, like: &str) {
     let rest = url
         .strip_prefix("http://")
         .or_else(|| url.strip_prefix("https://"));
@@ -59,7 +59,7 @@ fn check_url(errors: &mut ConfigErrors, key: &str, url: &str) {
         Some(r) if !r.is_empty() && !r.contains('/') && !r.contains(char::is_whitespace) => {}
         _ => errors.push(
             key,
-            format!("must be a base URL like http://host:2379 without a path (got {url:?})"),
+            format!("must be a base URL like {like} without a path (got {url:?})"),
         ),
     }
 }
@@ -78,7 +78,7 @@ impl EtcdConfig {
             );
         }
         for e in &self.endpoints {
-            check_url(&mut errors, "endpoints", e);
+            check_url(&mut errors, "endpoints", e, "http://etcd-host:2379");
         }
         if !self.prefix.starts_with('/')
             || self.prefix.len() < 2
@@ -102,7 +102,12 @@ impl EtcdConfig {
             MIN_LEASE_TTL_S,
             MAX_LEASE_TTL_S,
         );
-        check_url(&mut errors, "advertise_url", &self.advertise_url);
+        check_url(
+            &mut errors,
+            "advertise_url",
+            &self.advertise_url,
+            "https://this-shaper:9848 (this replica's URL as agents reach it)",
+        );
         if !(self.request_timeout_s.is_finite()
             && self.request_timeout_s > 0.0
             && self.request_timeout_s <= 60.0)
