@@ -249,6 +249,64 @@ fn credentials_cli_add_list_revoke_without_restart() {
     }
 }
 
+/// QA C13: `credentials` takes its file from `--config`, given before or
+/// after the subcommand, as its help says.
+#[test]
+fn credentials_cli_takes_the_file_from_config() {
+    let sh = Shaper::new("");
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
+            .arg("shaper")
+            .args(args)
+            .output()
+            .expect("run tailor shaper");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let config = sh.config.to_str().expect("utf8");
+    run(&[
+        "--config",
+        config,
+        "credentials",
+        "add",
+        "--agent",
+        "node-1",
+        "--tenant",
+        "team-a",
+    ]);
+    run(&[
+        "credentials",
+        "add",
+        "--config",
+        config,
+        "--agent",
+        "node-2",
+        "--tenant",
+        "team-a",
+    ]);
+    let list = run(&["credentials", "list", "--config", config]);
+    assert!(list.contains("node-1") && list.contains("node-2"), "{list}");
+    run(&[
+        "credentials",
+        "revoke",
+        "--agent",
+        "node-1",
+        "--config",
+        config,
+    ]);
+    let file = std::fs::read_to_string(&sh.creds).expect("the config's credentials_file");
+    assert!(
+        file.contains("[[revoked]]") && file.contains("generation = 3"),
+        "{file}"
+    );
+    let help = run(&["credentials", "list", "--help"]);
+    assert!(help.contains("--config"), "{help}");
+}
+
 /// Issue 13: "A replayed old report (seq 5, after seq 101) was accepted."
 #[test]
 fn replayed_report_is_refused() {

@@ -22,10 +22,10 @@ use std::io::Read;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
-#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
-    /// Server configuration (TOML).
-    #[arg(long, default_value = "/etc/tailor/shaper.toml")]
+    /// Server configuration (TOML); `credentials` takes its
+    /// credentials_file from it (before or after the subcommand).
+    #[arg(long, global = true, default_value = "/etc/tailor/shaper.toml")]
     config: PathBuf,
     /// Log format: `plain` or `json`.
     #[arg(long, default_value = "plain")]
@@ -73,6 +73,7 @@ enum CredentialsCmd {
     List {
         #[arg(long)]
         json: bool,
+        /// Credentials file (default: credentials_file of --config).
         #[arg(long)]
         file: Option<PathBuf>,
     },
@@ -85,6 +86,7 @@ enum CredentialsCmd {
         agent: Option<String>,
         #[arg(long)]
         key_id: Option<String>,
+        /// Credentials file (default: credentials_file of --config).
         #[arg(long)]
         file: Option<PathBuf>,
     },
