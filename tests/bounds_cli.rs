@@ -275,7 +275,13 @@ fn config_check_print_prints_only_valid_toml() {
     assert_eq!(again, stdout);
     for kind in ["shaper", "sim"] {
         let text = if kind == "shaper" {
-            format!("token_file = \"{}\"\n", token(d, 0o600))
+            let creds = write(d, "credentials.toml", "");
+            std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600))
+                .expect("chmod");
+            format!(
+                "token_file = \"{}\"\ncredentials_file = \"{creds}\"\n",
+                token(d, 0o600)
+            )
         } else {
             "interval_s = 60.0\n".to_string()
         };
