@@ -101,7 +101,7 @@ fn a_recording_with_an_absurd_request_is_refused_naming_line_and_key() {
     ]);
     assert!(!ok, "accepted: {out}");
     assert!(
-        err.contains("rec-")
+        err.contains("bad.jsonl.gz")
             && err.contains(
                 "line 7: containers[0].request.mem_bytes: 1e300 is above the largest accepted"
             ),

@@ -39,6 +39,7 @@
 //!         priority: 0,
 //!         failures: 0,
 //!         expected_remaining_s: None,
+//!         tenant: 0,
 //!         components: vec![Component {
 //!             id: ComponentId(10),
 //!             class: Class::Core,
