@@ -486,14 +486,16 @@ impl ShaperState {
         now_s: f64,
         wall_ms: Option<u64>,
     ) -> Result<ReportResponse, Refusal> {
+        // Validated first: the refusal below quotes the reported id, which
+        // is then at most `MAX_NAME_LEN` bytes without control characters.
+        req.validate(self.cfg.max_components_per_report)
+            .map_err(Refusal::Invalid)?;
         if req.agent_id.as_str() != &*who.agent_id {
             return Err(Refusal::Forbidden(format!(
                 "the credential of agent {:?} cannot report as {:?}",
                 who.agent_id, req.agent_id
             )));
         }
-        req.validate(self.cfg.max_components_per_report)
-            .map_err(Refusal::Invalid)?;
         if let Some(wall_ms) = wall_ms {
             crate::limits::check_boot_not_ahead(req.boot_id, wall_ms)?;
         }

@@ -8,6 +8,12 @@ impl ShaperState {
     /// Records acknowledgements sent on their own by the agent `who`
     /// authenticated as (403 when the request names another agent).
     pub fn ack_as(&mut self, who: &Identity, req: &AckRequest) -> Result<AckResponse, Refusal> {
+        // Validated first: the refusal quotes the id (QA C11).
+        if let Err(errors) = req.validate(self.cfg.max_components_per_report) {
+            let e = Refusal::Invalid(errors);
+            self.count_refusal(&e);
+            return Err(e);
+        }
         if req.agent_id.as_str() != &*who.agent_id {
             let e = Refusal::Forbidden(format!(
                 "the credential of agent {:?} cannot acknowledge for {:?}",

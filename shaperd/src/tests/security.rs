@@ -82,6 +82,37 @@ async fn impersonation_is_forbidden_over_http() {
     server.shutdown().await;
 }
 
+/// A report or ack under a huge id is refused as invalid before the id is
+/// quoted anywhere (QA C11: it was echoed whole in a 403 and its log).
+#[tokio::test]
+async fn an_oversized_agent_id_is_never_echoed() {
+    let fx = fixture();
+    let server = start(&fx).await;
+    let url = server.url();
+    let n1 = fx.agent_token("n1");
+    let huge = "n".repeat(5_000);
+    let report = serde_json::json!({
+        "agent_id": huge, "boot_id": 1, "seq": 1,
+        "capacity": {"cpu_cores": 1.0, "mem_bytes": 1.0},
+        "components": [], "acks": []
+    });
+    let ack = serde_json::json!({"agent_id": huge, "acks": []});
+    for (path, body) in [("/v1/report", report), ("/v1/ack", ack)] {
+        let (status, bytes) = post_raw(
+            &url,
+            path,
+            Some(&n1),
+            serde_json::to_vec(&body).expect("json"),
+        )
+        .await;
+        assert_eq!(status, 400, "{path}");
+        assert!(bytes.len() < 1000, "{path}: {} bytes", bytes.len());
+        let e: ErrorBody = serde_json::from_slice(&bytes).expect("error body");
+        assert_eq!(e.error, "bad_request", "{path}");
+    }
+    server.shutdown().await;
+}
+
 /// A replayed (or older) report is refused with 409 and changes nothing.
 #[tokio::test]
 async fn replayed_report_is_refused_over_http() {
