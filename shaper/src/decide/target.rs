@@ -247,14 +247,19 @@ pub(super) fn rel_change(to: f64, from: f64) -> f64 {
     }
 }
 
+/// The largest share of its planned headroom (allocation above the
+/// expected memory) a component's current allocation may lack before a
+/// memory growth skips the hysteresis (at most `min_relative_change`).
+const MEM_GROWTH_HOLD_FRACTION: f64 = 0.01;
+
 /// Applies protection and hysteresis: returns (allocation in force after
 /// the plan, changed, skipped by hysteresis).
 ///
 /// `mem_expected_bytes` is the memory the component is expected to use
 /// (its forecast, raised to its usage). A memory growth skips the
-/// hysteresis unless the current allocation still keeps at least
-/// `1 - min_relative_change` of the planned headroom above it; infinity
-/// lets every memory growth through.
+/// hysteresis unless the current allocation still keeps all but
+/// [`MEM_GROWTH_HOLD_FRACTION`] of the planned headroom above it;
+/// infinity lets every memory growth through.
 pub(super) fn settle(
     planned: Resources,
     c: &Component,
@@ -293,9 +298,10 @@ pub(super) fn settle(
     // creeping buffer, far above what the component uses, waits until it
     // is worth a resize.
     let expected = mem_expected_bytes.max(usage.mem_bytes);
+    let hold = m.min(MEM_GROWTH_HOLD_FRACTION);
     let mem_short = p.mem_bytes > cur.mem_bytes
         && (!expected.is_finite()
-            || cur.mem_bytes - expected < (1.0 - m) * (p.mem_bytes - expected));
+            || cur.mem_bytes - expected < (1.0 - hold) * (p.mem_bytes - expected));
     let need_growth = mem_short
         || Resource::ALL
             .iter()

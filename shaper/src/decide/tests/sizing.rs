@@ -623,7 +623,7 @@ fn hysteresis_case(mem_shortfall: MemShortfall) {
     assert_eq!(plan.resizes().count(), 1, "{:#?}", plan.actions);
     assert_eq!(plan.summary.skipped_by_hysteresis, 0);
     // A buffer that creeps up by a page (QA C7): forecast 400, target
-    // 500 with k1, current 499.996. The current allocation keeps 99.99% of
+    // 500 with k1, current 499.996. The current allocation keeps 99.996% of
     // the planned headroom, so the growth waits...
     let k1_cfg = ShaperConfig {
         k1: 0.1,
@@ -642,7 +642,7 @@ fn hysteresis_case(mem_shortfall: MemShortfall) {
     let plan = decide(&creep, 10_000.0, &k1_cfg);
     assert_eq!(plan.resizes().count(), 0, "{:#?}", plan.actions);
     assert_eq!(plan.summary.skipped_by_hysteresis, 1);
-    // ...but one that has lost more than 5% of it is applied.
+    // ...but one that has lost more than 1% of it is applied.
     creep.apps[0].components[0].allocation = Resources::new(2.05, 494.0);
     let plan = decide(&creep, 10_000.0, &k1_cfg);
     assert_eq!(plan.resizes().count(), 1, "{:#?}", plan.actions);
