@@ -536,7 +536,7 @@ mod tests {
             // sd of the check ~ sqrt(P/n) + quantile noise ~ sqrt(P/4000)
             // (past the tail share the fitted tail adds its own error: a
             // factor 2 either way)
-            let tol = 4.0 * (risk / 4_000.0).sqrt();
+            let tol = 4.0 * ((risk / 4_000.0).sqrt() + (risk / f64::from(n)).sqrt());
             let (lo, hi) = if risk >= 0.05 { (risk - tol, risk + tol) } else { (risk / 2.0 - tol, 2.0 * risk + tol) };
             prop_assert!(above <= hi, "{above} > {hi}");
             prop_assert!(above >= lo, "{above} < {lo}");
