@@ -134,16 +134,7 @@ impl Explanation {
     /// out (QA C3: they were sent to every node of the application, and
     /// shown as the receiver's own targets).
     pub fn withheld(&self) -> Explanation {
-        let zero = Sizing {
-            mean: 0.0,
-            sigma: 0.0,
-            k1_term: 0.0,
-            k2_term: 0.0,
-            band: Band::default(),
-            margin_term: 0.0,
-            target: 0.0,
-            bound: self.cpu.bound,
-        };
+        let zero = Sizing::bare(0.0);
         Explanation {
             reason: match self.reason {
                 Reason::CoreDidNotFit { .. } => Reason::CoreDidNotFit {
@@ -153,10 +144,7 @@ impl Explanation {
             },
             basis: Basis::Withheld,
             cpu: zero,
-            mem: Sizing {
-                bound: self.mem.bound,
-                ..zero
-            },
+            mem: zero,
             binding: None,
         }
     }
@@ -402,6 +390,21 @@ impl fmt::Display for Sizing {
 }
 
 impl Sizing {
+    /// A sizing without a forecast or buffer: `target` as it is (a
+    /// baseline's request, or nothing for a withheld explanation).
+    pub fn bare(target: f64) -> Sizing {
+        Sizing {
+            mean: 0.0,
+            sigma: 0.0,
+            k1_term: 0.0,
+            k2_term: 0.0,
+            band: Band::default(),
+            margin_term: 0.0,
+            target,
+            bound: Bound::Buffer,
+        }
+    }
+
     /// The sizing with its amounts shown by `amount`.
     fn write(&self, f: &mut fmt::Formatter<'_>, amount: &dyn Fn(f64) -> String) -> fmt::Result {
         write!(

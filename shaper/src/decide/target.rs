@@ -96,16 +96,7 @@ pub fn target_with_k1(
         let req = sane(c.request.get(r));
         let usage = sane(c.usage.get(r));
         if basis == Basis::Baseline {
-            return Sizing {
-                mean: 0.0,
-                sigma: 0.0,
-                k1_term: 0.0,
-                k2_term: 0.0,
-                band: Band::default(),
-                margin_term: 0.0,
-                target: req,
-                bound: Bound::Buffer,
-            };
+            return Sizing::bare(req);
         }
         let (mean, sigma, b, raw) = match (&c.forecast, basis) {
             (Some(f), Basis::Forecast) => {
