@@ -126,18 +126,22 @@ fn bad_input_leaves_no_out_directory() {
 /// QA E11: every application rejected is an error, not a table of 0.0%.
 #[test]
 fn nothing_placed_is_an_error() {
-    for args in [REPLAY, TUNE] {
+    for args in [REPLAY, TUNE, FRONTIER] {
         let dir = tempfile::tempdir().expect("tmp");
+        let o = dir.path().join("new");
         let mut a = args.to_vec();
         a.push("--capacity-scale=1e-300");
-        let out = tailor(&a, (args[0] == "tune").then_some(dir.path()));
+        let out = tailor(&a, (args[0] != "replay").then_some(o.as_path()));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{}", args[0]);
         assert!(
-            err.contains("no application ran: all 40 applications"),
+            err.contains("no application ran: all 40 applications")
+                && err.contains("--capacity-scale 1e-300 shrinks every host"),
             "{}: {err}",
             args[0]
         );
+        let written = std::fs::read_dir(&o).map_or(0, |d| d.count());
+        assert_eq!(written, 0, "{}: files written to --out", args[0]);
     }
 }
 

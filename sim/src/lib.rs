@@ -129,4 +129,7 @@ pub enum SimError {
     Dataset(#[from] datasets::DatasetError),
     #[error("plotting: {0}")]
     Plot(String),
+    /// Every application was rejected: no figure of the run means anything.
+    #[error("no application ran: all {apps} applications of {workload} were rejected (their core components fit on no host)")]
+    NothingRan { apps: usize, workload: String },
 }

@@ -544,6 +544,17 @@ impl Summary {
         self.apps > 0 && self.apps_rejected == self.apps
     }
 
+    /// [`crate::SimError::NothingRan`] when [`Summary::nothing_ran`].
+    pub fn check_ran(&self) -> Result<(), crate::SimError> {
+        if self.nothing_ran() {
+            return Err(crate::SimError::NothingRan {
+                apps: self.apps,
+                workload: self.workload.clone(),
+            });
+        }
+        Ok(())
+    }
+
     /// Fills the memory saving against the baseline's and the oracle's
     /// reserved memory (GiB-hours) on the same workload.
     pub fn set_reclaim(&mut self, baseline_mem_gib_h: f64, oracle_mem_gib_h: f64) {

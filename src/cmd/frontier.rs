@@ -199,7 +199,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(m) => m.into(),
         None => BudgetMeasure::for_workload(workloads.first(), cfg.oom_restart),
     };
-    let f = run_frontier(workloads, &specs, Some(&cb))?;
+    let f = run_frontier(workloads, &specs, Some(&cb)).map_err(|e| args.sim.explain(e))?;
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }

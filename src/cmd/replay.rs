@@ -166,7 +166,7 @@ fn run_workload(
     let mut oracle_mem_gib_h: Option<f64> = None;
     if needs_baseline && configs.iter().any(|c| c.shaper.policy != Policy::Baseline) {
         let b = run_one(wl, &sim::baseline_of(cfg), &args.sim)?;
-        check_something_ran(&b.summary, args)?;
+        b.summary.check_ran().map_err(|e| args.sim.explain(e))?;
         baseline = Some(b);
         let o = run_one(wl, &sim::oracle_of(cfg), &args.sim)?;
         oracle_mem_gib_h = Some(o.summary.mem_alloc_gib_h);
@@ -180,7 +180,7 @@ fn run_workload(
         } else {
             run_one(wl, c, &args.sim)?
         };
-        check_something_ran(&r.summary, args)?;
+        r.summary.check_ran().map_err(|e| args.sim.explain(e))?;
         if let Some(b) = &baseline {
             r.summary.set_baseline(b.summary.turnaround_mean_s);
             if let (Some(o), false) = (oracle_mem_gib_h, c.shaper.policy == Policy::Baseline) {
@@ -190,26 +190,6 @@ fn run_workload(
         runs.push(r);
     }
     Ok((baseline, runs))
-}
-
-/// QA E11: a run in which every application was rejected has nothing to
-/// report (its rates would all print 0.0%): an error, not a table.
-fn check_something_ran(s: &Summary, args: &Args) -> anyhow::Result<()> {
-    if s.nothing_ran() {
-        let hint = match args.sim.capacity_scale {
-            Some(f) => format!(
-                "; --capacity-scale {} shrinks every host",
-                tailor_core::short_num(f)
-            ),
-            None => String::new(),
-        };
-        anyhow::bail!(
-            "no application ran: all {} applications of {} were rejected (their core components fit on no host{hint})",
-            s.apps,
-            s.workload
-        );
-    }
-    Ok(())
 }
 
 /// One column of a `--seeds` run: a label and its statistics over seeds.

@@ -267,6 +267,18 @@ impl SimArgs {
         Ok(wl)
     }
 
+    /// `e` for the operator: a run in which nothing ran (QA E11) names
+    /// `--capacity-scale` when it shrank the hosts.
+    pub fn explain(&self, e: SimError) -> anyhow::Error {
+        match (&e, self.capacity_scale) {
+            (SimError::NothingRan { .. }, Some(f)) => anyhow::anyhow!(
+                "{e}; --capacity-scale {} shrinks every host",
+                tailor_core::short_num(f)
+            ),
+            _ => e.into(),
+        }
+    }
+
     /// A progress bar on stderr when it is a terminal and not `--quiet`.
     pub fn progress_bar(&self, label: &str) -> Option<indicatif::ProgressBar> {
         if self.quiet || !std::io::stderr().is_terminal() {

@@ -72,12 +72,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         pb.finish_and_clear();
     }
     // QA E11: no figure of a grid in which nothing ran means anything
-    if let Some(c) = grid.cells.iter().find(|c| c.summary.nothing_ran()) {
-        anyhow::bail!(
-            "no application ran: all {} applications of {} were rejected (their core components fit on no host)",
-            c.summary.apps,
-            c.summary.workload
-        );
+    for c in &grid.cells {
+        c.summary.check_ran().map_err(|e| args.sim.explain(e))?;
     }
     let out = write_outputs(&args.out, &grid, &cfg.shaper, args.max_failed_fraction)?;
     for p in &out.problems {

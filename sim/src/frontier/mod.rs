@@ -305,6 +305,8 @@ pub fn run_frontier(
                 Ok(s)
             })
             .collect::<Result<_, SimError>>()?;
+        // QA: a frontier of a workload in which nothing ran is all zeros
+        seed_runs[0].check_ran()?;
         runs.extend(seed_runs);
         Ok(())
     })?;
