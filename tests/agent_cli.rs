@@ -1,5 +1,8 @@
 //! `tailor config check` and `tailor agent --once` as a user runs them.
 
+mod cli_common;
+use cli_common::tailor;
+
 mod agent_common;
 
 use agent_common::*;
@@ -32,18 +35,6 @@ fn agent_config(dir: &std::path::Path, test: &str, top: &str) -> std::path::Path
     )
     .expect("write agent.toml");
     cfg
-}
-
-fn tailor(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
-        .args(args)
-        .output()
-        .expect("run tailor");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
 }
 
 #[test]

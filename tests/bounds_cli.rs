@@ -4,29 +4,11 @@
 //! every error at once, checks the token file as the agent reads it, and
 //! prints valid TOML with `--print`.
 
+mod cli_common;
+use cli_common::{tailor_quiet, write};
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Command;
-
-/// Runs tailor; (success, stdout, stderr).
-fn tailor(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
-        .args(args)
-        .env("RUST_LOG", "error")
-        .output()
-        .expect("run tailor");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).expect("write");
-    p.to_str().expect("utf8").to_string()
-}
 
 fn token(dir: &Path, mode: u32) -> String {
     let p = write(dir, "token", "0123456789abcdef0123456789abcdef\n");
@@ -36,7 +18,7 @@ fn token(dir: &Path, mode: u32) -> String {
 
 /// Fails unless the command fails and its output names `key` and `needle`.
 fn refused(args: &[&str], key: &str, needle: &str) {
-    let (ok, stdout, stderr) = tailor(args);
+    let (ok, stdout, stderr) = tailor_quiet(args);
     let all = format!("{stdout}{stderr}");
     assert!(!ok, "{args:?} was accepted:\n{all}");
     assert!(
@@ -206,7 +188,7 @@ fn config_check_reports_value_errors_next_to_unknown_keys_and_cluster_errors_wit
         "agent.toml",
         "mode = \"cluster\"\n[shaper]\nk1 = -1.0\nnope = 1\n[cluster]\nshaper_url = \"ftp://x\"\ntimeout_s = 0.0\n[cluster.fail_safe]\nhold_s = -1.0\n",
     );
-    let (ok, stdout, _) = tailor(&["config", "check", &f]);
+    let (ok, stdout, _) = tailor_quiet(&["config", "check", &f]);
     assert!(!ok);
     for key in [
         "shaper.k1",
@@ -235,22 +217,22 @@ fn config_check_reads_the_token_file_as_the_agent_does() {
         )
     };
     let missing = d.join("nope").to_str().expect("utf8").to_string();
-    let (ok, stdout, _) = tailor(&["config", "check", &cfg(&missing)]);
+    let (ok, stdout, _) = tailor_quiet(&["config", "check", &cfg(&missing)]);
     assert!(
         !ok && stdout.contains("cluster.token_file: cannot read"),
         "{stdout}"
     );
     let tok = token(d, 0o644);
-    let (ok, stdout, _) = tailor(&["config", "check", &cfg(&tok)]);
+    let (ok, stdout, _) = tailor_quiet(&["config", "check", &cfg(&tok)]);
     assert!(
         !ok && stdout.contains("cluster.token_file: token file") && stdout.contains("chmod 600"),
         "{stdout}"
     );
     std::fs::set_permissions(&tok, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    let (ok, stdout, stderr) = tailor(&["config", "check", &cfg(&tok)]);
+    let (ok, stdout, stderr) = tailor_quiet(&["config", "check", &cfg(&tok)]);
     assert!(ok, "{stdout}{stderr}");
     std::fs::write(&tok, "").expect("empty");
-    let (ok, stdout, _) = tailor(&["config", "check", &cfg(&tok)]);
+    let (ok, stdout, _) = tailor_quiet(&["config", "check", &cfg(&tok)]);
     assert!(!ok && stdout.contains("cluster.token_file"), "{stdout}");
 }
 
@@ -260,7 +242,7 @@ fn config_check_print_prints_only_valid_toml() {
     let d = dir.path();
     let a = write(d, "a.toml", "interval_s = 5.0\n[shaper]\nk1 = 0.2\n");
     let b = write(d, "b.toml", "[shaper]\nk2 = 2.0\n");
-    let (ok, stdout, stderr) = tailor(&["config", "check", "--print", &a, &b]);
+    let (ok, stdout, stderr) = tailor_quiet(&["config", "check", "--print", &a, &b]);
     assert!(ok, "{stderr}");
     assert!(
         stderr.contains(&format!("{a}: ok")),
@@ -270,7 +252,7 @@ fn config_check_print_prints_only_valid_toml() {
     assert_eq!(table["interval_s"].as_float(), Some(5.0));
     // and it is a valid agent config that checks back to the same values
     let printed = write(d, "printed.toml", &stdout);
-    let (ok, again, stderr) = tailor(&["config", "check", "--print", &printed]);
+    let (ok, again, stderr) = tailor_quiet(&["config", "check", "--print", &printed]);
     assert!(ok, "{stderr}");
     assert_eq!(again, stdout);
     for kind in ["shaper", "sim"] {
@@ -286,7 +268,8 @@ fn config_check_print_prints_only_valid_toml() {
             "interval_s = 60.0\n".to_string()
         };
         let f = write(d, &format!("{kind}.toml"), &text);
-        let (ok, stdout, stderr) = tailor(&["config", "check", "--kind", kind, "--print", &f]);
+        let (ok, stdout, stderr) =
+            tailor_quiet(&["config", "check", "--kind", kind, "--print", &f]);
         assert!(ok, "{kind}: {stderr}");
         stdout.parse::<toml::Table>().expect("TOML only");
     }

@@ -4,28 +4,10 @@
 //! values are labelled as the percentages they are, and a Bitbrains file
 //! whose times go back replays with a warning that says so.
 
+mod cli_common;
+use cli_common::{tailor, write};
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-/// Runs tailor; (success, stdout, stderr).
-fn tailor(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tailor"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run tailor");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).expect("write");
-    p.to_str().expect("utf8").to_string()
-}
 
 /// A 20-round recording `name` whose round 5 (line 7) has a memory
 /// request of `mem_bytes`.
