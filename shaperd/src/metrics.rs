@@ -116,6 +116,8 @@ pub struct Metrics {
     /// resize, evict_component, evict_application.
     pub actions_total: [u64; 3],
     pub actions_dropped_stale: u64,
+    /// Containers reported by two agents in the latest round.
+    pub last_round_duplicates: u64,
     requests: [[u64; CODES.len() + 1]; ENDPOINTS.len()],
     pub last_round_components: u64,
     /// Credentials file reloads: ok, error.
@@ -238,6 +240,12 @@ pub fn render(m: &Metrics, g: &Gauges, process: Option<ProcessStats>) -> String 
         "counter",
         "Planned actions not handed out because their agent is stale.",
         m.actions_dropped_stale,
+    );
+    t.single(
+        "tailor_shaper_duplicate_components",
+        "gauge",
+        "Containers reported by two agents in the latest round (the second copy is frozen).",
+        m.last_round_duplicates,
     );
     let name = "tailor_shaper_acks_total";
     t.family(name, "counter", "Action acknowledgements, by outcome.")

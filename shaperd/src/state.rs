@@ -30,6 +30,7 @@ use std::sync::Arc;
 mod acks;
 mod app_failures;
 mod durable;
+mod owners;
 mod round;
 use round::{parse_action_id, split_out_of_scope, split_over_capacity, LazyAction, Pending};
 
@@ -92,6 +93,8 @@ struct AgentRecord {
     /// Application ids of `report`'s components, hashed when the report
     /// arrived (off the round path).
     ids: Arc<[AppId]>,
+    /// Components of `report` another agent reported first (frozen).
+    taken: Arc<[owners::Taken]>,
     pending: Pending,
 }
 
@@ -111,6 +114,7 @@ struct SnapAgent {
     tenant: Arc<str>,
     report: Arc<ReportRequest>,
     ids: Arc<[AppId]>,
+    taken: Arc<[owners::Taken]>,
     stale: bool,
 }
 
@@ -133,6 +137,20 @@ pub struct RoundInput {
     /// collided with another application's (should never happen with
     /// 64-bit hashes; counted to be sure).
     pub collisions: u64,
+    /// Containers reported by a second agent: kept in that agent's host
+    /// frozen at their allocation (no forecast, never shrunk nor evicted),
+    /// so that each host still counts them and no plan acts on them twice.
+    pub duplicates: Vec<Duplicate>,
+}
+
+/// A container reported by two agents in one round.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Duplicate {
+    pub container_id: String,
+    /// The agent it is planned for (the one that reported it first).
+    pub first: Arc<str>,
+    /// The agent whose copy is frozen.
+    pub again: Arc<str>,
 }
 
 /// A round's inputs, taken under the lock (cheap: reference counts).
@@ -194,6 +212,8 @@ pub struct RoundOutcome {
     pub evict_application: u64,
     /// Planned actions dropped because their agent is stale.
     pub dropped_for_stale: u64,
+    /// Containers reported by a second agent ([`RoundInput::duplicates`]).
+    pub duplicates: u64,
 }
 
 /// One agent in `GET /v1/status`.
@@ -325,6 +345,7 @@ pub struct ShaperState {
     refusals: RefusalCounters,
     /// Ack results not yet persisted ([`ShaperState::take_writes`]).
     writes: crate::store::PendingWrites,
+    owners: owners::Owners,
 }
 
 impl ShaperState {
@@ -352,6 +373,7 @@ impl ShaperState {
             replay: ReplayGuard::default(),
             refusals: RefusalCounters::default(),
             writes: crate::store::PendingWrites::default(),
+            owners: owners::Owners::default(),
         }
     }
 
@@ -441,6 +463,7 @@ impl ShaperState {
         for k in &gone {
             if let Some(a) = self.agents.remove(k) {
                 self.usage.remove(&a.tenant, a.footprint);
+                self.owners.remove(k, &a.report);
             }
         }
         gone
@@ -554,6 +577,10 @@ impl ShaperState {
             .replace(&who.tenant, old.as_ref().map(|o| o.1), new);
         let acks = std::mem::take(&mut req.acks);
         self.apply_acks(&key, &acks);
+        let taken: Arc<[owners::Taken]> = self
+            .owners
+            .replace(&key, self.agents.get(&key).map(|a| &*a.report), &req)
+            .into();
         let req = Arc::new(req);
         let rec = self.agents.entry(key).or_insert_with(|| AgentRecord {
             tenant: who.tenant.clone(),
@@ -563,10 +590,12 @@ impl ShaperState {
             last_seen_s: now_s,
             reports: 0,
             ids: ids.clone(),
+            taken: taken.clone(),
             pending: Pending::default(),
         });
         rec.report = req;
         rec.ids = ids;
+        rec.taken = taken;
         rec.footprint = new;
         rec.last_seen_s = now_s;
         rec.reports += 1;
@@ -596,6 +625,7 @@ impl ShaperState {
             tracing::warn!(agent = %k, "agent silent too long: dropped from the cluster view");
             if let Some(a) = self.agents.remove(&k) {
                 self.usage.remove(&a.tenant, a.footprint);
+                self.owners.remove(&k, &a.report);
             }
         }
         if self.agents.is_empty() {
@@ -613,6 +643,7 @@ impl ShaperState {
                     tenant: a.tenant.clone(),
                     report: a.report.clone(),
                     ids: a.ids.clone(),
+                    taken: a.taken.clone(),
                     stale: self.is_stale_at(a.last_seen_s, now_s),
                 })
                 .collect(),

@@ -78,6 +78,7 @@ impl Shared {
             m.actions_total[2] += out.evict_application;
             m.actions_dropped_stale += out.dropped_for_stale;
             m.last_round_components = out.components;
+            m.last_round_duplicates = out.duplicates;
         });
         tracing::info!(
             round = out.round,

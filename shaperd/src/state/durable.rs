@@ -71,6 +71,7 @@ impl ShaperState {
             .round
             .max(d.rounds.keys().next_back().copied().unwrap_or(0));
         self.agents.clear();
+        self.owners.clear();
         self.usage = Usage::default();
         self.replay = ReplayGuard::from_snapshot(d.replay);
         self.writes = PendingWrites::default();

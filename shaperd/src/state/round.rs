@@ -9,7 +9,8 @@
 //! the agent formats the human-readable line (`WireAction::summary`).
 
 use super::{
-    ActionRecord, ActionStatus, Origin, PreparedRound, RoundInput, RoundOutcome, RoundSnapshot,
+    ActionRecord, ActionStatus, Duplicate, Origin, PreparedRound, RoundInput, RoundOutcome,
+    RoundSnapshot,
 };
 use crate::protocol::{
     self, ActionId, ActionKind, Mentions, RejectedComponent, ReportRequest, WireAction,
@@ -201,6 +202,9 @@ impl RoundSnapshot {
         // Tenants numbered for the kernel ([`shaper::Application::tenant`]):
         // its rules compare an application with its own tenant's only.
         let mut tenants: FxHashMap<&str, u32> = FxHashMap::default();
+        // Components another agent reported first (QA C12; found as the
+        // reports arrived).
+        let mut duplicates: Vec<Duplicate> = Vec::new();
         for (ai, agent) in self.agents.iter().enumerate() {
             let next_tenant = tenants.len() as u32;
             let tenant = *tenants.entry(&agent.tenant).or_insert(next_tenant);
@@ -246,7 +250,19 @@ impl RoundSnapshot {
                     tenant,
                 };
                 let work_done_s = c.work_done_s.unwrap_or(f64::NAN);
-                let comp = if stale {
+                let first = match agent.taken.binary_search_by_key(&(ci as u32), |t| t.0) {
+                    Ok(k) => Some(&agent.taken[k].1),
+                    Err(_) => None,
+                };
+                let duplicate = first.is_some();
+                if let Some(first) = first {
+                    duplicates.push(Duplicate {
+                        container_id: c.container_id.clone(),
+                        first: first.clone(),
+                        again: name.clone(),
+                    });
+                }
+                let comp = if stale || duplicate {
                     // Last known allocation, frozen: no forecast, request =
                     // allocation, usage capped by it.
                     Component {
@@ -261,7 +277,8 @@ impl RoundSnapshot {
                             c.usage.mem_bytes.min(c.allocation.mem_bytes),
                         ),
                         forecast: None,
-                        protected: c.protected,
+                        // a duplicate is never shrunk nor evicted
+                        protected: c.protected || duplicate,
                         work_done_s,
                         restarts_alone: c.restarts_alone,
                         mem_floor_bytes: c.mem_floor_bytes,
@@ -287,6 +304,15 @@ impl RoundSnapshot {
                 apps.component(aid, facts, comp, None);
             }
         }
+        if let Some(d) = duplicates.first() {
+            tracing::error!(
+                containers = duplicates.len(),
+                container = %d.container_id,
+                planned_for = %d.first,
+                frozen_for = %d.again,
+                "containers reported by two agents (two agents on one host, or a spoofed report): the second copy is frozen"
+            );
+        }
         let view = apps.build();
         RoundInput {
             round: self.round,
@@ -298,6 +324,7 @@ impl RoundSnapshot {
             stale_agents,
             failed_apps_seen,
             collisions,
+            duplicates,
         }
     }
 }
@@ -361,6 +388,7 @@ impl RoundInput {
             agents_live: self.live_agents.len() as u64,
             agents_stale: self.stale_agents.len() as u64,
             components: self.origins.len() as u64,
+            duplicates: self.duplicates.len() as u64,
             ..RoundOutcome::default()
         };
         let mut per_agent: Vec<Vec<LazyAction>> = vec![Vec::new(); self.agents.len()];

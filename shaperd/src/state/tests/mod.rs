@@ -6,6 +6,7 @@ use shaper::{Class, ComponentAction};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 mod app_failures;
+mod duplicates;
 mod failover;
 mod tenants;
 
