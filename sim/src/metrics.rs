@@ -381,6 +381,9 @@ pub struct Summary {
     pub forecast_prior_fraction: f64,
     pub forecast_fallback_fraction: f64,
     pub evictions: u64,
+    /// Allocation changes applied (each one a `docker update` on a node).
+    #[serde(default)]
+    pub resizes: u64,
     pub work_lost_s: f64,
     pub mean_used_cpu_frac: f64,
     pub mean_used_mem_frac: f64,
@@ -501,6 +504,7 @@ impl Summary {
             forecast_prior_fraction: share(m.forecasts_prior),
             forecast_fallback_fraction: share(m.forecasts_fallback),
             evictions: m.evictions,
+            resizes: m.resizes,
             work_lost_s: m.work_lost_s,
             mean_used_cpu_frac: m.mean_used_cpu_frac,
             mean_used_mem_frac: m.mean_used_mem_frac,

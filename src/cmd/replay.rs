@@ -430,6 +430,7 @@ fn print_human(wl: &datasets::workload::Workload, baseline: Option<&Summary>, ru
         format!("{} ({})", s.oom_kills, s.host_oom_kills)
     });
     row("evictions", &|s| s.evictions.to_string());
+    row("resizes", &|s| s.resizes.to_string());
     row("work lost", &|s| fmt_s(s.work_lost_s));
     row("mean mem used / alloc", &|s| {
         format!(
