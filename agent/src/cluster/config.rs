@@ -92,17 +92,24 @@ impl<'de> Deserialize<'de> for ShaperUrls {
 pub const MAX_SHAPER_URLS: usize = 16;
 
 fn check_base_url(errors: &mut ConfigErrors, url: &str) {
-    let trimmed = url.trim_end_matches('/');
-    let rest = trimmed
+    // The scheme first, then the trailing slashes: trimmed first,
+    // "https://" would read as "https:", a scheme error (QA C14).
+    let rest = url
         .strip_prefix("http://")
-        .or_else(|| trimmed.strip_prefix("https://"));
+        .or_else(|| url.strip_prefix("https://"))
+        .map(|r| r.trim_end_matches('/'));
     match rest {
         None => err(
             errors,
             "shaper_url",
             format!("must start with http:// or https:// (got {url:?})"),
         ),
-        Some(r) if r.is_empty() || r.contains('/') || r.contains(char::is_whitespace) => err(
+        Some("") => err(
+            errors,
+            "shaper_url",
+            format!("lacks a host: must be a base URL like https://host:9848 (got {url:?})"),
+        ),
+        Some(r) if r.contains('/') || r.contains(char::is_whitespace) => err(
             errors,
             "shaper_url",
             format!("must be a base URL like https://host:9848 without a path (got {url:?})"),
@@ -275,5 +282,28 @@ mod tests {
             .expect_err("missing")
             .to_string();
         assert!(missing.contains("missing field `shaper_url`"), "{missing}");
+    }
+
+    /// QA C14: a URL of a scheme alone lacks a host (its trailing `/` is
+    /// not read as part of the scheme).
+    #[test]
+    fn a_url_without_a_host_says_so() {
+        for url in ["https://", "http://", "https:///", "http:////"] {
+            let cfg = ClusterClientConfig::new(url, "/t");
+            let e = cfg.validate().expect_err(url);
+            assert_eq!(e.keys(), vec!["shaper_url"], "{url}: {e}");
+            let text = e.to_string();
+            assert!(text.contains("lacks a host"), "{url}: {text}");
+            assert!(!text.contains("must start with"), "{url}: {text}");
+        }
+        for url in ["https:/", "ftp://h", "h:9848"] {
+            let e = ClusterClientConfig::new(url, "/t")
+                .validate()
+                .expect_err(url);
+            assert!(e.to_string().contains("must start with"), "{url}: {e}");
+        }
+        assert!(ClusterClientConfig::new("https://h:9848/", "/t")
+            .validate()
+            .is_ok());
     }
 }

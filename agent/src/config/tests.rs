@@ -203,3 +203,18 @@ fn token_file_is_checked_as_the_agent_reads_it() {
     }
     assert_eq!(keys(&cfg), vec!["cluster.ca_cert_file"]);
 }
+
+/// QA C14: a `shaper_url` of the wrong type (or a list with a non-string)
+/// is one type error, not also "missing: this key is required".
+#[test]
+fn a_mistyped_shaper_url_is_not_also_missing() {
+    for url in ["42", "[\"http://h:1\", 7]", "{ a = 1 }"] {
+        let text =
+            format!("mode = \"cluster\"\n[cluster]\nshaper_url = {url}\ntoken_file = \"/t\"\n");
+        let err = check_toml(&text).expect_err(&text);
+        assert_eq!(err.keys(), vec!["cluster.shaper_url"], "{text}: {err}");
+        let msg = err.to_string();
+        assert!(msg.contains("expected a URL string"), "{msg}");
+        assert!(!msg.contains("missing"), "{msg}");
+    }
+}
