@@ -66,6 +66,28 @@ pub struct ClusterClient {
     seq: u64,
 }
 
+/// `e` with its whole `source()` chain, `outer: cause: root cause`.
+/// reqwest's `Display` stops at "error sending request for url (…)" and
+/// leaves out why: the TLS error (an untrusted certificate, a CA
+/// certificate served as the shaper's own), the DNS failure, the refused
+/// connection (QA C6). A cause whose text its parent already shows is
+/// not repeated.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut last = out.clone();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !text.is_empty() && !last.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        last = text;
+        cause = c.source();
+    }
+    out
+}
+
 /// A boot id: the current Unix time in milliseconds, strictly increasing
 /// within the process.
 fn next_boot_id() -> u64 {
@@ -103,14 +125,15 @@ impl ClusterClient {
                 path: ca.clone(),
                 source,
             })?;
-            let cert = reqwest::Certificate::from_pem(&pem)
-                .map_err(|e| ClusterError::Client(format!("{}: {e}", ca.display())))?;
+            let cert = reqwest::Certificate::from_pem(&pem).map_err(|e| {
+                ClusterError::Client(format!("{}: {}", ca.display(), error_chain(&e)))
+            })?;
             builder = builder.add_root_certificate(cert);
         }
         let http = builder
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| ClusterError::Client(e.to_string()))?;
+            .map_err(|e| ClusterError::Client(error_chain(&e)))?;
         Ok(Self {
             http,
             bases: cfg.shaper_url.bases().into(),
@@ -211,7 +234,7 @@ impl ClusterClient {
             .body(body.to_vec())
             .send()
             .await
-            .map_err(|e| ClusterError::Unreachable(e.to_string()))?;
+            .map_err(|e| ClusterError::Unreachable(error_chain(&e)))?;
         let status = resp.status();
         if status == reqwest::StatusCode::TEMPORARY_REDIRECT
             || status == reqwest::StatusCode::PERMANENT_REDIRECT
@@ -227,7 +250,7 @@ impl ClusterClient {
         let bytes = resp
             .bytes()
             .await
-            .map_err(|e| ClusterError::Unreachable(e.to_string()))?;
+            .map_err(|e| ClusterError::Unreachable(error_chain(&e)))?;
         if !status.is_success() {
             let (message, min_boot_id) = match serde_json::from_slice::<ErrorBody>(&bytes) {
                 Ok(e) => (e.message, e.min_boot_id),
@@ -596,5 +619,98 @@ impl ClusterSession {
                 Err(e)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::auth::write_token_file;
+
+    /// A token file (mode 0600) in `dir`.
+    fn token_file(dir: &std::path::Path, name: &str, token: &str) -> std::path::PathBuf {
+        let path = dir.join(name);
+        write_token_file(&path, token).expect("token file");
+        path
+    }
+
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Layer>>);
+
+    impl std::fmt::Display for Layer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|l| l as _)
+        }
+    }
+
+    #[test]
+    fn error_chain_shows_every_cause_once() {
+        let e = Layer(
+            "error sending request",
+            Some(Box::new(Layer(
+                "client error (Connect)",
+                Some(Box::new(Layer(
+                    "Connect",
+                    Some(Box::new(Layer("invalid peer certificate", None))),
+                ))),
+            ))),
+        );
+        assert_eq!(
+            error_chain(&e),
+            "error sending request: client error (Connect): invalid peer certificate"
+        );
+        assert_eq!(error_chain(&Layer("alone", None)), "alone");
+    }
+
+    /// QA C6: a refused connection and a failed TLS handshake say so; they
+    /// used to read "error sending request for url (…)" alike.
+    #[tokio::test]
+    async fn transport_errors_carry_their_cause() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let token = token_file(dir.path(), "token", "0123456789abcdef0123");
+        // Nothing listens on a port just released.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("port")
+            .port();
+        let cfg = ClusterClientConfig::new(format!("http://127.0.0.1:{port}"), &token);
+        let mut client = ClusterClient::new(&cfg).expect("client");
+        let err = client
+            .report(Resources::new(1.0, 1e9), &[], &[])
+            .await
+            .expect_err("nothing listens");
+        assert!(matches!(err, ClusterError::Unreachable(_)), "{err}");
+        assert!(err.to_string().contains("refused"), "{err}");
+
+        // A plain-HTTP server behind an https:// URL: the TLS error shows.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            while let Ok((mut s, _)) = listener.accept().await {
+                let _ = s
+                    .write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")
+                    .await;
+            }
+        });
+        let cfg = ClusterClientConfig::new(format!("https://127.0.0.1:{port}"), &token);
+        let mut client = ClusterClient::new(&cfg).expect("client");
+        let err = client
+            .report(Resources::new(1.0, 1e9), &[], &[])
+            .await
+            .expect_err("no TLS");
+        let text = err.to_string();
+        assert!(
+            text.contains("corrupt message") || text.contains("InvalidContentType"),
+            "{text}"
+        );
     }
 }

@@ -11,7 +11,8 @@
 //! # shaper_url = ["https://shaper-a:9848", "https://shaper-b:9848"]
 //! token_file = "/etc/tailor/token"
 //! # agent_id = "node-17"               # default: the host name
-//! # ca_cert_file = "/etc/tailor/ca.pem" # trust this CA for https (besides the system roots)
+//! # ca_cert_file = "/etc/tailor/ca.pem" # trust this CA for https (besides the system roots);
+//! #   the shaper's certificate must be a leaf (CA:FALSE) that it signed
 //! timeout_s = 5.0
 //! [cluster.fail_safe]
 //! hold_s = 60.0                        # keep allocations this long after losing the shaper
@@ -133,8 +134,11 @@ pub struct ClusterClientConfig {
     /// must be the agent id its credential was registered for.
     #[serde(default)]
     pub agent_id: Option<String>,
-    /// Extra CA certificate (PEM) to trust for `https://` (e.g. a
-    /// self-signed shaper certificate).
+    /// Extra CA certificate (PEM) to trust for `https://`: the CA that
+    /// signed the shaper's certificate. The shaper's own certificate must
+    /// be a leaf (end-entity, `CA:FALSE`) certificate: rustls refuses a CA
+    /// certificate served as the server's own (`CaUsedAsEndEntity`), which
+    /// is what `openssl req -x509` makes by default.
     #[serde(default)]
     pub ca_cert_file: Option<PathBuf>,
     /// Timeout of one request to the shaper, seconds. Default 5.
