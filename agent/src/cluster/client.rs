@@ -59,6 +59,11 @@ pub struct ClusterClient {
     /// Index in `bases` of the replica to try first.
     current: usize,
     token: Token,
+    /// Where `token` was read from, and that file as it was then: it is
+    /// read again when it changes and when the shaper answers 401, so a
+    /// rotated credential needs no restart. `None` for a token given as
+    /// such ([`ClusterClient::with_identity`]).
+    token_file: Option<(std::path::PathBuf, Option<FileStamp>)>,
     agent_id: String,
     /// This client's boot: its creation time in Unix milliseconds, at least
     /// one more than any earlier client of this process.
@@ -88,6 +93,45 @@ pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     out
 }
 
+/// What tells a changed token file: its modification time, plus its inode
+/// and length (a file renamed into place within the clock's granularity).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileStamp {
+    modified: Option<std::time::SystemTime>,
+    inode: u64,
+    len: u64,
+}
+
+impl FileStamp {
+    fn of(path: &std::path::Path) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        Some(Self {
+            modified: m.modified().ok(),
+            inode: m.ino(),
+            len: m.len(),
+        })
+    }
+}
+
+/// Why the token file is read again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reload {
+    /// Its modification time (or inode, or length) changed.
+    Changed,
+    /// The shaper answered 401 to the token in use.
+    Refused,
+}
+
+impl Reload {
+    fn as_str(self) -> &'static str {
+        match self {
+            Reload::Changed => "the token file changed",
+            Reload::Refused => "the shaper refused the token (HTTP 401)",
+        }
+    }
+}
+
 /// A boot id: the current Unix time in milliseconds, strictly increasing
 /// within the process.
 fn next_boot_id() -> u64 {
@@ -115,6 +159,7 @@ impl ClusterClient {
     /// the optional CA certificate.
     pub fn new(cfg: &ClusterClientConfig) -> Result<Self, ClusterError> {
         cfg.validate()?;
+        let stamp = FileStamp::of(&cfg.token_file);
         let token = read_token_file(&cfg.token_file)?;
         let mut builder = reqwest::Client::builder()
             .use_rustls_tls()
@@ -139,6 +184,7 @@ impl ClusterClient {
             bases: cfg.shaper_url.bases().into(),
             current: 0,
             token,
+            token_file: Some((cfg.token_file.clone(), stamp)),
             agent_id: cfg.resolved_agent_id(),
             boot_id: next_boot_id(),
             seq: 0,
@@ -157,9 +203,46 @@ impl ClusterClient {
             bases: self.bases.clone(),
             current: self.current,
             token,
+            token_file: None,
             agent_id: agent_id.into(),
             boot_id: next_boot_id(),
             seq: 0,
+        }
+    }
+
+    /// The token file this client reads its token from (`None` for a
+    /// token given as such).
+    pub fn token_file(&self) -> Option<&std::path::Path> {
+        self.token_file.as_ref().map(|(p, _)| p.as_path())
+    }
+
+    /// Reads the token file again when `why` is [`Reload::Refused`], or
+    /// when the file changed since it was last read; true when that put a
+    /// new token in use. The log names the file, never the token; a file
+    /// that cannot be read leaves the token in use as it is.
+    fn reload_token(&mut self, why: Reload) -> bool {
+        let Some((path, seen)) = &mut self.token_file else {
+            return false;
+        };
+        let stamp = FileStamp::of(path);
+        if why == Reload::Changed && stamp == *seen {
+            return false;
+        }
+        *seen = stamp;
+        match read_token_file(path) {
+            Ok(token) if token == self.token => {
+                tracing::debug!(path = %path.display(), reason = why.as_str(), "token file read again: same token");
+                false
+            }
+            Ok(token) => {
+                self.token = token;
+                tracing::info!(path = %path.display(), reason = why.as_str(), "token file read again: new token in use");
+                true
+            }
+            Err(e) => {
+                tracing::warn!(path = %path.display(), reason = why.as_str(), error = %e, "cannot read the token file again: keeping the token in use");
+                false
+            }
         }
     }
 
@@ -188,12 +271,25 @@ impl ClusterClient {
         body: &B,
     ) -> Result<R, ClusterError> {
         let body = serde_json::to_vec(body).map_err(|e| ClusterError::Decode(e.to_string()))?;
+        // A rotated token file is picked up before the request.
+        self.reload_token(Reload::Changed);
         // Every replica once, plus one hop per redirect.
-        let attempts = 2 * self.bases.len().max(1);
+        let mut attempts = 2 * self.bases.len().max(1);
+        let mut reloaded = false;
         let mut last = ClusterError::Unreachable("no shaper URL configured".into());
-        for _ in 0..attempts {
+        while attempts > 0 {
+            attempts -= 1;
             let base = self.current_url().to_string();
             match self.post_once(&base, path, &body).await {
+                // The credential may have been rotated under the same file:
+                // read it again and, when it holds a new token, send once
+                // more (a 401 is answered before the report is looked at).
+                Err(ClusterError::Rejected { status: 401, .. })
+                    if !reloaded && self.reload_token(Reload::Refused) =>
+                {
+                    reloaded = true;
+                    attempts += 1;
+                }
                 Ok(Hop::Done(bytes)) => {
                     return serde_json::from_slice(&bytes)
                         .map_err(|e| ClusterError::Decode(e.to_string()))
@@ -337,6 +433,20 @@ impl ClusterClient {
 enum Hop {
     Done(Vec<u8>),
     Redirect(String),
+}
+
+/// A failed exchange with the shaper as logs, `/healthz` and the round's
+/// source give it: a 401 or 403 is "shaper refused our credentials" (the
+/// token file, or the credential's agent id), not a network problem.
+pub fn failure_text(e: &ClusterError) -> String {
+    match e {
+        ClusterError::Rejected {
+            status: status @ (401 | 403),
+            message,
+            ..
+        } => format!("shaper refused our credentials (HTTP {status}): {message}"),
+        other => other.to_string(),
+    }
 }
 
 /// What to do to one local container.
@@ -527,15 +637,31 @@ impl ClusterSession {
                 self.queued = acks;
                 self.failsafe.on_failure(now_s);
                 self.link.failures += 1;
-                self.link.last_error = Some(e.to_string());
+                let error = failure_text(&e);
+                self.link.last_error = Some(error.clone());
                 let link = self.failsafe.state(now_s);
-                tracing::warn!(error = %e, state = link.as_str(), "shaper unreachable: fail-safe");
+                match &e {
+                    ClusterError::Rejected {
+                        status: 401 | 403, ..
+                    } => {
+                        let token_file = self.client.token_file().map(|p| p.display().to_string());
+                        tracing::warn!(
+                            error = %error,
+                            token_file = token_file.as_deref().unwrap_or(""),
+                            state = link.as_str(),
+                            "shaper refused our credentials: fail-safe"
+                        );
+                    }
+                    ClusterError::Rejected { status, .. } if *status < 500 => {
+                        tracing::warn!(error = %error, state = link.as_str(), "shaper refused the report: fail-safe");
+                    }
+                    _ => {
+                        tracing::warn!(error = %error, state = link.as_str(), "shaper unreachable: fail-safe");
+                    }
+                }
                 let actions = self.fail_safe_actions(components, now_s);
                 RoundDecision {
-                    source: RoundSource::FailSafe {
-                        link,
-                        error: e.to_string(),
-                    },
+                    source: RoundSource::FailSafe { link, error },
                     actions,
                 }
             }
@@ -626,6 +752,290 @@ impl ClusterSession {
 mod tests {
     use super::*;
     use crate::cluster::auth::write_token_file;
+    use crate::cluster::protocol::ErrorBody;
+    use std::sync::{Arc, Mutex};
+
+    /// What the code under test logs, while the guard lives (this thread).
+    #[derive(Clone, Default)]
+    struct Logs(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Logs {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("logs").extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Logs {
+        fn capture() -> (Self, tracing::subscriber::DefaultGuard) {
+            let logs = Logs::default();
+            let writer = logs.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .with_writer(move || writer.clone())
+                .with_ansi(false)
+                .with_max_level(tracing::Level::DEBUG)
+                .finish();
+            (logs, tracing::subscriber::set_default(subscriber))
+        }
+
+        fn text(&self) -> String {
+            String::from_utf8_lossy(&self.0.lock().expect("logs")).into_owned()
+        }
+
+        /// The lines that carry `message`.
+        fn lines(&self, message: &str) -> Vec<String> {
+            self.text()
+                .lines()
+                .filter(|l| l.contains(message))
+                .map(str::to_string)
+                .collect()
+        }
+    }
+
+    /// A shaper stand-in on loopback: `/v1/report` gets an empty round
+    /// when it carries the accepted token, else a 401 as shaperd answers
+    /// it; while `down`, a 503. It keeps the `Authorization` headers seen.
+    #[derive(Clone, Default)]
+    struct FakeShaper {
+        accepted: Arc<Mutex<String>>,
+        down: Arc<std::sync::atomic::AtomicBool>,
+        seen: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl FakeShaper {
+        async fn start(accepted: &str) -> (Self, String) {
+            use axum::http::{HeaderMap, StatusCode};
+            use axum::response::IntoResponse;
+            let fake = FakeShaper {
+                accepted: Arc::new(Mutex::new(accepted.to_string())),
+                ..FakeShaper::default()
+            };
+            let state = fake.clone();
+            let app = axum::Router::new().route(
+                "/v1/report",
+                axum::routing::post(move |headers: HeaderMap| {
+                    let st = state.clone();
+                    async move {
+                        let auth = headers
+                            .get(axum::http::header::AUTHORIZATION)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or("")
+                            .to_string();
+                        st.seen.lock().expect("seen").push(auth.clone());
+                        let error = |status: StatusCode, kind: &str, message: &str| {
+                            let body = ErrorBody {
+                                error: kind.into(),
+                                message: message.into(),
+                                min_boot_id: None,
+                            };
+                            (status, axum::Json(body)).into_response()
+                        };
+                        if st.down.load(std::sync::atomic::Ordering::SeqCst) {
+                            return error(StatusCode::SERVICE_UNAVAILABLE, "no_leader", "down");
+                        }
+                        let want = format!("Bearer {}", st.accepted.lock().expect("token"));
+                        if auth != want {
+                            return error(
+                                StatusCode::UNAUTHORIZED,
+                                "unauthorized",
+                                "invalid bearer token",
+                            );
+                        }
+                        axum::Json(ReportResponse {
+                            api_version: 1,
+                            round: 1,
+                            interval_s: 1.0,
+                            actions: Vec::new(),
+                            rejected: Vec::new(),
+                        })
+                        .into_response()
+                    }
+                }),
+            );
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            let url = format!("http://{}", listener.local_addr().expect("addr"));
+            tokio::spawn(async move {
+                let _ = axum::serve(listener, app).await;
+            });
+            (fake, url)
+        }
+
+        fn accept(&self, token: &str) {
+            *self.accepted.lock().expect("token") = token.to_string();
+        }
+
+        fn set_down(&self, down: bool) {
+            self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+        }
+
+        /// The tokens of the requests seen so far, and forgets them.
+        fn take_seen(&self) -> Vec<String> {
+            std::mem::take(&mut *self.seen.lock().expect("seen"))
+                .into_iter()
+                .map(|h| h.trim_start_matches("Bearer ").to_string())
+                .collect()
+        }
+    }
+
+    const T1: &str = "tailor1.first-token-0123456789";
+    const T2: &str = "tailor1.other-token-9876543210";
+
+    fn session(url: &str, token_file: &std::path::Path) -> ClusterSession {
+        let mut cfg = ClusterClientConfig::new(url, token_file);
+        cfg.agent_id = Some("n1".into());
+        cfg.timeout_s = 2.0;
+        ClusterSession::new(&cfg, 0.0).expect("session")
+    }
+
+    /// Rewrites the token file in place (same inode, same length) and sets
+    /// its modification time to `mtime`.
+    fn rewrite(path: &std::path::Path, token: &str, mtime: std::time::SystemTime) {
+        write_token_file(path, token).expect("rewrite");
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .and_then(|f| f.set_modified(mtime))
+            .expect("set mtime");
+    }
+
+    fn mtime(path: &std::path::Path) -> std::time::SystemTime {
+        std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .expect("mtime")
+    }
+
+    /// QA C5: a token file rotated under a running agent is read again
+    /// when its modification time changes, before the next report: no
+    /// restart, no 401 on the way. The log names the file, not the token.
+    #[tokio::test]
+    async fn a_rotated_token_file_is_read_again_when_it_changes() {
+        let (logs, _guard) = Logs::capture();
+        let (shaper, url) = FakeShaper::start(T1).await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = token_file(dir.path(), "token", T1);
+        let mut s = session(&url, &path);
+        let cap = Resources::new(1.0, 1e9);
+        let d = s.round(cap, &[], &|_| None, 1.0).await;
+        assert_eq!(d.source, RoundSource::Shaper { round: 1 });
+        // Same length, same inode: only the modification time tells.
+        let later = mtime(&path) + Duration::from_secs(10);
+        rewrite(&path, T2, later);
+        shaper.accept(T2);
+        shaper.take_seen();
+        let d = s.round(cap, &[], &|_| None, 2.0).await;
+        assert_eq!(d.source, RoundSource::Shaper { round: 1 }, "{d:?}");
+        assert_eq!(shaper.take_seen(), vec![T2], "the new token at once");
+        let reloads = logs.lines("new token in use");
+        assert_eq!(reloads.len(), 1, "{}", logs.text());
+        assert!(
+            reloads[0].contains(&path.display().to_string()),
+            "{}",
+            reloads[0]
+        );
+        assert!(
+            reloads[0].contains("the token file changed"),
+            "{}",
+            reloads[0]
+        );
+        let text = logs.text();
+        assert!(
+            !text.contains(T1) && !text.contains(T2),
+            "a token was logged: {text}"
+        );
+        // Unchanged since: not read again.
+        s.round(cap, &[], &|_| None, 3.0).await;
+        assert_eq!(logs.lines("token file read again").len(), 1, "{text}");
+    }
+
+    /// QA C5: a 401 makes the agent read its token file again, whatever
+    /// its modification time says, and send once more with the new token.
+    #[tokio::test]
+    async fn a_401_reads_the_token_file_again() {
+        let (logs, _guard) = Logs::capture();
+        let (shaper, url) = FakeShaper::start(T1).await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = token_file(dir.path(), "token", T1);
+        let mut s = session(&url, &path);
+        let cap = Resources::new(1.0, 1e9);
+        assert_eq!(
+            s.round(cap, &[], &|_| None, 1.0).await.source,
+            RoundSource::Shaper { round: 1 }
+        );
+        // Rotated with the old modification time (a copy that kept it).
+        let old = mtime(&path);
+        rewrite(&path, T2, old);
+        shaper.accept(T2);
+        shaper.take_seen();
+        let d = s.round(cap, &[], &|_| None, 2.0).await;
+        assert_eq!(d.source, RoundSource::Shaper { round: 1 }, "{d:?}");
+        assert_eq!(
+            shaper.take_seen(),
+            vec![T1, T2],
+            "refused, read again, sent again"
+        );
+        let reloads = logs.lines("new token in use");
+        assert_eq!(reloads.len(), 1, "{}", logs.text());
+        assert!(reloads[0].contains("HTTP 401"), "{}", reloads[0]);
+        assert!(
+            reloads[0].contains(&path.display().to_string()),
+            "{}",
+            reloads[0]
+        );
+        let text = logs.text();
+        assert!(
+            !text.contains(T1) && !text.contains(T2),
+            "a token was logged: {text}"
+        );
+    }
+
+    /// QA C5: a credential the shaper refuses (and no new token in the
+    /// file) fails safe as "shaper refused our credentials", not as
+    /// "shaper unreachable"; it is sent once per report, not in a loop.
+    #[tokio::test]
+    async fn refused_credentials_are_not_an_unreachable_shaper() {
+        let (logs, _guard) = Logs::capture();
+        let (shaper, url) = FakeShaper::start(T2).await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = token_file(dir.path(), "token", T1);
+        let mut s = session(&url, &path);
+        let d = s.round(Resources::new(1.0, 1e9), &[], &|_| None, 1.0).await;
+        let RoundSource::FailSafe { error, .. } = &d.source else {
+            panic!("expected fail-safe, got {d:?}");
+        };
+        assert!(
+            error.starts_with("shaper refused our credentials (HTTP 401)"),
+            "{error}"
+        );
+        assert_eq!(
+            shaper.take_seen(),
+            vec![T1],
+            "the same token is not sent twice"
+        );
+        assert_eq!(
+            s.link_status(1.0).last_error.as_deref(),
+            Some(error.as_str())
+        );
+        let text = logs.text();
+        let refused = logs.lines("shaper refused our credentials: fail-safe");
+        assert_eq!(refused.len(), 1, "{text}");
+        assert!(refused[0].contains(&path.display().to_string()), "{text}");
+        assert!(!text.contains("unreachable"), "{text}");
+        // A shaper that answers 503 is still unreachable.
+        shaper.set_down(true);
+        let d = s.round(Resources::new(1.0, 1e9), &[], &|_| None, 2.0).await;
+        assert!(matches!(d.source, RoundSource::FailSafe { .. }), "{d:?}");
+        assert_eq!(
+            logs.lines("shaper unreachable: fail-safe").len(),
+            1,
+            "{}",
+            logs.text()
+        );
+    }
 
     /// A token file (mode 0600) in `dir`.
     fn token_file(dir: &std::path::Path, name: &str, token: &str) -> std::path::PathBuf {

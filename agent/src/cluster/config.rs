@@ -128,7 +128,8 @@ pub struct ClusterClientConfig {
     /// follower's redirect is followed only to a listed URL).
     pub shaper_url: ShaperUrls,
     /// File holding this agent's own token (mode 0600), from `tailor shaper
-    /// credentials add --agent <agent_id>`.
+    /// credentials add --agent <agent_id>`. Read again when it changes and
+    /// when the shaper answers 401: rotating it needs no restart.
     pub token_file: PathBuf,
     /// This agent's name; one agent = one host. Default: the host name. It
     /// must be the agent id its credential was registered for.
