@@ -509,6 +509,8 @@ pub struct ClusterSession {
 struct LinkCounters {
     last_ok_s: Option<f64>,
     failures: u64,
+    /// Failed exchanges since the last answer.
+    failing: u64,
     last_error: Option<String>,
     rejected_components: u64,
 }
@@ -585,7 +587,7 @@ impl ClusterSession {
         let acks = std::mem::take(&mut self.queued);
         match self.client.report(capacity, components, &acks).await {
             Ok(resp) => {
-                self.failsafe.on_success(now_s);
+                self.link_ok(now_s);
                 self.link.last_ok_s = Some(now_s);
                 self.link.last_error = None;
                 self.link.rejected_components = resp.rejected.len() as u64;
@@ -637,6 +639,7 @@ impl ClusterSession {
                 self.queued = acks;
                 self.failsafe.on_failure(now_s);
                 self.link.failures += 1;
+                self.link.failing += 1;
                 let error = failure_text(&e);
                 self.link.last_error = Some(error.clone());
                 let link = self.failsafe.state(now_s);
@@ -666,6 +669,26 @@ impl ClusterSession {
                 }
             }
         }
+    }
+
+    /// The shaper answered at `now_s`: the link is connected again. The
+    /// first answer after a failure is logged once, at info (the failures
+    /// were warned of; QA C14: the last line used to stay "shaper
+    /// unreachable" after the link was back).
+    fn link_ok(&mut self, now_s: f64) {
+        if let LinkState::Holding { since_s } | LinkState::Regrowing { since_s } =
+            self.failsafe.state(now_s)
+        {
+            let down_s = ((now_s - since_s) * 10.0).round() / 10.0;
+            tracing::info!(
+                shaper = %self.client.current_url(),
+                down_s,
+                failed_reports = self.link.failing,
+                "shaper link back: the shaper plans again"
+            );
+        }
+        self.failsafe.on_success(now_s);
+        self.link.failing = 0;
     }
 
     /// Fail-safe regrowth for `components` at `now_s` (empty unless the
@@ -735,7 +758,7 @@ impl ClusterSession {
         let acks = std::mem::take(&mut self.queued);
         match self.client.ack(acks.clone()).await {
             Ok(r) => {
-                self.failsafe.on_success(now_s);
+                self.link_ok(now_s);
                 Ok(r)
             }
             Err(e) => {
@@ -991,6 +1014,39 @@ mod tests {
             !text.contains(T1) && !text.contains(T2),
             "a token was logged: {text}"
         );
+    }
+
+    /// QA C14: the first answer after failed reports is logged once, at
+    /// info, with how long the link was down.
+    #[tokio::test]
+    async fn the_link_coming_back_is_logged_once() {
+        let (logs, _guard) = Logs::capture();
+        let (shaper, url) = FakeShaper::start(T1).await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = token_file(dir.path(), "token", T1);
+        let mut s = session(&url, &path);
+        let cap = Resources::new(1.0, 1e9);
+        s.round(cap, &[], &|_| None, 1.0).await;
+        assert!(
+            logs.lines("shaper link back").is_empty(),
+            "connected from the start"
+        );
+        shaper.set_down(true);
+        for t in [2.0, 3.0] {
+            let d = s.round(cap, &[], &|_| None, t).await;
+            assert!(matches!(d.source, RoundSource::FailSafe { .. }), "{d:?}");
+        }
+        shaper.set_down(false);
+        for t in [4.5, 5.0, 6.0] {
+            let d = s.round(cap, &[], &|_| None, t).await;
+            assert_eq!(d.source, RoundSource::Shaper { round: 1 });
+        }
+        let back = logs.lines("shaper link back");
+        assert_eq!(back.len(), 1, "{}", logs.text());
+        assert!(back[0].contains("INFO"), "{}", back[0]);
+        assert!(back[0].contains("failed_reports=2"), "{}", back[0]);
+        assert!(back[0].contains("down_s=2.5"), "{}", back[0]);
+        assert!(back[0].contains(&url), "{}", back[0]);
     }
 
     /// QA C5: a credential the shaper refuses (and no new token in the
