@@ -8,13 +8,17 @@
 //!   container below its request grows by `regrow_fraction` of the gap to its
 //!   request (per resource; the last `snap_fraction` of the request is closed
 //!   in one step), so a cluster that lost its planner slowly returns to plain
-//!   reservations instead of jumping there all at once.
+//!   reservations instead of jumping there all at once. Each step is
+//!   rounded as the kernel rounds a plan's targets
+//!   ([`shaper::limits::bound_target`]: up to whole 4 KiB pages and
+//!   millicores, or the request itself where that would cross it), so the
+//!   runtime holds the limit written.
 //!
 //! The first successful report returns to Connected; from then on the
 //! shaper plans again from what the agent reports.
 
 use serde::{Deserialize, Serialize};
-use shaper::{ConfigErrors, Resources};
+use shaper::{ConfigErrors, Resource, Resources};
 
 fn default_hold_s() -> f64 {
     60.0
@@ -168,6 +172,7 @@ impl FailSafe {
     /// While regrowing: the next allocation of a container currently at
     /// `current` whose request is `request`, or `None` when it needs no
     /// change (at or above its request in both resources, or not regrowing).
+    /// Each resource is whole pages / millicores, or the request (QA C9).
     pub fn regrow(
         &self,
         now_s: f64,
@@ -177,7 +182,7 @@ impl FailSafe {
         if !matches!(self.state(now_s), LinkState::Regrowing { .. }) {
             return None;
         }
-        let step = |cur: f64, req: f64| -> f64 {
+        let step = |r: Resource, cur: f64, req: f64| -> f64 {
             if !(cur.is_finite() && req.is_finite()) || cur >= req {
                 return cur;
             }
@@ -185,12 +190,14 @@ impl FailSafe {
             if req - next <= self.cfg.snap_fraction * req {
                 req
             } else {
-                next
+                // the kernel's rounding of a plan's target, the request
+                // as its ceiling (no floor, no usage: it only grows)
+                shaper::limits::bound_target(r, next, 0.0, req, 0.0).0
             }
         };
         let next = Resources::new(
-            step(current.cpu_cores, request.cpu_cores),
-            step(current.mem_bytes, request.mem_bytes),
+            step(Resource::Cpu, current.cpu_cores, request.cpu_cores),
+            step(Resource::Mem, current.mem_bytes, request.mem_bytes),
         );
         if next == *current {
             None
@@ -271,6 +278,56 @@ mod tests {
         assert_eq!(fs.regrow(100.0, &Resources::new(5.0, 5e9), &request), None);
     }
 
+    /// QA C9: regrowth wrote 228658624 bytes (not whole pages; the cgroup
+    /// held 228655104) and 0.311421875 cores. Each step is whole 4 KiB
+    /// pages and millicores now, up to the request itself.
+    #[test]
+    fn regrowth_is_whole_pages_and_millicores() {
+        let mut fs = FailSafe::new(
+            FailSafeConfig {
+                hold_s: 0.0,
+                regrow_fraction: 0.25,
+                snap_fraction: 0.02,
+            },
+            0.0,
+        );
+        fs.on_failure(0.0);
+        let mib = 1048576.0;
+        // qa-cl-b-steady: 166.1 MiB / 0.053 cores cut, 256 MiB / 0.5 requested
+        let request = Resources::new(0.5, 256.0 * mib);
+        let mut cur = Resources::new(0.053, 174_149_632.0);
+        let mut steps = 0;
+        while let Some(next) = fs.regrow(1.0, &cur, &request) {
+            // whole steps: what the kernel's rounding leaves as it is
+            // (0.237 cores is the f64 nearest 237 millicores)
+            for (r, got, req) in [
+                (Resource::Mem, next.mem_bytes, request.mem_bytes),
+                (Resource::Cpu, next.cpu_cores, request.cpu_cores),
+            ] {
+                assert!(
+                    got == req || shaper::limits::align_up(r, got) == got,
+                    "step {steps}: {r} {got} is not whole steps"
+                );
+            }
+            if next.mem_bytes != request.mem_bytes {
+                assert_eq!(next.mem_bytes % 4096.0, 0.0, "step {steps}");
+            }
+            assert!(next.cpu_cores >= cur.cpu_cores && next.mem_bytes >= cur.mem_bytes);
+            cur = next;
+            steps += 1;
+            assert!(steps < 100);
+        }
+        assert_eq!(cur, request);
+        // A request that is not whole pages is reached as it is.
+        let odd = Resources::new(0.3333, 100_000_001.0);
+        let mut cur = Resources::new(0.1, 50_000_000.0);
+        while let Some(next) = fs.regrow(1.0, &cur, &odd) {
+            assert!(next.fits_in(&odd), "{next:?}");
+            cur = next;
+        }
+        assert_eq!(cur, odd);
+    }
+
     proptest! {
         #[test]
         fn regrow_never_shrinks_nor_overshoots(
@@ -286,6 +343,15 @@ mod tests {
                 prop_assert!(next.cpu_cores >= cur.cpu_cores && next.mem_bytes >= cur.mem_bytes);
                 prop_assert!(next.cpu_cores <= cur.cpu_cores.max(req.cpu_cores));
                 prop_assert!(next.mem_bytes <= cur.mem_bytes.max(req.mem_bytes));
+                // grown: whole steps, or the request itself
+                for (r, n, c, q) in [
+                    (Resource::Cpu, next.cpu_cores, cur.cpu_cores, req.cpu_cores),
+                    (Resource::Mem, next.mem_bytes, cur.mem_bytes, req.mem_bytes),
+                ] {
+                    if n > c && n != q {
+                        prop_assert_eq!(shaper::limits::align_up(r, n), n, "{} {}", r, n);
+                    }
+                }
             }
         }
     }
