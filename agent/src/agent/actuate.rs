@@ -108,6 +108,8 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         let mut outcomes = Vec::with_capacity(actions.len());
         let mut failed_apps: BTreeSet<String> = BTreeSet::new();
         let mut dirty = false;
+        let actions: Vec<NodeAction> = actions.iter().map(|a| self.named(a)).collect();
+        let actions = actions.as_slice();
         if shape {
             self.write_ahead(actions);
         }
@@ -130,6 +132,17 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 ));
                 continue;
             };
+            if matches!(a.kind, NodeActionKind::Evict { .. }) && is_stopped(t.info.state) {
+                // Already stopped (the shaper planned from a report sent
+                // before the stop, one round behind, or it stopped on its
+                // own): nothing to do, and it counts as applied, so a
+                // re-delivered eviction is harmless (protocol/src/lib.rs).
+                self.shared
+                    .metrics
+                    .action(kind, Outcome::Unchanged.as_str());
+                outcomes.push(outcome(Outcome::Unchanged, Some("already stopped".into())));
+                continue;
+            }
             if t.info.state != ContainerState::Running {
                 self.shared.metrics.action(kind, Outcome::Refused.as_str());
                 outcomes.push(outcome(
@@ -299,6 +312,34 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
     }
 }
 
+/// A container that is not running and will not run again without a
+/// start: an eviction of it has nothing left to do.
+fn is_stopped(state: ContainerState) -> bool {
+    matches!(
+        state,
+        ContainerState::Created
+            | ContainerState::Exited
+            | ContainerState::Dead
+            | ContainerState::Removing
+    )
+}
+
+impl<R: ContainerRuntime + ?Sized> Agent<R> {
+    /// `a` with the container's name: a cluster plan names containers
+    /// from the view, which lists only running ones, so an action on a
+    /// stopped container came without one (QA C10). The name the agent
+    /// knows, else none (the log then gives the id: [`log_outcome`]).
+    fn named(&self, a: &NodeAction) -> NodeAction {
+        let mut a = a.clone();
+        if a.container_name.is_empty() {
+            if let Some(t) = self.tracked.get(&a.container_id) {
+                a.container_name = t.info.name.clone();
+            }
+        }
+        a
+    }
+}
+
 /// `x` to 3 decimals (a millicore, a thousandth of a MiB), for a log
 /// field: `0.23700000000000002` cores and `246.57532691955566` MiB read
 /// as `0.237` and `246.575`. The data (plans, journal) keep every digit.
@@ -321,9 +362,15 @@ pub(super) fn log_outcome(o: &ActionOutcome) {
     };
     let cores = |r: Option<Resources>| r.map(|r| log3(r.cpu_cores));
     let mib = |r: Option<Resources>| r.map(|r| log3(r.mem_bytes / MIB));
+    // by id when no name is known (a container the agent does not manage)
+    let container = if a.container_name.is_empty() {
+        &a.container_id
+    } else {
+        &a.container_name
+    };
     match o.result {
         Outcome::Applied | Outcome::Recommended => tracing::info!(
-            container = %a.container_name,
+            container = %container,
             action = kind,
             result = %o.result,
             from_cpu_cores = cores(from),
@@ -335,7 +382,7 @@ pub(super) fn log_outcome(o: &ActionOutcome) {
         ),
         Outcome::Unchanged => {}
         Outcome::Refused | Outcome::Failed => tracing::warn!(
-            container = %a.container_name,
+            container = %container,
             action = kind,
             result = %o.result,
             error = o.error.as_deref().unwrap_or(""),

@@ -7,8 +7,12 @@
 use agent::config::check_toml;
 use agent::fake::{FakeCall, FakeRuntime};
 use agent::runtime::CpuLimit;
-use agent::{Agent, AgentConfig, LocalShaper};
-use std::sync::Arc;
+use agent::{
+    ActionOutcome, Agent, AgentConfig, LocalShaper, NodeAction, NodeActionKind, NodePlan, NodeView,
+    PlanSource, PlanSourceError,
+};
+use futures_util::future::BoxFuture;
+use std::sync::{Arc, Mutex};
 use tailor_core::ManualClock;
 
 pub const MIB: u64 = 1 << 20;
@@ -56,11 +60,118 @@ pub struct Rig {
 }
 
 pub fn rig(cfg: AgentConfig) -> Rig {
+    let source = Box::new(LocalShaper::new(cfg.shaper.clone()));
+    rig_with(cfg, source)
+}
+
+/// A rig whose plans come from `source` (4 cores, 8 GiB).
+pub fn rig_with(cfg: AgentConfig, source: Box<dyn PlanSource>) -> Rig {
     let fake = FakeRuntime::new(4, 8 * GIB);
     let clock = Arc::new(ManualClock::new(1_000.0));
-    let source = Box::new(LocalShaper::new(cfg.shaper.clone()));
     let agent = Agent::new(cfg, Arc::new(fake.clone()), source, clock.clone()).expect("agent");
     Rig { fake, clock, agent }
+}
+
+/// A plan source that hands the agent the actions queued with
+/// [`Scripted::queue`] (as a central shaper would, action ids included)
+/// and keeps the outcomes it is told (what cluster mode acknowledges).
+#[derive(Clone, Default)]
+pub struct Scripted {
+    next: Arc<Mutex<Vec<NodeAction>>>,
+    told: Arc<Mutex<Vec<ActionOutcome>>>,
+}
+
+impl Scripted {
+    /// The next round's actions.
+    pub fn queue(&self, actions: Vec<NodeAction>) {
+        *self.next.lock().expect("next") = actions;
+    }
+
+    /// The outcomes told since the last call.
+    pub fn take_outcomes(&self) -> Vec<ActionOutcome> {
+        std::mem::take(&mut *self.told.lock().expect("told"))
+    }
+}
+
+impl PlanSource for Scripted {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    fn plan<'a>(
+        &'a mut self,
+        _view: &'a NodeView,
+    ) -> BoxFuture<'a, Result<NodePlan, PlanSourceError>> {
+        let actions = std::mem::take(&mut *self.next.lock().expect("next"));
+        Box::pin(async move {
+            Ok(NodePlan {
+                actions,
+                plan: None,
+                source: "cluster (scripted)".into(),
+            })
+        })
+    }
+
+    fn outcomes<'a>(&'a mut self, outcomes: &'a [ActionOutcome]) -> BoxFuture<'a, ()> {
+        self.told
+            .lock()
+            .expect("told")
+            .extend(outcomes.iter().cloned());
+        Box::pin(async {})
+    }
+}
+
+/// An action from the shaper (with an action id) on container `id`, which
+/// a cluster plan names from the view (empty when not in it).
+pub fn shaper_action(action_id: &str, id: &str, name: &str, kind: NodeActionKind) -> NodeAction {
+    NodeAction {
+        action_id: Some(action_id.into()),
+        container_id: id.into(),
+        container_name: name.into(),
+        kind,
+        explanation: format!("scripted {action_id}"),
+    }
+}
+
+/// What the agent logs while the guard lives (this thread: the tests'
+/// current-thread runtime).
+#[derive(Clone, Default)]
+pub struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("logs").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    pub fn capture() -> (Self, tracing::subscriber::DefaultGuard) {
+        let logs = Logs::default();
+        let writer = logs.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .finish();
+        (logs, tracing::subscriber::set_default(subscriber))
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().expect("logs")).into_owned()
+    }
+
+    /// The lines that carry `message`.
+    pub fn lines(&self, message: &str) -> Vec<String> {
+        self.text()
+            .lines()
+            .filter(|l| l.contains(message))
+            .map(str::to_string)
+            .collect()
+    }
 }
 
 impl Rig {
