@@ -19,7 +19,12 @@
 //! killed a page below it. A cut to a host's share rounds down
 //! ([`align_down`]) so that the cuts of a host never sum to more than it
 //! has.
+//!
+//! [`component_bounds`] gives one component's bounds on their own: what
+//! the kernel plans within, and what an agent holds a plan it did not make
+//! to (a central shaper's, in cluster mode).
 
+use crate::config::ShaperConfig;
 use crate::model::Resource;
 use crate::plan::Bound;
 
@@ -101,6 +106,179 @@ pub fn ceiling(request: f64, max_growth: f64) -> f64 {
         1.0
     };
     request * growth
+}
+
+/// One component's bounds for one resource ([`component_bounds`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bounds {
+    pub resource: Resource,
+    /// The floor: `[shaper] min_cpu_cores` / `min_mem_bytes`.
+    pub floor: f64,
+    /// The ceiling: `request * max_growth` ([`ceiling`]). It wins over the
+    /// floor (a request below the floor is its own ceiling).
+    pub ceiling: f64,
+    /// Current usage: the kernel lets a target reach it (in whole steps)
+    /// above the ceiling ([`bound_target`]: less would kill the component
+    /// or throttle it at once).
+    pub usage: f64,
+    /// Memory: the component's reservation
+    /// ([`crate::Component::mem_floor_bytes`]), which (in whole steps)
+    /// wins over the floor and the ceiling; 0 for none (and for CPU).
+    pub reserved: f64,
+    /// What the component holds now ([`Bounds::keeping`]; 0 when not
+    /// given): a plan may keep it above the ceiling.
+    pub current: f64,
+    /// What the component's host has ([`Bounds::within`]): nothing is
+    /// allocated beyond it. Infinite when not given.
+    pub host: f64,
+}
+
+/// Which bound [`Bounds::clamp`] moved a value to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clamped {
+    /// Raised to the floor.
+    Floor,
+    /// Raised to the memory reservation.
+    Reservation,
+    /// Cut to the ceiling (or to current usage or the reservation above it).
+    Ceiling,
+    /// Cut to the host's capacity.
+    Host,
+}
+
+impl Clamped {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Clamped::Floor => "floor",
+            Clamped::Reservation => "reservation",
+            Clamped::Ceiling => "ceiling",
+            Clamped::Host => "host",
+        }
+    }
+}
+
+/// The bounds of one component's allocation of resource `r` under `cfg`,
+/// as the kernel plans it ([`crate::decide::target_with_k1`]): at least
+/// the floor (`min_cpu_cores` / `min_mem_bytes`), at most the ceiling
+/// (`request * max_growth`), which wins over the floor; current `usage`
+/// lifts the ceiling, and for memory the reservation `reserved_mem` wins
+/// over both. [`Bounds::within`] adds the host's capacity.
+pub fn component_bounds(
+    r: Resource,
+    request: f64,
+    usage: f64,
+    reserved_mem: f64,
+    cfg: &ShaperConfig,
+) -> Bounds {
+    let (floor, reserved) = match r {
+        Resource::Cpu => (cfg.min_cpu_cores, 0.0),
+        Resource::Mem => (cfg.min_mem_bytes, sane(reserved_mem)),
+    };
+    Bounds {
+        resource: r,
+        floor: sane(floor),
+        ceiling: ceiling(sane(request), cfg.max_growth),
+        usage: sane(usage),
+        reserved,
+        current: 0.0,
+        host: f64::INFINITY,
+    }
+}
+
+impl Bounds {
+    /// The same bounds, at most `host` (what the component's host has,
+    /// rounded down to whole steps; ignored unless finite and > 0).
+    pub fn within(mut self, host: f64) -> Self {
+        if host.is_finite() && host > 0.0 {
+            self.host = align_down(self.resource, host);
+        }
+        self
+    }
+
+    /// The same bounds, lifted to `current` (what the component holds now):
+    /// a plan may keep it, as protection (never shrunk) and the gradual
+    /// memory shrink (`mem_shrink_max_fraction`) do.
+    pub fn keeping(mut self, current: f64) -> Self {
+        self.current = sane(current);
+        self
+    }
+
+    /// The reservation as the kernel raises a target to it: whole steps.
+    pub fn reserved_steps(&self) -> f64 {
+        align_up(self.resource, self.reserved)
+    }
+
+    /// The floor in whole steps, at most the ceiling (which wins over it),
+    /// as [`bound_target`] rounds it (a ceiling under one step, in a
+    /// test's units, keeps the floor as it is).
+    fn floor_steps(&self) -> f64 {
+        let r = self.resource;
+        let up = align_up(r, self.floor);
+        if up <= self.ceiling {
+            up
+        } else if self.ceiling >= step(r) {
+            self.ceiling
+        } else {
+            self.floor.min(self.ceiling)
+        }
+    }
+
+    /// The ceiling, or current usage or the reservation above it (whole
+    /// steps, as [`bound_target`] and the kernel raise a target to them),
+    /// or what the component holds now, before the host.
+    fn top(&self) -> f64 {
+        let r = self.resource;
+        // raised to usage: in whole steps (a ceiling under one step, in a
+        // test's units, keeps the usage as it is)
+        let usage = if self.ceiling >= step(r) {
+            align_up(r, self.usage)
+        } else {
+            self.usage
+        };
+        self.ceiling
+            .max(usage)
+            .max(self.reserved_steps())
+            .max(self.current)
+    }
+
+    /// The least allocation: the floor in whole steps (at most the
+    /// ceiling), or the reservation above it; at most the host.
+    pub fn least(&self) -> f64 {
+        self.clamp(0.0).0
+    }
+
+    /// The most allocation: the ceiling, or current usage or the
+    /// reservation above it (whole steps), or what the component holds
+    /// now; at most the host.
+    pub fn most(&self) -> f64 {
+        self.top().min(self.host)
+    }
+
+    /// `x` within the bounds (`x` itself when not finite), and the bound
+    /// that moved it last (`None` when it was within them), in the
+    /// kernel's order: raised to the floor, to the reservation (memory),
+    /// cut to the ceiling (lifted as in [`Bounds::most`]), to the host.
+    pub fn clamp(&self, x: f64) -> (f64, Option<Clamped>) {
+        if !x.is_finite() {
+            return (x, None);
+        }
+        let (mut t, mut by) = (x, None);
+        let floor = self.floor_steps();
+        if t < floor {
+            (t, by) = (floor, Some(Clamped::Floor));
+        }
+        if t < self.reserved {
+            (t, by) = (self.reserved_steps(), Some(Clamped::Reservation));
+        }
+        let top = self.top();
+        if t > top {
+            (t, by) = (top, Some(Clamped::Ceiling));
+        }
+        if t > self.host {
+            (t, by) = (self.host, Some(Clamped::Host));
+        }
+        (t, by)
+    }
 }
 
 /// Bounds a raw target (forecast + buffer, or the request) for resource
@@ -199,7 +377,112 @@ mod tests {
         assert_eq!(b, Bound::Usage);
     }
 
+    /// QA C8: the bounds an agent holds a central shaper's plan to, from
+    /// the kernel's own floors and ceiling.
+    #[test]
+    fn component_bounds_clamp_to_the_floor_the_ceiling_and_the_host() {
+        let mib = 1048576.0;
+        let cfg = ShaperConfig::default(); // 16 MiB / 0.01 cores, max_growth 1
+        let gib = 1024.0 * mib;
+        // 256 MiB / 0.5 cores requested, on a 2-core, 23.5 GiB host
+        let mem =
+            component_bounds(Resource::Mem, 256.0 * mib, 100.0 * mib, 0.0, &cfg).within(23.5 * gib);
+        let cpu = component_bounds(Resource::Cpu, 0.5, 0.02, 0.0, &cfg).within(2.0);
+        assert_eq!((mem.least(), mem.most()), (16.0 * mib, 256.0 * mib));
+        assert_eq!((cpu.least(), cpu.most()), (0.01, 0.5));
+        assert_eq!(mem.clamp(64.0 * gib), (256.0 * mib, Some(Clamped::Ceiling)));
+        assert_eq!(mem.clamp(8.0 * mib), (16.0 * mib, Some(Clamped::Floor)));
+        assert_eq!(mem.clamp(116.0 * mib), (116.0 * mib, None));
+        assert_eq!(cpu.clamp(2.0), (0.5, Some(Clamped::Ceiling)));
+        assert_eq!(cpu.clamp(0.001), (0.01, Some(Clamped::Floor)));
+        assert!(
+            mem.clamp(f64::NAN).0.is_nan(),
+            "left for the caller to refuse"
+        );
+        // max_growth lifts the ceiling; the host cuts it
+        let grow = ShaperConfig {
+            max_growth: 200.0,
+            ..ShaperConfig::default()
+        };
+        let mem = component_bounds(Resource::Mem, 256.0 * mib, 0.0, 0.0, &grow).within(23.5 * gib);
+        assert_eq!(mem.clamp(64.0 * gib), (23.5 * gib, Some(Clamped::Host)));
+        let cpu = component_bounds(Resource::Cpu, 0.5, 0.0, 0.0, &grow).within(2.0);
+        assert_eq!(cpu.clamp(4.0), (2.0, Some(Clamped::Host)));
+        // host RAM that is not whole pages is rounded down
+        let odd = component_bounds(Resource::Mem, 1e12, 0.0, 0.0, &cfg).within(1e9 + 1.0);
+        assert_eq!(odd.most(), 999_997_440.0);
+        // an unknown host bounds nothing
+        assert_eq!(
+            component_bounds(Resource::Cpu, 0.5, 0.0, 0.0, &cfg)
+                .within(0.0)
+                .host,
+            f64::INFINITY
+        );
+    }
+
+    /// The kernel's exceptions hold in the bounds too: the ceiling wins
+    /// over the floor, current usage lifts the ceiling, and the memory
+    /// reservation wins over both.
+    #[test]
+    fn component_bounds_keep_the_kernels_exceptions() {
+        let mib = 1048576.0;
+        let cfg = ShaperConfig::default();
+        // an 8 MiB request under the 16 MiB floor is its own ceiling
+        let tiny = component_bounds(Resource::Mem, 8.0 * mib, 0.0, 0.0, &cfg);
+        assert_eq!((tiny.least(), tiny.most()), (8.0 * mib, 8.0 * mib));
+        // usage above a (label's) request: up to usage in whole pages
+        let used = component_bounds(Resource::Mem, 100.0 * mib, 150.0 * mib + 1.0, 0.0, &cfg);
+        assert_eq!(used.most(), 150.0 * mib + 4096.0);
+        assert_eq!(used.least(), 16.0 * mib, "usage is not a floor");
+        // a reservation above the request: at least and at most it
+        let res = component_bounds(Resource::Mem, 100.0 * mib, 0.0, 200.0 * mib, &cfg);
+        assert_eq!((res.least(), res.most()), (200.0 * mib, 200.0 * mib));
+        assert_eq!(
+            res.clamp(50.0 * mib),
+            (200.0 * mib, Some(Clamped::Reservation))
+        );
+        // no reservation for CPU
+        let cpu = component_bounds(Resource::Cpu, 1.0, 0.0, 200.0 * mib, &cfg);
+        assert_eq!(cpu.reserved, 0.0);
+        // what it holds now may be kept (protection, gradual shrinks)
+        let held =
+            component_bounds(Resource::Mem, 100.0 * mib, 0.0, 0.0, &cfg).keeping(300.0 * mib);
+        assert_eq!(held.clamp(250.0 * mib), (250.0 * mib, None));
+        assert_eq!(
+            held.clamp(400.0 * mib),
+            (300.0 * mib, Some(Clamped::Ceiling))
+        );
+        let on_host = held.within(200.0 * mib);
+        assert_eq!(
+            on_host.clamp(250.0 * mib),
+            (200.0 * mib, Some(Clamped::Host))
+        );
+    }
+
     proptest! {
+        /// Every target of [`bound_target`] lies within the component's
+        /// bounds: an agent holding plans to them never moves the kernel's.
+        #[test]
+        fn bound_targets_lie_within_the_component_bounds(
+            raw in -1e12f64..1e12, request in 0.0f64..1e11, usage in 0.0f64..1e11,
+            growth in 1.0f64..3.0, floors in proptest::bool::ANY, tiny in proptest::bool::ANY,
+        ) {
+            let cfg = ShaperConfig {
+                max_growth: growth,
+                min_cpu_cores: if floors { 0.01 } else { 0.0 },
+                min_mem_bytes: if floors { 16.0 * 1048576.0 } else { 0.0 },
+                ..ShaperConfig::default()
+            };
+            // also in a test's units, under one step
+            let scale = if tiny { 1e-9 } else { 1.0 };
+            for r in Resource::ALL {
+                let unit = match r { Resource::Cpu => 1e-7, Resource::Mem => 1.0 } * scale;
+                let b = component_bounds(r, request * unit, usage * unit, 0.0, &cfg);
+                let (t, _) = bound_target(r, raw * unit, b.floor, b.ceiling, b.usage);
+                prop_assert_eq!(b.clamp(t), (t, None), "{} {:?}", r, b);
+            }
+        }
+
         #[test]
         fn bounded(raw in -1e12f64..1e12, floor in 0.0f64..1e10, ceiling in 0.0f64..1e12, usage in 0.0f64..1e12) {
             for r in Resource::ALL {

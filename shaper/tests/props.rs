@@ -633,6 +633,31 @@ proptest! {
         prop_assert!(victims(&capped).is_subset(&victims(&free)));
     }
 
+    /// Every resize of a plan lies within its component's bounds
+    /// (`limits::component_bounds`, kept at its current allocation): an
+    /// agent that holds a central shaper's plan to them (QA C8) never
+    /// changes what the kernel plans under the same `[shaper]` config.
+    #[test]
+    fn resizes_lie_within_the_component_bounds(case in case_strategy()) {
+        let Case { view, cfg } = case;
+        let plan = decide(&view, NOW_S, &cfg);
+        let comps: HashMap<ComponentId, &Component> = view
+            .apps
+            .iter()
+            .flat_map(|a| a.components.iter().map(|c| (c.id, c)))
+            .collect();
+        for a in &plan.actions {
+            let Action::Resize { component, to, .. } = a else { continue };
+            let c = comps[component];
+            for r in Resource::ALL {
+                let b = limits::component_bounds(r, c.request.get(r), c.usage.get(r), c.mem_floor_bytes, &cfg)
+                    .keeping(c.allocation.get(r));
+                let x = to.get(r);
+                prop_assert_eq!(b.clamp(x), (x, None), "{:?} {}: {:?}", component, r, b);
+            }
+        }
+    }
+
     #[test]
     fn baseline_sets_requests(case in case_strategy()) {
         let Case { view, mut cfg } = case;

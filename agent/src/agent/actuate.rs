@@ -1,6 +1,8 @@
 //! Actuate: apply a plan's actions (resizes, evictions) through the runtime.
 
 use super::*;
+use shaper::limits::component_bounds;
+use shaper::Resource;
 
 impl<R: ContainerRuntime + ?Sized> Agent<R> {
     /// The runtime update for a planned allocation. Floors and rounding
@@ -108,7 +110,10 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         let mut outcomes = Vec::with_capacity(actions.len());
         let mut failed_apps: BTreeSet<String> = BTreeSet::new();
         let mut dirty = false;
-        let actions: Vec<NodeAction> = actions.iter().map(|a| self.named(a)).collect();
+        let actions: Vec<NodeAction> = actions
+            .iter()
+            .map(|a| self.within_bounds(view, self.named(a)))
+            .collect();
         let actions = actions.as_slice();
         if shape {
             self.write_ahead(actions);
@@ -312,6 +317,14 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
     }
 }
 
+/// A resource's name and display unit for a log field.
+fn unit_of(r: Resource) -> (&'static str, &'static str, f64) {
+    match r {
+        Resource::Cpu => ("cpu", "cores", 1.0),
+        Resource::Mem => ("mem", "MiB", MIB),
+    }
+}
+
 /// A container that is not running and will not run again without a
 /// start: an eviction of it has nothing left to do.
 fn is_stopped(state: ContainerState) -> bool {
@@ -325,6 +338,93 @@ fn is_stopped(state: ContainerState) -> bool {
 }
 
 impl<R: ContainerRuntime + ?Sized> Agent<R> {
+    /// The host's own size, for the bounds of a central shaper's plan:
+    /// its CPUs and RAM as the runtime reports them, else `[capacity]` as
+    /// configured (0: unknown, no bound).
+    fn host_size(&self) -> Resources {
+        match &self.host {
+            Some(h) => Resources::new(f64::from(h.ncpu), h.mem_total_bytes as f64),
+            None => Resources::new(
+                self.cfg.capacity.cpu_cores.unwrap_or(0.0),
+                self.cfg.capacity.mem_bytes.unwrap_or(0.0),
+            ),
+        }
+    }
+
+    /// A central shaper's resize (it has an action id) held to this
+    /// agent's own bounds (QA C8: a hostile or buggy shaper, or a
+    /// man-in-the-middle on `http://`, could set any limit): per resource,
+    /// the kernel's bounds of the container
+    /// ([`shaper::limits::component_bounds`] under the agent's `[shaper]`:
+    /// at least `min_*`, at most `request * max_growth`, lifted only as the
+    /// kernel lifts them: current usage, the memory reservation, what the
+    /// container holds now), at most the host's CPUs and RAM. A plan the
+    /// kernel would make under the same `[shaper]` is never moved. A clamp
+    /// is logged (warn) and said in the explanation. The agent's own plans
+    /// and the fail-safe regrowth are left as they are.
+    fn within_bounds(&self, view: &NodeView, mut a: NodeAction) -> NodeAction {
+        let NodeActionKind::Resize { from, to } = a.kind else {
+            return a;
+        };
+        // not running (refused below): no view entry to bound it by
+        let (Some(action_id), Some(c)) = (
+            a.action_id.as_deref(),
+            view.containers.iter().find(|c| c.meta.id == a.container_id),
+        ) else {
+            return a;
+        };
+        let host = self.host_size();
+        let mut notes = Vec::new();
+        let bounded = Resources::from_fn(|r| {
+            let bounds = component_bounds(
+                r,
+                c.request.get(r),
+                c.usage.get(r),
+                c.meta.mem_floor_bytes,
+                &self.cfg.shaper,
+            )
+            .keeping(c.allocation.get(r))
+            .within(host.get(r));
+            let (x, by) = bounds.clamp(to.get(r));
+            if let Some(by) = by {
+                let (resource, unit, scale) = unit_of(r);
+                let container = if a.container_name.is_empty() {
+                    &a.container_id
+                } else {
+                    &a.container_name
+                };
+                tracing::warn!(
+                    container = %container,
+                    action_id,
+                    resource,
+                    planned = log3(to.get(r) / scale),
+                    clamped = log3(x / scale),
+                    unit,
+                    bound = by.as_str(),
+                    request = log3(c.request.get(r) / scale),
+                    host = log3(host.get(r) / scale),
+                    "the shaper's resize is outside the agent's bounds: clamped"
+                );
+                notes.push(format!(
+                    "{resource} {} -> {} {unit} ({})",
+                    log3(to.get(r) / scale),
+                    log3(x / scale),
+                    by.as_str()
+                ));
+            }
+            x
+        });
+        if !notes.is_empty() {
+            a.kind = NodeActionKind::Resize { from, to: bounded };
+            a.explanation = format!(
+                "{}; clamped by the agent: {}",
+                a.explanation,
+                notes.join(", ")
+            );
+        }
+        a
+    }
+
     /// `a` with the container's name: a cluster plan names containers
     /// from the view, which lists only running ones, so an action on a
     /// stopped container came without one (QA C10). The name the agent

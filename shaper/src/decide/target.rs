@@ -1,6 +1,7 @@
 //! One component's target allocation, hysteresis and protection.
 
 use super::*;
+use crate::limits::component_bounds;
 
 /// A component's target allocation and how it was computed.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -120,12 +121,10 @@ pub fn target_with_k1(
             }
             _ => (0.0, 0.0, Buffer::default(), req),
         };
-        let floor = match r {
-            Resource::Cpu => cfg.min_cpu_cores,
-            Resource::Mem => cfg.min_mem_bytes,
-        };
-        let top = ceiling(req, cfg.max_growth);
-        let (mut t, mut bound) = bound_target(r, raw, floor, top, usage);
+        // The component's bounds (floor, ceiling, what lifts it), the same
+        // an agent holds a central shaper's plan to.
+        let lim = component_bounds(r, req, usage, c.mem_floor_bytes, cfg);
+        let (mut t, mut bound) = bound_target(r, raw, lim.floor, lim.ceiling, lim.usage);
         // After an OOM kill: at least the OOM floor (at most the ceiling),
         // in whole pages unless that crosses the ceiling.
         let oom = match r {
@@ -133,15 +132,14 @@ pub fn target_with_k1(
             Resource::Mem => oom_floor_bytes(c, cfg),
         };
         if t < oom {
-            t = crate::limits::align_up(r, oom).min(top).max(oom);
+            t = crate::limits::align_up(r, oom).min(lim.ceiling).max(oom);
             bound = Bound::OomFloor;
         }
         // What the runtime promises the component wins over the ceiling (a
         // request below the reservation: a label, or a component started
-        // without a memory limit and counted at its use).
-        let reserved = sane(c.mem_floor_bytes);
-        if r == Resource::Mem && t < reserved {
-            t = crate::limits::align_up(r, reserved);
+        // without a memory limit and counted at its use); 0 for CPU.
+        if t < lim.reserved {
+            t = lim.reserved_steps();
             bound = Bound::Reservation;
         }
         Sizing {
