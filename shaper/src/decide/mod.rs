@@ -393,7 +393,7 @@ fn decide_with(
             has_protected |= c.protected;
             let r = rules.of(c.class);
             let t = target_with_k1(app, c, now_s, cfg, r.k1, r.small);
-            let (eff, changed, skipped) = settle(t.alloc, c, cfg, t.mem.mean);
+            let (eff, changed, skipped) = settle(t.alloc, c, cfg);
             summary.skipped_by_hysteresis += u64::from(skipped);
             slots.push(Slot {
                 host,

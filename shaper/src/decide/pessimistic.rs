@@ -377,7 +377,7 @@ pub(super) fn apply_eviction_cap(
                     s.eff.get(r)
                 }
             });
-            let (eff, changed, _) = settle(capped, c, cfg, f64::INFINITY);
+            let (eff, changed, _) = settle(capped, c, cfg);
             s.eff = eff;
             s.changed = changed;
             s.state = State::Deferred;

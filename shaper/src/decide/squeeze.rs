@@ -72,7 +72,7 @@ impl Squeeze<'_> {
 /// `planned` through the hysteresis, which may keep the current
 /// allocation only when it fits in `planned` too: (allocation, changed).
 fn settle_within(planned: Resources, c: &Component, cfg: &ShaperConfig) -> (Resources, bool) {
-    let (eff, changed, _) = settle(planned, c, cfg, f64::INFINITY);
+    let (eff, changed, _) = settle(planned, c, cfg);
     if eff.fits_in(&planned) {
         (eff, changed)
     } else {

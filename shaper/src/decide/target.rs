@@ -236,24 +236,12 @@ pub(super) fn rel_change(to: f64, from: f64) -> f64 {
     }
 }
 
-/// The largest share of its planned headroom (allocation above the
-/// expected memory) a component's current allocation may lack before a
-/// memory growth skips the hysteresis (at most `min_relative_change`).
-const MEM_GROWTH_HOLD_FRACTION: f64 = 0.01;
-
 /// Applies protection and hysteresis: returns (allocation in force after
 /// the plan, changed, skipped by hysteresis).
-///
-/// `mem_expected_bytes` is the memory the component is expected to use
-/// (its forecast, raised to its usage). A memory growth skips the
-/// hysteresis unless the current allocation still keeps all but
-/// [`MEM_GROWTH_HOLD_FRACTION`] of the planned headroom above it;
-/// infinity lets every memory growth through.
 pub(super) fn settle(
     planned: Resources,
     c: &Component,
     cfg: &ShaperConfig,
-    mem_expected_bytes: f64,
 ) -> (Resources, bool, bool) {
     let cur = c.allocation;
     let cur_ok = cur.is_finite() && cur.cpu_cores >= 0.0 && cur.mem_bytes >= 0.0;
@@ -274,27 +262,20 @@ pub(super) fn settle(
         return (p, true, false);
     }
     let usage = Resources::new(sane(c.usage.cpu_cores), sane(c.usage.mem_bytes));
+    // Growths the hysteresis never holds back: any resource already short
+    // of its usage, and any memory growth at all (memory is not
+    // compressible: a held-back growth towards the forecast peak is an OOM
+    // kill waiting to happen, CPU only slows down; holding back growths
+    // under 1% of the planned headroom cost a Bitbrains VM, QA C7).
+    let need_growth = p.mem_bytes > cur.mem_bytes
+        || Resource::ALL
+            .iter()
+            .any(|&r| cur.get(r) < usage.get(r) && p.get(r) > cur.get(r));
     let m = if cfg.min_relative_change.is_finite() {
         cfg.min_relative_change
     } else {
         0.0
     };
-    // Growths the hysteresis never holds back: any resource already short
-    // of its usage, and a memory growth that restores a headroom the
-    // current allocation has lost (memory is not compressible: a
-    // held-back growth towards the forecast peak is an OOM kill waiting
-    // to happen, CPU only slows down). A growth of a page or two on a
-    // creeping buffer, far above what the component uses, waits until it
-    // is worth a resize.
-    let expected = mem_expected_bytes.max(usage.mem_bytes);
-    let hold = m.min(MEM_GROWTH_HOLD_FRACTION);
-    let mem_short = p.mem_bytes > cur.mem_bytes
-        && (!expected.is_finite()
-            || cur.mem_bytes - expected < (1.0 - hold) * (p.mem_bytes - expected));
-    let need_growth = mem_short
-        || Resource::ALL
-            .iter()
-            .any(|&r| cur.get(r) < usage.get(r) && p.get(r) > cur.get(r));
     let small = Resource::ALL
         .iter()
         .all(|&r| rel_change(p.get(r), cur.get(r)) < m);
