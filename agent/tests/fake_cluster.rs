@@ -2,7 +2,7 @@
 //! against the in-memory fake runtime: the actions come from a scripted
 //! plan source, with action ids, as the cluster client hands them over.
 
-use agent::fake::FakeCall;
+use agent::fake::{FakeCall, Logs};
 use agent::runtime::{ContainerState, CpuLimit};
 use agent::{AgentConfig, NodeActionKind, Outcome};
 use tailor_core::Resources;
@@ -35,7 +35,7 @@ fn stops(r: &Rig, id: &str) -> usize {
 /// action logged with an empty container name.
 #[tokio::test]
 async fn a_repeated_eviction_of_a_stopped_container_counts_as_applied() {
-    let (logs, _guard) = Logs::capture();
+    let (logs, _guard) = Logs::capture(tracing::Level::INFO);
     let script = Scripted::default();
     let mut r = rig_with(cluster_config(), Box::new(script.clone()));
     r.fake.add(
@@ -130,7 +130,7 @@ fn planned_to(o: &agent::ActionOutcome) -> Resources {
 /// says so in the explanation; a plan within them is applied as sent.
 #[tokio::test]
 async fn a_shapers_resize_is_held_to_the_agents_bounds() {
-    let (logs, _guard) = Logs::capture();
+    let (logs, _guard) = Logs::capture(tracing::Level::INFO);
     let script = Scripted::default();
     let mut r = rig_with(cluster_config(), Box::new(script.clone()));
     add_own(&r, "own", 256 * MIB);
@@ -198,7 +198,7 @@ async fn a_shapers_resize_is_held_to_the_agents_bounds() {
 /// at the host's CPUs and RAM.
 #[tokio::test]
 async fn a_shapers_resize_stops_at_the_host() {
-    let (logs, _guard) = Logs::capture();
+    let (logs, _guard) = Logs::capture(tracing::Level::INFO);
     let script = Scripted::default();
     let cfg = cluster_config().clone_with(|c| c.shaper.max_growth = 1000.0);
     let mut r = rig_with(cfg, Box::new(script.clone()));

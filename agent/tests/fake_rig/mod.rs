@@ -133,47 +133,6 @@ pub fn shaper_action(action_id: &str, id: &str, name: &str, kind: NodeActionKind
     }
 }
 
-/// What the agent logs while the guard lives (this thread: the tests'
-/// current-thread runtime).
-#[derive(Clone, Default)]
-pub struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("logs").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    pub fn capture() -> (Self, tracing::subscriber::DefaultGuard) {
-        let logs = Logs::default();
-        let writer = logs.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .with_max_level(tracing::Level::INFO)
-            .finish();
-        (logs, tracing::subscriber::set_default(subscriber))
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().expect("logs")).into_owned()
-    }
-
-    /// The lines that carry `message`.
-    pub fn lines(&self, message: &str) -> Vec<String> {
-        self.text()
-            .lines()
-            .filter(|l| l.contains(message))
-            .map(str::to_string)
-            .collect()
-    }
-}
-
 impl Rig {
     /// Advances 1 s, burns `cpu` cores for every listed container, sets memory.
     pub async fn step(&mut self, usage: &[(&str, u64, f64)]) -> agent::RoundReport {

@@ -4,47 +4,8 @@
 use super::*;
 use crate::cluster::auth::write_token_file;
 use crate::cluster::protocol::ErrorBody;
+use crate::fake::Logs;
 use std::sync::{Arc, Mutex};
-
-/// What the code under test logs, while the guard lives (this thread).
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("logs").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn capture() -> (Self, tracing::subscriber::DefaultGuard) {
-        let logs = Logs::default();
-        let writer = logs.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .with_max_level(tracing::Level::DEBUG)
-            .finish();
-        (logs, tracing::subscriber::set_default(subscriber))
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().expect("logs")).into_owned()
-    }
-
-    /// The lines that carry `message`.
-    fn lines(&self, message: &str) -> Vec<String> {
-        self.text()
-            .lines()
-            .filter(|l| l.contains(message))
-            .map(str::to_string)
-            .collect()
-    }
-}
 
 /// A shaper stand-in on loopback: `/v1/report` gets an empty round
 /// when it carries the accepted token, else a 401 as shaperd answers
@@ -143,6 +104,38 @@ fn session(url: &str, token_file: &std::path::Path) -> ClusterSession {
     ClusterSession::new(&cfg, 0.0).expect("session")
 }
 
+/// What each token test starts from: logs captured (debug), a stand-in
+/// shaper that accepts `accepted`, a token file that holds `in_file`,
+/// and a session on them.
+struct Rig {
+    logs: Logs,
+    _guard: tracing::subscriber::DefaultGuard,
+    shaper: FakeShaper,
+    url: String,
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+    session: ClusterSession,
+}
+
+impl Rig {
+    async fn start(accepted: &str, in_file: &str) -> Rig {
+        let (logs, _guard) = Logs::capture(tracing::Level::DEBUG);
+        let (shaper, url) = FakeShaper::start(accepted).await;
+        let _dir = tempfile::tempdir().expect("tempdir");
+        let path = token_file(_dir.path(), "token", in_file);
+        let session = session(&url, &path);
+        Rig {
+            logs,
+            _guard,
+            shaper,
+            url,
+            _dir,
+            path,
+            session,
+        }
+    }
+}
+
 /// Rewrites the token file in place (same inode, same length) and sets
 /// its modification time to `mtime`.
 fn rewrite(path: &std::path::Path, token: &str, mtime: std::time::SystemTime) {
@@ -165,11 +158,15 @@ fn mtime(path: &std::path::Path) -> std::time::SystemTime {
 /// restart, no 401 on the way. The log names the file, not the token.
 #[tokio::test]
 async fn a_rotated_token_file_is_read_again_when_it_changes() {
-    let (logs, _guard) = Logs::capture();
-    let (shaper, url) = FakeShaper::start(T1).await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = token_file(dir.path(), "token", T1);
-    let mut s = session(&url, &path);
+    let Rig {
+        logs,
+        shaper,
+        path,
+        session: mut s,
+        _guard,
+        _dir,
+        ..
+    } = Rig::start(T1, T1).await;
     let cap = Resources::new(1.0, 1e9);
     let d = s.round(cap, &[], &|_| None, 1.0).await;
     assert_eq!(d.source, RoundSource::Shaper { round: 1 });
@@ -207,11 +204,15 @@ async fn a_rotated_token_file_is_read_again_when_it_changes() {
 /// its modification time says, and send once more with the new token.
 #[tokio::test]
 async fn a_401_reads_the_token_file_again() {
-    let (logs, _guard) = Logs::capture();
-    let (shaper, url) = FakeShaper::start(T1).await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = token_file(dir.path(), "token", T1);
-    let mut s = session(&url, &path);
+    let Rig {
+        logs,
+        shaper,
+        path,
+        session: mut s,
+        _guard,
+        _dir,
+        ..
+    } = Rig::start(T1, T1).await;
     let cap = Resources::new(1.0, 1e9);
     assert_eq!(
         s.round(cap, &[], &|_| None, 1.0).await.source,
@@ -248,11 +249,15 @@ async fn a_401_reads_the_token_file_again() {
 /// info, with how long the link was down.
 #[tokio::test]
 async fn the_link_coming_back_is_logged_once() {
-    let (logs, _guard) = Logs::capture();
-    let (shaper, url) = FakeShaper::start(T1).await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = token_file(dir.path(), "token", T1);
-    let mut s = session(&url, &path);
+    let Rig {
+        logs,
+        shaper,
+        url,
+        session: mut s,
+        _guard,
+        _dir,
+        ..
+    } = Rig::start(T1, T1).await;
     let cap = Resources::new(1.0, 1e9);
     s.round(cap, &[], &|_| None, 1.0).await;
     assert!(
@@ -282,11 +287,15 @@ async fn the_link_coming_back_is_logged_once() {
 /// "shaper unreachable"; it is sent once per report, not in a loop.
 #[tokio::test]
 async fn refused_credentials_are_not_an_unreachable_shaper() {
-    let (logs, _guard) = Logs::capture();
-    let (shaper, url) = FakeShaper::start(T2).await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = token_file(dir.path(), "token", T1);
-    let mut s = session(&url, &path);
+    let Rig {
+        logs,
+        shaper,
+        path,
+        session: mut s,
+        _guard,
+        _dir,
+        ..
+    } = Rig::start(T2, T1).await;
     let d = s.round(Resources::new(1.0, 1e9), &[], &|_| None, 1.0).await;
     let RoundSource::FailSafe { error, .. } = &d.source else {
         panic!("expected fail-safe, got {d:?}");

@@ -3,6 +3,10 @@
 //! every update, stop and start, and can be switched "down" to simulate a
 //! daemon restart.
 
+mod logs;
+
+pub use logs::Logs;
+
 use crate::runtime::{
     mem_limit, ContainerInfo, ContainerRuntime, ContainerState, ContainerStats, ContainerSummary,
     CpuLimit, HostInfo, Limits, ResourceUpdate, RuntimeError, RuntimeEvent,
