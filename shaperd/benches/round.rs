@@ -4,7 +4,7 @@
 //! slice core; host capacity 60% of the summed requests; usage ~35% of the
 //! request with 1% spikes). Phases timed apart, then the whole round as the
 //! server runs it (lock-free part: build + decide + prepare; under the
-//! lock: begin + commit).
+//! lock: begin + commit), and the report path (every agent reports once).
 //!
 //! ```sh
 //! cargo bench -p shaperd --bench round            # release profile
@@ -107,15 +107,19 @@ fn state_with(agents: usize) -> ShaperState {
     let mut s = ShaperState::new(cfg, ShaperConfig::default(), "bench", 0.0);
     for a in 0..agents {
         let r = report(a, 1, 0);
-        let who = Identity {
-            agent_id: Arc::from(r.agent_id.as_str()),
-            tenant: Arc::from("loadgen"),
-            key_id: Arc::from("0000000000000000"),
-            apps: Default::default(),
-        };
+        let who = identity(&r);
         s.report_as(&who, r, 1.0).expect("bench report accepted");
     }
     s
+}
+
+fn identity(r: &ReportRequest) -> Identity {
+    Identity {
+        agent_id: Arc::from(r.agent_id.as_str()),
+        tenant: Arc::from("loadgen"),
+        key_id: Arc::from("0000000000000000"),
+        apps: Default::default(),
+    }
 }
 
 fn bench_round(c: &mut Criterion) {
@@ -150,6 +154,24 @@ fn bench_round(c: &mut Criterion) {
         )
     });
     drop((input, plan, snap));
+    // The report path: every agent reports once more (the same
+    // containers), as between two rounds.
+    let mut seq = 1;
+    group.bench_function("reports", |b| {
+        b.iter_batched(
+            || {
+                seq += 1;
+                (0..agents).map(|a| report(a, seq, 0)).collect::<Vec<_>>()
+            },
+            |reports| {
+                for r in reports {
+                    let who = identity(&r);
+                    black_box(state.report_as(&who, r, 1.5).expect("accepted"));
+                }
+            },
+            criterion::BatchSize::PerIteration,
+        )
+    });
     group.bench_function("whole_round", |b| {
         b.iter(|| {
             now_s += 0.001;

@@ -463,7 +463,7 @@ impl ShaperState {
         for k in &gone {
             if let Some(a) = self.agents.remove(k) {
                 self.usage.remove(&a.tenant, a.footprint);
-                self.owners.remove(k, &a.report);
+                self.owners.remove(k);
             }
         }
         gone
@@ -577,10 +577,7 @@ impl ShaperState {
             .replace(&who.tenant, old.as_ref().map(|o| o.1), new);
         let acks = std::mem::take(&mut req.acks);
         self.apply_acks(&key, &acks);
-        let taken: Arc<[owners::Taken]> = self
-            .owners
-            .replace(&key, self.agents.get(&key).map(|a| &*a.report), &req)
-            .into();
+        let taken: Arc<[owners::Taken]> = self.owners.replace(&key, &req).into();
         let req = Arc::new(req);
         let rec = self.agents.entry(key).or_insert_with(|| AgentRecord {
             tenant: who.tenant.clone(),
@@ -625,7 +622,7 @@ impl ShaperState {
             tracing::warn!(agent = %k, "agent silent too long: dropped from the cluster view");
             if let Some(a) = self.agents.remove(&k) {
                 self.usage.remove(&a.tenant, a.footprint);
-                self.owners.remove(&k, &a.report);
+                self.owners.remove(&k);
             }
         }
         if self.agents.is_empty() {

@@ -22,21 +22,27 @@ impl ShaperState {
             self.count_refusal(&e);
             return Err(e);
         }
-        self.ack(req).map_err(|Invalid(e)| Refusal::Invalid(e))
+        Ok(self.ack_validated(req))
     }
 
     /// Records acknowledgements (the agent is trusted to be `req.agent_id`:
     /// the server calls [`ShaperState::ack_as`]).
+    #[cfg(test)]
     pub(super) fn ack(&mut self, req: &AckRequest) -> Result<AckResponse, Invalid> {
         req.validate(self.cfg.max_components_per_report)
             .map_err(Invalid)?;
+        Ok(self.ack_validated(req))
+    }
+
+    /// Records acknowledgements that passed [`AckRequest::validate`].
+    fn ack_validated(&mut self, req: &AckRequest) -> AckResponse {
         // An agent that has not reported to this instance yet (e.g. after a
         // leader change) still acknowledges the actions issued to it.
         let key: Arc<str> = match self.agents.get_key_value(req.agent_id.as_str()) {
             Some((k, _)) => k.clone(),
             None => Arc::from(req.agent_id.as_str()),
         };
-        Ok(self.apply_acks(&key, &req.acks))
+        self.apply_acks(&key, &req.acks)
     }
 
     pub(super) fn apply_acks(&mut self, agent: &Arc<str>, acks: &[Ack]) -> AckResponse {

@@ -7,8 +7,8 @@
 
 use crate::protocol::ReportRequest;
 use std::collections::hash_map::{Entry, RandomState};
-use std::collections::HashMap;
-use std::hash::BuildHasher;
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 /// The reporting agent of every container on record, by a keyed hash of
@@ -16,8 +16,33 @@ use std::sync::Arc;
 /// crafted to collide with a container it does not know).
 #[derive(Debug, Default)]
 pub(super) struct Owners {
-    by_id: HashMap<u64, Arc<str>>,
+    by_id: HashMap<u64, Arc<str>, Keyed>,
+    /// The keys of each agent's last report, in report order: a report
+    /// hashes its ids once, and one like the last removes nothing.
+    held: HashMap<Arc<str>, Vec<u64>>,
     keys: RandomState,
+}
+
+/// The keys are already keyed hashes: a map of them hashes nothing again.
+type Keyed = BuildHasherDefault<KeyHasher>;
+
+#[derive(Debug, Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` keys are hashed here (`write_u64`); any other input is
+        // folded in, so the hasher stays correct if that ever changes.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, key: u64) {
+        self.0 = key;
+    }
 }
 
 /// A component of a report that another agent reported first: its index in
@@ -25,28 +50,25 @@ pub(super) struct Owners {
 pub(super) type Taken = (u32, Arc<str>);
 
 impl Owners {
-    fn key(&self, container_id: &str) -> u64 {
-        self.keys.hash_one(container_id)
-    }
-
-    /// Replaces `agent`'s containers of `old` (its previous report) with
-    /// those of `new`; returns `new`'s components that another agent holds,
-    /// in report order.
-    pub(super) fn replace(
-        &mut self,
-        agent: &Arc<str>,
-        old: Option<&ReportRequest>,
-        new: &ReportRequest,
-    ) -> Vec<Taken> {
-        if let Some(old) = old {
-            self.remove(agent, old);
+    /// Records `agent`'s containers of `new` in place of its last report's;
+    /// returns `new`'s components that another agent holds, in report
+    /// order.
+    pub(super) fn replace(&mut self, agent: &Arc<str>, new: &ReportRequest) -> Vec<Taken> {
+        let keys: Vec<u64> = new
+            .components
+            .iter()
+            .map(|c| self.keys.hash_one(c.container_id.as_str()))
+            .collect();
+        if let Some(old) = self.held.remove(agent) {
+            if old != keys {
+                let kept: HashSet<u64, Keyed> = keys.iter().copied().collect();
+                let left = old.into_iter().filter(|k| !kept.contains(k));
+                self.release(agent, left);
+            }
         }
         let mut taken = Vec::new();
-        for (i, c) in new.components.iter().enumerate() {
-            match self
-                .by_id
-                .entry(self.keys.hash_one(c.container_id.as_str()))
-            {
+        for (i, &k) in keys.iter().enumerate() {
+            match self.by_id.entry(k) {
                 Entry::Vacant(v) => {
                     v.insert(agent.clone());
                 }
@@ -56,13 +78,19 @@ impl Owners {
                 Entry::Occupied(_) => {}
             }
         }
+        self.held.insert(agent.clone(), keys);
         taken
     }
 
-    /// Releases the containers of `report` that `agent` holds.
-    pub(super) fn remove(&mut self, agent: &Arc<str>, report: &ReportRequest) {
-        for c in &report.components {
-            let k = self.key(&c.container_id);
+    /// Releases every container `agent` holds (it is forgotten or revoked).
+    pub(super) fn remove(&mut self, agent: &Arc<str>) {
+        if let Some(old) = self.held.remove(agent) {
+            self.release(agent, old.into_iter());
+        }
+    }
+
+    fn release(&mut self, agent: &Arc<str>, keys: impl Iterator<Item = u64>) {
+        for k in keys {
             if self.by_id.get(&k).is_some_and(|a| **a == **agent) {
                 self.by_id.remove(&k);
             }
@@ -71,5 +99,6 @@ impl Owners {
 
     pub(super) fn clear(&mut self) {
         self.by_id.clear();
+        self.held.clear();
     }
 }
