@@ -267,17 +267,51 @@ fn missing_field(message: &str) -> Option<String> {
 
 /// serde/toml messages on one line.
 pub fn clean_message(m: &str) -> String {
-    m.lines()
+    let one_line = m
+        .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
-        .join(" ")
+        .join(" ");
+    untyped(&one_line)
+}
+
+/// serde names the Rust type a table deserializes into ("expected struct
+/// ClusterClientConfig"); the operator wrote TOML, so it reads "expected a
+/// table".
+fn untyped(m: &str) -> String {
+    const STRUCT: &str = "expected struct ";
+    let mut out = String::with_capacity(m.len());
+    let mut rest = m;
+    while let Some(at) = rest.find(STRUCT) {
+        out.push_str(&rest[..at]);
+        out.push_str("expected a table");
+        let after = &rest[at + STRUCT.len()..];
+        let name_len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        rest = &after[name_len..];
+    }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde::Deserialize;
+
+    #[test]
+    fn a_table_is_not_named_by_its_rust_type() {
+        assert_eq!(
+            clean_message(
+                "invalid type: integer `5`, expected struct ClusterClientConfig in `cluster`"
+            ),
+            "invalid type: integer `5`, expected a table in `cluster`"
+        );
+        assert_eq!(clean_message("expected struct A_1"), "expected a table");
+        assert_eq!(clean_message("no struct here"), "no struct here");
+    }
 
     #[test]
     fn a_syntax_error_names_its_line_and_column() {
