@@ -10,6 +10,10 @@
 //!   is "unknown", no failure counted twice). The time from the kill to the
 //!   new leader's first round is printed (`--nocapture`).
 //!
+//! * `a_follower_cut_off_from_etcd_stops_redirecting`: with every etcd
+//!   member gone, a follower stops sending agents to the leader it knew
+//!   (503 `no_leader` instead of a 307), as that leader steps down.
+//!
 //! The store and its election on their own are in tests/etcd_store.rs.
 //!
 //! In CI (CI=true) these tests fail when etcd or Docker is missing;
@@ -205,6 +209,80 @@ fn etcd_over_tls_needs_the_client_certificate() {
         .check_files()
         .expect_err("config check sees it too");
     assert!(errs.to_string().contains("key_file"), "{errs}");
+}
+
+/// QA C14: once etcd is gone, a follower stops redirecting agents to the
+/// leader it knew (that leader cannot renew its lease and steps down): it
+/// answers `503 no_leader` within a lease or two, and says why in its log.
+#[test]
+fn a_follower_cut_off_from_etcd_stops_redirecting() {
+    let Some(bin) = etcd_or_skip("etcd stale redirect") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    write_private(&d.join("token"), &format!("{TOKEN}\n"));
+    let mut etcd = Etcd::start(&bin, d);
+    let creds = d.join("credentials.toml");
+    let token = register_agent(d, &creds, "st-a", "team");
+    let token = std::fs::read_to_string(token).expect("agent token");
+    let [p1, p2] = free_ports::<2>();
+    let replicas = [
+        start_replica(d, "st-one", p1, &creds, &etcd.endpoints()),
+        start_replica(d, "st-two", p2, &creds, &etcd.endpoints()),
+    ];
+    let diag = || {
+        let mut s = etcd.diag();
+        for r in &replicas {
+            s.push('\n');
+            s.push_str(&tail(&r.log));
+        }
+        s
+    };
+    wait_until(
+        "one replica leads",
+        Duration::from_secs(30),
+        || replicas.iter().filter(|r| r.is_leader()).count() == 1,
+        diag,
+    );
+    let leader = replicas
+        .iter()
+        .position(Replica::is_leader)
+        .expect("leader");
+    let follower = &replicas[1 - leader];
+    let report = |r: &Replica| http_post(r.port, "/v1/report", token.trim(), "{}");
+    let (code, body) = report(follower).expect("follower answers");
+    assert_eq!(code, 307, "a follower redirects to the leader: {body}");
+    assert!(body.contains(&replicas[leader].url()), "{body}");
+    let diag_before = diag();
+    for m in &mut etcd.members {
+        m.kill();
+    }
+    let t_cut = Instant::now();
+    wait_until(
+        "the follower answers no_leader",
+        Duration::from_secs(20),
+        || report(follower).is_some_and(|(c, b)| c == 503 && b.contains("no_leader")),
+        || diag_before.clone() + &tail(&follower.log),
+    );
+    println!(
+        "etcd gone -> the follower answers no_leader after {:.1} s (lease_ttl_s 2)",
+        t_cut.elapsed().as_secs_f64()
+    );
+    assert!(
+        std::fs::read_to_string(&follower.log)
+            .unwrap_or_default()
+            .contains("no word from etcd for a lease"),
+        "{}",
+        tail(&follower.log)
+    );
+    // So does the old leader, which stepped down.
+    wait_until(
+        "the old leader answers no_leader",
+        Duration::from_secs(20),
+        || report(&replicas[leader]).is_some_and(|(c, _)| c == 503),
+        || tail(&replicas[leader].log),
+    );
 }
 
 /// A shaper replica: its port, config and log.

@@ -9,7 +9,8 @@
 //! * Followers answer `POST /v1/report` and `POST /v1/ack` with
 //!   `307 Temporary Redirect`, `Location: <leader's advertise_url><path>`
 //!   and the JSON error `not_leader` (or `503 no_leader` while no leader is
-//!   known). The agent (`agent::cluster::ClusterClient`) follows the
+//!   known: also once etcd has not answered a follower for a lease, as the
+//!   leader it knew cannot have renewed its own lease either). The agent (`agent::cluster::ClusterClient`) follows the
 //!   redirect only to a URL of its `[cluster] shaper_url` list, so its
 //!   token never goes to an unlisted host.
 //! * A leader that cannot renew its lease for `lease_ttl_s`, or whose fenced
@@ -159,6 +160,8 @@ pub async fn run_election(
     let mut shared_creds: Option<CredentialsFile> = None;
     let mut lease: i64 = 0;
     let mut renewed = Instant::now();
+    // When etcd last told this replica who leads.
+    let mut leader_seen = Instant::now();
     loop {
         // The credentials first: a replica takes the lead with etcd's.
         if local.has_changed().unwrap_or(false) {
@@ -228,7 +231,11 @@ pub async fn run_election(
             lease = 0;
         }
         if lease != 0 {
-            match etcd.campaign(lease).await {
+            let campaign = etcd.campaign(lease).await;
+            if campaign.is_ok() {
+                leader_seen = Instant::now();
+            }
+            match campaign {
                 Ok(info) if info.mine => {
                     if sh.role().0 != Role::Leader {
                         if let Err(e) = promote(&sh, &etcd, lease, &url).await {
@@ -252,7 +259,26 @@ pub async fn run_election(
                 Err(e) => tracing::warn!(error = %e, "cannot campaign in etcd"),
             }
         }
+        forget_stale_leader(&sh, leader_seen.elapsed(), ttl_d);
         tokio::time::sleep(period).await;
+    }
+}
+
+/// A follower that has not heard from etcd for a lease stops redirecting
+/// to the leader it knew: that leader cannot renew its lease either, so it
+/// has stepped down or will (QA C14). Agents get `503 no_leader` until
+/// etcd names a leader again.
+fn forget_stale_leader(sh: &Shared, unheard: Duration, ttl: Duration) {
+    if unheard < ttl {
+        return;
+    }
+    if let (Role::Follower, Some(url)) = sh.role() {
+        tracing::warn!(
+            leader = %url,
+            unheard_s = unheard.as_secs_f64(),
+            "no word from etcd for a lease: the leader may have stepped down; answering no_leader"
+        );
+        sh.set_role(Role::Follower, None);
     }
 }
 
