@@ -10,9 +10,10 @@
 //!   `307 Temporary Redirect`, `Location: <leader's advertise_url><path>`
 //!   and the JSON error `not_leader` (or `503 no_leader` while no leader is
 //!   known: also once etcd has not answered a follower for a lease, as the
-//!   leader it knew cannot have renewed its own lease either). The agent (`agent::cluster::ClusterClient`) follows the
-//!   redirect only to a URL of its `[cluster] shaper_url` list, so its
-//!   token never goes to an unlisted host.
+//!   leader it knew cannot have renewed its own lease either). The agent
+//!   (`agent::cluster::ClusterClient`) follows the redirect only to a URL
+//!   of its `[cluster] shaper_url` list, so its token never goes to an
+//!   unlisted host.
 //! * A leader that cannot renew its lease for `lease_ttl_s`, or whose fenced
 //!   write fails, steps down at once: it forgets its state and redirects.
 //! * Credentials: every replica uses what etcd holds (checked every tick),
