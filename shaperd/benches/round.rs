@@ -4,13 +4,15 @@
 //! slice core; host capacity 60% of the summed requests; usage ~35% of the
 //! request with 1% spikes). Phases timed apart, then the whole round as the
 //! server runs it (lock-free part: build + decide + prepare; under the
-//! lock: begin + commit), and the report path (every agent reports once).
+//! lock: begin + commit), the report path (every agent reports once), and
+//! the encoding of one agent's answer (`report_response_*`).
 //!
 //! ```sh
 //! cargo bench -p shaperd --bench round            # release profile
 //! ROUND_AGENTS=1000 cargo bench -p shaperd --bench round   # 100k components
 //! ```
 
+use axum::response::IntoResponse;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use shaper::{Class, Decider, Forecasts, Predictive, Resources, ShaperConfig};
 use shaperd::credentials::Identity;
@@ -181,6 +183,24 @@ fn bench_round(c: &mut Criterion) {
             let prepared = input.prepare(plan);
             black_box(state.commit(prepared))
         })
+    });
+    // An agent's answer (its ~100 actions) as JSON: the server's encoder
+    // against axum's `Json`, the reference, in the same run.
+    let snap = state.begin_round(now_s + 0.5).expect("agents reported");
+    let input = snap.build();
+    let plan = decider.decide(&input.view, now_s, &cfg);
+    state.commit(input.prepare(plan));
+    seq += 1;
+    let r = report(0, seq, 0);
+    let resp = state
+        .report_as(&identity(&r), r, now_s + 0.6)
+        .expect("accepted");
+    group.throughput(Throughput::Elements(resp.actions.len() as u64));
+    group.bench_function("report_response_axum_json", |b| {
+        b.iter(|| black_box(axum::Json(&resp).into_response()))
+    });
+    group.bench_function("report_response_json_response", |b| {
+        b.iter(|| black_box(shaperd::server::json_response(&resp)))
     });
     group.finish();
 }

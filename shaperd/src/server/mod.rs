@@ -26,7 +26,7 @@
 mod round;
 mod routes;
 
-pub use routes::router;
+pub use routes::{json_response, router};
 
 use crate::auth::{read_token_file, Token};
 use crate::config::ShaperServerConfig;
