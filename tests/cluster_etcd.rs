@@ -239,16 +239,7 @@ fn a_follower_cut_off_from_etcd_stops_redirecting() {
         }
         s
     };
-    wait_until(
-        "one replica leads",
-        Duration::from_secs(30),
-        || replicas.iter().filter(|r| r.is_leader()).count() == 1,
-        diag,
-    );
-    let leader = replicas
-        .iter()
-        .position(Replica::is_leader)
-        .expect("leader");
+    let leader = wait_for_one_leader(&replicas, diag);
     let follower = &replicas[1 - leader];
     let report = |r: &Replica| http_post(r.port, "/v1/report", token.trim(), "{}");
     let (code, body) = report(follower).expect("follower answers");
@@ -283,6 +274,20 @@ fn a_follower_cut_off_from_etcd_stops_redirecting() {
         || report(&replicas[leader]).is_some_and(|(c, _)| c == 503),
         || tail(&replicas[leader].log),
     );
+}
+
+/// Waits until exactly one of `replicas` leads: its index.
+fn wait_for_one_leader(replicas: &[Replica], diag: impl Fn() -> String) -> usize {
+    wait_until(
+        "one replica leads",
+        Duration::from_secs(30),
+        || replicas.iter().filter(|r| r.is_leader()).count() == 1,
+        diag,
+    );
+    replicas
+        .iter()
+        .position(Replica::is_leader)
+        .expect("leader")
 }
 
 /// A shaper replica: its port, config and log.
@@ -508,16 +513,7 @@ fn killing_the_leader_then_an_etcd_member_keeps_shaping() {
         }
         s
     };
-    wait_until(
-        "one replica leads",
-        Duration::from_secs(30),
-        || replicas.iter().filter(|r| r.is_leader()).count() == 1,
-        diag,
-    );
-    let leader = replicas
-        .iter()
-        .position(Replica::is_leader)
-        .expect("leader");
+    let leader = wait_for_one_leader(&replicas, diag);
     let survivor = 1 - leader;
     wait_until(
         "the later application is preempted on both hosts and the failure counted",

@@ -179,8 +179,12 @@ pub enum Refusal {
     Limit { cap: Cap, message: String },
 }
 
+/// What a component's entry in the map of reporting agents holds (its
+/// keyed id and agent, with the map's spare room; QA C12), ~40 bytes.
+const OWNER_ENTRY_BYTES: usize = 40;
+
 /// Estimated heap + inline bytes of a stored report (what the memory cap
-/// counts).
+/// counts), the duplicate-owner map's entry of each component included.
 pub fn report_mem_bytes(r: &ReportRequest) -> u64 {
     let per: u64 = r
         .components
@@ -197,7 +201,8 @@ pub fn report_mem_bytes(r: &ReportRequest) -> u64 {
             (std::mem::size_of::<ComponentReport>()
                 + c.container_id.len()
                 + c.app.len()
-                + table_bytes) as u64
+                + table_bytes
+                + OWNER_ENTRY_BYTES) as u64
         })
         .sum();
     std::mem::size_of::<ReportRequest>() as u64 + r.agent_id.len() as u64 + per

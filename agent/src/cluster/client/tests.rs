@@ -158,21 +158,14 @@ fn mtime(path: &std::path::Path) -> std::time::SystemTime {
 /// restart, no 401 on the way. The log names the file, not the token.
 #[tokio::test]
 async fn a_rotated_token_file_is_read_again_when_it_changes() {
-    let Rig {
-        logs,
-        shaper,
-        path,
-        session: mut s,
-        _guard,
-        _dir,
-        ..
-    } = Rig::start(T1, T1).await;
+    let mut r = Rig::start(T1, T1).await;
+    let (logs, shaper, path, s) = (&r.logs, &r.shaper, &r.path, &mut r.session);
     let cap = Resources::new(1.0, 1e9);
     let d = s.round(cap, &[], &|_| None, 1.0).await;
     assert_eq!(d.source, RoundSource::Shaper { round: 1 });
     // Same length, same inode: only the modification time tells.
-    let later = mtime(&path) + Duration::from_secs(10);
-    rewrite(&path, T2, later);
+    let later = mtime(path) + Duration::from_secs(10);
+    rewrite(path, T2, later);
     shaper.accept(T2);
     shaper.take_seen();
     let d = s.round(cap, &[], &|_| None, 2.0).await;
@@ -204,23 +197,16 @@ async fn a_rotated_token_file_is_read_again_when_it_changes() {
 /// its modification time says, and send once more with the new token.
 #[tokio::test]
 async fn a_401_reads_the_token_file_again() {
-    let Rig {
-        logs,
-        shaper,
-        path,
-        session: mut s,
-        _guard,
-        _dir,
-        ..
-    } = Rig::start(T1, T1).await;
+    let mut r = Rig::start(T1, T1).await;
+    let (logs, shaper, path, s) = (&r.logs, &r.shaper, &r.path, &mut r.session);
     let cap = Resources::new(1.0, 1e9);
     assert_eq!(
         s.round(cap, &[], &|_| None, 1.0).await.source,
         RoundSource::Shaper { round: 1 }
     );
     // Rotated with the old modification time (a copy that kept it).
-    let old = mtime(&path);
-    rewrite(&path, T2, old);
+    let old = mtime(path);
+    rewrite(path, T2, old);
     shaper.accept(T2);
     shaper.take_seen();
     let d = s.round(cap, &[], &|_| None, 2.0).await;
@@ -249,15 +235,8 @@ async fn a_401_reads_the_token_file_again() {
 /// info, with how long the link was down.
 #[tokio::test]
 async fn the_link_coming_back_is_logged_once() {
-    let Rig {
-        logs,
-        shaper,
-        url,
-        session: mut s,
-        _guard,
-        _dir,
-        ..
-    } = Rig::start(T1, T1).await;
+    let mut r = Rig::start(T1, T1).await;
+    let (logs, shaper, url, s) = (&r.logs, &r.shaper, r.url.as_str(), &mut r.session);
     let cap = Resources::new(1.0, 1e9);
     s.round(cap, &[], &|_| None, 1.0).await;
     assert!(
@@ -279,7 +258,7 @@ async fn the_link_coming_back_is_logged_once() {
     assert!(back[0].contains("INFO"), "{}", back[0]);
     assert!(back[0].contains("failed_reports=2"), "{}", back[0]);
     assert!(back[0].contains("down_s=2.5"), "{}", back[0]);
-    assert!(back[0].contains(&url), "{}", back[0]);
+    assert!(back[0].contains(url), "{}", back[0]);
 }
 
 /// QA C5: a credential the shaper refuses (and no new token in the
@@ -287,15 +266,8 @@ async fn the_link_coming_back_is_logged_once() {
 /// "shaper unreachable"; it is sent once per report, not in a loop.
 #[tokio::test]
 async fn refused_credentials_are_not_an_unreachable_shaper() {
-    let Rig {
-        logs,
-        shaper,
-        path,
-        session: mut s,
-        _guard,
-        _dir,
-        ..
-    } = Rig::start(T2, T1).await;
+    let mut r = Rig::start(T2, T1).await;
+    let (logs, shaper, path, s) = (&r.logs, &r.shaper, &r.path, &mut r.session);
     let d = s.round(Resources::new(1.0, 1e9), &[], &|_| None, 1.0).await;
     let RoundSource::FailSafe { error, .. } = &d.source else {
         panic!("expected fail-safe, got {d:?}");
