@@ -209,34 +209,17 @@ impl Bounds {
     }
 
     /// The floor in whole steps, at most the ceiling (which wins over it),
-    /// as [`bound_target`] rounds it (a ceiling under one step, in a
-    /// test's units, keeps the floor as it is).
+    /// as [`bound_target`] rounds it.
     fn floor_steps(&self) -> f64 {
-        let r = self.resource;
-        let up = align_up(r, self.floor);
-        if up <= self.ceiling {
-            up
-        } else if self.ceiling >= step(r) {
-            self.ceiling
-        } else {
-            self.floor.min(self.ceiling)
-        }
+        align_up(self.resource, self.floor).min(self.ceiling)
     }
 
     /// The ceiling, or current usage or the reservation above it (whole
     /// steps, as [`bound_target`] and the kernel raise a target to them),
     /// or what the component holds now, before the host.
     fn top(&self) -> f64 {
-        let r = self.resource;
-        // raised to usage: in whole steps (a ceiling under one step, in a
-        // test's units, keeps the usage as it is)
-        let usage = if self.ceiling >= step(r) {
-            align_up(r, self.usage)
-        } else {
-            self.usage
-        };
         self.ceiling
-            .max(usage)
+            .max(align_up(self.resource, self.usage))
             .max(self.reserved_steps())
             .max(self.current)
     }
@@ -298,9 +281,8 @@ pub fn bound_target(r: Resource, raw: f64, floor: f64, ceiling: f64, usage: f64)
     let rounded = align_up(r, t);
     if rounded.is_finite() && rounded <= ceiling {
         t = rounded;
-    } else if t <= ceiling && ceiling >= step(r) {
-        // whole steps would cross the ceiling: the ceiling itself (a
-        // ceiling under one step, in a test's units, keeps the raw target)
+    } else if t <= ceiling {
+        // whole steps would cross the ceiling: the ceiling itself
         t = ceiling;
         bound = Bound::Ceiling;
     }
@@ -309,13 +291,8 @@ pub fn bound_target(r: Resource, raw: f64, floor: f64, ceiling: f64, usage: f64)
         bound = Bound::Ceiling;
     }
     if t < usage {
-        // whole steps, as above (a ceiling under one step, in a test's
-        // units, keeps the usage as it is)
-        t = if ceiling >= step(r) {
-            align_up(r, usage)
-        } else {
-            usage
-        };
+        // whole steps, as above
+        t = align_up(r, usage);
         bound = Bound::Usage;
     }
     (t.max(0.0), bound)
@@ -473,7 +450,7 @@ mod tests {
                 min_mem_bytes: if floors { 16.0 * 1048576.0 } else { 0.0 },
                 ..ShaperConfig::default()
             };
-            // also in a test's units, under one step
+            // also with requests under one step
             let scale = if tiny { 1e-9 } else { 1.0 };
             for r in Resource::ALL {
                 let unit = match r { Resource::Cpu => 1e-7, Resource::Mem => 1.0 } * scale;

@@ -9,6 +9,10 @@ use shaper::Policy;
 use sim::{simulate, ForecasterSource, SimConfig};
 use tailor_core::{Class, Resources};
 
+/// The memory unit of these workloads: sizes are written in MiB, so that
+/// allocations are whole pages as on a real host.
+const MIB: f64 = 1_048_576.0;
+
 fn shape(values: &[f32], scale: f64) -> Shape {
     Shape::scaled(Arc::from(values.to_vec()), scale)
 }
@@ -23,9 +27,9 @@ fn comp(
 ) -> ComponentSpec {
     ComponentSpec::new(
         class,
-        Resources::new(cpu, mem),
+        Resources::new(cpu, mem * MIB),
         work_s,
-        UsageSeries::new(300.0, shape(cpu_use, cpu), shape(mem_use, mem)),
+        UsageSeries::new(300.0, shape(cpu_use, cpu), shape(mem_use, mem * MIB)),
     )
 }
 
@@ -42,7 +46,7 @@ fn one_host(cpu: f64, mem: f64, apps: Vec<AppSpec>) -> Workload {
     Workload {
         name: "test".into(),
         hosts: vec![HostSpec {
-            capacity: Resources::new(cpu, mem),
+            capacity: Resources::new(cpu, mem * MIB),
         }],
         apps,
     }
@@ -58,7 +62,7 @@ fn cfg(policy: Policy, source: ForecasterSource) -> SimConfig {
     c.shaper.policy = policy;
     c.forecaster_source = source;
     c.parallel_forecasts = false;
-    // These workloads count memory in small units: no byte floors.
+    // These workloads are a few MiB: no byte floors.
     c.shaper.min_mem_bytes = 0.0;
     c.shaper.min_cpu_cores = 0.0;
     c
@@ -298,7 +302,7 @@ fn request_changes_move_the_baseline_allocation() {
     );
     c.request_changes = vec![datasets::workload::RequestChange {
         at_elapsed_s: 600.0,
-        request: Resources::new(1.0, 20.0),
+        request: Resources::new(1.0, 20.0 * MIB),
     }];
     let wl = one_host(4.0, 100.0, vec![app(1, 0.0, vec![c])]);
     let r = simulate(&wl, &cfg(Policy::Baseline, ForecasterSource::Oracle), None).expect("run");
@@ -306,7 +310,7 @@ fn request_changes_move_the_baseline_allocation() {
     assert_eq!(r.summary.oom_kills, 0, "the baseline never fails");
     // 10 units for the first 600 s, 20 for the last 600 s
     assert!(
-        (r.metrics.mem_alloc_byte_s - 18_000.0).abs() < 1e-6,
+        (r.metrics.mem_alloc_byte_s - 18_000.0 * MIB).abs() < 1e-3,
         "{}",
         r.metrics.mem_alloc_byte_s
     );
@@ -329,7 +333,7 @@ fn request_changes_move_the_baseline_allocation() {
     assert_eq!(r.metrics.request_changes, 1);
     assert_eq!(r.summary.oom_kills, 0);
     assert!(
-        r.metrics.mem_alloc_byte_s < 18_000.0,
+        r.metrics.mem_alloc_byte_s < 18_000.0 * MIB,
         "{}",
         r.metrics.mem_alloc_byte_s
     );
@@ -404,7 +408,7 @@ fn delayed_components_start_after_their_delay() {
     );
     // never both at once: 10 units reserved for 1,600 s
     assert!(
-        (r.metrics.mem_alloc_byte_s - 16_000.0).abs() < 1e-6,
+        (r.metrics.mem_alloc_byte_s - 16_000.0 * MIB).abs() < 1e-3,
         "{}",
         r.metrics.mem_alloc_byte_s
     );
@@ -785,7 +789,7 @@ fn a_request_change_rebuilds_the_models_from_recent_history_only() {
     c.request_changes = (1..N / 20)
         .map(|k| datasets::workload::RequestChange {
             at_elapsed_s: (20 * k) as f64 * 300.0,
-            request: Resources::new(1.0, if k % 2 == 1 { 11.0 } else { 10.0 }),
+            request: Resources::new(1.0, if k % 2 == 1 { 11.0 } else { 10.0 } * MIB),
         })
         .collect();
     let wl = one_host(4.0, 100.0, vec![app(1, 0.0, vec![c])]);

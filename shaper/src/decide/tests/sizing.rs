@@ -3,13 +3,20 @@
 
 use super::*;
 
-/// A core component (request 4 cores, 1000 bytes) with Gaussian forecasts
-/// of 1 core (sigma 0.1) and 400 bytes (sigma 50).
+/// A core component (request 4 cores, 1000 pages) with Gaussian forecasts
+/// of 1 core (sigma 0.1) and 400 pages (sigma 50).
 fn forecast_component() -> Component {
-    let mut c = comp(1, Class::Core, 0, 0.0, (4.0, 1000.0), (1.0, 400.0));
+    let mut c = comp(
+        1,
+        Class::Core,
+        0,
+        0.0,
+        (4.0, 1000.0 * PAGE),
+        (1.0, 400.0 * PAGE),
+    );
     c.forecast = Some(Forecasts {
         cpu: Predictive::gaussian(1.0, 0.1),
-        mem: Predictive::gaussian(400.0, 50.0),
+        mem: Predictive::gaussian(400.0 * PAGE, 50.0 * PAGE),
         mem_hold_bytes: 0.0,
         mem_small_hold_bytes: 0.0,
     });
@@ -19,7 +26,7 @@ fn forecast_component() -> Component {
 #[test]
 fn buffer_terms_and_clamps() {
     let mut c = forecast_component();
-    c.usage = Resources::new(0.5, 300.0);
+    c.usage = Resources::new(0.5, 300.0 * PAGE);
     let a = app(1, 0.0, vec![c.clone()]);
     let cfg = ShaperConfig {
         k1: 0.05,
@@ -31,13 +38,13 @@ fn buffer_terms_and_clamps() {
     assert!((t.cpu.k1_term - 0.2).abs() < 1e-12);
     assert!((t.cpu.k2_term - 0.3).abs() < 1e-12);
     assert!((t.alloc.cpu_cores - 1.5).abs() < 1e-12);
-    assert!((t.alloc.mem_bytes - (400.0 + 50.0 + 150.0)).abs() < 1e-9);
+    assert_eq!(t.alloc.mem_bytes, (400.0 + 50.0 + 150.0) * PAGE);
     assert_eq!(t.cpu.bound, Bound::Buffer);
     // Ceiling: request.
     let mut big = c.clone();
     big.forecast = Some(Forecasts {
         cpu: Predictive::point(9.0),
-        mem: Predictive::point(10.0),
+        mem: Predictive::point(10.0 * PAGE),
         mem_hold_bytes: 0.0,
         mem_small_hold_bytes: 0.0,
     });
@@ -55,13 +62,11 @@ fn buffer_terms_and_clamps() {
         },
     );
     assert!((t.alloc.cpu_cores - 9.2).abs() < 1e-12);
-    // Usage floor, above the ceiling too (a ceiling under one page, in
-    // this test's units, keeps the usage as it is; whole pages in real
-    // units: shaper/tests/alignment_props.rs).
+    // Usage floor, above the ceiling too, in whole pages.
     let mut hot = big.clone();
-    hot.usage = Resources::new(0.1, 500.0);
+    hot.usage = Resources::new(0.1, 500.5 * PAGE);
     let t = component_target(&a, &hot, 10_000.0, &cfg);
-    assert_eq!(t.alloc.mem_bytes, 500.0);
+    assert_eq!(t.alloc.mem_bytes, 501.0 * PAGE);
     assert_eq!(t.mem.bound, Bound::Usage);
     // Grace period, failure limit, no forecast: request.
     let t = component_target(&a, &c, 100.0, &cfg);
@@ -90,25 +95,25 @@ fn the_memory_margin_scales_with_the_forecast_not_the_request() {
     };
     let t = component_target(&a, &c, 10_000.0, &cfg);
     // memory: 400 + 0.05 * 1000 + 50 + 0.2 * 400; CPU has no margin
-    assert!((t.mem.margin_term - 80.0).abs() < 1e-9, "{:?}", t.mem);
-    assert!(
-        (t.alloc.mem_bytes - 580.0).abs() < 1e-9,
-        "{}",
-        t.alloc.mem_bytes
-    );
+    assert_eq!(t.mem.margin_term, 80.0 * PAGE, "{:?}", t.mem);
+    assert_eq!(t.alloc.mem_bytes, 580.0 * PAGE);
     assert_eq!(t.cpu.margin_term, 0.0);
     assert!((t.alloc.cpu_cores - 1.3).abs() < 1e-12);
-    assert!(t.mem.to_string().contains("margin_term 80"), "{}", t.mem);
+    assert!(
+        t.mem.to_string().contains("margin_term 327680"),
+        "{}",
+        t.mem
+    );
     // Twice the level, twice the margin; the K1 term stays with the request.
     let mut twice = c.clone();
     twice.forecast = Some(Forecasts {
         cpu: Predictive::gaussian(1.0, 0.1),
-        mem: Predictive::gaussian(800.0, 50.0),
+        mem: Predictive::gaussian(800.0 * PAGE, 50.0 * PAGE),
         mem_hold_bytes: 0.0,
         mem_small_hold_bytes: 0.0,
     });
     let t2 = component_target(&a, &twice, 10_000.0, &cfg);
-    assert!((t2.mem.margin_term - 160.0).abs() < 1e-9);
+    assert_eq!(t2.mem.margin_term, 160.0 * PAGE);
     assert_eq!(t2.mem.k1_term, t.mem.k1_term);
     // Risk-targeted memory ignores it.
     let risk = ShaperConfig {
@@ -146,11 +151,11 @@ fn a_small_applications_components_get_the_small_app_buffer() {
     };
     // memory: 400 + 0.3 * 1000 + 50 alone; 400 + 0.05 * 1000 + 50 in a pair
     let t = component_target(&lone, &c, 10_000.0, &cfg);
-    assert!((t.mem.k1_term - 300.0).abs() < 1e-9, "{:?}", t.mem);
-    assert!((t.alloc.mem_bytes - 750.0).abs() < 1e-9, "{:?}", t.alloc);
+    assert_eq!(t.mem.k1_term, 300.0 * PAGE, "{:?}", t.mem);
+    assert_eq!(t.alloc.mem_bytes, 750.0 * PAGE, "{:?}", t.alloc);
     let t = component_target(&pair, &c, 10_000.0, &cfg);
-    assert!((t.mem.k1_term - 50.0).abs() < 1e-9, "{:?}", t.mem);
-    assert!((t.alloc.mem_bytes - 500.0).abs() < 1e-9, "{:?}", t.alloc);
+    assert_eq!(t.mem.k1_term, 50.0 * PAGE, "{:?}", t.mem);
+    assert_eq!(t.alloc.mem_bytes, 500.0 * PAGE, "{:?}", t.alloc);
     // A large application with one core component: the core one is its
     // small failure set and gets the small-application buffer, in the
     // target and in the plan; the elastic ones keep K1.
@@ -165,16 +170,16 @@ fn a_small_applications_components_get_the_small_app_buffer() {
     }
     let job = app(1, 0.0, comps);
     let k1_term = |x: &Component| component_target(&job, x, 10_000.0, &cfg).mem.k1_term;
-    assert!((k1_term(&job.components[0]) - 300.0).abs() < 1e-9);
-    assert!((k1_term(&job.components[1]) - 50.0).abs() < 1e-9);
+    assert_eq!(k1_term(&job.components[0]), 300.0 * PAGE);
+    assert_eq!(k1_term(&job.components[1]), 50.0 * PAGE);
     let view = ClusterView {
-        hosts: vec![host(c.host.0, 100.0, 1e6)],
+        hosts: vec![host(c.host.0, 100.0, 1e6 * PAGE)],
         apps: vec![job.clone()],
     };
     let plan = decide(&view, 10_000.0, &cfg);
     for (id, want) in [(0, 300.0), (1, 50.0)] {
         let e = resize_explanation(&plan, id);
-        assert!((e.mem.k1_term - want).abs() < 1e-9, "{id}: {:?}", e.mem);
+        assert_eq!(e.mem.k1_term, want * PAGE, "{id}: {:?}", e.mem);
     }
 }
 
@@ -214,14 +219,14 @@ fn the_k1_term_follows_what_a_kill_costs_in_the_target_and_the_plan() {
             })
             .collect(),
     );
-    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    let close = |bytes: f64, pages: f64| (bytes / PAGE - pages).abs() < 1e-9;
     let k1_term =
         |a: &Application, x: &Component| component_target(a, x, 10_000.0, &cfg).mem.k1_term;
     assert!(close(k1_term(&job, &job.components[0]), 60.0));
     assert!(close(k1_term(&job, &job.components[4]), 20.0));
     assert!(close(k1_term(&service, &service.components[0]), 50.0));
     let view = ClusterView {
-        hosts: vec![host(c.host.0, 100.0, 1e6)],
+        hosts: vec![host(c.host.0, 100.0, 1e6 * PAGE)],
         apps: vec![job, service],
     };
     let plan = decide(&view, 10_000.0, &cfg);
@@ -272,13 +277,13 @@ fn a_young_core_component_gets_the_young_k1_in_the_target_and_the_plan() {
             at(3, Class::Core, now - 1000.0, true),
         ],
     );
-    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    let close = |bytes: f64, pages: f64| (bytes / PAGE - pages).abs() < 1e-9;
     for (i, want) in [(0, 150.0), (1, 50.0), (2, 50.0), (3, 50.0)] {
         let t = component_target(&job, &job.components[i], now, &cfg);
         assert!(close(t.mem.k1_term, want), "{i}: {:?}", t.mem);
     }
     let view = ClusterView {
-        hosts: vec![host(c.host.0, 100.0, 1e6)],
+        hosts: vec![host(c.host.0, 100.0, 1e6 * PAGE)],
         apps: vec![job],
     };
     let plan = decide(&view, now, &cfg);
@@ -288,14 +293,14 @@ fn a_young_core_component_gets_the_young_k1_in_the_target_and_the_plan() {
 
 #[test]
 fn an_applications_k1_follows_its_memory_in_the_target_and_the_plan() {
-    // Each component requests 1000 bytes; the reference is e x 1000 bytes,
+    // Each component requests 1000 pages; the reference is e x 1000 pages,
     // so a lone component's application gets 0.25 x ln(e) = 0.25, a pair's
     // 0.25 x ln(e / 2), four components' the floor k1 = 0.05.
     let c = forecast_component();
     let cfg = ShaperConfig {
         k1: 0.05,
         k2: 1.0,
-        app_mem_ref_gib: std::f64::consts::E * 1000.0 / GIB,
+        app_mem_ref_gib: std::f64::consts::E * 1000.0 * PAGE / GIB,
         app_k1_slope: 0.25,
         ..unfloored()
     };
@@ -313,10 +318,14 @@ fn an_applications_k1_follows_its_memory_in_the_target_and_the_plan() {
     for (n, k1_term) in expected {
         let a = with(n);
         let t = component_target(&a, &a.components[0], 10_000.0, &cfg);
-        assert!((t.mem.k1_term - k1_term).abs() < 1e-6, "{n}: {:?}", t.mem);
+        assert!(
+            (t.mem.k1_term / PAGE - k1_term).abs() < 1e-6,
+            "{n}: {:?}",
+            t.mem
+        );
         // decide() works the application's K1 out once: the same terms.
         let view = ClusterView {
-            hosts: vec![host(0, 64.0, 1e6)],
+            hosts: vec![host(0, 64.0, 1e6 * PAGE)],
             apps: vec![a.clone()],
         };
         let plan = decide(&view, 10_000.0, &cfg);
@@ -330,16 +339,16 @@ fn an_applications_k1_follows_its_memory_in_the_target_and_the_plan() {
             .collect();
         assert_eq!(sizes.len(), n as usize, "{n}: {:#?}", plan.actions);
         for k in sizes {
-            assert!((k - k1_term).abs() < 1e-6, "{n}: {k}");
+            assert!((k / PAGE - k1_term).abs() < 1e-6, "{n}: {k}");
         }
     }
 }
 
 #[test]
 fn a_relative_reference_follows_the_views_memory_weighted_median() {
-    // A: four components of 1000 bytes, B: one. The memory-weighted median
-    // application is A (4000 bytes); with app_mem_ref_rel = e / 4 the
-    // reference is e x 1000 bytes: B gets 0.25 x ln(e) = 0.25, A the floor.
+    // A: four components of 1000 pages, B: one. The memory-weighted median
+    // application is A (4000 pages); with app_mem_ref_rel = e / 4 the
+    // reference is e x 1000 pages: B gets 0.25 x ln(e) = 0.25, A the floor.
     let c = forecast_component();
     let cfg = ShaperConfig {
         k1: 0.05,
@@ -359,7 +368,7 @@ fn a_relative_reference_follows_the_views_memory_weighted_median() {
             .collect()
     };
     let view = ClusterView {
-        hosts: vec![host(0, 64.0, 1e6)],
+        hosts: vec![host(0, 64.0, 1e6 * PAGE)],
         apps: vec![app(1, 0.0, comps(1, 4)), app(2, 0.0, comps(10, 1))],
     };
     let plan = decide(&view, 10_000.0, &cfg);
@@ -379,12 +388,12 @@ fn a_relative_reference_follows_the_views_memory_weighted_median() {
     assert_eq!(k1_terms.len(), 5, "{:#?}", plan.actions);
     for (id, k) in k1_terms {
         let want = if id == 10 { 250.0 } else { 50.0 };
-        assert!((k - want).abs() < 1e-6, "component {id}: {k}");
+        assert!((k / PAGE - want).abs() < 1e-6, "component {id}: {k}");
     }
     // Alone, B is its own view's median: 0.25 x ln(e / 4) < k1, the floor.
     let b = app(2, 0.0, comps(10, 1));
     let t = component_target(&b, &b.components[0], 10_000.0, &cfg);
-    assert!((t.mem.k1_term - 50.0).abs() < 1e-6, "{:?}", t.mem);
+    assert!((t.mem.k1_term / PAGE - 50.0).abs() < 1e-6, "{:?}", t.mem);
 }
 
 #[test]
@@ -406,13 +415,14 @@ fn the_size_rules_leave_a_service_at_k1_but_a_lone_task_is_small() {
         k2: 1.0,
         small_app_components: 3,
         small_app_k1: 0.3,
-        app_mem_ref_gib: 1.0,
+        // a reference of 1 GiB per 4 KiB page of these components
+        app_mem_ref_gib: PAGE,
         app_k1_slope: 0.05,
         ..unfloored()
     };
     cfg.validate().expect("valid");
     let view = ClusterView {
-        hosts: vec![host(0, 64.0, 1e6)],
+        hosts: vec![host(0, 64.0, 1e6 * PAGE)],
         apps: vec![
             app(1, 0.0, vec![alone.clone(), twin]),
             app(2, 0.0, vec![batch]),
@@ -434,22 +444,23 @@ fn the_size_rules_leave_a_service_at_k1_but_a_lone_task_is_small() {
             })
             .expect("resized")
     };
-    // 0.05 x 1000 bytes for the service's tasks; the batch task: the
-    // larger of 0.3 and 0.05 x ln(1 GiB / 1000 B) = 0.69, x 1000 bytes;
-    // the lone service task 0.3 x 1000 bytes.
-    assert!((k1_term(1) - 50.0).abs() < 1e-6, "{}", k1_term(1));
-    assert!((k1_term(4) - 50.0).abs() < 1e-6, "{}", k1_term(4));
+    // 0.05 x 1000 pages for the service's tasks; the batch task: the
+    // larger of 0.3 and 0.05 x ln(1 GiB / 1000 B) = 0.69, x 1000 pages;
+    // the lone service task 0.3 x 1000 pages.
+    let k1_pages = |id: u64| k1_term(id) / PAGE;
+    assert!((k1_pages(1) - 50.0).abs() < 1e-6, "{}", k1_pages(1));
+    assert!((k1_pages(4) - 50.0).abs() < 1e-6, "{}", k1_pages(4));
     // (its target, above its request, is not a resize)
     let batch_k1 = 0.05 * (GIB / 1000.0f64).ln();
     let t = component_target(&view.apps[1], &view.apps[1].components[0], 10_000.0, &cfg);
     assert!(
-        (t.mem.k1_term - 1000.0 * batch_k1).abs() < 1e-6,
+        (t.mem.k1_term / PAGE - 1000.0 * batch_k1).abs() < 1e-6,
         "{:?}",
         t.mem
     );
-    assert!((k1_term(3) - 300.0).abs() < 1e-6, "{}", k1_term(3));
+    assert!((k1_pages(3) - 300.0).abs() < 1e-6, "{}", k1_pages(3));
     let t = component_target(&view.apps[0], &alone, 10_000.0, &cfg);
-    assert!((t.mem.k1_term - 50.0).abs() < 1e-6, "{:?}", t.mem);
+    assert!((t.mem.k1_term / PAGE - 50.0).abs() < 1e-6, "{:?}", t.mem);
     // An application with one component of each kind is one a kill can
     // fail: the rules apply.
     let mixed = app(3, 0.0, vec![alone.clone(), forecast_component()]);
@@ -467,7 +478,7 @@ fn a_small_applications_components_are_sized_from_the_longer_hold() {
         c.class = class;
         c.restarts_alone = alone;
         if let Some(f) = c.forecast.as_mut() {
-            f.mem_small_hold_bytes = 700.0;
+            f.mem_small_hold_bytes = 700.0 * PAGE;
         }
         c
     };
@@ -480,7 +491,7 @@ fn a_small_applications_components_are_sized_from_the_longer_hold() {
         ..unfloored()
     };
     let view = ClusterView {
-        hosts: vec![host(0, 64.0, 1e6)],
+        hosts: vec![host(0, 64.0, 1e6 * PAGE)],
         apps: vec![
             app(1, 0.0, vec![week(c.clone(), 1, Class::Core, true)]),
             app(
@@ -514,20 +525,19 @@ fn a_small_applications_components_are_sized_from_the_longer_hold() {
     };
     // 700 + 0.1 x 1000 + 50 when small; 400 + 0.05 x 1000 + 50 if not
     for (id, want) in [(1, 850.0), (2, 500.0), (3, 500.0), (4, 850.0), (5, 500.0)] {
-        let got = mem(&cfg, id);
-        assert!((got - want).abs() < 1e-9, "{id}: {got}");
+        assert_eq!(mem(&cfg, id), want * PAGE, "{id}");
     }
     let none_small = ShaperConfig {
         small_app_components: 0,
         ..cfg.clone()
     };
-    assert!((mem(&none_small, 1) - 500.0).abs() < 1e-9);
+    assert_eq!(mem(&none_small, 1), 500.0 * PAGE);
 }
 
 #[test]
 fn memory_risk_sizes_memory_from_the_predictive_tail() {
     let mut c = forecast_component();
-    c.usage = Resources::new(0.5, 300.0);
+    c.usage = Resources::new(0.5, 300.0 * PAGE);
     let a = app(1, 0.0, vec![c.clone()]);
     // 1 - Phi(2) = 2.275%: memory = mean + 2 sigma, no K1 term; CPU keeps
     // the K1/K2 buffer.
@@ -539,11 +549,7 @@ fn memory_risk_sizes_memory_from_the_predictive_tail() {
     };
     assert!((risk_to_level(0.022_750_131_948_179_2) - 2.0).abs() < 1e-9);
     let t = component_target(&a, &c, 10_000.0, &cfg);
-    assert!(
-        (t.alloc.mem_bytes - 500.0).abs() < 1e-6,
-        "{}",
-        t.alloc.mem_bytes
-    );
+    assert_eq!(t.alloc.mem_bytes, 500.0 * PAGE);
     assert_eq!(t.mem.k1_term, 0.0);
     assert!((t.alloc.cpu_cores - 1.5).abs() < 1e-12);
     // A smaller risk never gives a smaller allocation.
@@ -566,7 +572,7 @@ fn memory_risk_sizes_memory_from_the_predictive_tail() {
         cpu: Predictive::gaussian(1.0, 0.1),
         mem: Predictive {
             calibration: Some(std::sync::Arc::new(tailor_core::Calibration::gaussian())),
-            ..Predictive::gaussian(400.0, 50.0)
+            ..Predictive::gaussian(400.0 * PAGE, 50.0 * PAGE)
         },
         mem_hold_bytes: 0.0,
         mem_small_hold_bytes: 0.0,
@@ -574,15 +580,14 @@ fn memory_risk_sizes_memory_from_the_predictive_tail() {
     c.forecast = Some(calibrated);
     let t = component_target(&a, &c, 10_000.0, &cfg);
     assert!(
-        (t.alloc.mem_bytes - 500.0).abs() < 1.0,
+        (t.alloc.mem_bytes - 500.0 * PAGE).abs() <= PAGE,
         "{}",
         t.alloc.mem_bytes
     );
 }
 
 /// Both `mem_shortfall` modes: on a host with room, `buffer` changes
-/// nothing (a buffer of a few bytes on a 4,000-byte host is not cut to
-/// whole pages).
+/// nothing.
 #[test]
 fn hysteresis_skips_small_changes_but_not_needed_growth() {
     for mem_shortfall in [MemShortfall::Evict, MemShortfall::Buffer] {
@@ -591,11 +596,18 @@ fn hysteresis_skips_small_changes_but_not_needed_growth() {
 }
 
 fn hysteresis_case(mem_shortfall: MemShortfall) {
-    let mut c = comp(1, Class::Core, 0, 0.0, (4.0, 1000.0), (2.0, 500.0));
-    c.allocation = Resources::new(2.05, 510.0);
-    c.usage = Resources::new(1.0, 400.0);
+    let mut c = comp(
+        1,
+        Class::Core,
+        0,
+        0.0,
+        (4.0, 1000.0 * PAGE),
+        (2.0, 500.0 * PAGE),
+    );
+    c.allocation = Resources::new(2.05, 510.0 * PAGE);
+    c.usage = Resources::new(1.0, 400.0 * PAGE);
     let view = ClusterView {
-        hosts: vec![host(0, 8.0, 4000.0)],
+        hosts: vec![host(0, 8.0, 4000.0 * PAGE)],
         apps: vec![app(1, 0.0, vec![c.clone()])],
     };
     let cfg = ShaperConfig {
@@ -610,15 +622,15 @@ fn hysteresis_case(mem_shortfall: MemShortfall) {
     assert_eq!(plan.summary.skipped_by_hysteresis, 1);
     // Usage above the current allocation: the growth is applied.
     let mut view2 = view.clone();
-    view2.apps[0].components[0].allocation = Resources::new(2.05, 490.0);
-    view2.apps[0].components[0].usage = Resources::new(1.0, 495.0);
+    view2.apps[0].components[0].allocation = Resources::new(2.05, 490.0 * PAGE);
+    view2.apps[0].components[0].usage = Resources::new(1.0, 495.0 * PAGE);
     let plan = decide(&view2, 10_000.0, &cfg);
     assert_eq!(plan.resizes().count(), 1, "{:#?}", plan.actions);
     // A small memory growth towards the forecast (usage still below the
     // allocation) is applied too: memory growths are never held back.
     let mut view3 = view.clone();
-    view3.apps[0].components[0].allocation = Resources::new(2.05, 495.0);
-    view3.apps[0].components[0].usage = Resources::new(1.0, 400.0);
+    view3.apps[0].components[0].allocation = Resources::new(2.05, 495.0 * PAGE);
+    view3.apps[0].components[0].usage = Resources::new(1.0, 400.0 * PAGE);
     let plan = decide(&view3, 10_000.0, &cfg);
     assert_eq!(plan.resizes().count(), 1, "{:#?}", plan.actions);
     assert_eq!(plan.summary.skipped_by_hysteresis, 0);
@@ -645,7 +657,7 @@ fn a_memory_shrink_takes_a_bounded_fraction_a_round() {
             Some(Action::Resize { to, .. }) => *to,
             other => panic!("f = {f}: expected a resize, got {other:?}"),
         };
-        let pages = |b: f64| (b / 4096.0).ceil() * 4096.0;
+        let pages = |b: f64| (b / PAGE).ceil() * PAGE;
         assert_eq!(
             to.mem_bytes,
             pages((1.0 - f) * GIB).max(pages(0.1 * GIB)),
