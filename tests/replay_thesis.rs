@@ -280,11 +280,12 @@ fn oracle_findings_on_google_2011_part0() {
     }
 }
 
-/// Too heavy for the debug-profile suite (about 55,000 components living
-/// for hours, each with two GP models: minutes per run even in release).
-/// Run with `cargo test --release --test replay_thesis -- --ignored`.
+/// Too heavy to run beside the rest of the suite (about 55,000 components
+/// living for hours, each with two GP models: ~2 minutes alone, in the
+/// optimized dev profile or in release). `scripts/test.sh` runs it alone:
+/// `cargo test --test replay_thesis -- --ignored`.
 #[test]
-#[ignore = "heavy: run in release with --ignored"]
+#[ignore = "heavy: scripts/test.sh runs it alone with --ignored"]
 fn gp_buffer_findings_on_google_2011_part0() {
     if let Some(wl) = google_part0() {
         check_gp(&wl, 0.25, false);
