@@ -236,19 +236,25 @@ fn synthetic(seed: u64, apps: Option<usize>) -> Result<Workload, SimError> {
 /// Largest `--stretch` and `--capacity-scale` factor.
 pub const MAX_FACTOR: f64 = 1_000.0;
 
+/// Refuses a `factor` outside (0, [`MAX_FACTOR`]], naming the setting `key`.
+fn check_factor(key: &str, factor: f64) -> Result<(), SimError> {
+    if factor > 0.0 && factor <= MAX_FACTOR {
+        return Ok(());
+    }
+    Err(SimError::Config(ConfigErrors::single(
+        key,
+        format!(
+            "must be in (0, {MAX_FACTOR}], got {}",
+            tailor_core::short_num(factor)
+        ),
+    )))
+}
+
 /// Multiplies every host's capacity by `factor` (in (0, 1000]): a smaller cluster
 /// for the same applications, to create contention. Applications that no
 /// longer fit are rejected by the engine (and counted as rejected).
 pub fn scale_capacity(wl: &mut Workload, factor: f64) -> Result<(), SimError> {
-    if !(factor > 0.0 && factor <= MAX_FACTOR) {
-        return Err(SimError::Config(ConfigErrors::single(
-            "capacity_scale",
-            format!(
-                "must be in (0, {MAX_FACTOR}], got {}",
-                tailor_core::short_num(factor)
-            ),
-        )));
-    }
+    check_factor("capacity_scale", factor)?;
     for h in &mut wl.hosts {
         h.capacity = Resources::new(h.capacity.cpu_cores * factor, h.capacity.mem_bytes * factor);
     }
@@ -277,15 +283,7 @@ pub fn keep_long_apps(wl: &mut Workload, min_work_s: f64) {
 /// (the GP needs `history + min_train` = 25 by default, two hours of
 /// 5-minute samples, longer than almost every Google 2011 part-0 task).
 pub fn stretch_time(wl: &mut Workload, factor: f64) -> Result<(), SimError> {
-    if !(factor > 0.0 && factor <= MAX_FACTOR) {
-        return Err(SimError::Config(ConfigErrors::single(
-            "stretch",
-            format!(
-                "must be in (0, {MAX_FACTOR}], got {}",
-                tailor_core::short_num(factor)
-            ),
-        )));
-    }
+    check_factor("stretch", factor)?;
     for a in &mut wl.apps {
         a.arrival_s *= factor;
         for c in &mut a.components {
