@@ -99,11 +99,9 @@ fn the_memory_margin_scales_with_the_forecast_not_the_request() {
     assert_eq!(t.alloc.mem_bytes, 580.0 * PAGE);
     assert_eq!(t.cpu.margin_term, 0.0);
     assert!((t.alloc.cpu_cores - 1.3).abs() < 1e-12);
-    assert!(
-        t.mem.to_string().contains("margin_term 327680"),
-        "{}",
-        t.mem
-    );
+    // 80 pages, in bytes
+    let margin = format!("margin_term {}", 80 * 4096);
+    assert!(t.mem.to_string().contains(&margin), "{}", t.mem);
     // Twice the level, twice the margin; the K1 term stays with the request.
     let mut twice = c.clone();
     twice.forecast = Some(Forecasts {
@@ -415,7 +413,7 @@ fn the_size_rules_leave_a_service_at_k1_but_a_lone_task_is_small() {
         k2: 1.0,
         small_app_components: 3,
         small_app_k1: 0.3,
-        // a reference of 1 GiB per 4 KiB page of these components
+        // 4,096 GiB: reference / request (1000 pages) = 1 GiB / 1000 B
         app_mem_ref_gib: PAGE,
         app_k1_slope: 0.05,
         ..unfloored()
