@@ -24,13 +24,23 @@ fn idle_container(test: &str) -> Option<TestContainer> {
 
 /// `dir/agent.toml`: the `top` keys, then an agent that selects the
 /// containers labelled `tailor.test = test`, without HTTP, forecasting with
-/// `peak` after 3 samples and no grace period.
+/// `peak` after 3 samples and no grace period. Its host lock is
+/// `dir/host.lock` unless `top` sets `host_lock` (tests run side by side on
+/// one host).
 fn agent_config(dir: &std::path::Path, test: &str, top: &str) -> std::path::PathBuf {
     let cfg = dir.join("agent.toml");
+    let host_lock = if top.contains("host_lock") {
+        String::new()
+    } else {
+        format!(
+            "host_lock = {:?}\n",
+            dir.join("host.lock").display().to_string()
+        )
+    };
     std::fs::write(
         &cfg,
         format!(
-            "{top}[selector]\nlabels = {{ \"tailor.test\" = \"{test}\" }}\n[http]\nlisten = \"\"\n[shaper]\nmin_history_samples = 3\ngrace_period_s = 0.0\n[forecaster]\nkind = \"peak\"\n"
+            "{top}{host_lock}[selector]\nlabels = {{ \"tailor.test\" = \"{test}\" }}\n[http]\nlisten = \"\"\n[shaper]\nmin_history_samples = 3\ngrace_period_s = 0.0\n[forecaster]\nkind = \"peak\"\n"
         ),
     )
     .expect("write agent.toml");
@@ -255,7 +265,8 @@ fn once_apply_refuses_a_recommend_configuration() {
 }
 
 /// SIGHUP (the shell that ran the agent went away) shuts the agent down as
-/// SIGTERM does: the shrunk container gets its original limit back.
+/// SIGTERM does: the shrunk container gets its original limit back. While
+/// it shapes, a second shaping agent on the host is refused.
 #[test]
 fn sighup_restores_the_original_limits() {
     let test = "sighup";
@@ -287,6 +298,31 @@ fn sighup_restores_the_original_limits() {
         }
         std::thread::sleep(std::time::Duration::from_millis(250));
     }
+    // A second shaping agent on the host (its own state file, the same host
+    // lock) is refused at start, naming the first; a preview runs beside it.
+    let second = tempfile::tempdir().expect("tempdir");
+    let top = format!(
+        "actuation = \"shape\"\ninterval_s = 0.5\nstate_file = {:?}\nhost_lock = {:?}\n",
+        second.path().join("state.json").display().to_string(),
+        dir.path().join("host.lock").display().to_string(),
+    );
+    let cfg2 = agent_config(second.path(), test, &top);
+    let cfg2 = cfg2.to_str().expect("utf8");
+    let (ok, _, stderr) = tailor(&["agent", "--once", "--apply", "--config", cfg2]);
+    assert!(
+        !ok,
+        "a second shaping agent ran beside the first:\n{stderr}"
+    );
+    let first_state = dir.path().join("state.json").display().to_string();
+    assert!(
+        stderr.contains(&format!(
+            "pid {}, state file {first_state}) shapes this host",
+            child.id()
+        )),
+        "{stderr}"
+    );
+    let (ok, _, stderr) = tailor(&["agent", "--once", "--recommend", "--config", cfg2]);
+    assert!(ok, "a preview beside the shaping agent: {stderr}");
     let hup = Command::new("kill")
         .args(["-HUP", &child.id().to_string()])
         .status()

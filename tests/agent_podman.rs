@@ -81,6 +81,7 @@ fn podman_without_update_route_runs_shape_config_as_recommend() {
 interval_s = 1.0
 warmup_rounds = 0
 state_file = "{state}"
+host_lock = ""
 [runtime]
 kind = "podman"
 socket = "{SOCK}"

@@ -19,6 +19,7 @@
 //! warmup_rounds = 3          # the agent's first rounds only sample (no actions)
 //! docker_socket = "/var/run/docker.sock"
 //! state_file = "/var/lib/tailor/agent-state.json"   # original limits, evictions
+//! host_lock = "/run/tailor/agent.lock"   # one shaping agent per host ("": no check)
 //! stop_grace_s = 10          # SIGTERM -> SIGKILL delay of an eviction
 //! restart_evicted = true     # restart evicted containers when room returns, and
 //!                            # those OOM-killed at a cut below their request
@@ -225,6 +226,12 @@ pub struct AgentConfig {
     /// Where original limits and pending evictions survive an agent
     /// restart; `""` keeps them in memory only.
     pub state_file: PathBuf,
+    /// One shaping agent per host: an agent with `actuation = "shape"`
+    /// holds an exclusive lock on this file while it runs, and a second one
+    /// with the same file is refused at start (`crate::lock`). Default
+    /// `/run/tailor/agent.lock`; `""` turns the check off, for agents that
+    /// share a host on purpose, each with its share in `[capacity]`.
+    pub host_lock: PathBuf,
     pub stop_grace_s: u32,
     /// Shape mode: start again, oldest first, when its request fits, each
     /// container evicted by the agent and each OOM-killed at a limit the
@@ -273,6 +280,7 @@ impl Default for AgentConfig {
             node_name: None,
             docker_socket: PathBuf::from(crate::docker::DEFAULT_SOCKET),
             state_file: PathBuf::from("/var/lib/tailor/agent-state.json"),
+            host_lock: PathBuf::from(crate::lock::DEFAULT_HOST_LOCK),
             stop_grace_s: 10,
             restart_evicted: true,
             restart_cooldown_s: 30.0,

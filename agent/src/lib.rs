@@ -77,6 +77,11 @@ pub enum AgentError {
         path: std::path::PathBuf,
         message: String,
     },
+    #[error("host lock {path}: {message}")]
+    HostLock {
+        path: std::path::PathBuf,
+        message: String,
+    },
     #[error("decision journal {}: {source}", path.display())]
     Journal {
         path: std::path::PathBuf,

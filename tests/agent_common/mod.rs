@@ -238,6 +238,7 @@ fn test_config(test: &str, top: &str, shaper: &str, tables: &str) -> agent::Agen
         r#"
 interval_s = 1.0
 state_file = ""
+host_lock = ""
 stop_grace_s = 1
 restart_cooldown_s = 2.0
 {top}

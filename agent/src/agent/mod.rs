@@ -267,8 +267,9 @@ pub struct Agent<R: ContainerRuntime + ?Sized> {
     /// by hand while no agent ran (`observe::changed_while_stopped`).
     checks_changes_while_stopped: bool,
     store: StateStore,
-    /// Held while the agent lives: one agent per state file.
-    _lock: Option<crate::lock::StateLock>,
+    /// Held while the agent lives: one agent per state file, and one
+    /// shaping agent per host (`crate::lock`).
+    _locks: [Option<crate::lock::FileLock>; 2],
     host: Option<HostInfo>,
     round: u64,
     events_rx: Option<mpsc::UnboundedReceiver<RuntimeEvent>>,
@@ -294,11 +295,20 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
     ) -> Result<Self, AgentError> {
         cfg.validate()?;
         cfg.apply_agent_defaults();
-        let lock = match cfg.state_dir() {
-            Some(_) => Some(crate::lock::StateLock::acquire(&cfg.state_file)?),
+        let state_lock = match cfg.state_dir() {
+            Some(_) => Some(crate::lock::FileLock::state(&cfg.state_file)?),
             None => None,
         };
         let forced_recommend = crate::podman::force_recommend(&mut cfg, runtime.as_ref());
+        let host_lock =
+            if cfg.actuation == Actuation::Shape && !cfg.host_lock.as_os_str().is_empty() {
+                Some(crate::lock::FileLock::host(
+                    &cfg.host_lock,
+                    &cfg.state_file,
+                )?)
+            } else {
+                None
+            };
         let mut kernel =
             NodeKernel::new(cfg.shaper.clone(), cfg.forecaster.clone(), cfg.interval_s)?;
         let restored = cfg
@@ -359,7 +369,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             state,
             checks_changes_while_stopped,
             store,
-            _lock: lock,
+            _locks: [state_lock, host_lock],
             host: None,
             round: 0,
             events_rx: None,

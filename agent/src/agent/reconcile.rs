@@ -276,6 +276,7 @@ mod tests {
             r#"
 interval_s = 1.0
 state_file = ""
+host_lock = ""
 actuation = "shape"
 manage_unlimited = true
 warmup_rounds = 0

@@ -23,6 +23,7 @@ pub fn config(extra: &str) -> AgentConfig {
         r#"
 interval_s = 1.0
 state_file = ""
+host_lock = ""
 restart_cooldown_s = 0.0
 actuation = "shape"
 manage_unlimited = true
