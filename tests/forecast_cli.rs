@@ -278,10 +278,10 @@ fn prints_units_and_the_limit_it_would_set() {
     // last value 204 MiB (peak of the last sample's model), K1 = 0.1 x 1024 MiB
     let limit = l["limit"].as_f64().expect("limit");
     let mean = l["forecast_mean"].as_f64().expect("mean");
-    // rounded up to a whole 4 KiB page by the kernel
-    let page_mib = 4096.0 / 1048576.0;
+    // rounded up to a whole step (MiB) by the kernel
+    let step_mib = shaper::limits::MEM_STEP_BYTES / 1048576.0;
     assert!(
-        limit >= mean + 102.4 - 1e-6 && limit - (mean + 102.4) < page_mib + 1e-6,
+        limit >= mean + 102.4 - 1e-6 && limit - (mean + 102.4) < step_mib + 1e-6,
         "{l}"
     );
 

@@ -534,7 +534,7 @@ mod tests {
     }
 
     /// The kernel's target of a container the plan did not resize: its
-    /// memory reservation (400 MB, rounded up to pages) and the memory it
+    /// memory reservation (400 MB, rounded up to whole MiB) and the memory it
     /// holds (300 MB) raise it, as they raise the plan's.
     #[test]
     fn unplanned_targets_are_the_kernels() {
@@ -558,12 +558,9 @@ mod tests {
                 .expect("mem row")
         };
         let mem = with(r#""mem_floor_bytes": 4e8,"#, "");
-        // in whole pages
-        assert_eq!(
-            mem.target,
-            (4e8_f64 / 4096.0).ceil() * 4096.0 / MIB,
-            "{mem:?}"
-        );
+        // in whole steps (MiB)
+        let step = shaper::limits::MEM_STEP_BYTES;
+        assert_eq!(mem.target, (4e8_f64 / step).ceil() * step / MIB, "{mem:?}");
         assert_eq!(mem.reason, "raised to its memory reservation");
         let mem = with("", r#", "mem_hold_bytes": 3e8"#);
         assert!(mem.target * MIB > 3e8, "{mem:?}");

@@ -72,7 +72,7 @@ async fn targets_below_the_floors_cause_one_update_then_none() {
     assert_eq!(r.mem_limit("tiny"), 16 * MIB, "cut to the floor");
     let updates = r.updates_of("tiny").len();
     assert_eq!(updates, 1, "one update to the floors");
-    // The kernel plans at the floors (and in whole pages / millicores): once
+    // The kernel plans at the floors (and in whole MiB / millicores): once
     // there, the plan holds no action for the container and Docker gets no
     // call.
     for _ in 0..5 {

@@ -7,7 +7,7 @@
 //! |---|---|
 //! | per-component models: normalisation by the request, warm-up, horizon | [`models`] |
 //! | priors from siblings and predecessors for young components | [`prior`] |
-//! | floors, ceilings, rounding to millicores and pages | [`limits`] |
+//! | floors, ceilings, rounding to millicores and whole MiB | [`limits`] |
 //! | the OOM floor after a kill | [`oom`] |
 //! | grouping observed components into the view | [`view`] |
 //! | scheduler order and the one apply order | [`order`] |
@@ -66,12 +66,13 @@
 //! // A core component whose kill fails its application gets
 //! // core_k1_factor (1.2) x K1 = 0.06 of its request:
 //! // cpu: 0.6 + 0.06 * 2 + 3 * 0.05 = 0.87 cores; mem: 1.2e9 + 0.24e9 + 0.3e9,
-//! // rounded up to whole 4 KiB pages.
+//! // rounded up to whole MiB (`limits::MEM_STEP_BYTES`).
+//! let mib = limits::MEM_STEP_BYTES;
 //! match &plan.actions[0] {
 //!     Action::Resize { to, .. } => {
 //!         assert!((to.cpu_cores - 0.87).abs() < 1e-9);
-//!         assert!(to.mem_bytes >= 1.74e9 && to.mem_bytes < 1.74e9 + 4096.0);
-//!         assert_eq!(to.mem_bytes % 4096.0, 0.0);
+//!         assert!(to.mem_bytes >= 1.74e9 && to.mem_bytes < 1.74e9 + mib);
+//!         assert_eq!(to.mem_bytes % mib, 0.0);
 //!     }
 //!     other => panic!("expected a resize, got {other}"),
 //! }

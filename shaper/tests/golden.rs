@@ -483,9 +483,10 @@ fn calibrated_band_sets_the_dynamic_term() {
     assert!((t.cpu.k1_term - 0.2).abs() < 1e-12);
     assert!((t.alloc.cpu_cores - 1.8).abs() < 1e-6);
     assert!((t.mem.k2_term - 0.3 * GIB).abs() < 1.0);
-    // rounded up to a whole page
+    // rounded up to a whole step
     let want = (2.0 + 0.4 + 0.3) * GIB;
-    assert!(t.alloc.mem_bytes >= want && t.alloc.mem_bytes - want < 4096.0);
+    let step = shaper::limits::MEM_STEP_BYTES;
+    assert!(t.alloc.mem_bytes >= want && t.alloc.mem_bytes - want < step);
 }
 
 #[test]

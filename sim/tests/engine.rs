@@ -10,7 +10,7 @@ use sim::{simulate, ForecasterSource, SimConfig};
 use tailor_core::{Class, Resources};
 
 /// The memory unit of these workloads: sizes are written in MiB, so that
-/// allocations are whole pages as on a real host.
+/// allocations are whole steps of the kernel (MiB).
 const MIB: f64 = 1_048_576.0;
 
 fn shape(values: &[f32], scale: f64) -> Shape {

@@ -6,7 +6,7 @@ use shaper::Resource;
 
 impl<R: ContainerRuntime + ?Sized> Agent<R> {
     /// The runtime update for a planned allocation. Floors and rounding
-    /// are the kernel's (the plan is already in millicores and pages); this
+    /// are the kernel's (the plan is already in millicores and whole MiB); this
     /// keeps the kind of CPU limit the container was started with, and
     /// leaves a resource alone (`None`, with a note why) when it was started
     /// without a limit (`manage_unlimited = false`) or, for a CPU shrink,

@@ -10,7 +10,7 @@
 //!   in one step), so a cluster that lost its planner slowly returns to plain
 //!   reservations instead of jumping there all at once. Each step is
 //!   rounded as the kernel rounds a plan's targets
-//!   ([`shaper::limits::bound_target`]: up to whole 4 KiB pages and
+//!   ([`shaper::limits::bound_target`]: up to whole MiB and
 //!   millicores, or the request itself where that would cross it), so the
 //!   runtime holds the limit written.
 //!
@@ -172,7 +172,7 @@ impl FailSafe {
     /// While regrowing: the next allocation of a container currently at
     /// `current` whose request is `request`, or `None` when it needs no
     /// change (at or above its request in both resources, or not regrowing).
-    /// Each resource is whole pages / millicores, or the request (QA C9).
+    /// Each resource is whole MiB / millicores, or the request (QA C9).
     pub fn regrow(
         &self,
         now_s: f64,
@@ -279,10 +279,10 @@ mod tests {
     }
 
     /// QA C9: regrowth wrote 228658624 bytes (not whole pages; the cgroup
-    /// held 228655104) and 0.311421875 cores. Each step is whole 4 KiB
-    /// pages and millicores now, up to the request itself.
+    /// held 228655104) and 0.311421875 cores. Each step is whole steps
+    /// of the kernel (MiB) and millicores now, up to the request itself.
     #[test]
-    fn regrowth_is_whole_pages_and_millicores() {
+    fn regrowth_is_whole_steps_and_millicores() {
         let mut fs = FailSafe::new(
             FailSafeConfig {
                 hold_s: 0.0,
@@ -310,7 +310,8 @@ mod tests {
                 );
             }
             if next.mem_bytes != request.mem_bytes {
-                assert_eq!(next.mem_bytes % 4096.0, 0.0, "step {steps}");
+                let step = shaper::limits::MEM_STEP_BYTES;
+                assert_eq!(next.mem_bytes % step, 0.0, "step {steps}");
             }
             assert!(next.cpu_cores >= cur.cpu_cores && next.mem_bytes >= cur.mem_bytes);
             cur = next;
@@ -318,7 +319,7 @@ mod tests {
             assert!(steps < 100);
         }
         assert_eq!(cur, request);
-        // A request that is not whole pages is reached as it is.
+        // A request that is not whole steps is reached as it is.
         let odd = Resources::new(0.3333, 100_000_001.0);
         let mut cur = Resources::new(0.1, 50_000_000.0);
         while let Some(next) = fs.regrow(1.0, &cur, &odd) {

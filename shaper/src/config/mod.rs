@@ -26,7 +26,7 @@
 //! min_relative_change = 0.05       # hysteresis
 //! # max_evictions_per_round = 10   # unlimited when absent
 //! min_cpu_cores = 0.01            # floors (limits are also rounded up to
-//! min_mem_bytes = 16777216         #   millicores and 4 KiB pages)
+//! min_mem_bytes = 16777216         #   millicores and whole MiB)
 //! # horizon_samples = 6            # default: samples until the next round, >= 1 minute
 //! min_history_samples = 3          # own model used after this many samples
 //! prior = true                     # young components sized from siblings/predecessors

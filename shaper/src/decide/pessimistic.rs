@@ -113,9 +113,9 @@ pub(super) fn plan_pessimistic(
         .collect();
     // `mem_shortfall = buffer`: every component's memory need, placed in
     // the first pass; buffers are given out in a second. The need is
-    // rounded up to whole pages here, so that it is what the first pass
+    // rounded up to whole steps (MiB) here, so that it is what the first pass
     // finds room for, and a cut limit (need + a share rounded down) is
-    // whole pages that fit.
+    // whole steps that fit.
     let need: Option<Vec<f64>> = (cfg.mem_shortfall == MemShortfall::Buffer).then(|| {
         let mut n = vec![0.0; slots.len()];
         for (ai, a) in app_info.iter().enumerate() {

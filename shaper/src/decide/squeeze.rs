@@ -107,7 +107,7 @@ fn settle_within(planned: Resources, c: &Component, cfg: &ShaperConfig) -> (Reso
 /// (under [`CEILING_CUT_MIN`] of its request): it is not cut, and the
 /// host's other buffers share what it would have given (a second pass
 /// over that host's shares, skipped where the rest cannot make room). A cut
-/// component gets need + its share, rounded down to whole pages, and is
+/// component gets need + its share, rounded down to whole steps, and is
 /// marked [`State::Squeezed`], with a memory record in `squeezed` (a
 /// component whose CPU was squeezed too gets a second record:
 /// [`merge_squeezed`] joins them).
@@ -274,10 +274,10 @@ pub(super) fn give_buffers(
             if want <= 0.0 || exact >= want {
                 continue;
             }
-            // Its share, in whole pages (a cut limit is not rounded up; the
+            // Its share, in whole steps (a cut limit is not rounded up; the
             // shares of a host sum to at most what is free there). What
-            // was placed is its need, in whole pages too (rounded up when
-            // placed), or its allocation: the sum is whole pages.
+            // was placed is its need, in whole steps too (rounded up when
+            // placed), or its allocation: the sum is whole steps.
             let room = align_down(Resource::Mem, exact).max(0.0);
             let placed = s.eff.mem_bytes - want;
             let planned = Resources::new(s.eff.cpu_cores, placed + room);

@@ -126,7 +126,7 @@ pub fn target_with_k1(
         let lim = component_bounds(r, req, usage, c.mem_floor_bytes, cfg);
         let (mut t, mut bound) = bound_target(r, raw, lim.floor, lim.ceiling, lim.usage);
         // After an OOM kill: at least the OOM floor (at most the ceiling),
-        // in whole pages unless that crosses the ceiling.
+        // in whole steps unless that crosses the ceiling.
         let oom = match r {
             Resource::Cpu => 0.0,
             Resource::Mem => oom_floor_bytes(c, cfg),

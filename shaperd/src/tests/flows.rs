@@ -330,13 +330,14 @@ async fn shaper_loss_fails_safe_and_restart_resumes() {
     match d.actions[0].kind {
         LocalActionKind::Resize { from, to: next } => {
             assert_eq!(from, comps[0].allocation);
-            // half the gap, rounded up to whole pages (QA C9)
+            // half the gap, rounded up to whole steps (QA C9)
             let expect = from.mem_bytes + 0.5 * (8.0 * GB - from.mem_bytes);
+            let step = shaper::limits::MEM_STEP_BYTES;
             assert!(
-                next.mem_bytes >= expect && next.mem_bytes - expect < 4096.0,
+                next.mem_bytes >= expect && next.mem_bytes - expect < step,
                 "{next:?}"
             );
-            assert_eq!(next.mem_bytes % 4096.0, 0.0, "{next:?}");
+            assert_eq!(next.mem_bytes % step, 0.0, "{next:?}");
             assert!(d.actions[0].id.is_none());
             comps[0].allocation = next;
         }

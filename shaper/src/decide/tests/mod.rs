@@ -8,9 +8,10 @@ mod shortfall;
 mod sizing;
 
 pub(super) const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
-/// A memory page: tests whose arithmetic is in small numbers count
-/// memory in pages, as a host allocates it.
-pub(super) const PAGE: f64 = crate::limits::MEM_STEP_BYTES;
+/// The kernel's memory step (a whole MiB, `limits::MEM_STEP_BYTES`):
+/// tests whose arithmetic is in small numbers count memory in steps, as
+/// the kernel allocates it.
+pub(super) const STEP: f64 = crate::limits::MEM_STEP_BYTES;
 
 pub(super) fn comp(
     id: u64,

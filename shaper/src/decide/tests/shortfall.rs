@@ -119,7 +119,7 @@ fn mem_shortfall_buffer_cuts_buffers_before_evicting() {
     // Needs 3 + 3.5 GiB leave 1 GiB for buffers of 1 and 0.5 GiB: each
     // gets two thirds of its own (not app 1 all of its buffer and app 2
     // none).
-    let near = |a: f64, b: f64| (a - b).abs() < 4096.0;
+    let near = |a: f64, b: f64| (a - b).abs() < STEP;
     let (to, _) = to_of(&plan, 10).expect("app 1 resized");
     assert!(near(to.mem_bytes, (3.0 + 2.0 / 3.0) * GIB), "{to:?}");
     let (to, explanation) = to_of(&plan, 20).expect("app 2 resized");
@@ -162,12 +162,12 @@ fn mem_shortfall_buffer_cuts_buffers_before_evicting() {
     assert_eq!(plan.summary.squeezed_mem, 0);
 }
 
-/// A limit cut to a host's share is whole pages (QA D8: a squeezed
+/// A limit cut to a host's share is whole steps (QA D8: a squeezed
 /// 246.57532691955566 MiB limit, which the kernel held as 257875968
 /// bytes), at least the component's need, and the cut limits still fit
-/// the host, whose capacity and the needs are no whole pages either.
+/// the host, whose capacity and the needs are no whole steps either.
 #[test]
-fn a_cut_limit_is_whole_pages_that_fit() {
+fn a_cut_limit_is_whole_steps_that_fit() {
     let host_b = 7.5 * GIB + 12_345.6;
     let (mean_a, mean_b) = (3.0 * GIB + 1_234.5, 3.5 * GIB + 777.7);
     let view = two_apps_on_one_host((8.0, host_b), (1.0, mean_a), (1.0, mean_b));
@@ -189,7 +189,7 @@ fn a_cut_limit_is_whole_pages_that_fit() {
     }
     assert!(sum <= host_b, "{sum} > {host_b}");
 
-    // Needs that fill the host but for less than a page each: rounded up,
+    // Needs that fill the host but for less than a step each: rounded up,
     // the second does not fit, and its application goes (not a host
     // overcommitted by the rounding).
     let tight = 2.0 * (3.0 * GIB + 100.0);
@@ -239,7 +239,7 @@ fn elastic_holds_are_cut_first_and_core_holds_last() {
         }
         v
     };
-    let near = |a: f64, b: f64| (a - b).abs() < 4096.0;
+    let near = |a: f64, b: f64| (a - b).abs() < STEP;
     let mem_of = |plan: &Plan, id: u64| to_of(plan, id).expect("resized").0.mem_bytes;
     // (host GiB, class of app 2's component, app 1's and app 2's limits)
     let cases = [
@@ -304,7 +304,7 @@ fn elastic_buffers_are_cut_before_core_ones() {
             ],
         )],
     };
-    let near = |a: f64, b: f64| (a - b).abs() < 4096.0;
+    let near = |a: f64, b: f64| (a - b).abs() < STEP;
     let mem_of = |plan: &Plan, id: u64| to_of(plan, id).expect("resized").0.mem_bytes;
     let e = ELASTIC_CUT_FIRST_TO;
     // 1 + e GiB for buffers: the core one whole, the elastic one cut to e.
@@ -339,7 +339,7 @@ fn a_target_at_its_ceiling_is_not_cut_by_a_sliver() {
     let view = |host_gib: f64| {
         two_apps_on_one_host((8.0, host_gib * GIB), (1.0, 3.0 * GIB), (1.0, 2.0 * GIB))
     };
-    let near = |a: f64, b: f64| (a - b).abs() < 4096.0;
+    let near = |a: f64, b: f64| (a - b).abs() < STEP;
     let mem_of = |plan: &Plan, id: u64| to_of(plan, id).map(|(to, _)| to.mem_bytes);
     // Short by less than twice the smallest cut (an even cut would take
     // under `CEILING_CUT_MIN` x 4 GiB from each): app 1 keeps its ceiling
@@ -402,7 +402,7 @@ fn a_memory_reservation_is_never_cut() {
     // the 0.5 GiB left; app 2 keeps its reservation whole.
     let plan = decide(&view(4.0 * GIB), 1000.0, &cfg);
     assert_eq!(plan.evictions().count(), 0, "{plan:#?}");
-    let near = |a: f64, b: f64| (a - b).abs() < 4096.0;
+    let near = |a: f64, b: f64| (a - b).abs() < STEP;
     let (to, _) = to_of(&plan, 10).expect("app 1 cut");
     assert!(near(to.mem_bytes, 1.5 * GIB), "{to:?}");
     let (to, _) = to_of(&plan, 20).expect("app 2 resized");
