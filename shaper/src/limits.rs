@@ -96,8 +96,15 @@ pub fn align_down(r: Resource, x: f64) -> f64 {
 }
 
 /// `x` if finite and > 0, else 0.
+///
+/// Tested on the bits: the positive finite non-zero `f64`s are exactly
+/// those whose bits lie in `1..=f64::MAX.to_bits()`. Same result as
+/// `if x.is_finite() && x > 0.0 { x } else { 0.0 }` (which the optimizer
+/// turns into a class test of about 15 instructions; this runs a few
+/// dozen times per component and round).
+#[inline]
 pub(crate) fn sane(x: f64) -> f64 {
-    if x.is_finite() && x > 0.0 {
+    if x.to_bits().wrapping_sub(1) < f64::MAX.to_bits() {
         x
     } else {
         0.0
@@ -448,7 +455,37 @@ mod tests {
         );
     }
 
+    /// [`sane`] tests the bits: the same as `is_finite() && > 0`.
+    #[test]
+    fn sane_keeps_positive_finite_values_only() {
+        let reference = |x: f64| if x.is_finite() && x > 0.0 { x } else { 0.0 };
+        for x in [
+            0.0,
+            -0.0,
+            f64::MIN_POSITIVE,
+            f64::from_bits(1),
+            -f64::from_bits(1),
+            1.0,
+            -1.0,
+            f64::MAX,
+            f64::MIN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            -f64::NAN,
+        ] {
+            assert_eq!(sane(x).to_bits(), reference(x).to_bits(), "{x:?}");
+        }
+    }
+
     proptest! {
+        #[test]
+        fn sane_is_finite_and_positive(bits in proptest::num::u64::ANY) {
+            let x = f64::from_bits(bits);
+            let reference = if x.is_finite() && x > 0.0 { x } else { 0.0 };
+            prop_assert_eq!(sane(x).to_bits(), reference.to_bits());
+        }
+
         /// Every target of [`bound_target`] lies within the component's
         /// bounds: an agent holding plans to them never moves the kernel's.
         #[test]

@@ -144,11 +144,15 @@ pub(super) fn give_buffers(
             *t = t.saturating_add(units(wanted(s, g)));
         }
     }
-    let short = |h: usize, t: u64| {
-        free[h].mem_bytes - t as f64 / UNITS_PER_BYTE
-            < -view.hosts[h].capacity.mem_bytes * FIT_TOLERANCE
-    };
-    if (0..free.len()).all(|h| !short(h, total[h])) {
+    // Per host: short of room for all of its buffers (worked out once: the
+    // passes below ask it for every slot).
+    let short: Vec<bool> = (0..free.len())
+        .map(|h| {
+            free[h].mem_bytes - total[h] as f64 / UNITS_PER_BYTE
+                < -view.hosts[h].capacity.mem_bytes * FIT_TOLERANCE
+        })
+        .collect();
+    if !short.contains(&true) {
         // Every host has room for all of its buffers: nothing is cut.
         return;
     }
@@ -160,7 +164,7 @@ pub(super) fn give_buffers(
     for (ai, a) in app_info.iter().enumerate() {
         let range = a.start as usize..a.end as usize;
         for (g, s) in range.clone().zip(&slots[range]) {
-            if kept(s) && short(s.host as usize, total[s.host as usize]) {
+            if kept(s) && short[s.host as usize] {
                 let c = &view.apps[ai].components[g - a.start as usize];
                 let want = wanted(s, g);
                 let hold = held(c, want, g);
@@ -189,7 +193,7 @@ pub(super) fn give_buffers(
     };
     let share: Vec<Shares> = (0..free.len())
         .map(|h| {
-            if short(h, total[h]) {
+            if short[h] {
                 tiers(h).shares(free[h].mem_bytes)
             } else {
                 Shares::WHOLE
@@ -233,7 +237,7 @@ pub(super) fn give_buffers(
         let range = a.start as usize..a.end as usize;
         for (g, s) in range.clone().zip(&slots[range]) {
             let h = s.host as usize;
-            if !kept(s) || !short(h, total[h]) {
+            if !kept(s) || !short[h] {
                 continue;
             }
             let c = &view.apps[ai].components[g - a.start as usize];
@@ -260,7 +264,7 @@ pub(super) fn give_buffers(
         let range = a.start as usize..a.end as usize;
         for (g, s) in range.clone().zip(&mut slots[range]) {
             let h = s.host as usize;
-            if !kept(s) || !short(h, total[h]) {
+            if !kept(s) || !short[h] {
                 // nothing is cut on a host with room for every buffer
                 continue;
             }

@@ -93,73 +93,84 @@ pub fn target_with_k1(
         }
     };
     let k1 = cfg.young_k1(k1, c.class, c.restarts_alone, now_s - c.started_s);
-    let one = |r: Resource| -> Sizing {
-        let req = sane(c.request.get(r));
-        let usage = sane(c.usage.get(r));
-        if basis == Basis::Baseline {
-            return Sizing::bare(req);
-        }
-        let (mean, sigma, b, raw) = match (&c.forecast, basis) {
-            (Some(f), Basis::Forecast) => {
-                let held;
-                let mut p = f.get(r);
-                let hold = if small {
-                    f.mem_hold_bytes.max(f.mem_small_hold_bytes)
-                } else {
-                    f.mem_hold_bytes
-                };
-                if r == Resource::Mem && hold > p.mean {
-                    // sized from the hold; the need stays the forecast's
-                    held = Predictive {
-                        mean: hold,
-                        ..p.clone()
-                    };
-                    p = &held;
-                }
-                let b = buffer(r, p, req, cfg, k1);
-                (p.mean, p.std, b, p.mean + b.total())
-            }
-            _ => (0.0, 0.0, Buffer::default(), req),
-        };
-        // The component's bounds (floor, ceiling, what lifts it), the same
-        // an agent holds a central shaper's plan to.
-        let lim = component_bounds(r, req, usage, c.mem_floor_bytes, cfg);
-        let (mut t, mut bound) = bound_target(r, raw, lim.floor, lim.ceiling, lim.usage);
-        // After an OOM kill: at least the OOM floor (at most the ceiling),
-        // in whole steps unless that crosses the ceiling.
-        let oom = match r {
-            Resource::Cpu => 0.0,
-            Resource::Mem => oom_floor_bytes(c, cfg),
-        };
-        if t < oom {
-            t = crate::limits::align_up(r, oom).min(lim.ceiling).max(oom);
-            bound = Bound::OomFloor;
-        }
-        // What the runtime promises the component wins over the ceiling (a
-        // request below the reservation: a label, or a component started
-        // without a memory limit and counted at its use); 0 for CPU.
-        if t < lim.reserved {
-            t = lim.reserved_steps();
-            bound = Bound::Reservation;
-        }
-        Sizing {
-            mean,
-            sigma,
-            k1_term: b.k1_term,
-            k2_term: b.k2_term,
-            band: b.band,
-            margin_term: b.margin_term,
-            target: t,
-            bound,
-        }
-    };
-    let cpu = one(Resource::Cpu);
-    let mem = one(Resource::Mem);
+    let cpu = sizing(Resource::Cpu, c, basis, small, k1, cfg);
+    let mem = sizing(Resource::Mem, c, basis, small, k1, cfg);
     Target {
         alloc: Resources::new(cpu.target, mem.target),
         basis,
         cpu,
         mem,
+    }
+}
+
+/// One resource of [`target_with_k1`]: always inlined, so that each of its
+/// two calls is compiled for its resource (the matches on `r` fold away).
+#[inline(always)]
+fn sizing(
+    r: Resource,
+    c: &Component,
+    basis: Basis,
+    small: bool,
+    k1: f64,
+    cfg: &ShaperConfig,
+) -> Sizing {
+    let req = sane(c.request.get(r));
+    let usage = sane(c.usage.get(r));
+    if basis == Basis::Baseline {
+        return Sizing::bare(req);
+    }
+    let (mean, sigma, b, raw) = match (&c.forecast, basis) {
+        (Some(f), Basis::Forecast) => {
+            let held;
+            let mut p = f.get(r);
+            let hold = if small {
+                f.mem_hold_bytes.max(f.mem_small_hold_bytes)
+            } else {
+                f.mem_hold_bytes
+            };
+            if r == Resource::Mem && hold > p.mean {
+                // sized from the hold; the need stays the forecast's
+                held = Predictive {
+                    mean: hold,
+                    ..p.clone()
+                };
+                p = &held;
+            }
+            let b = buffer(r, p, req, cfg, k1);
+            (p.mean, p.std, b, p.mean + b.total())
+        }
+        _ => (0.0, 0.0, Buffer::default(), req),
+    };
+    // The component's bounds (floor, ceiling, what lifts it), the same
+    // an agent holds a central shaper's plan to.
+    let lim = component_bounds(r, req, usage, c.mem_floor_bytes, cfg);
+    let (mut t, mut bound) = bound_target(r, raw, lim.floor, lim.ceiling, lim.usage);
+    // After an OOM kill: at least the OOM floor (at most the ceiling),
+    // in whole steps unless that crosses the ceiling.
+    let oom = match r {
+        Resource::Cpu => 0.0,
+        Resource::Mem => oom_floor_bytes(c, cfg),
+    };
+    if t < oom {
+        t = crate::limits::align_up(r, oom).min(lim.ceiling).max(oom);
+        bound = Bound::OomFloor;
+    }
+    // What the runtime promises the component wins over the ceiling (a
+    // request below the reservation: a label, or a component started
+    // without a memory limit and counted at its use); 0 for CPU.
+    if t < lim.reserved {
+        t = lim.reserved_steps();
+        bound = Bound::Reservation;
+    }
+    Sizing {
+        mean,
+        sigma,
+        k1_term: b.k1_term,
+        k2_term: b.k2_term,
+        band: b.band,
+        margin_term: b.margin_term,
+        target: t,
+        bound,
     }
 }
 
@@ -195,6 +206,7 @@ impl Buffer {
 /// the component's ([`ShaperConfig::k1_for`]), plus
 /// `mem_margin * mean` for memory; with `memory_risk = P`, memory gets
 /// `upper(risk_to_level(P)) - mean` alone.
+#[inline]
 pub fn buffer(r: Resource, p: &Predictive, req: f64, cfg: &ShaperConfig, k1: f64) -> Buffer {
     match (r, cfg.memory_risk) {
         // Risk-targeted memory: the (calibrated) upper band at the level
