@@ -36,7 +36,7 @@ pub const CPU_STEP_CORES: f64 = 0.001;
 /// widening on a flat series) would then be a `docker update`, an action
 /// and a journal line every round (QA C7); in whole MiB it changes the
 /// limit once per MiB. Measured: 7-12% fewer resizes on every workload for
-/// at most 0.2% of the memory reclaimed (docs/results.md, "Creeping memory
+/// 0.1-0.5% of the memory reclaimed (docs/results.md, "Creeping memory
 /// growth").
 pub const MEM_STEP_BYTES: f64 = 1048576.0;
 
@@ -377,7 +377,7 @@ mod tests {
     /// the kernel's own floors and ceiling.
     #[test]
     fn component_bounds_clamp_to_the_floor_the_ceiling_and_the_host() {
-        let mib = 1048576.0;
+        let mib = MIB;
         let cfg = ShaperConfig::default(); // 16 MiB / 0.01 cores, max_growth 1
         let gib = 1024.0 * mib;
         // 256 MiB / 0.5 cores requested, on a 2-core, 23.5 GiB host
@@ -421,7 +421,7 @@ mod tests {
     /// reservation wins over both.
     #[test]
     fn component_bounds_keep_the_kernels_exceptions() {
-        let mib = 1048576.0;
+        let mib = MIB;
         let cfg = ShaperConfig::default();
         // an 8 MiB request under the 16 MiB floor is its own ceiling
         let tiny = component_bounds(Resource::Mem, 8.0 * mib, 0.0, 0.0, &cfg);
