@@ -651,6 +651,7 @@ async fn podman_oom_kill_of_a_child_process_is_counted() {
 /// compat stats carry no `memory_stats.stats` nor `max_usage`: the adapter
 /// reads the inactive file cache and the peak from the cgroup, so the page
 /// cache is not counted as working set there either), and a peak on both.
+/// The memory watch's direct cgroup reads (`mem_now`) agree with them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn podman_stats_match_docker_field_by_field() {
     use agent::ContainerRuntime;
@@ -686,6 +687,19 @@ async fn podman_stats_match_docker_field_by_field() {
             "{engine}: peak {peak} below the working set"
         );
         assert!(s.cpu_total_ns > 0, "{engine}: no CPU counter");
+    }
+    // the memory watch's cgroup reads (no daemon call) agree with the stats
+    for (engine, now, s) in [
+        ("docker", docker_rt.mem_now(&d.id), &ds),
+        ("podman", podman_rt.mem_now(&p.id), &ps),
+    ] {
+        let now = now.unwrap_or_else(|| panic!("{engine}: no cgroup memory"));
+        assert_eq!(now.limit_bytes, Some(128 * MIB), "{engine}");
+        let (n, w) = (now.working_set_bytes as f64, s.working_set_bytes() as f64);
+        assert!(
+            (n - w).abs() <= 0.15 * w,
+            "{engine}: cgroup {n} B, stats {w} B"
+        );
     }
 }
 

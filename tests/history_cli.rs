@@ -34,6 +34,23 @@ fn journal_text_reaches_the_terminal_sanitised() {
     assert!(text.contains("OOM-killed at t=1e300"), "{text}");
 }
 
+/// A round the memory watch ran early says so, for the container named.
+#[test]
+fn an_early_round_is_named_with_its_memory() {
+    let d = tempfile::tempdir().expect("tmp");
+    let entry = r#"{"seq":3,"round":9,"at_s":1700000100.0,"actuation":"shape","source":"local","actions":[{"container":"api","action":"resize","result":"applied","from_mem_mib":26,"to_mem_mib":60,"explanation":"grown"}],"early":{"container":"api","working_set_bytes":20971520,"limit_bytes":27262976,"at_round_bytes":10485760}}"#;
+    std::fs::write(d.path().join("decisions.jsonl"), format!("{entry}\n")).expect("write");
+    let out = history(d.path());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("#3 round 9 t=1700000100 api early round: memory 20.0 MiB of a 26.0 MiB limit (10.0 MiB at the round before"),
+        "{text}"
+    );
+    let early = text.find("early round").expect("early line");
+    assert!(early < text.find("resize").expect("resize line"), "{text}");
+}
+
 #[test]
 fn a_missing_journal_is_an_error_naming_it() {
     let d = tempfile::tempdir().expect("tmp");

@@ -16,6 +16,9 @@
 //! # unlimited_request_cpu_cores = 0.5      # request of a container without a CPU
 //! # unlimited_request_mem_bytes = 268435456 # / memory limit; default: its highest use seen
 //! interval_s = 10.0          # sampling / shaping period
+//! mem_watch_s = 1.0          # shape mode: read memory every 1 s between rounds and
+//!                            # run the round early when a container has used half
+//!                            # its headroom since the last one (0: off)
 //! warmup_rounds = 3          # the agent's first rounds only sample (no actions)
 //! docker_socket = "/var/run/docker.sock"
 //! state_file = "/var/lib/tailor/agent-state.json"   # original limits, evictions
@@ -215,9 +218,12 @@ pub struct AgentConfig {
     pub actuation: Actuation,
     /// Sampling and shaping period in seconds. Default 10.
     pub interval_s: f64,
-    /// Forecast the peak over this many future samples. Default 6 (1 min).
-    /// A container needs this many samples before it gets a forecast.
-    /// Default 3.
+    /// Shape mode, standalone: between rounds, every this many seconds,
+    /// read each shaped container's memory from its cgroup and run the
+    /// next round at once when one has used more than half the headroom
+    /// it had at the last round (`agent::watch`). Default 1; 0 turns the
+    /// watch off (rounds only every `interval_s`).
+    pub mem_watch_s: f64,
     /// The agent's first rounds only sample (no plan, no action). Default 3.
     pub warmup_rounds: u32,
     /// Node name in reports; default: Docker's host name.
@@ -276,6 +282,7 @@ impl Default for AgentConfig {
             mode: Mode::Standalone,
             actuation: Actuation::Recommend,
             interval_s: 10.0,
+            mem_watch_s: 1.0,
             warmup_rounds: 3,
             node_name: None,
             docker_socket: PathBuf::from(crate::docker::DEFAULT_SOCKET),
@@ -396,6 +403,7 @@ impl AgentConfig {
     /// | key | accepted |
     /// |---|---|
     /// | `interval_s` | [0.1, 86400] |
+    /// | `mem_watch_s` | 0 (off) or [0.1, 86400] |
     /// | `warmup_rounds` | [0, 10000] |
     /// | `stop_grace_s` | [0, 3600] |
     /// | `restart_cooldown_s` | [0, 2592000] (30 days) |
@@ -420,6 +428,17 @@ impl AgentConfig {
             self.interval_s,
             MIN_INTERVAL_S,
             MAX_INTERVAL_S,
+        );
+        e.check(
+            "mem_watch_s",
+            self.mem_watch_s == 0.0
+                || (MIN_INTERVAL_S..=MAX_INTERVAL_S).contains(&self.mem_watch_s),
+            || {
+                format!(
+                    "must be 0 (off) or in [{MIN_INTERVAL_S}, {MAX_INTERVAL_S}], got {}",
+                    tailor_core::short_num(self.mem_watch_s)
+                )
+            },
         );
         e.range("warmup_rounds", self.warmup_rounds, 0, 10_000);
         e.range("stop_grace_s", self.stop_grace_s, 0, 3_600);

@@ -31,7 +31,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 pub use crate::docker_stats::decode_stats;
-use crate::docker_stats::{parse_http_response, read_cgroup_v2_peak};
+use crate::docker_stats::{memory_dirs, parse_http_response, read_cgroup_v2_peak};
 
 /// Default Docker socket.
 pub const DEFAULT_SOCKET: &str = "/var/run/docker.sock";
@@ -342,6 +342,14 @@ impl ContainerRuntime for DockerRuntime {
             }) => Ok(()),
             Err(e) => Err(map_not_found(id, map_err(e))),
         }
+    }
+
+    fn mem_now(&self, id: &str) -> Option<crate::cgroup::MemNow> {
+        if !crate::cgroup::plain_id(id) {
+            return None;
+        }
+        let (v1, v2) = memory_dirs(id);
+        crate::cgroup::read_mem_now(&v1, &v2)
     }
 
     fn events(&self) -> BoxStream<'static, Result<RuntimeEvent, RuntimeError>> {

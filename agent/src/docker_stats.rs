@@ -117,12 +117,28 @@ struct RawMemStats {
 /// `None` when neither is readable (older kernels have no `memory.peak`;
 /// an agent in a container without the host's /sys/fs/cgroup).
 pub(crate) fn read_cgroup_v2_peak(id: &str) -> Option<u64> {
-    [
-        format!("/sys/fs/cgroup/system.slice/docker-{id}.scope/memory.peak"),
-        format!("/sys/fs/cgroup/docker/{id}/memory.peak"),
-    ]
-    .iter()
-    .find_map(|p| std::fs::read_to_string(p).ok()?.trim().parse::<u64>().ok())
+    memory_dirs(id)
+        .1
+        .iter()
+        .find_map(|d| std::fs::read_to_string(format!("/sys/fs/cgroup/{d}/memory.peak")).ok())?
+        .trim()
+        .parse::<u64>()
+        .ok()
+}
+
+/// A Docker container's memory cgroup directories under `/sys/fs/cgroup/`,
+/// systemd and cgroupfs drivers: (cgroup v1, cgroup v2).
+pub(crate) fn memory_dirs(id: &str) -> ([String; 2], [String; 2]) {
+    (
+        [
+            format!("memory/system.slice/docker-{id}.scope"),
+            format!("memory/docker/{id}"),
+        ],
+        [
+            format!("system.slice/docker-{id}.scope"),
+            format!("docker/{id}"),
+        ],
+    )
 }
 
 /// Decodes a Docker stats answer (cgroup v1 or v2) leniently.

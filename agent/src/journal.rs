@@ -6,6 +6,7 @@
 //! Read by `/v1/decisions?since=SEQ_OR_TIME` (from memory: the last
 //! [`MEMORY_ENTRIES`] entries) and `tailor history` (from the files).
 
+use crate::agent::EarlyRound;
 use crate::view::{ActionOutcome, NodeActionKind};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -116,6 +117,9 @@ pub struct JournalEntry {
     /// OOM kills counted since the previous round.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub oom_kills: Vec<JournalOomKill>,
+    /// Why the memory watch ran this round early, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early: Option<EarlyRound>,
 }
 
 /// What one round decided and did, as [`Journal::append`] takes it.
@@ -129,6 +133,7 @@ pub struct RoundDecisions<'a> {
     pub restored: &'a [JournalRestore],
     pub restarted: &'a [String],
     pub oom_kills: &'a [JournalOomKill],
+    pub early: Option<&'a EarlyRound>,
 }
 
 /// What `since=` selects: entries after a sequence number, or after a time.
@@ -209,6 +214,7 @@ impl Journal {
             restored,
             restarted,
             oom_kills,
+            early,
         } = *round;
         if outcomes.is_empty()
             && restored.is_empty()
@@ -227,6 +233,7 @@ impl Journal {
             restored: restored.to_vec(),
             restarted: restarted.to_vec(),
             oom_kills: oom_kills.to_vec(),
+            early: early.cloned(),
         };
         self.next_seq += 1;
         if let Some(p) = &self.path {
@@ -383,6 +390,7 @@ mod tests {
             restored: &[],
             restarted: &[],
             oom_kills: &[],
+            early: None,
         }
     }
 

@@ -28,6 +28,7 @@
 //! ```
 
 pub mod agent;
+pub mod cgroup;
 pub mod checkpoint;
 pub mod cluster;
 pub mod config;

@@ -31,6 +31,7 @@ pub const RESULTS: [&str; 5] = ["applied", "unchanged", "failed", "recommended",
 struct Data {
     rounds: u64,
     round_errors: u64,
+    early_rounds: u64,
     round_seconds_sum: f64,
     round_seconds_last: f64,
     runtime_errors: BTreeMap<&'static str, u64>,
@@ -152,6 +153,16 @@ impl Metrics {
         self.with(|d| d.throttled_periods)
     }
 
+    /// A round run early by the memory watch.
+    pub fn early_round(&self) {
+        self.with(|d| d.early_rounds += 1)
+    }
+
+    /// Rounds run early by the memory watch so far.
+    pub fn early_rounds(&self) -> u64 {
+        self.with(|d| d.early_rounds)
+    }
+
     pub fn plan_source_error(&self) {
         self.with(|d| d.plan_source_errors += 1)
     }
@@ -240,6 +251,12 @@ impl Metrics {
             "counter",
             "Shaping rounds run.",
             d.rounds,
+        )
+        .single(
+            "tailor_agent_early_rounds_total",
+            "counter",
+            "Rounds run before their time by the memory watch (mem_watch_s).",
+            d.early_rounds,
         )
         .single(
             "tailor_agent_round_errors_total",

@@ -26,6 +26,7 @@
 //! event would.
 //! See `agent/PODMAN.md` for what else differs from Docker.
 
+use crate::cgroup::{plain_id, read_mem_now, stat_value, MemNow};
 use crate::config::{Actuation, AgentConfig};
 use crate::docker::{raw_request, DockerRuntime};
 use crate::runtime::{
@@ -320,20 +321,28 @@ fn read_cgroup_throttling(id: &str) -> Option<(u64, u64)> {
         .and_then(|text| parse_cpu_stat(&text))
 }
 
+/// A Podman container's memory cgroup directories under `/sys/fs/cgroup/`,
+/// cgroupfs and systemd drivers: (cgroup v1, cgroup v2).
+fn memory_dirs(id: &str) -> ([String; 2], [String; 2]) {
+    (
+        [
+            format!("memory/libpod_parent/libpod-{id}"),
+            format!("memory/machine.slice/libpod-{id}.scope"),
+        ],
+        [
+            format!("machine.slice/libpod-{id}.scope"),
+            format!("libpod_parent/libpod-{id}"),
+        ],
+    )
+}
+
 /// A Podman container's inactive file cache and peak memory (bytes) from
 /// its cgroup: v1 `memory.stat` `total_inactive_file` and
 /// `memory.max_usage_in_bytes`, v2 `memory.stat` `inactive_file` and
 /// `memory.peak` (what Docker's stats carry and Podman 4.3's compat stats
 /// leave out). `None` when no memory cgroup of the container is readable.
 fn read_cgroup_memory(id: &str) -> Option<(Option<u64>, Option<u64>)> {
-    let v1 = [
-        format!("memory/libpod_parent/libpod-{id}"),
-        format!("memory/machine.slice/libpod-{id}.scope"),
-    ];
-    let v2 = [
-        format!("machine.slice/libpod-{id}.scope"),
-        format!("libpod_parent/libpod-{id}"),
-    ];
+    let (v1, v2) = memory_dirs(id);
     let read = |d: &str, f: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/{d}/{f}")).ok();
     let number = |t: Option<String>| t.and_then(|t| t.trim().parse::<u64>().ok());
     if let Some((d, stat)) = v1
@@ -364,16 +373,6 @@ fn read_cgroup_oom_kills(id: &str) -> Option<u64> {
     files.iter().find_map(|f| {
         let text = std::fs::read_to_string(format!("/sys/fs/cgroup/{f}")).ok()?;
         stat_value(&text, "oom_kill")
-    })
-}
-
-/// The value of `key` in a flat `key value` file (`memory.stat`).
-fn stat_value(text: &str, key: &str) -> Option<u64> {
-    text.lines().find_map(|line| {
-        let mut it = line.split_whitespace();
-        (it.next() == Some(key))
-            .then(|| it.next().and_then(|v| v.parse().ok()))
-            .flatten()
     })
 }
 
@@ -530,6 +529,14 @@ impl ContainerRuntime for PodmanRuntime {
     fn engine(&self) -> Option<EngineInfo> {
         self.engine.clone()
     }
+
+    fn mem_now(&self, id: &str) -> Option<MemNow> {
+        if !plain_id(id) {
+            return None;
+        }
+        let (v1, v2) = memory_dirs(id);
+        read_mem_now(&v1, &v2)
+    }
 }
 
 /// With `actuation = "shape"` on a runtime that cannot resize containers,
@@ -629,15 +636,6 @@ mod tests {
             &info(ContainerState::Running, Some(137), Some(64 << 20)),
             None
         ));
-    }
-
-    #[test]
-    fn memory_stat_values() {
-        let v1 = "cache 724992\nrss 50397184\ninactive_file 0\ntotal_inactive_file 700416\n";
-        assert_eq!(stat_value(v1, "total_inactive_file"), Some(700416));
-        assert_eq!(stat_value(v1, "inactive_file"), Some(0));
-        assert_eq!(stat_value(v1, "anon"), None);
-        assert_eq!(stat_value("inactive_file x\n", "inactive_file"), None);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! types, implemented for Docker with bollard ([`crate::docker`]) and by an
 //! in-memory fake ([`crate::fake`]) for unit tests of the logic.
 
+pub use crate::cgroup::MemNow;
 use futures_util::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -314,6 +315,14 @@ pub trait ContainerRuntime: Send + Sync + 'static {
     /// The engine behind the API (name and version), when the adapter
     /// probed it at start.
     fn engine(&self) -> Option<EngineInfo> {
+        None
+    }
+
+    /// Container `id`'s memory working set and limit right now, read
+    /// without a daemon call (its cgroup files), for the memory watch
+    /// between rounds. `None` when the adapter cannot read it cheaply; the
+    /// watch then waits for the next round.
+    fn mem_now(&self, _id: &str) -> Option<MemNow> {
         None
     }
 }

@@ -17,6 +17,7 @@ const KEYS: &[&str] = &[
     "mode",
     "actuation",
     "interval_s",
+    "mem_watch_s",
     "horizon_samples",
     "min_history_samples",
     "warmup_rounds",
@@ -188,6 +189,9 @@ fn floats(v: &toml::Value, out: &mut Vec<f64>) {
 fn assert_runnable(cfg: &AgentConfig) -> Result<(), TestCaseError> {
     prop_assert!(cfg.validate().is_ok());
     prop_assert!((MIN_INTERVAL_S..=MAX_INTERVAL_S).contains(&cfg.interval_s));
+    prop_assert!(
+        cfg.mem_watch_s == 0.0 || (MIN_INTERVAL_S..=MAX_INTERVAL_S).contains(&cfg.mem_watch_s)
+    );
     prop_assert!(cfg
         .shaper
         .horizon_samples

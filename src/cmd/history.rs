@@ -7,6 +7,8 @@ use agent::journal::{self, JournalEntry, Since};
 use agent::text::printable;
 use anyhow::Context;
 
+const MIB: f64 = 1024.0 * 1024.0;
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
@@ -90,6 +92,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             e.restored.retain(|r| &r.container == c);
             e.restarted.retain(|r| r == c);
             e.oom_kills.retain(|k| &k.container == c);
+            e.early = e.early.filter(|x| &x.container == c);
             if e.actions.is_empty()
                 && e.restored.is_empty()
                 && e.restarted.is_empty()
@@ -128,6 +131,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 opt(r.to_cpu_cores, 3),
                 opt(r.to_mem_mib, 1),
                 opt(r.killed_at_mib, 1)
+            );
+        }
+        if let Some(x) = &e.early {
+            println!(
+                "#{} round {} t={} {} early round: memory {} MiB of a {} MiB limit ({} MiB at the round before: half the headroom used)",
+                e.seq,
+                e.round,
+                num(e.at_s, 0),
+                printable(&x.container),
+                num(x.working_set_bytes as f64 / MIB, 1),
+                num(x.limit_bytes as f64 / MIB, 1),
+                num(x.at_round_bytes as f64 / MIB, 1)
             );
         }
         for a in &e.actions {

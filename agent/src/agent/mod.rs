@@ -60,8 +60,10 @@ mod hand_changes;
 mod observe;
 mod reconcile;
 mod stopped;
+mod watch;
 
 use actuate::{log3, log_outcome};
+pub use watch::EarlyRound;
 
 /// How many stats calls run at once. Docker answers a stats call (even
 /// `one-shot`) at its stats collector's next tick (every second), so each
@@ -101,6 +103,9 @@ pub struct RoundReport {
     /// The shaper's plan when computed locally (with full explanations).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<Plan>,
+    /// Set when the memory watch ran this round before its time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early: Option<EarlyRound>,
 }
 
 /// State shared with the HTTP endpoint.
@@ -274,6 +279,8 @@ pub struct Agent<R: ContainerRuntime + ?Sized> {
     round: u64,
     events_rx: Option<mpsc::UnboundedReceiver<RuntimeEvent>>,
     events_task: Option<tokio::task::JoinHandle<()>>,
+    /// Why the next round runs early (the memory watch), for its report.
+    early: Option<EarlyRound>,
 }
 
 impl<R: ContainerRuntime + ?Sized> Drop for Agent<R> {
@@ -374,6 +381,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             round: 0,
             events_rx: None,
             events_task: None,
+            early: None,
         })
     }
 
@@ -445,6 +453,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 restored: &report.restored,
                 restarted: &report.restarted,
                 oom_kills: &report.oom_kills,
+                early: report.early.as_ref(),
             });
         }
         let by_name: BTreeMap<&str, &Tracked> = self
@@ -499,7 +508,11 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         self.round += 1;
         let now_s = self.clock.now_s();
         self.drain_events(now_s);
-        let result = self.round_inner(now_s).await;
+        let early = self.early.take();
+        let mut result = self.round_inner(now_s).await;
+        if let Ok(report) = &mut result {
+            report.early = early;
+        }
         let ok = result.is_ok();
         self.shared.metrics.round(
             ok,
@@ -569,6 +582,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 oom_kills: std::mem::take(&mut self.round_kills),
                 errors,
                 plan: None,
+                early: None,
             });
         }
         let planned = self.source.plan(&view).await;
@@ -628,6 +642,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             oom_kills: std::mem::take(&mut self.round_kills),
             errors,
             plan: plan.plan,
+            early: None,
         })
     }
 
@@ -671,10 +686,21 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         let max_backoff = (interval * 5).min(Duration::from_secs(30)).max(interval);
         let mut failures = 0u32;
         let mut next = tokio::time::Instant::now();
+        let mut watch = watch::MemWatch::default();
         loop {
-            tokio::select! {
-                _ = &mut shutdown => break,
-                _ = tokio::time::sleep_until(next) => {}
+            let watching = self
+                .watches_memory()
+                .then(|| (&watch, Duration::from_secs_f64(self.cfg.mem_watch_s)));
+            match watch::wait_for_round(watching, &self.runtime, &self.shared, next, &mut shutdown)
+                .await
+            {
+                watch::Wake::Shutdown => break,
+                watch::Wake::Due => {}
+                watch::Wake::Early(early) => {
+                    // the schedule restarts from this round
+                    next = tokio::time::Instant::now();
+                    self.early = Some(early);
+                }
             }
             heartbeat.store(
                 tailor_core::SystemClock.now_s() as u64,
@@ -686,6 +712,9 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                         tracing::info!(after_failures = failures, "round succeeded again");
                     }
                     failures = 0;
+                    if self.watches_memory() {
+                        watch.arm(&report.view, self.cfg.shaper.max_growth);
+                    }
                     tracing::debug!(
                         round = report.round,
                         containers = report.view.containers.len(),
@@ -696,6 +725,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 }
                 Err(e) => {
                     failures += 1;
+                    watch = watch::MemWatch::default();
                     let wait = (interval * 2u32.saturating_pow(failures.min(16))).min(max_backoff);
                     tracing::warn!(error = %e, failures, retry_in_s = wait.as_secs_f64(), "round failed");
                     wait

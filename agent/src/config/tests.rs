@@ -160,6 +160,9 @@ fn issue_13_values_get_a_clear_error() {
         ),
         ("[shaper]\noom_memory_s = 1e300", "shaper.oom_memory_s"),
         ("restart_cooldown_s = inf", "restart_cooldown_s"),
+        ("mem_watch_s = 0.01", "mem_watch_s"),
+        ("mem_watch_s = nan", "mem_watch_s"),
+        ("mem_watch_s = -1", "mem_watch_s"),
         ("[shaper]\noom_bump_factor = nan", "shaper.oom_bump_factor"),
         ("[capacity]\nmem_bytes = 1e300", "capacity.mem_bytes"),
         ("[shaper]\ngrace_period_s = 1e300", "shaper.grace_period_s"),
@@ -217,4 +220,14 @@ fn a_mistyped_shaper_url_is_not_also_missing() {
         assert!(msg.contains("expected a URL string"), "{msg}");
         assert!(!msg.contains("missing"), "{msg}");
     }
+}
+
+#[test]
+fn the_memory_watch_is_on_by_default_and_0_turns_it_off() {
+    assert_eq!(AgentConfig::default().mem_watch_s, 1.0);
+    assert_eq!(check_toml("mem_watch_s = 0").expect("off").mem_watch_s, 0.0);
+    assert_eq!(
+        check_toml("mem_watch_s = 2.5").expect("on").mem_watch_s,
+        2.5
+    );
 }

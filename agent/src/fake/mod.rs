@@ -420,4 +420,15 @@ impl ContainerRuntime for FakeRuntime {
         })
         .boxed()
     }
+
+    /// A running container's working set and limit, as its cgroup files
+    /// would give them.
+    fn mem_now(&self, id: &str) -> Option<crate::cgroup::MemNow> {
+        let g = self.lock();
+        let c = g.containers.get(id)?;
+        (c.info.state == ContainerState::Running).then(|| crate::cgroup::MemNow {
+            working_set_bytes: c.mem_usage_bytes.saturating_sub(c.mem_inactive_file_bytes),
+            limit_bytes: c.info.limits.mem_bytes,
+        })
+    }
 }

@@ -1,0 +1,272 @@
+//! The memory watch between rounds (`mem_watch_s`).
+//!
+//! A round sizes a container's memory limit a buffer above its forecast,
+//! for the next `interval_s`. Memory that grows faster than the buffer per
+//! interval reaches the limit before the next round can raise it: at the
+//! default 10 s, a container of 256 MiB cut from a flat start was killed by
+//! a ramp of +2 MiB/s. So between rounds the agent reads each shaped
+//! container's working set and limit from its cgroup (files, no daemon
+//! call) every `mem_watch_s`, and runs the next round at once when one of
+//! them has used more than half the headroom it had at the last round:
+//!
+//! `working set now - at the round > max((limit now - at the round) / 2, 1 MiB)`
+//!
+//! The early round is an ordinary round (the kernel sees the new sample and
+//! sizes from it; nothing is decided here), and the schedule restarts from
+//! it. A container whose limit is at its ceiling (request x `max_growth`)
+//! is not watched: a round could not raise it. Each early round halves at
+//! most the headroom that triggers the next one, so a container that keeps
+//! growing towards a limit no round raises triggers a bounded number of
+//! them.
+
+use super::{Agent, Shared};
+use crate::cgroup::MemNow;
+use crate::config::{Actuation, Mode};
+use crate::runtime::ContainerRuntime;
+use crate::view::NodeView;
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// A rise smaller than this never triggers an early round (noise on a
+/// container whose headroom is already tiny).
+const MIN_RISE_BYTES: u64 = 1 << 20;
+
+/// Why a round ran early: the container, and its memory then and at the
+/// round before.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EarlyRound {
+    pub container: String,
+    pub working_set_bytes: u64,
+    pub limit_bytes: u64,
+    /// Its working set at the round before.
+    pub at_round_bytes: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Watched {
+    id: String,
+    name: String,
+    at_round_bytes: u64,
+    ceiling_bytes: f64,
+}
+
+/// The containers watched until the next round.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct MemWatch {
+    watched: Vec<Watched>,
+}
+
+impl MemWatch {
+    /// Watches the containers of `view` (the last round's samples) until the
+    /// next round; `max_growth` is the kernel's ceiling factor.
+    pub(crate) fn arm(&mut self, view: &NodeView, max_growth: f64) {
+        self.watched = view
+            .containers
+            .iter()
+            .filter(|c| c.usage.mem_bytes.is_finite() && c.usage.mem_bytes >= 0.0)
+            .map(|c| Watched {
+                id: c.meta.id.clone(),
+                name: c.meta.name.clone(),
+                at_round_bytes: c.usage.mem_bytes as u64,
+                ceiling_bytes: c.request.mem_bytes * max_growth,
+            })
+            .collect();
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.watched.is_empty()
+    }
+
+    /// The first watched container (in view order) whose memory now,
+    /// as `read` gives it, calls for the next round at once.
+    pub(crate) fn pressed(
+        &self,
+        mut read: impl FnMut(&str) -> Option<MemNow>,
+    ) -> Option<EarlyRound> {
+        self.watched.iter().find_map(|w| {
+            let now = read(&w.id)?;
+            let limit = now.limit_bytes?;
+            let early = (limit as f64) < w.ceiling_bytes
+                && w.at_round_bytes < limit
+                && now.working_set_bytes.saturating_sub(w.at_round_bytes)
+                    > ((limit - w.at_round_bytes) / 2).max(MIN_RISE_BYTES);
+            early.then(|| EarlyRound {
+                container: w.name.clone(),
+                working_set_bytes: now.working_set_bytes,
+                limit_bytes: limit,
+                at_round_bytes: w.at_round_bytes,
+            })
+        })
+    }
+}
+
+/// What ended the wait between two rounds.
+pub(super) enum Wake {
+    /// The round's time came.
+    Due,
+    /// A watched container's memory calls for the round now.
+    Early(EarlyRound),
+    Shutdown,
+}
+
+impl<R: ContainerRuntime + ?Sized> Agent<R> {
+    /// The watch runs in shape mode, standalone (a cluster's shaper plans
+    /// on its own schedule), with `mem_watch_s` > 0.
+    pub(super) fn watches_memory(&self) -> bool {
+        self.cfg.actuation == Actuation::Shape
+            && self.cfg.mode == Mode::Standalone
+            && self.cfg.mem_watch_s > 0.0
+    }
+}
+
+/// Waits until `next`, or until `shutdown`; meanwhile, given a `watch`
+/// and its period, reads the watched containers' memory every period (off
+/// the async runtime: file reads) and counts an early round in `shared`'s
+/// metrics.
+pub(super) async fn wait_for_round<R: ContainerRuntime + ?Sized>(
+    watch: Option<(&MemWatch, Duration)>,
+    runtime: &Arc<R>,
+    shared: &Shared,
+    next: Instant,
+    shutdown: &mut Pin<&mut impl Future<Output = ()>>,
+) -> Wake {
+    let watch = watch.filter(|(w, _)| !w.is_empty());
+    loop {
+        let wake = match watch {
+            Some((_, period)) => next.min(Instant::now() + period),
+            None => next,
+        };
+        tokio::select! {
+            _ = shutdown.as_mut() => return Wake::Shutdown,
+            _ = tokio::time::sleep_until(wake) => {}
+        }
+        let Some((w, _)) = watch.filter(|_| Instant::now() < next) else {
+            return Wake::Due;
+        };
+        let (w, runtime) = (w.clone(), runtime.clone());
+        let pressed = tokio::task::spawn_blocking(move || w.pressed(|id| runtime.mem_now(id)))
+            .await
+            .ok()
+            .flatten();
+        if let Some(early) = pressed {
+            tracing::info!(
+                container = %early.container,
+                working_set_mib = early.working_set_bytes as f64 / MIB,
+                limit_mib = early.limit_bytes as f64 / MIB,
+                at_round_mib = early.at_round_bytes as f64 / MIB,
+                "memory watch: half the headroom used; round now"
+            );
+            shared.metrics.early_round();
+            return Wake::Early(early);
+        }
+    }
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::{ContainerMeta, ContainerReport};
+    use shaper::Resources;
+
+    const MIB: u64 = 1 << 20;
+
+    fn view(usage_mib: &[(&str, f64, f64)]) -> NodeView {
+        NodeView {
+            containers: usage_mib
+                .iter()
+                .map(|&(id, usage, request)| ContainerReport {
+                    meta: ContainerMeta::core(id, id, "app", 0.0),
+                    request: Resources::new(1.0, request * MIB as f64),
+                    allocation: Resources::new(1.0, request * MIB as f64),
+                    usage: Resources::new(0.1, usage * MIB as f64),
+                    oom_floor_bytes: 0.0,
+                    forecast: None,
+                    forecast_source: None,
+                    samples: 0,
+                    oom_kills: 0,
+                    app_failures: 0,
+                })
+                .collect(),
+            ..NodeView::default()
+        }
+    }
+
+    fn now(ws_mib: u64, limit_mib: Option<u64>) -> Option<MemNow> {
+        Some(MemNow {
+            working_set_bytes: ws_mib * MIB,
+            limit_bytes: limit_mib.map(|l| l * MIB),
+        })
+    }
+
+    #[test]
+    fn a_rise_past_half_the_headroom_calls_the_round() {
+        let mut w = MemWatch::default();
+        w.arm(&view(&[("a", 20.0, 256.0)]), 1.0);
+        // limit 40 MiB: headroom 20 MiB at the round, so 30 MiB is the line
+        assert_eq!(w.pressed(|_| now(30, Some(40))), None);
+        let e = w.pressed(|_| now(31, Some(40))).expect("early");
+        assert_eq!(
+            (e.container.as_str(), e.working_set_bytes, e.limit_bytes),
+            ("a", 31 * MIB, 40 * MIB)
+        );
+        assert_eq!(e.at_round_bytes, 20 * MIB);
+    }
+
+    #[test]
+    fn what_a_round_cannot_raise_or_read_is_not_watched() {
+        let mut w = MemWatch::default();
+        w.arm(&view(&[("a", 20.0, 40.0)]), 1.0);
+        // at its ceiling (request x max_growth)
+        assert_eq!(w.pressed(|_| now(39, Some(40))), None);
+        w.arm(&view(&[("a", 20.0, 40.0)]), 1.5);
+        assert!(w.pressed(|_| now(39, Some(40))).is_some());
+        // no limit, unreadable, or already above its limit at the round
+        assert_eq!(w.pressed(|_| now(39, None)), None);
+        assert_eq!(w.pressed(|_| None), None);
+        w.arm(&view(&[("a", 50.0, 256.0)]), 1.0);
+        assert_eq!(w.pressed(|_| now(60, Some(40))), None);
+    }
+
+    #[test]
+    fn noise_within_a_tiny_headroom_waits_for_the_round() {
+        let mut w = MemWatch::default();
+        // headroom 1 MiB: half of it is under the 1 MiB floor
+        w.arm(&view(&[("a", 39.0, 256.0)]), 1.0);
+        assert_eq!(
+            w.pressed(|_| Some(MemNow {
+                working_set_bytes: 39 * MIB + MIB / 2 + 1,
+                limit_bytes: Some(40 * MIB),
+            })),
+            None
+        );
+        assert!(w
+            .pressed(|_| Some(MemNow {
+                working_set_bytes: 40 * MIB + 1,
+                limit_bytes: Some(40 * MIB),
+            }))
+            .is_some());
+    }
+
+    #[test]
+    fn the_first_pressed_container_in_view_order_is_named() {
+        let mut w = MemWatch::default();
+        w.arm(&view(&[("a", 10.0, 256.0), ("b", 10.0, 256.0)]), 1.0);
+        let e = w
+            .pressed(|id| {
+                if id == "b" {
+                    now(30, Some(40))
+                } else {
+                    now(11, Some(40))
+                }
+            })
+            .expect("b");
+        assert_eq!(e.container, "b");
+        assert!(!w.is_empty());
+    }
+}

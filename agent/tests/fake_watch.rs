@@ -1,0 +1,104 @@
+//! The memory watch between rounds (`mem_watch_s`, `agent::watch`) in the
+//! agent's own loop (`Agent::run`) on the in-memory fake runtime: a
+//! container that uses more than half its headroom between two rounds
+//! gets the next round at once, long before its time. (Against a real
+//! dockerd: tests/agent_watch_docker.rs.)
+
+use agent::runtime::CpuLimit;
+use std::time::{Duration, Instant};
+
+mod fake_rig;
+
+use fake_rig::*;
+
+/// Cuts `web` (1 GiB, 50 MiB used) over three manual rounds, then runs the
+/// agent's loop at a 1 h interval with the watch on (`watch_s`; 0 = off),
+/// raises its usage to `jump_to` after the loop's first round, and returns
+/// (early rounds, the last report, web's limit then) after `wait`.
+async fn jump(
+    watch_s: f64,
+    jump_to: impl Fn(u64) -> u64,
+    wait: Duration,
+) -> (u64, agent::RoundReport, u64) {
+    let mut cfg = config("");
+    cfg.interval_s = 3600.0;
+    cfg.warmup_rounds = 0;
+    cfg.mem_watch_s = watch_s;
+    let mut r = rig(cfg);
+    r.fake.add(
+        "web",
+        &[ENABLE],
+        Some(GIB),
+        CpuLimit::Nano {
+            nano_cpus: 1_000_000_000,
+        },
+        900.0,
+    );
+    for _ in 0..4 {
+        r.step(&[("web", 50 * MIB, 0.05)]).await;
+    }
+    let cut = r.mem_limit("web");
+    assert!(cut < 200 * MIB, "cut from 1 GiB first ({cut} bytes)");
+    let Rig { fake, clock, agent } = r;
+    let shared = agent.shared();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let rounds_before = shared.metrics.rounds().0;
+    let run = tokio::spawn(agent.run(async {
+        let _ = stop_rx.await;
+    }));
+    // the loop's first round is at once; then nothing for an hour
+    let started = Instant::now();
+    while shared.metrics.rounds().0 == rounds_before && started.elapsed() < Duration::from_secs(10)
+    {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    clock.advance(1.0);
+    fake.set_now(tailor_core::Clock::now_s(clock.as_ref()));
+    fake.set_usage("web", jump_to(cut), 0);
+    tokio::time::sleep(wait).await;
+    let _ = stop_tx.send(());
+    run.await.expect("agent task").expect("agent loop");
+    let report = shared.last_report().expect("rounds ran");
+    let limit = fake
+        .container("web")
+        .and_then(|c| c.info.limits.mem_bytes)
+        .expect("limited");
+    (shared.metrics.early_rounds(), report, limit)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_the_headroom_used_between_rounds_runs_the_round_at_once() {
+    // 50 MiB at the round; past halfway to the cut limit
+    let (early, report, limit) = jump(
+        0.1,
+        |cut| 50 * MIB + (cut - 50 * MIB) / 2 + 2 * MIB,
+        Duration::from_secs(2),
+    )
+    .await;
+    assert_eq!(early, 1, "one early round");
+    let why = report.early.expect("the report says why");
+    assert_eq!(why.container, "web");
+    assert_eq!(why.at_round_bytes, 50 * MIB);
+    assert!(why.working_set_bytes > why.at_round_bytes);
+    let used = report.view.containers[0].usage.mem_bytes;
+    assert!(
+        limit as f64 > used && used > 50.0 * MIB as f64,
+        "the early round saw the new usage ({used}) and sized above it ({limit})"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rise_within_half_the_headroom_or_with_the_watch_off_waits() {
+    for (watch_s, what) in [(0.1, "within half"), (0.0, "watch off")] {
+        let rise = |cut: u64| {
+            if watch_s > 0.0 {
+                50 * MIB + (cut - 50 * MIB) / 2 - MIB
+            } else {
+                cut - MIB
+            }
+        };
+        let (early, report, _) = jump(watch_s, rise, Duration::from_millis(800)).await;
+        assert_eq!(early, 0, "{what}");
+        assert!(report.early.is_none(), "{what}");
+    }
+}
