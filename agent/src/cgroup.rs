@@ -23,30 +23,29 @@ const UNLIMITED_BYTES: u64 = 1 << 62;
 /// `/sys/fs/cgroup`, a container that just went away).
 pub fn read_mem_now(v1: &[String], v2: &[String]) -> Option<MemNow> {
     let read = |d: &str, f: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/{d}/{f}")).ok();
-    let v1_read = || {
-        v1.iter().find_map(|d| {
-            let usage = read(d, "memory.usage_in_bytes")?;
-            Some((
-                usage,
-                read(d, "memory.limit_in_bytes")?,
-                read(d, "memory.stat")?,
-                "total_inactive_file",
-            ))
+    // directories, usage file, limit file, and the memory.stat key of the
+    // inactive file cache
+    let layouts = [
+        (
+            v1,
+            "memory.usage_in_bytes",
+            "memory.limit_in_bytes",
+            "total_inactive_file",
+        ),
+        (v2, "memory.current", "memory.max", "inactive_file"),
+    ];
+    layouts
+        .iter()
+        .find_map(|(dirs, usage, limit, inactive_key)| {
+            dirs.iter().find_map(|d| {
+                parse_mem_now(
+                    &read(d, usage)?,
+                    &read(d, limit)?,
+                    &read(d, "memory.stat")?,
+                    inactive_key,
+                )
+            })
         })
-    };
-    let v2_read = || {
-        v2.iter().find_map(|d| {
-            let usage = read(d, "memory.current")?;
-            Some((
-                usage,
-                read(d, "memory.max")?,
-                read(d, "memory.stat")?,
-                "inactive_file",
-            ))
-        })
-    };
-    let (usage, limit, stat, inactive_key) = v1_read().or_else(v2_read)?;
-    parse_mem_now(&usage, &limit, &stat, inactive_key)
 }
 
 /// [`MemNow`] from the files' text: usage, limit (`max` or a huge number:
