@@ -11,11 +11,13 @@ mod fake_rig;
 
 use fake_rig::*;
 
-/// Cuts `web` (1 GiB, 50 MiB used) over three manual rounds, then runs the
+/// Cuts `web` (1 GiB, 50 MiB used) over four manual rounds, then runs the
 /// agent's loop at a 1 h interval with the watch on (`watch_s`; 0 = off),
 /// raises its usage to `jump_to` after the loop's first round, and returns
-/// (early rounds, the last report, web's limit then) after `wait`.
+/// (early rounds, the last report, web's limit then) after `wait`. With
+/// `cgroups` false the runtime cannot read cgroup files.
 async fn jump(
+    cgroups: bool,
     watch_s: f64,
     jump_to: impl Fn(u64) -> u64,
     wait: Duration,
@@ -25,6 +27,9 @@ async fn jump(
     cfg.warmup_rounds = 0;
     cfg.mem_watch_s = watch_s;
     let mut r = rig(cfg);
+    if !cgroups {
+        r.fake.hide_cgroups();
+    }
     r.fake.add(
         "web",
         &[ENABLE],
@@ -70,6 +75,7 @@ async fn jump(
 async fn half_the_headroom_used_between_rounds_runs_the_round_at_once() {
     // 50 MiB at the round; past halfway to the cut limit
     let (early, report, limit) = jump(
+        true,
         0.1,
         |cut| 50 * MIB + (cut - 50 * MIB) / 2 + 2 * MIB,
         Duration::from_secs(2),
@@ -97,8 +103,22 @@ async fn a_rise_within_half_the_headroom_or_with_the_watch_off_waits() {
                 cut - MIB
             }
         };
-        let (early, report, _) = jump(watch_s, rise, Duration::from_millis(800)).await;
+        let (early, report, _) = jump(true, watch_s, rise, Duration::from_millis(800)).await;
         assert_eq!(early, 0, "{what}");
         assert!(report.early.is_none(), "{what}");
     }
+}
+
+/// An agent that cannot read the cgroup files says so once, and rounds
+/// keep their schedule.
+#[tokio::test(flavor = "current_thread")]
+async fn unreadable_cgroups_are_reported_once() {
+    let (logs, _guard) = agent::fake::Logs::capture(tracing::Level::WARN);
+    let past_half = |cut: u64| 50 * MIB + (cut - 50 * MIB) / 2 + 2 * MIB;
+    let (early, report, _) = jump(false, 0.1, past_half, Duration::from_millis(800)).await;
+    assert_eq!(early, 0);
+    assert!(report.early.is_none());
+    let warned = logs.lines("memory watch: cannot read");
+    assert_eq!(warned.len(), 1, "{}", logs.text());
+    assert!(warned[0].contains("container=web"), "{}", warned[0]);
 }

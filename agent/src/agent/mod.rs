@@ -687,6 +687,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         let mut failures = 0u32;
         let mut next = tokio::time::Instant::now();
         let mut watch = watch::MemWatch::default();
+        let mut watch_checked = false;
         loop {
             let watching = self
                 .watches_memory()
@@ -714,6 +715,9 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                     failures = 0;
                     if self.watches_memory() {
                         watch.arm(&report.view, self.cfg.shaper.max_growth);
+                        if !watch_checked {
+                            watch_checked = watch::check_readable(&watch, &self.runtime).await;
+                        }
                     }
                     tracing::debug!(
                         round = report.round,

@@ -104,6 +104,29 @@ impl MemWatch {
     }
 }
 
+/// Warns when the first watched container's memory cannot be read (an
+/// agent without the host's `/sys/fs/cgroup`): the watch would never
+/// fire. False when nothing is watched yet (nothing checked).
+pub(super) async fn check_readable<R: ContainerRuntime + ?Sized>(
+    watch: &MemWatch,
+    runtime: &Arc<R>,
+) -> bool {
+    let Some(w) = watch.watched.first() else {
+        return false;
+    };
+    let (id, runtime) = (w.id.clone(), runtime.clone());
+    let readable = tokio::task::spawn_blocking(move || runtime.mem_now(&id).is_some())
+        .await
+        .unwrap_or(false);
+    if !readable {
+        tracing::warn!(
+            container = %w.name,
+            "memory watch: cannot read the container's memory cgroup (is the host's /sys/fs/cgroup there?); rounds run only every interval_s"
+        );
+    }
+    true
+}
+
 /// What ended the wait between two rounds.
 pub(super) enum Wake {
     /// The round's time came.

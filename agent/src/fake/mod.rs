@@ -49,6 +49,8 @@ struct Inner {
     now_s: f64,
     /// Events held back by [`FakeRuntime::hold_events`].
     held_events: Option<Vec<RuntimeEvent>>,
+    /// [`FakeRuntime::hide_cgroups`]: `mem_now` reads nothing.
+    no_cgroups: bool,
 }
 
 /// The fake runtime. Cheap to clone (shared state).
@@ -108,6 +110,12 @@ impl FakeRuntime {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         }
+    }
+
+    /// From now on `mem_now` reads nothing, as for an agent without the
+    /// host's `/sys/fs/cgroup`.
+    pub fn hide_cgroups(&self) {
+        self.lock().no_cgroups = true;
     }
 
     /// Adds a running container.
@@ -425,6 +433,9 @@ impl ContainerRuntime for FakeRuntime {
     /// would give them.
     fn mem_now(&self, id: &str) -> Option<crate::cgroup::MemNow> {
         let g = self.lock();
+        if g.no_cgroups {
+            return None;
+        }
         let c = g.containers.get(id)?;
         (c.info.state == ContainerState::Running).then(|| crate::cgroup::MemNow {
             working_set_bytes: c.mem_usage_bytes.saturating_sub(c.mem_inactive_file_bytes),
