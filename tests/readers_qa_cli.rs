@@ -54,6 +54,7 @@ fn recording(dir: &Path, name: &str, mem_bytes: f64) -> PathBuf {
             forecasts: vec![None],
             source: "local".into(),
             decisions: None,
+            early: false,
         }))
         .expect("round");
     }

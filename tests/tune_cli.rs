@@ -104,6 +104,7 @@ fn a_short_recording_is_inspected_and_tune_warns() {
             forecasts: vec![None],
             source: "local".into(),
             decisions: None,
+            early: false,
         }))
         .expect("round");
     }

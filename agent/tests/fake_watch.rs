@@ -5,6 +5,7 @@
 //! dockerd: tests/agent_watch_docker.rs.)
 
 use agent::runtime::CpuLimit;
+use shaper::record::Record;
 use std::time::{Duration, Instant};
 
 mod fake_rig;
@@ -14,18 +15,23 @@ use fake_rig::*;
 /// Cuts `web` (1 GiB, 50 MiB used) over four manual rounds, then runs the
 /// agent's loop at a 1 h interval with the watch on (`watch_s`; 0 = off),
 /// raises its usage to `jump_to` after the loop's first round, and returns
-/// (early rounds, the last report, web's limit then) after `wait`. With
-/// `cgroups` false the runtime cannot read cgroup files.
+/// (early rounds, the last report, web's limit then, the `early` flag of
+/// every recorded round) after `wait`. With `cgroups` false the runtime
+/// cannot read cgroup files.
 async fn jump(
     cgroups: bool,
     watch_s: f64,
     jump_to: impl Fn(u64) -> u64,
     wait: Duration,
-) -> (u64, agent::RoundReport, u64) {
+) -> (u64, agent::RoundReport, u64, Vec<bool>) {
     let mut cfg = config("");
     cfg.interval_s = 3600.0;
     cfg.warmup_rounds = 0;
     cfg.mem_watch_s = watch_s;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let recording = dir.path().join("rec.jsonl.gz");
+    cfg.record.enabled = true;
+    cfg.record.path = Some(recording.clone());
     let mut r = rig(cfg);
     if !cgroups {
         r.fake.hide_cgroups();
@@ -68,13 +74,20 @@ async fn jump(
         .container("web")
         .and_then(|c| c.info.limits.mem_bytes)
         .expect("limited");
-    (shared.metrics.early_rounds(), report, limit)
+    let mut reader = datasets::recording::RecordReader::open(&recording).expect("recording");
+    let mut early_flags = Vec::new();
+    while let Some(r) = reader.read_next::<Record>().expect("a record") {
+        if let Record::Round(r) = r {
+            early_flags.push(r.early);
+        }
+    }
+    (shared.metrics.early_rounds(), report, limit, early_flags)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn half_the_headroom_used_between_rounds_runs_the_round_at_once() {
     // 50 MiB at the round; past halfway to the cut limit
-    let (early, report, limit) = jump(
+    let (early, report, limit, recorded) = jump(
         true,
         0.1,
         |cut| 50 * MIB + (cut - 50 * MIB) / 2 + 2 * MIB,
@@ -87,6 +100,8 @@ async fn half_the_headroom_used_between_rounds_runs_the_round_at_once() {
     assert_eq!(why.at_round_bytes, 50 * MIB);
     assert!(why.working_set_bytes > why.at_round_bytes);
     let used = report.view.containers[0].usage.mem_bytes;
+    // 4 manual rounds, the loop's first, then the early one: recorded as such
+    assert_eq!(recorded, vec![false, false, false, false, false, true]);
     assert!(
         limit as f64 > used && used > 50.0 * MIB as f64,
         "the early round saw the new usage ({used}) and sized above it ({limit})"
@@ -103,7 +118,9 @@ async fn a_rise_within_half_the_headroom_or_with_the_watch_off_waits() {
                 cut - MIB
             }
         };
-        let (early, report, _) = jump(true, watch_s, rise, Duration::from_millis(800)).await;
+        let (early, report, _, recorded) =
+            jump(true, watch_s, rise, Duration::from_millis(800)).await;
+        assert!(!recorded.contains(&true), "{what}");
         assert_eq!(early, 0, "{what}");
         assert!(report.early.is_none(), "{what}");
     }
@@ -115,7 +132,7 @@ async fn a_rise_within_half_the_headroom_or_with_the_watch_off_waits() {
 async fn unreadable_cgroups_are_reported_once() {
     let (logs, _guard) = agent::fake::Logs::capture(tracing::Level::WARN);
     let past_half = |cut: u64| 50 * MIB + (cut - 50 * MIB) / 2 + 2 * MIB;
-    let (early, report, _) = jump(false, 0.1, past_half, Duration::from_millis(800)).await;
+    let (early, report, _, _) = jump(false, 0.1, past_half, Duration::from_millis(800)).await;
     assert_eq!(early, 0);
     assert!(report.early.is_none());
     let warned = logs.lines("memory watch: cannot read");

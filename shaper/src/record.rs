@@ -72,6 +72,11 @@ pub struct RoundRecord {
     /// The decisions, in apply order; `None` when no plan was made (the
     /// agent's warm-up rounds).
     pub decisions: Option<Vec<NodeAction>>,
+    /// The agent's memory watch ran this round before its time: a replay
+    /// of the recording as a workload folds its samples into the next
+    /// round's interval.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub early: bool,
 }
 
 /// One line of a recording.

@@ -508,8 +508,9 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
         self.round += 1;
         let now_s = self.clock.now_s();
         self.drain_events(now_s);
-        let early = self.early.take();
+        // taken after the round: its recording says it ran early
         let mut result = self.round_inner(now_s).await;
+        let early = self.early.take();
         if let Ok(report) = &mut result {
             report.early = early;
         }

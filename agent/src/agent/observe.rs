@@ -489,6 +489,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             labels,
             source: source.to_string(),
             decisions: decisions.map(<[NodeAction]>::to_vec),
+            early: self.early.is_some(),
         });
         match w.append(&record) {
             Ok(true) => {}

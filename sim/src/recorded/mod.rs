@@ -213,6 +213,11 @@ fn check_round(r: &RoundRecord, prev_at_s: Option<f64>) -> Result<(), String> {
 /// request that changed while recorded (a limit changed by hand, which the
 /// agent adopts) is a request change at the sample it was first seen. A
 /// container's memory reservation, as last recorded, is its memory floor.
+/// A round the agent's memory watch ran early (between two scheduled
+/// rounds) is no interval of its own: its peaks and OOM kills join the
+/// interval the next round closes, so a replay sees the growth that
+/// triggered it as fast as the agent did (the last round of a recording,
+/// if early, is kept as an interval).
 pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimError> {
     let Some(first) = rec.rounds.first() else {
         return Err(SimError::Workload(format!("recording {name} has no round")));
@@ -236,6 +241,9 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
         peak: Vec<f32>,
         /// A peak above the mean was read or an OOM kill seen.
         has_peak: bool,
+        /// The sample of an early round (cpu, mem, peak), for the next
+        /// round's interval.
+        early: Option<(f32, f32, f32)>,
     }
     let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
     let mut capacity = Resources::ZERO;
@@ -259,6 +267,7 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
                 mem: Vec::new(),
                 peak: Vec::new(),
                 has_peak: false,
+                early: None,
             });
             s.restarts_alone |= c.meta.restarts_alone;
             s.mem_floor_bytes = c.meta.mem_floor_bytes;
@@ -275,8 +284,15 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
                 .as_ref()
                 .and_then(|x| x.mem_peak_bytes)
                 .map_or(mem, |p| rel(p, s.request.mem_bytes).max(mem));
+            let cpu = rel(c.usage.cpu_cores, s.request.cpu_cores);
+            if r.early {
+                let before = s.early.map_or(0.0, |e| e.2);
+                s.early = Some((cpu, mem, peak.max(before)));
+                continue;
+            }
+            let peak = s.early.take().map_or(peak, |e| peak.max(e.2));
             s.has_peak |= peak > mem;
-            s.cpu.push(rel(c.usage.cpu_cores, s.request.cpu_cores));
+            s.cpu.push(cpu);
             s.mem.push(mem);
             s.peak.push(peak);
         }
@@ -291,7 +307,7 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
                 // of a container restarted in place, else its last one.
                 if let Some(s) = seen.get_mut(container_id) {
                     let wanted = rel(*limit_bytes * CENSORED_ABOVE, s.request.mem_bytes);
-                    if let Some(p) = s.peak.last_mut() {
+                    if let Some(p) = s.early.as_mut().map(|e| &mut e.2).or(s.peak.last_mut()) {
                         *p = p.max(wanted);
                         s.has_peak = true;
                     }
@@ -306,7 +322,13 @@ pub fn recorded_workload(rec: &Recording, name: &str) -> Result<Workload, SimErr
         )));
     }
     let mut apps: BTreeMap<String, AppSpec> = BTreeMap::new();
-    for s in seen.into_values() {
+    for mut s in seen.into_values() {
+        if let Some((cpu, mem, peak)) = s.early.take() {
+            s.has_peak |= peak > mem;
+            s.cpu.push(cpu);
+            s.mem.push(mem);
+            s.peak.push(peak);
+        }
         let n = apps.len() as u64;
         let app = apps.entry(s.app.clone()).or_insert_with(|| AppSpec {
             id: n,

@@ -29,6 +29,7 @@ fn round(i: u64, mem_mib: f64, peak_mib: Option<f64>, events: Vec<KernelEvent>) 
         forecasts: vec![None],
         source: "local".into(),
         decisions: None,
+        early: false,
     }
 }
 
@@ -76,6 +77,47 @@ fn peaks_and_oom_kills_are_kept_as_demand() {
         (u.mem_bytes.at(2) / MIB - 20.0).abs() < 1e-3,
         "the mean is kept"
     );
+}
+
+/// An early round (the agent's memory watch) is no interval of its own:
+/// its peak and its OOM kill join the next round's interval, and a last
+/// early round is kept.
+#[test]
+fn an_early_round_joins_the_next_rounds_interval() {
+    let kill = KernelEvent::OomKill {
+        container_id: "c".into(),
+        limit_bytes: 128.0 * MIB,
+        at_s: 102.5,
+    };
+    let mut rounds = vec![
+        round(0, 50.0, None, vec![]),
+        round(1, 60.0, None, vec![]),
+        round(2, 90.0, None, vec![]),
+        round(3, 70.0, None, vec![]),
+        round(4, 40.0, None, vec![]),
+        round(5, 30.0, None, vec![kill]),
+        round(6, 35.0, None, vec![]),
+        round(7, 120.0, None, vec![]),
+    ];
+    for i in [2, 5, 7] {
+        rounds[i].early = true;
+    }
+    let wl = recorded_workload(&recording(rounds), "t").expect("workload");
+    let c = &wl.apps[0].components[0];
+    let u = &c.usage;
+    let mean: Vec<f64> = (0..5).map(|i| (u.mem_bytes.at(i) / MIB).round()).collect();
+    let peak: Vec<f64> = (0..5).map(|i| u.mem_peak(i) / MIB).collect();
+    assert_eq!(mean, vec![50.0, 60.0, 70.0, 40.0, 35.0], "{peak:?}");
+    assert!((peak[2] - 90.0).abs() < 1e-3, "the early 90 MiB: {peak:?}");
+    assert!(
+        peak[4] > 128.0 && peak[4] < 129.0,
+        "the early kill: {peak:?}"
+    );
+    assert!(
+        (u.mem_bytes.at(5) / MIB - 120.0).abs() < 1e-3,
+        "the last early round kept"
+    );
+    assert_eq!(c.work_s, 6.0, "six intervals, not eight");
 }
 
 /// A recorded memory reservation is the replayed component's floor:
