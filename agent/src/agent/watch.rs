@@ -12,12 +12,13 @@
 //! `working set now - at the round > max((limit now - at the round) / 2, 1 MiB)`
 //!
 //! The early round is an ordinary round (the kernel sees the new sample and
-//! sizes from it; nothing is decided here), and the schedule restarts from
-//! it. A container whose limit is at its ceiling (request x `max_growth`)
-//! is not watched: a round could not raise it. Each early round halves at
-//! most the headroom that triggers the next one, so a container that keeps
-//! growing towards a limit no round raises triggers a bounded number of
-//! them.
+//! sizes from it; nothing is decided here; a recording marks it), and the
+//! schedule restarts from it. A container whose limit is at its ceiling
+//! (request x `max_growth`) is not watched: a round could not raise it.
+//! Where a round does not raise a limit (a crowded host), the rise that
+//! triggers the next early round is half of what headroom is left, and at
+//! least 1 MiB, so a container that keeps growing towards that limit
+//! triggers a few of them, not one per watch period.
 
 use super::{Agent, Shared};
 use crate::cgroup::MemNow;
