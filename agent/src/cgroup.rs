@@ -17,22 +17,27 @@ pub struct MemNow {
 /// 9223372036854771712; v2 writes `max`).
 const UNLIMITED_BYTES: u64 = 1 << 62;
 
-/// The memory of the first readable directory: `v1` are paths under
-/// `/sys/fs/cgroup/` of cgroup v1's memory hierarchy, `v2` of the unified
-/// one. `None` when none is readable (an agent without the host's
-/// `/sys/fs/cgroup`, a container that just went away).
-pub fn read_mem_now(v1: &[String], v2: &[String]) -> Option<MemNow> {
+/// Container `id`'s memory from the first readable of its directories,
+/// `dirs(id)`: (cgroup v1's memory hierarchy, the unified one), paths
+/// under `/sys/fs/cgroup/`. `None` for an id that is not [`plain_id`] or
+/// when none is readable (an agent without the host's `/sys/fs/cgroup`, a
+/// container that just went away).
+pub fn read_mem_now(id: &str, dirs: fn(&str) -> ([String; 2], [String; 2])) -> Option<MemNow> {
+    if !plain_id(id) {
+        return None;
+    }
+    let (v1, v2) = dirs(id);
     let read = |d: &str, f: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/{d}/{f}")).ok();
     // directories, usage file, limit file, and the memory.stat key of the
     // inactive file cache
     let layouts = [
         (
-            v1,
+            &v1,
             "memory.usage_in_bytes",
             "memory.limit_in_bytes",
             "total_inactive_file",
         ),
-        (v2, "memory.current", "memory.max", "inactive_file"),
+        (&v2, "memory.current", "memory.max", "inactive_file"),
     ];
     layouts
         .iter()

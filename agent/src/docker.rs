@@ -345,11 +345,7 @@ impl ContainerRuntime for DockerRuntime {
     }
 
     fn mem_now(&self, id: &str) -> Option<crate::cgroup::MemNow> {
-        if !crate::cgroup::plain_id(id) {
-            return None;
-        }
-        let (v1, v2) = memory_dirs(id);
-        crate::cgroup::read_mem_now(&v1, &v2)
+        crate::cgroup::read_mem_now(id, memory_dirs)
     }
 
     fn events(&self) -> BoxStream<'static, Result<RuntimeEvent, RuntimeError>> {

@@ -26,7 +26,7 @@
 //! event would.
 //! See `agent/PODMAN.md` for what else differs from Docker.
 
-use crate::cgroup::{plain_id, read_mem_now, stat_value, MemNow};
+use crate::cgroup::{read_mem_now, stat_value, MemNow};
 use crate::config::{Actuation, AgentConfig};
 use crate::docker::{raw_request, DockerRuntime};
 use crate::runtime::{
@@ -531,11 +531,7 @@ impl ContainerRuntime for PodmanRuntime {
     }
 
     fn mem_now(&self, id: &str) -> Option<MemNow> {
-        if !plain_id(id) {
-            return None;
-        }
-        let (v1, v2) = memory_dirs(id);
-        read_mem_now(&v1, &v2)
+        read_mem_now(id, memory_dirs)
     }
 }
 
