@@ -218,7 +218,7 @@ pub struct AgentConfig {
     pub actuation: Actuation,
     /// Sampling and shaping period in seconds. Default 10.
     pub interval_s: f64,
-    /// Shape mode, standalone: between rounds, every this many seconds,
+    /// Shape mode: between rounds, every this many seconds,
     /// read each shaped container's memory from its cgroup and run the
     /// next round at once when one has used more than half the headroom
     /// it had at the last round (`agent::watch`). Default 1; 0 turns the
@@ -429,16 +429,11 @@ impl AgentConfig {
             MIN_INTERVAL_S,
             MAX_INTERVAL_S,
         );
-        e.check(
+        e.range_or_off(
             "mem_watch_s",
-            self.mem_watch_s == 0.0
-                || (MIN_INTERVAL_S..=MAX_INTERVAL_S).contains(&self.mem_watch_s),
-            || {
-                format!(
-                    "must be 0 (off) or in [{MIN_INTERVAL_S}, {MAX_INTERVAL_S}], got {}",
-                    tailor_core::short_num(self.mem_watch_s)
-                )
-            },
+            self.mem_watch_s,
+            MIN_INTERVAL_S,
+            MAX_INTERVAL_S,
         );
         e.range("warmup_rounds", self.warmup_rounds, 0, 10_000);
         e.range("stop_grace_s", self.stop_grace_s, 0, 3_600);

@@ -71,10 +71,12 @@ pub trait PlanSource: Send {
     /// Short name for logs and metrics.
     fn name(&self) -> &str;
 
-    /// The actions for this round.
+    /// The actions for this round; `early`: the memory watch runs it
+    /// before its time (a cluster's shaper then plans a round at once).
     fn plan<'a>(
         &'a mut self,
         view: &'a NodeView,
+        early: bool,
     ) -> BoxFuture<'a, Result<NodePlan, PlanSourceError>>;
 
     /// Told what happened to the actions of the last plan (cluster mode
@@ -114,6 +116,7 @@ impl PlanSource for LocalShaper {
     fn plan<'a>(
         &'a mut self,
         view: &'a NodeView,
+        _early: bool,
     ) -> BoxFuture<'a, Result<NodePlan, PlanSourceError>> {
         Box::pin(async move {
             Ok(shaper::node::plan_node(

@@ -82,6 +82,7 @@ const KEYS: &[&str] = &[
     "stale_after_intervals",
     "forget_after_intervals",
     "warmup_intervals",
+    "early_round_gap_s",
     "max_body_bytes",
     "max_components_per_report",
     // unknown

@@ -161,6 +161,20 @@ impl ConfigErrors {
         }
     }
 
+    /// As [`ConfigErrors::range`], but 0 (which turns the setting off) is
+    /// accepted too.
+    pub fn range_or_off(&mut self, key: &str, value: f64, lo: f64, hi: f64) {
+        if !(value == 0.0 || (value >= lo && value <= hi)) {
+            self.push(
+                key,
+                format!(
+                    "must be 0 (off) or in [{lo}, {hi}], got {}",
+                    short_num(value)
+                ),
+            );
+        }
+    }
+
     /// As [`ConfigErrors::range`] for an optional value (absent is fine).
     pub fn range_opt<T: PartialOrd + Display + Debug + Copy>(
         &mut self,

@@ -49,7 +49,7 @@
 //! [`ComponentReport::restarts_alone`] when false,
 //! [`ComponentReport::mem_floor_bytes`] and
 //! [`ComponentReport::oom_floor_bytes`] when 0, [`ReportRequest::mentions`]
-//! when false, and a forecast's `mem_hold_bytes` and `mem_small_hold_bytes`
+//! and [`ReportRequest::early`] when false, and a forecast's `mem_hold_bytes` and `mem_small_hold_bytes`
 //! when 0). A shaper sends an added answer field only to an agent that
 //! asked for it ([`WireAction::mentions`]). Messages refuse
 //! unknown fields, so an older shaper refuses a report that carries a field
@@ -117,6 +117,13 @@ pub struct ReportRequest {
     /// field, leaves this out and gets none).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mentions: bool,
+    /// Sent before its time by the agent's memory watch (a container used
+    /// half the memory headroom it had at the last round): the shaper runs
+    /// a round at once (at most one per its `early_round_gap_s`) and answers
+    /// with that round's actions. An agent that never sends it stays
+    /// readable by older shapers.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub early: bool,
 }
 
 /// One managed component (container) as its agent sees it.
@@ -512,6 +519,7 @@ mod tests {
             components: vec![component("a"), component("b")],
             acks: vec![],
             mentions: false,
+            early: false,
         }
     }
 
@@ -718,7 +726,9 @@ mod tests {
         for key in ["restarts_alone", "mem_floor_bytes", "oom_floor_bytes"] {
             assert!(v["components"][0].get(key).is_none(), "{v}");
         }
-        assert!(v.get("mentions").is_none(), "{v}");
+        for key in ["mentions", "early"] {
+            assert!(v.get(key).is_none(), "{v}");
+        }
         for key in ["mem_hold_bytes", "mem_small_hold_bytes"] {
             assert!(v["components"][0]["forecast"].get(key).is_none(), "{v}");
         }
@@ -733,6 +743,9 @@ mod tests {
         assert_eq!(v["components"][0]["mem_floor_bytes"], 2e8);
         assert_eq!(v["components"][0]["oom_floor_bytes"], 4e8);
         assert_eq!(v["components"][0]["forecast"]["mem_hold_bytes"], 3e8);
+        r.early = true;
+        let v = serde_json::to_value(&r).expect("serialise");
+        assert_eq!(v["early"], true);
         let back: ReportRequest = serde_json::from_value(v).expect("parse");
         assert_eq!(back, r);
     }

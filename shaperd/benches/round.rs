@@ -88,6 +88,7 @@ fn report(agent: usize, seq: u64, round: u64) -> ReportRequest {
         components,
         acks: vec![],
         mentions: false,
+        early: false,
     }
 }
 
@@ -97,6 +98,7 @@ fn state_with(agents: usize) -> ShaperState {
         stale_after_intervals: 3,
         forget_after_intervals: 0,
         warmup_intervals: 0,
+        early_round_gap_s: 1.0,
         max_components_per_report: 10_000,
         limits: ServerLimits {
             max_agents: agents,

@@ -12,6 +12,7 @@
 //! stale_after_intervals = 3            # silent agents become stale after this
 //! forget_after_intervals = 360         # ... and are dropped after this (0 = never)
 //! warmup_intervals = 1                 # rounds wait this long after start
+//! early_round_gap_s = 1.0              # an agent's early report plans a round at once, at most one per gap (0 = never)
 //! max_body_bytes = 8388608             # request body limit
 //! max_components_per_report = 10000
 //! allow_plaintext_non_loopback = false # refuse a non-loopback listen without TLS
@@ -53,6 +54,9 @@ fn default_forget_after_intervals() -> u32 {
 }
 fn default_warmup_intervals() -> u32 {
     1
+}
+fn default_early_round_gap_s() -> f64 {
+    1.0
 }
 fn default_max_body_bytes() -> usize {
     8 * 1024 * 1024
@@ -101,6 +105,13 @@ pub struct ShaperServerConfig {
     /// every live agent has re-reported before anything is planned. Default 1.
     #[serde(default = "default_warmup_intervals")]
     pub warmup_intervals: u32,
+    /// An agent's early report (its memory watch saw a container use half
+    /// its headroom) plans a round at once, at most one per this many
+    /// seconds since the last round began, and the report is answered with
+    /// that round's actions; 0: early reports wait for the next round like
+    /// any other. Default 1.
+    #[serde(default = "default_early_round_gap_s")]
+    pub early_round_gap_s: f64,
     /// Request body limit in bytes. Default 8 MiB.
     #[serde(default = "default_max_body_bytes")]
     pub max_body_bytes: usize,
@@ -143,6 +154,7 @@ impl ShaperServerConfig {
             interval_s: default_interval_s(),
             stale_after_intervals: default_stale_after_intervals(),
             forget_after_intervals: default_forget_after_intervals(),
+            early_round_gap_s: default_early_round_gap_s(),
             warmup_intervals: default_warmup_intervals(),
             max_body_bytes: default_max_body_bytes(),
             max_components_per_report: default_max_components_per_report(),
@@ -234,7 +246,8 @@ impl ShaperServerConfig {
     /// Every invalid setting at once (keys as written in the file). Ranges:
     /// `interval_s` in [0.1, 86400]; `stale_after_intervals` in [1, 1000000];
     /// `forget_after_intervals` 0 or in (stale_after_intervals, 1000000];
-    /// `warmup_intervals` in [0, 1000000]; `max_body_bytes` in [1024, 1 GiB];
+    /// `warmup_intervals` in [0, 1000000]; `early_round_gap_s` 0 or in
+    /// [0.1, 86400]; `max_body_bytes` in [1024, 1 GiB];
     /// `max_components_per_report` in [1, 1000000]; `[shaper]` as
     /// [`ShaperConfig::validate`].
     pub fn validate(&self) -> Result<(), ConfigErrors> {
@@ -288,6 +301,12 @@ impl ShaperServerConfig {
             MAX_INTERVALS,
         );
         errors.range("warmup_intervals", self.warmup_intervals, 0, MAX_INTERVALS);
+        errors.range_or_off(
+            "early_round_gap_s",
+            self.early_round_gap_s,
+            MIN_INTERVAL_S,
+            MAX_INTERVAL_S,
+        );
         if self.forget_after_intervals != 0
             && self.forget_after_intervals <= self.stale_after_intervals
         {
@@ -476,6 +495,7 @@ mod tests {
             tls_cert_file = "/c"
             interval_s = -1.0
             stale_after_intervals = 0
+            early_round_gap_s = 0.01
             max_body_bytes = 10
             [shaper]
             k1 = -1.0
@@ -488,10 +508,19 @@ mod tests {
             "listen",
             "interval_s",
             "stale_after_intervals",
+            "early_round_gap_s",
             "max_body_bytes",
             "shaper.k1",
         ] {
             assert!(keys.contains(&k), "missing {k} in {keys:?}");
+        }
+        // 0 turns early rounds off; any value in range is accepted
+        for ok in [0.0, 0.1, 86_400.0] {
+            let mut cfg = ShaperServerConfig::with_token_file("/t");
+            cfg.early_round_gap_s = ok;
+            if let Err(e) = cfg.validate() {
+                assert!(!e.keys().contains(&"early_round_gap_s"), "{ok}: {e}");
+            }
         }
     }
 

@@ -109,6 +109,10 @@ pub struct Metrics {
     pub round_latency: LatencyHistogram,
     pub report_latency: LatencyHistogram,
     pub rounds_total: u64,
+    /// Rounds planned early, for an agent's early report.
+    pub early_rounds_total: u64,
+    /// Early reports taken in (see [`crate::protocol::ReportRequest::early`]).
+    pub early_reports_total: u64,
     pub rounds_skipped_warmup: u64,
     pub rounds_skipped_no_agents: u64,
     /// Rounds not handed out: their actions could not be stored.
@@ -199,6 +203,18 @@ pub fn render(m: &Metrics, g: &Gauges, process: Option<ProcessStats>) -> String 
         "counter",
         "Shaping rounds planned.",
         m.rounds_total,
+    );
+    t.single(
+        "tailor_shaper_early_rounds_total",
+        "counter",
+        "Shaping rounds planned before their time for an agent's early report (its memory watch).",
+        m.early_rounds_total,
+    );
+    t.single(
+        "tailor_shaper_early_reports_total",
+        "counter",
+        "Reports an agent sent early (a container used half its memory headroom).",
+        m.early_reports_total,
     );
     let name = "tailor_shaper_rounds_skipped_total";
     t.family(name, "counter", "Rounds not planned, by reason.")

@@ -20,7 +20,7 @@ use crate::credentials::Identity;
 use crate::limits::{report_mem_bytes, Cap, Footprint, Refusal, ReplayGuard, ServerLimits, Usage};
 use crate::protocol::{
     self, Ack, AckOutcome, AckRequest, AckResponse, ActionId, ReportRequest, ReportResponse,
-    API_VERSION,
+    WireAction, API_VERSION,
 };
 use serde::{Deserialize, Serialize};
 use shaper::{AppId, ClusterView, Plan, Resources, ShaperConfig};
@@ -298,6 +298,8 @@ pub struct StateConfig {
     pub stale_after_intervals: u32,
     pub forget_after_intervals: u32,
     pub warmup_intervals: u32,
+    /// See [`ShaperServerConfig::early_round_gap_s`].
+    pub early_round_gap_s: f64,
     pub max_components_per_report: usize,
     pub limits: ServerLimits,
 }
@@ -309,6 +311,7 @@ impl From<&ShaperServerConfig> for StateConfig {
             stale_after_intervals: c.stale_after_intervals,
             forget_after_intervals: c.forget_after_intervals,
             warmup_intervals: c.warmup_intervals,
+            early_round_gap_s: c.early_round_gap_s,
             max_components_per_report: c.max_components_per_report,
             limits: c.limits.clone(),
         }
@@ -383,6 +386,18 @@ impl ShaperState {
 
     pub fn interval_s(&self) -> f64 {
         self.cfg.interval_s
+    }
+
+    pub fn early_round_gap_s(&self) -> f64 {
+        self.cfg.early_round_gap_s
+    }
+
+    /// The latest round's actions for `agent_id` (its number and the
+    /// actions, as a report's answer carries them); `None` for an agent
+    /// not on record.
+    pub fn pending_for(&self, agent_id: &str) -> Option<(u64, Vec<WireAction>)> {
+        let rec = self.agents.get(agent_id)?;
+        Some((rec.pending.round, rec.pending.render(&self.epoch)))
     }
 
     pub fn round(&self) -> u64 {

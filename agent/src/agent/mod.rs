@@ -586,7 +586,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                 early: None,
             });
         }
-        let planned = self.source.plan(&view).await;
+        let planned = self.source.plan(&view, self.early.is_some()).await;
         self.shared
             .metrics
             .shaper_link(self.source.link_status(now_s));

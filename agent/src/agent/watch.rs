@@ -22,7 +22,7 @@
 
 use super::{Agent, Shared};
 use crate::cgroup::MemNow;
-use crate::config::{Actuation, Mode};
+use crate::config::Actuation;
 use crate::runtime::ContainerRuntime;
 use crate::view::NodeView;
 use serde::{Deserialize, Serialize};
@@ -138,12 +138,10 @@ pub(super) enum Wake {
 }
 
 impl<R: ContainerRuntime + ?Sized> Agent<R> {
-    /// The watch runs in shape mode, standalone (a cluster's shaper plans
-    /// on its own schedule), with `mem_watch_s` > 0.
+    /// The watch runs in shape mode, with `mem_watch_s` > 0. In cluster
+    /// mode the early round's report asks the shaper for a round at once.
     pub(super) fn watches_memory(&self) -> bool {
-        self.cfg.actuation == Actuation::Shape
-            && self.cfg.mode == Mode::Standalone
-            && self.cfg.mem_watch_s > 0.0
+        self.cfg.actuation == Actuation::Shape && self.cfg.mem_watch_s > 0.0
     }
 }
 

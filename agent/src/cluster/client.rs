@@ -9,7 +9,7 @@
 //!   gradual regrowth towards requests.
 //!
 //! ```text
-//! let decision = session.round(capacity, &components, &name_of, now_s).await;
+//! let decision = session.round(capacity, &components, &name_of, now_s, false).await;
 //! for a in &decision.actions {
 //!     let result = apply(a);                     // Docker update / stop
 //!     if let Some(id) = &a.id { session.record_outcome(id, result); }
@@ -45,6 +45,8 @@ struct ReportRef<'a> {
     acks: &'a [Ack],
     /// This agent renders [`protocol::WireAction::mentions`].
     mentions: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    early: bool,
 }
 
 /// Authenticated client of a shaper, or of the replicas of a shaper
@@ -368,14 +370,16 @@ impl ClusterClient {
     /// leader no longer accepts this boot's reports, see
     /// `shaperd::limits::ReplayGuard`, or this host's clock went back below
     /// the last accepted boot) is sent again once, from a new boot of at
-    /// least the shaper's `min_boot_id`.
+    /// least the shaper's `min_boot_id`. `early`: see
+    /// [`protocol::ReportRequest::early`].
     pub async fn report(
         &mut self,
         capacity: Resources,
         components: &[ComponentReport],
         acks: &[Ack],
+        early: bool,
     ) -> Result<ReportResponse, ClusterError> {
-        match self.report_once(capacity, components, acks).await {
+        match self.report_once(capacity, components, acks, early).await {
             Err(ClusterError::Rejected {
                 status: 409,
                 message,
@@ -390,7 +394,7 @@ impl ClusterClient {
                     reason = %message,
                     "report refused as stale: starting a new boot"
                 );
-                self.report_once(capacity, components, acks).await
+                self.report_once(capacity, components, acks, early).await
             }
             other => other,
         }
@@ -401,6 +405,7 @@ impl ClusterClient {
         capacity: Resources,
         components: &[ComponentReport],
         acks: &[Ack],
+        early: bool,
     ) -> Result<ReportResponse, ClusterError> {
         self.seq += 1;
         let agent_id = self.agent_id.clone();
@@ -412,6 +417,7 @@ impl ClusterClient {
             components,
             acks,
             mentions: true,
+            early,
         };
         self.post("/v1/report", &body).await
     }
@@ -576,16 +582,19 @@ impl ClusterSession {
 
     /// Reports the node and returns what to do this round; the reasons
     /// name containers by `name_of` (container id -> name) where it knows
-    /// them, and this node by its agent id.
+    /// them, and this node by its agent id. `early`: the memory watch runs
+    /// this round before its time, and the shaper plans one at once
+    /// ([`protocol::ReportRequest::early`]).
     pub async fn round(
         &mut self,
         capacity: Resources,
         components: &[ComponentReport],
         name_of: &(dyn Fn(&str) -> Option<String> + Sync),
         now_s: f64,
+        early: bool,
     ) -> RoundDecision {
         let acks = std::mem::take(&mut self.queued);
-        match self.client.report(capacity, components, &acks).await {
+        match self.client.report(capacity, components, &acks, early).await {
             Ok(resp) => {
                 self.link_ok(now_s);
                 self.link.last_ok_s = Some(now_s);

@@ -91,6 +91,7 @@ impl PlanSource for ClusterPlanSource {
     fn plan<'a>(
         &'a mut self,
         view: &'a NodeView,
+        early: bool,
     ) -> BoxFuture<'a, Result<NodePlan, PlanSourceError>> {
         Box::pin(async move {
             let comps = component_reports(self.session.agent_id(), view);
@@ -102,7 +103,7 @@ impl PlanSource for ClusterPlanSource {
             let name_of = |id: &str| names.get(id).map(|n| n.to_string());
             let decision = self
                 .session
-                .round(view.capacity, &comps, &name_of, view.at_s)
+                .round(view.capacity, &comps, &name_of, view.at_s, early)
                 .await;
             let actions = decision
                 .actions

@@ -102,6 +102,7 @@ impl PlanSource for Scripted {
     fn plan<'a>(
         &'a mut self,
         _view: &'a NodeView,
+        _early: bool,
     ) -> BoxFuture<'a, Result<NodePlan, PlanSourceError>> {
         let actions = std::mem::take(&mut *self.next.lock().expect("next"));
         Box::pin(async move {

@@ -21,8 +21,11 @@
 //! state under the lock, runs `shaper::decide()` on a blocking thread
 //! without the lock, then installs the per-agent actions. `/healthz`
 //! answers 503 once that task is gone or has not ticked for 3 intervals
-//! + 30 s. Another task re-reads the credentials file when it changes.
+//! plus 30 s. An agent's early report (its memory watch) brings the next
+//! round forward, at most one per `early_round_gap_s` (`early.rs`).
+//! Another task re-reads the credentials file when it changes.
 
+mod early;
 mod round;
 mod routes;
 
@@ -73,6 +76,8 @@ pub struct Shared {
     pub(crate) role: RwLock<(Role, Option<String>)>,
     /// Wakes the round loop when this replica becomes the leader.
     pub(crate) promoted: tokio::sync::Notify,
+    /// Early reports asking for a round now, and the loop's progress.
+    pub(crate) early: early::EarlyRounds,
 }
 
 /// Marks the round loop dead when its task ends, however it ends (panic,
@@ -111,6 +116,7 @@ impl Shared {
         store: Arc<dyn StateStore>,
     ) -> Self {
         let interval_s = state.interval_s();
+        let early = early::EarlyRounds::new(state.early_round_gap_s(), interval_s);
         Self {
             state: Mutex::new(state),
             metrics: Mutex::new(Metrics::default()),
@@ -126,6 +132,7 @@ impl Shared {
             write_lock: tokio::sync::Mutex::new(()),
             role: RwLock::new((Role::Leader, None)),
             promoted: tokio::sync::Notify::new(),
+            early,
         }
     }
 
@@ -397,9 +404,10 @@ impl ShaperServer {
                 let mut tick =
                     tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                let mut last_begun: Option<tokio::time::Instant> = None;
                 loop {
-                    tokio::select! {
-                        _ = tick.tick() => {}
+                    let early = tokio::select! {
+                        _ = tick.tick() => false,
                         _ = guard.0.promoted.notified() => {
                             // A new leader: its first round after the warmup.
                             let warmup = interval.mul_f64(f64::from(warmup_intervals).max(1.0));
@@ -407,11 +415,26 @@ impl ShaperServer {
                             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                             continue;
                         }
+                        _ = guard.0.early.asked() => true,
+                    };
+                    if early {
+                        // At most one early round per gap since a round began.
+                        if let (Some(last), Some(gap)) = (last_begun, guard.0.early.gap()) {
+                            tokio::time::sleep_until(last + gap).await;
+                        }
+                        // The schedule restarts from the early round.
+                        tick.reset();
                     }
+                    last_begun = Some(tokio::time::Instant::now());
                     *lock(&guard.0.round_tick) = Some(Instant::now());
-                    if guard.0.role().0 == Role::Leader {
-                        let _ = guard.0.run_round().await;
+                    guard.0.early.begin();
+                    if guard.0.role().0 == Role::Leader
+                        && guard.0.run_round().await.is_ok()
+                        && early
+                    {
+                        guard.0.with_metrics(|m| m.early_rounds_total += 1);
                     }
+                    guard.0.early.end();
                 }
             })
         });

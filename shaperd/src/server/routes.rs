@@ -186,19 +186,27 @@ async fn report(
     };
     let now_s = sh.now_s();
     let wall_ms = (SystemClock.now_s() * 1000.0) as u64;
+    let early = req.early;
     let result = sh.with_state(|s| s.report_as_within(&who, req, now_s, Some(wall_ms)));
     if result.is_ok() {
         if let Err(e) = sh.persist_writes().await {
             return store_error(&sh, &e);
         }
     }
-    let resp = match result {
-        Ok(r) => json_response(&r),
+    let mut answer = match result {
+        Ok(r) => r,
         Err(refusal) => {
             tracing::warn!(agent = %who.agent_id, tenant = %who.tenant, "report refused: {refusal}");
             return refusal_response(&refusal);
         }
     };
+    if early {
+        sh.with_metrics(|m| m.early_reports_total += 1);
+        if let Some(round) = sh.early_round_for(&who.agent_id).await {
+            (answer.round, answer.actions) = round;
+        }
+    }
+    let resp = json_response(&answer);
     let elapsed = t0.elapsed().as_secs_f64();
     sh.with_metrics(|m| m.report_latency.observe(elapsed));
     resp

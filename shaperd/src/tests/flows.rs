@@ -122,7 +122,7 @@ async fn wrong_token_in_client_is_a_rejection_and_triggers_fail_safe() {
     let mut session =
         ClusterSession::new(&client_config(&server.url(), &other, "n1"), 0.0).expect("session");
     let d = session
-        .round(Resources::new(1.0, GB), &[], &|_| None, 1.0)
+        .round(Resources::new(1.0, GB), &[], &|_| None, 1.0, false)
         .await;
     match d.source {
         RoundSource::FailSafe {
@@ -155,19 +155,19 @@ async fn multi_host_application_is_evicted_on_every_host() {
         comp("l1", "late", Class::Core, 4.0 * GB, 3.0 * GB, 50.0),
     ];
     assert!(a
-        .round(cap, &a_comps, &|_| None, 1000.0)
+        .round(cap, &a_comps, &|_| None, 1000.0, false)
         .await
         .actions
         .is_empty());
     assert!(b
-        .round(cap, &b_comps, &|_| None, 1000.0)
+        .round(cap, &b_comps, &|_| None, 1000.0, false)
         .await
         .actions
         .is_empty());
     let out = server.shared().run_round().await.expect("round");
     assert_eq!(out.evict_application, 2);
 
-    let da = a.round(cap, &a_comps, &|_| None, 1001.0).await;
+    let da = a.round(cap, &a_comps, &|_| None, 1001.0, false).await;
     assert_eq!(da.source, RoundSource::Shaper { round: 1 });
     let evict_a: Vec<_> = da
         .actions
@@ -188,7 +188,7 @@ async fn multi_host_application_is_evicted_on_every_host() {
         evict_a[0].reason
     );
     let name_of = |id: &str| (id == "l1").then(|| "late-core".to_string());
-    let db = b.round(cap, &b_comps, &name_of, 1001.0).await;
+    let db = b.round(cap, &b_comps, &name_of, 1001.0, false).await;
     let reason = &db
         .actions
         .iter()
@@ -223,11 +223,11 @@ async fn multi_host_application_is_evicted_on_every_host() {
     assert_eq!(st.app_failures.get("t/late"), Some(&1));
     // Redelivery: b did not ack yet, so b gets the same ids again; a gets nothing.
     assert!(a
-        .round(cap, &[], &|_| None, 1003.0)
+        .round(cap, &[], &|_| None, 1003.0, false)
         .await
         .actions
         .is_empty());
-    let again = b.round(cap, &b_comps, &|_| None, 1003.0).await;
+    let again = b.round(cap, &b_comps, &|_| None, 1003.0, false).await;
     assert_eq!(
         again
             .actions
@@ -248,6 +248,7 @@ async fn multi_host_application_is_evicted_on_every_host() {
             &[comp("e1", "early", Class::Core, 8.0 * GB, 7.5 * GB, 0.0)],
             &|_| None,
             1004.0,
+            false,
         )
         .await;
     assert!(third.actions.is_empty(), "{:?}", third.actions);
@@ -281,9 +282,9 @@ async fn shaper_loss_fails_safe_and_restart_resumes() {
         .expect("a");
     let cap = Resources::new(64.0, 100.0 * GB);
     let mut comps = vec![comp("c1", "app", Class::Core, 8.0 * GB, 1.0 * GB, 0.0)];
-    a.round(cap, &comps, &|_| None, 1000.0).await;
+    a.round(cap, &comps, &|_| None, 1000.0, false).await;
     server.shared().run_round().await.expect("round");
-    let d = a.round(cap, &comps, &|_| None, 1001.0).await;
+    let d = a.round(cap, &comps, &|_| None, 1001.0, false).await;
     let shrink = d
         .actions
         .iter()
@@ -299,7 +300,7 @@ async fn shaper_loss_fails_safe_and_restart_resumes() {
 
     server.shutdown().await;
     // Unreachable: holding at once, no actions (no shrink, no eviction).
-    let d = a.round(cap, &comps, &|_| None, 1010.0).await;
+    let d = a.round(cap, &comps, &|_| None, 1010.0, false).await;
     assert!(
         matches!(
             d.source,
@@ -314,7 +315,7 @@ async fn shaper_loss_fails_safe_and_restart_resumes() {
     assert!(d.actions.is_empty());
     assert_eq!(a.queued_acks(), 1, "the ack waits for the shaper");
     // After hold_s (30 s since the last success at 1001): regrow by half the gap per round.
-    let d = a.round(cap, &comps, &|_| None, 1040.0).await;
+    let d = a.round(cap, &comps, &|_| None, 1040.0, false).await;
     assert!(
         matches!(
             d.source,
@@ -350,7 +351,7 @@ async fn shaper_loss_fails_safe_and_restart_resumes() {
     let server2 = ShaperServer::start_with(cfg2, clock.clone(), false)
         .await
         .expect("restart");
-    let d = a.round(cap, &comps, &|_| None, 1050.0).await;
+    let d = a.round(cap, &comps, &|_| None, 1050.0, false).await;
     assert!(
         matches!(d.source, RoundSource::Shaper { round: 0 }),
         "{:?}",
@@ -364,7 +365,7 @@ async fn shaper_loss_fails_safe_and_restart_resumes() {
     );
     let out = server2.shared().run_round().await.expect("round");
     assert_eq!(out.round, 1);
-    let d = a.round(cap, &comps, &|_| None, 1051.0).await;
+    let d = a.round(cap, &comps, &|_| None, 1051.0, false).await;
     assert_eq!(d.source, RoundSource::Shaper { round: 1 });
     assert!(d
         .actions
@@ -412,7 +413,7 @@ async fn tls_with_a_self_signed_certificate() {
     ccfg.ca_cert_file = Some(cert_file);
     let mut client = ClusterClient::new(&ccfg).expect("client");
     let resp = client
-        .report(Resources::new(1.0, GB), &[], &[])
+        .report(Resources::new(1.0, GB), &[], &[], false)
         .await
         .expect("report over TLS");
     assert_eq!(resp.api_version, 1);
@@ -424,7 +425,10 @@ async fn tls_with_a_self_signed_certificate() {
         "n2",
     );
     let mut c2 = ClusterClient::new(&untrusted).expect("client");
-    assert!(c2.report(Resources::new(1.0, GB), &[], &[]).await.is_err());
+    assert!(c2
+        .report(Resources::new(1.0, GB), &[], &[], false)
+        .await
+        .is_err());
     // Plain HTTP to the TLS port fails too.
     let plain = client_config(
         &format!("http://127.0.0.1:{port}"),
@@ -432,7 +436,10 @@ async fn tls_with_a_self_signed_certificate() {
         "n3",
     );
     let mut c3 = ClusterClient::new(&plain).expect("client");
-    assert!(c3.report(Resources::new(1.0, GB), &[], &[]).await.is_err());
+    assert!(c3
+        .report(Resources::new(1.0, GB), &[], &[], false)
+        .await
+        .is_err());
     server.shutdown().await;
 }
 

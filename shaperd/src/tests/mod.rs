@@ -1,6 +1,7 @@
 //! Server + simulated agents in-process over loopback HTTP(S): shared
 //! fixtures here; the tests by theme in the submodules.
 
+mod early;
 mod flows;
 mod fuzz;
 mod replicas;
@@ -11,7 +12,7 @@ use super::config::ShaperServerConfig;
 use super::credentials::CredentialsFile;
 use super::protocol::{ComponentReport, ErrorBody, ReportRequest};
 use super::server::ShaperServer;
-use agent::cluster::client::{ClusterSession, LocalActionKind, RoundSource};
+use agent::cluster::client::{ClusterSession, LocalAction, LocalActionKind, RoundSource};
 use agent::cluster::config::ClusterClientConfig;
 use agent::cluster::failsafe::{FailSafe, FailSafeConfig, LinkState};
 use agent::cluster::ClusterClient;
@@ -202,6 +203,7 @@ fn report_json(agent: &str, boot_id: u64, seq: u64) -> Vec<u8> {
         components: vec![comp("c1", "web", Class::Core, 2.0 * GB, 1.0 * GB, 0.0)],
         acks: vec![],
         mentions: false,
+        early: false,
     };
     serde_json::to_vec(&r).expect("json")
 }

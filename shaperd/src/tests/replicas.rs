@@ -45,7 +45,10 @@ async fn followers_redirect_and_agents_follow_only_listed_urls() {
     let mut client = ClusterClient::new(&cfg).expect("client");
     let caps = Resources::new(4.0, 8.0 * GB);
     let comps = vec![comp("c1", "web", Class::Core, 2.0 * GB, 1.0 * GB, 0.0)];
-    client.report(caps, &comps, &[]).await.expect("report");
+    client
+        .report(caps, &comps, &[], false)
+        .await
+        .expect("report");
     assert_eq!(client.current_url(), leader.url());
     assert_eq!(
         leader
@@ -69,7 +72,10 @@ async fn followers_redirect_and_agents_follow_only_listed_urls() {
     let mut only_follower = client_config(&follower.url(), &fx.agent_token_file("n1"), "n1");
     only_follower.timeout_s = 1.0;
     let mut c2 = ClusterClient::new(&only_follower).expect("client");
-    let e = c2.report(caps, &comps, &[]).await.expect_err("unlisted");
+    let e = c2
+        .report(caps, &comps, &[], false)
+        .await
+        .expect_err("unlisted");
     assert!(e.to_string().contains("not one of the configured"), "{e}");
 
     // No leader known: 503 no_leader, the client tries the next URL.
@@ -79,7 +85,7 @@ async fn followers_redirect_and_agents_follow_only_listed_urls() {
     let e: ErrorBody = serde_json::from_slice(&bytes).expect("json");
     assert_eq!(e.error, crate::protocol::ERROR_NO_LEADER);
     client
-        .report(caps, &comps, &[])
+        .report(caps, &comps, &[], false)
         .await
         .expect("leader still found");
     // Operator endpoints still answer on a follower, with its role.
@@ -126,19 +132,19 @@ async fn nothing_is_handed_out_or_acknowledged_unless_stored() {
     let caps = Resources::new(4.0, 8.0 * GB);
     // Idle container: the round shrinks it.
     let comps = vec![comp("c1", "web", Class::Core, 4.0 * GB, 0.5 * GB, 0.0)];
-    a.round(caps, &comps, &|_| None, 1000.0).await;
+    a.round(caps, &comps, &|_| None, 1000.0, false).await;
     store.set_failing(true);
     clock.set(1010.0);
     assert_eq!(
         server.shared().run_round().await.err(),
         Some(crate::state::SkipReason::Store)
     );
-    let d = a.round(caps, &comps, &|_| None, 1011.0).await;
+    let d = a.round(caps, &comps, &|_| None, 1011.0, false).await;
     assert!(d.actions.is_empty(), "nothing handed out: {d:?}");
     store.set_failing(false);
     clock.set(1020.0);
     server.shared().run_round().await.expect("round");
-    let d = a.round(caps, &comps, &|_| None, 1021.0).await;
+    let d = a.round(caps, &comps, &|_| None, 1021.0, false).await;
     assert_eq!(d.actions.len(), 1, "{d:?}");
     let id = d.actions[0].id.clone().expect("id");
     // The ack is answered only once stored: 503 while the store fails, the
@@ -188,13 +194,16 @@ async fn after_a_failover_the_agent_starts_a_new_boot() {
     let mut client = ClusterClient::new(&cfg).expect("client");
     let caps = Resources::new(4.0, 8.0 * GB);
     let comps = vec![comp("c1", "web", Class::Core, 2.0 * GB, 1.0 * GB, 0.0)];
-    client.report(caps, &comps, &[]).await.expect("seq 1");
+    client
+        .report(caps, &comps, &[], false)
+        .await
+        .expect("seq 1");
     old.shared()
         .run_round()
         .await
         .expect("round: guard stored at seq 1");
     client
-        .report(caps, &comps, &[])
+        .report(caps, &comps, &[], false)
         .await
         .expect("seq 2, after the round");
     let boot = client.boot_id();
@@ -223,7 +232,7 @@ async fn after_a_failover_the_agent_starts_a_new_boot() {
     assert_eq!(status, 409, "and so is the rest of the old boot");
 
     client
-        .report(caps, &comps, &[])
+        .report(caps, &comps, &[], false)
         .await
         .expect("the agent goes on");
     assert!(client.boot_id() > boot, "from a new boot");

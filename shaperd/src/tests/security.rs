@@ -33,7 +33,7 @@ async fn impersonation_is_forbidden_over_http() {
         .expect("a");
     let cap = Resources::new(8.0, 16.0 * GB);
     let comps = vec![comp("c1", "web", Class::Core, 8.0 * GB, 1.0 * GB, 0.0)];
-    a.round(cap, &comps, &|_| None, 1000.0).await;
+    a.round(cap, &comps, &|_| None, 1000.0, false).await;
     server.shared().run_round().await.expect("round");
     let before = status_of(&server, "a").await.expect("a");
     assert_eq!(before.pending_actions, 1);
@@ -69,7 +69,7 @@ async fn impersonation_is_forbidden_over_http() {
         "nothing changed"
     );
     assert!(status_of(&server, "b").await.is_none());
-    let d = a.round(cap, &comps, &|_| None, 1001.0).await;
+    let d = a.round(cap, &comps, &|_| None, 1001.0, false).await;
     assert_eq!(d.actions.len(), 1, "the victim still gets its action");
     let text = server.shared().render_metrics();
     assert_eq!(
@@ -175,7 +175,7 @@ async fn boot_ids_ahead_of_the_clock_or_behind_the_last_boot() {
     assert!(client.boot_id() < ahead);
     let comps = vec![comp("c1", "web", Class::Core, 2.0 * GB, 1.0 * GB, 0.0)];
     client
-        .report(Resources::new(4.0, 8.0 * GB), &comps, &[])
+        .report(Resources::new(4.0, 8.0 * GB), &comps, &[], false)
         .await
         .expect("accepted from the boot the shaper named");
     assert_eq!(client.boot_id(), ahead + 1);
@@ -468,7 +468,7 @@ async fn slow_header_connections_do_not_delay_reports() {
     for _ in 0..5 {
         let t0 = std::time::Instant::now();
         client
-            .report(Resources::new(1.0, GB), &[], &[])
+            .report(Resources::new(1.0, GB), &[], &[], false)
             .await
             .expect("report despite 300 slow connections");
         // Within the client's 2 s timeout: answered, not queued behind them.

@@ -400,7 +400,7 @@ async fn run_agent(
         let now_s = wall0 + start.elapsed().as_secs_f64();
         let comps = agent.step(now_s);
         let t0 = Instant::now();
-        let result = client.report(agent.capacity, &comps, &acks).await;
+        let result = client.report(agent.capacity, &comps, &acks, false).await;
         stats.rtts.push(t0.elapsed().as_secs_f64());
         match result {
             Ok(resp) => {
@@ -611,6 +611,7 @@ mod tests {
             components: comps,
             acks: vec![],
             mentions: false,
+            early: false,
         };
         assert!(report.validate(100).is_ok());
         let id = report.components[3].container_id.clone();

@@ -161,19 +161,19 @@ async fn a_rotated_token_file_is_read_again_when_it_changes() {
     let mut r = Rig::start(T1, T1).await;
     let (logs, shaper, path, s) = (&r.logs, &r.shaper, &r.path, &mut r.session);
     let cap = Resources::new(1.0, 1e9);
-    let d = s.round(cap, &[], &|_| None, 1.0).await;
+    let d = s.round(cap, &[], &|_| None, 1.0, false).await;
     assert_eq!(d.source, RoundSource::Shaper { round: 1 });
     // Same length, same inode: only the modification time tells.
     let later = mtime(path) + Duration::from_secs(10);
     rewrite(path, T2, later);
     shaper.accept(T2);
     shaper.take_seen();
-    let d = s.round(cap, &[], &|_| None, 2.0).await;
+    let d = s.round(cap, &[], &|_| None, 2.0, false).await;
     assert_eq!(d.source, RoundSource::Shaper { round: 1 }, "{d:?}");
     assert_eq!(shaper.take_seen(), vec![T2], "the new token at once");
     assert_one_reload_logged(logs, path, "the token file changed");
     // Unchanged since: not read again.
-    s.round(cap, &[], &|_| None, 3.0).await;
+    s.round(cap, &[], &|_| None, 3.0, false).await;
     assert_eq!(
         logs.lines("token file read again").len(),
         1,
@@ -190,7 +190,7 @@ async fn a_401_reads_the_token_file_again() {
     let (logs, shaper, path, s) = (&r.logs, &r.shaper, &r.path, &mut r.session);
     let cap = Resources::new(1.0, 1e9);
     assert_eq!(
-        s.round(cap, &[], &|_| None, 1.0).await.source,
+        s.round(cap, &[], &|_| None, 1.0, false).await.source,
         RoundSource::Shaper { round: 1 }
     );
     // Rotated with the old modification time (a copy that kept it).
@@ -198,7 +198,7 @@ async fn a_401_reads_the_token_file_again() {
     rewrite(path, T2, old);
     shaper.accept(T2);
     shaper.take_seen();
-    let d = s.round(cap, &[], &|_| None, 2.0).await;
+    let d = s.round(cap, &[], &|_| None, 2.0, false).await;
     assert_eq!(d.source, RoundSource::Shaper { round: 1 }, "{d:?}");
     assert_eq!(
         shaper.take_seen(),
@@ -230,19 +230,19 @@ async fn the_link_coming_back_is_logged_once() {
     let mut r = Rig::start(T1, T1).await;
     let (logs, shaper, url, s) = (&r.logs, &r.shaper, r.url.as_str(), &mut r.session);
     let cap = Resources::new(1.0, 1e9);
-    s.round(cap, &[], &|_| None, 1.0).await;
+    s.round(cap, &[], &|_| None, 1.0, false).await;
     assert!(
         logs.lines("shaper link back").is_empty(),
         "connected from the start"
     );
     shaper.set_down(true);
     for t in [2.0, 3.0] {
-        let d = s.round(cap, &[], &|_| None, t).await;
+        let d = s.round(cap, &[], &|_| None, t, false).await;
         assert!(matches!(d.source, RoundSource::FailSafe { .. }), "{d:?}");
     }
     shaper.set_down(false);
     for t in [4.5, 5.0, 6.0] {
-        let d = s.round(cap, &[], &|_| None, t).await;
+        let d = s.round(cap, &[], &|_| None, t, false).await;
         assert_eq!(d.source, RoundSource::Shaper { round: 1 });
     }
     let back = logs.lines("shaper link back");
@@ -260,7 +260,9 @@ async fn the_link_coming_back_is_logged_once() {
 async fn refused_credentials_are_not_an_unreachable_shaper() {
     let mut r = Rig::start(T2, T1).await;
     let (logs, shaper, path, s) = (&r.logs, &r.shaper, &r.path, &mut r.session);
-    let d = s.round(Resources::new(1.0, 1e9), &[], &|_| None, 1.0).await;
+    let d = s
+        .round(Resources::new(1.0, 1e9), &[], &|_| None, 1.0, false)
+        .await;
     let RoundSource::FailSafe { error, .. } = &d.source else {
         panic!("expected fail-safe, got {d:?}");
     };
@@ -284,7 +286,9 @@ async fn refused_credentials_are_not_an_unreachable_shaper() {
     assert!(!text.contains("unreachable"), "{text}");
     // A shaper that answers 503 is still unreachable.
     shaper.set_down(true);
-    let d = s.round(Resources::new(1.0, 1e9), &[], &|_| None, 2.0).await;
+    let d = s
+        .round(Resources::new(1.0, 1e9), &[], &|_| None, 2.0, false)
+        .await;
     assert!(matches!(d.source, RoundSource::FailSafe { .. }), "{d:?}");
     assert_eq!(
         logs.lines("shaper unreachable: fail-safe").len(),
@@ -349,7 +353,7 @@ async fn transport_errors_carry_their_cause() {
     let cfg = ClusterClientConfig::new(format!("http://127.0.0.1:{port}"), &token);
     let mut client = ClusterClient::new(&cfg).expect("client");
     let err = client
-        .report(Resources::new(1.0, 1e9), &[], &[])
+        .report(Resources::new(1.0, 1e9), &[], &[], false)
         .await
         .expect_err("nothing listens");
     assert!(matches!(err, ClusterError::Unreachable(_)), "{err}");
@@ -371,7 +375,7 @@ async fn transport_errors_carry_their_cause() {
     let cfg = ClusterClientConfig::new(format!("https://127.0.0.1:{port}"), &token);
     let mut client = ClusterClient::new(&cfg).expect("client");
     let err = client
-        .report(Resources::new(1.0, 1e9), &[], &[])
+        .report(Resources::new(1.0, 1e9), &[], &[], false)
         .await
         .expect_err("no TLS");
     let text = err.to_string();

@@ -44,6 +44,7 @@ fn state(now_s: f64) -> ShaperState {
         stale_after_intervals: 3,
         forget_after_intervals: 10,
         warmup_intervals: 1,
+        early_round_gap_s: 1.0,
         max_components_per_report: 1000,
         limits: ServerLimits::default(),
     };
@@ -80,6 +81,7 @@ fn report(agent: &str, mem_capacity: f64, components: Vec<ComponentReport>) -> R
         components,
         acks: vec![],
         mentions: false,
+        early: false,
     }
 }
 
