@@ -20,6 +20,9 @@
 # (`etcd` on PATH, Debian's etcd-server) under the temporary directory, so
 # every round commits its plan and action records to etcd as in a
 # replicated deployment.
+# EARLY_AGENTS=N: N simulated agents, spread over the interval, send every report early (as
+# a memory watch would), so the shaper plans a round for each, at most one
+# per early_round_gap_s: the worst case of early rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +34,7 @@ HOSTS_PER_APP=${HOSTS_PER_APP:-10}
 PORT=${PORT:-19848}
 ETCD=${ETCD:-0}
 ETCD_PORT=${ETCD_PORT:-23790}
+EARLY_AGENTS=${EARLY_AGENTS:-0}
 
 if [[ -z "${TAILOR_BIN:-}" ]]; then
   cargo build --release --bin tailor
@@ -113,7 +117,7 @@ wait_ready "http://127.0.0.1:$PORT/healthz" "$shaper_pid" "$log"
 "${loadgen_pin[@]}" "$TAILOR_BIN" shaper loadgen --url "http://127.0.0.1:$PORT" \
   --token-file "$dir/token" --credentials-file "$dir/credentials.toml" \
   --agents "$AGENTS" --containers "$CONTAINERS" --interval-s "$INTERVAL_S" \
-  --duration-s "$DURATION_S" --hosts-per-app "$HOSTS_PER_APP"
+  --duration-s "$DURATION_S" --hosts-per-app "$HOSTS_PER_APP" --early-agents "$EARLY_AGENTS"
 echo "shaper peak RSS (VmHWM): $(awk '/VmHWM/ {print $2, $3}' "/proc/$shaper_pid/status")"
 if [[ -n "$etcd_pid" ]]; then
   echo "etcd peak RSS (VmHWM): $(awk '/VmHWM/ {print $2, $3}' "/proc/$etcd_pid/status"); data dir $(du -sh "$dir/etcd" | cut -f1)"

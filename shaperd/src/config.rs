@@ -107,9 +107,10 @@ pub struct ShaperServerConfig {
     pub warmup_intervals: u32,
     /// An agent's early report (its memory watch saw a container use half
     /// its headroom) plans a round at once, at most one per this many
-    /// seconds since the last round began, and the report is answered with
-    /// that round's actions; 0: early reports wait for the next round like
-    /// any other. Default 1.
+    /// seconds since the last round began (and not before the shaper has
+    /// been idle as long as that round took), and the report is answered
+    /// with that round's actions; 0: early reports wait for the next round
+    /// like any other. Default 1.
     #[serde(default = "default_early_round_gap_s")]
     pub early_round_gap_s: f64,
     /// Request body limit in bytes. Default 8 MiB.

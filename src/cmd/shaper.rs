@@ -124,6 +124,11 @@ struct LoadgenArgs {
     hosts_per_app: usize,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// This many agents, spread over the interval, send every report early
+    /// (the shaper's worst case of early rounds, one per
+    /// `early_round_gap_s`).
+    #[arg(long, default_value_t = 0)]
+    early_agents: usize,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -216,6 +221,7 @@ fn run_loadgen(a: LoadgenArgs) -> anyhow::Result<()> {
         duration_s: a.duration_s,
         hosts_per_app: a.hosts_per_app,
         seed: a.seed,
+        early_agents: a.early_agents,
     };
     let report = runtime()?.block_on(loadgen::run(&cfg))?;
     if a.json {

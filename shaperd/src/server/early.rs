@@ -6,6 +6,11 @@
 //! container's limit can grow within about a round's latency instead of
 //! waiting up to `interval_s` for the next round.
 //!
+//! An early round also waits, after the last round ended, as long as that
+//! round took: early rounds keep the shaper busy half the time at most, a
+//! bound that matters only where a round takes longer than the gap (at
+//! 10,000 agents x 100 containers a round takes ~0.5 s in a release build).
+//!
 //! An early round is an ordinary round of the whole cluster (the kernel
 //! plans from every agent's latest report; nothing is decided here), and the
 //! schedule restarts from it. A node can make a round come sooner, never
@@ -21,6 +26,17 @@ use tokio::sync::{watch, Notify};
 /// How long an early report waits for its round beyond the gap, at most
 /// (a round at 10,000 agents x 100 containers takes ~0.5 s).
 const ROUND_WAIT: Duration = Duration::from_secs(2);
+
+/// When an early round may begin, the last round having begun at `begun`
+/// and taken `took`: `gap` after `begun`, and at least `took` after that
+/// round ended.
+pub(crate) fn not_before(
+    begun: tokio::time::Instant,
+    took: Duration,
+    gap: Duration,
+) -> tokio::time::Instant {
+    begun + gap.max(took * 2)
+}
 
 /// Round attempts begun and ended since start.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -144,6 +160,16 @@ mod tests {
         assert!(!short.ended(n).await);
         assert_eq!(t0.elapsed(), Duration::from_millis(500));
         assert_eq!(EarlyRounds::new(0.0, 10.0).ask(), None);
+    }
+
+    #[test]
+    fn an_early_round_waits_the_gap_or_as_long_as_the_last_round_took() {
+        let t = tokio::time::Instant::now();
+        let ms = Duration::from_millis;
+        // a quick round: the gap since it began
+        assert_eq!(not_before(t, ms(5), ms(1000)), t + ms(1000));
+        // a round longer than half the gap: idle as long as it took
+        assert_eq!(not_before(t, ms(800), ms(1000)), t + ms(1600));
     }
 
     #[tokio::test(start_paused = true)]

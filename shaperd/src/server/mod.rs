@@ -404,7 +404,8 @@ impl ShaperServer {
                 let mut tick =
                     tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                let mut last_begun: Option<tokio::time::Instant> = None;
+                // When the last round began and how long it took.
+                let mut last: Option<(tokio::time::Instant, Duration)> = None;
                 loop {
                     let early = tokio::select! {
                         _ = tick.tick() => false,
@@ -417,15 +418,16 @@ impl ShaperServer {
                         }
                         _ = guard.0.early.asked() => true,
                     };
+                    if let (true, Some((begun, took)), Some(gap)) =
+                        (early, last, guard.0.early.gap())
+                    {
+                        tokio::time::sleep_until(early::not_before(begun, took, gap)).await;
+                    }
                     if early {
-                        // At most one early round per gap since a round began.
-                        if let (Some(last), Some(gap)) = (last_begun, guard.0.early.gap()) {
-                            tokio::time::sleep_until(last + gap).await;
-                        }
                         // The schedule restarts from the early round.
                         tick.reset();
                     }
-                    last_begun = Some(tokio::time::Instant::now());
+                    let begun = tokio::time::Instant::now();
                     *lock(&guard.0.round_tick) = Some(Instant::now());
                     guard.0.early.begin();
                     if guard.0.role().0 == Role::Leader
@@ -435,6 +437,7 @@ impl ShaperServer {
                         guard.0.with_metrics(|m| m.early_rounds_total += 1);
                     }
                     guard.0.early.end();
+                    last = Some((begun, begun.elapsed()));
                 }
             })
         });

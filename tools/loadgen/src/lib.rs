@@ -99,6 +99,10 @@ pub struct LoadgenConfig {
     pub duration_s: f64,
     pub hosts_per_app: usize,
     pub seed: u64,
+    /// This many agents, spread over the interval, send every report early
+    /// (as a memory watch would): the shaper's worst case of early rounds.
+    #[serde(default)]
+    pub early_agents: usize,
 }
 
 impl Default for LoadgenConfig {
@@ -114,6 +118,7 @@ impl Default for LoadgenConfig {
             duration_s: 120.0,
             hosts_per_app: 3,
             seed: 1,
+            early_agents: 0,
         }
     }
 }
@@ -134,6 +139,9 @@ pub struct LoadgenReport {
     pub actions_evict: u64,
     /// From the shaper's /metrics at the end.
     pub server_rounds: f64,
+    /// Of them, planned early for an early report.
+    #[serde(default)]
+    pub server_early_rounds: f64,
     pub server_round_p50_s: Option<f64>,
     pub server_round_p99_s: Option<f64>,
     pub server_round_max_s: Option<f64>,
@@ -178,8 +186,9 @@ impl std::fmt::Display for LoadgenReport {
         )?;
         writeln!(
             f,
-            "shaper rounds: {:.0}; round latency p50 {}, p99 {}, max {}",
+            "shaper rounds: {:.0} ({:.0} early); round latency p50 {}, p99 {}, max {}",
             self.server_rounds,
+            self.server_early_rounds,
             opt(self.server_round_p50_s, 1e3, " ms"),
             opt(self.server_round_p99_s, 1e3, " ms"),
             opt(self.server_round_max_s, 1e3, " ms")
@@ -227,7 +236,8 @@ pub fn is_loopback_url(url: &str) -> bool {
 impl LoadgenConfig {
     /// Every invalid setting at once: a loopback `url`; `agents` in
     /// [1, 20000]; `containers_per_agent` in [1, 10000]; `interval_s` in
-    /// [0.01, 600]; `duration_s` in (0, 3600]; `hosts_per_app` in [1, 20000].
+    /// [0.01, 600]; `duration_s` in (0, 3600]; `hosts_per_app` in [1, 20000];
+    /// `early_agents` at most `agents`.
     pub fn validate(&self) -> Result<(), ConfigErrors> {
         let mut e = ConfigErrors::new();
         e.check("url", is_loopback_url(&self.url), || {
@@ -245,6 +255,7 @@ impl LoadgenConfig {
             || format!("must be in (0, {MAX_DURATION_S}], got {}", self.duration_s),
         );
         e.range("hosts_per_app", self.hosts_per_app, 1, MAX_AGENTS);
+        e.range("early_agents", self.early_agents, 0, self.agents);
         e.into_result()
     }
 }
@@ -389,6 +400,7 @@ async fn run_agent(
     offset: Duration,
     interval: Duration,
     deadline: Instant,
+    early: bool,
 ) -> AgentStats {
     let mut stats = AgentStats::default();
     let mut client = client;
@@ -400,7 +412,7 @@ async fn run_agent(
         let now_s = wall0 + start.elapsed().as_secs_f64();
         let comps = agent.step(now_s);
         let t0 = Instant::now();
-        let result = client.report(agent.capacity, &comps, &acks, false).await;
+        let result = client.report(agent.capacity, &comps, &acks, early).await;
         stats.rtts.push(t0.elapsed().as_secs_f64());
         match result {
             Ok(resp) => {
@@ -506,8 +518,10 @@ pub async fn run(cfg: &LoadgenConfig) -> Result<LoadgenReport, ClusterError> {
         let agent = SimAgent::new(i, cfg, now_s);
         let client = base.with_identity(sim_agent_id(i), token);
         let offset = interval.mul_f64(i as f64 / cfg.agents as f64);
+        // spread over the interval, as the agents' offsets are
+        let early = (i * cfg.early_agents) % cfg.agents < cfg.early_agents;
         tasks.push(tokio::spawn(run_agent(
-            agent, client, start, offset, interval, deadline,
+            agent, client, start, offset, interval, deadline, early,
         )));
     }
     let mut rtts = Vec::new();
@@ -529,17 +543,14 @@ pub async fn run(cfg: &LoadgenConfig) -> Result<LoadgenReport, ClusterError> {
         }
     }
     report.duration_s = start.elapsed().as_secs_f64();
-    if let Some(path) = &cfg.credentials_file {
-        let mut file = CredentialsFile::load(path, true)?;
-        file.credentials.retain(|c| c.tenant != LOADGEN_TENANT);
-        file.save(path)?;
-    }
     rtts.sort_by(f64::total_cmp);
     report.report_rtt_p50_s = quantile(&rtts, 0.5);
     report.report_rtt_p99_s = quantile(&rtts, 0.99);
     report.report_rtt_max_s = rtts.last().copied().unwrap_or(0.0);
     if let Some(text) = fetch_metrics(&http, &cfg.url, token.expose()).await {
         report.server_rounds = sample(&text, "tailor_shaper_rounds_total").unwrap_or(0.0);
+        report.server_early_rounds =
+            sample(&text, "tailor_shaper_early_rounds_total").unwrap_or(0.0);
         report.server_round_p50_s = sample(
             &text,
             "tailor_shaper_round_duration_quantile_seconds{quantile=\"0.5\"}",
@@ -560,6 +571,13 @@ pub async fn run(cfg: &LoadgenConfig) -> Result<LoadgenReport, ClusterError> {
         if let (Some(a), Some(b)) = (cpu_before, sample(&text, "process_cpu_seconds_total")) {
             report.server_cpu_cores = Some((b - a) / report.duration_s.max(1e-9));
         }
+    }
+    // after the metrics: the shaper forgets agents without a credential
+    // (its view's gauges would read 0 once it reloads the file)
+    if let Some(path) = &cfg.credentials_file {
+        let mut file = CredentialsFile::load(path, true)?;
+        file.credentials.retain(|c| c.tenant != LOADGEN_TENANT);
+        file.save(path)?;
     }
     Ok(report)
 }
@@ -583,6 +601,16 @@ mod tests {
         };
         assert!(cfg.validate().is_err());
         assert!(LoadgenConfig::default().validate().is_ok());
+        let early = |n| LoadgenConfig {
+            agents: 10,
+            early_agents: n,
+            ..LoadgenConfig::default()
+        };
+        assert!(early(10).validate().is_ok());
+        let e = early(11)
+            .validate()
+            .expect_err("more early agents than agents");
+        assert_eq!(e.keys(), vec!["early_agents"]);
     }
 
     #[test]
