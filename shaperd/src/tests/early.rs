@@ -5,14 +5,29 @@ use super::*;
 use std::time::{Duration, Instant};
 
 /// The server with auto rounds an hour apart (none comes by itself during
-/// a test), early rounds at most one per `gap_s`.
-async fn hourly_server(fx: &Fixture, gap_s: f64) -> ShaperServer {
-    let mut cfg = server_config(fx);
+/// a test), early rounds at most one per `gap_s`; agent n1's session, its
+/// host's capacity and its one container (8 GB requested, 1 GB used).
+async fn hourly_server(
+    gap_s: f64,
+) -> (
+    Fixture,
+    ShaperServer,
+    ClusterSession,
+    Resources,
+    [ComponentReport; 1],
+) {
+    let fx = fixture();
+    let mut cfg = server_config(&fx);
     cfg.interval_s = 3600.0;
     cfg.early_round_gap_s = gap_s;
-    ShaperServer::start_with(cfg, Arc::new(ManualClock::new(1000.0)), true)
+    let server = ShaperServer::start_with(cfg, Arc::new(ManualClock::new(1000.0)), true)
         .await
-        .expect("start")
+        .expect("start");
+    let cfg = client_config(&server.url(), &fx.agent_token_file("n1"), "n1");
+    let n1 = ClusterSession::new(&cfg, 1000.0).expect("session");
+    let cap = Resources::new(4.0, 16.0 * GB);
+    let comps = [component("c1", "web", Class::Core, 8.0 * GB, 1.0 * GB, 0.0)];
+    (fx, server, n1, cap, comps)
 }
 
 fn metric(server: &ShaperServer, name: &str) -> u64 {
@@ -24,12 +39,7 @@ fn metric(server: &ShaperServer, name: &str) -> u64 {
 
 #[tokio::test]
 async fn an_early_report_is_answered_with_a_round_planned_at_once() {
-    let fx = fixture();
-    let server = hourly_server(&fx, 0.5).await;
-    let cfg = client_config(&server.url(), &fx.agent_token_file("n1"), "n1");
-    let mut n1 = ClusterSession::new(&cfg, 1000.0).expect("session");
-    let cap = Resources::new(4.0, 16.0 * GB);
-    let comps = [component("c1", "web", Class::Core, 8.0 * GB, 1.0 * GB, 0.0)];
+    let (_fx, server, mut n1, cap, comps) = hourly_server(0.5).await;
 
     let d = n1.round(cap, &comps, &|_| None, 1000.0, false).await;
     assert_eq!(d.source, RoundSource::Shaper { round: 0 });
@@ -75,12 +85,7 @@ async fn an_early_report_is_answered_with_a_round_planned_at_once() {
 
 #[tokio::test]
 async fn without_a_gap_an_early_report_waits_for_the_next_round() {
-    let fx = fixture();
-    let server = hourly_server(&fx, 0.0).await;
-    let cfg = client_config(&server.url(), &fx.agent_token_file("n1"), "n1");
-    let mut n1 = ClusterSession::new(&cfg, 1000.0).expect("session");
-    let cap = Resources::new(4.0, 16.0 * GB);
-    let comps = [component("c1", "web", Class::Core, 8.0 * GB, 1.0 * GB, 0.0)];
+    let (_fx, server, mut n1, cap, comps) = hourly_server(0.0).await;
     let d = n1.round(cap, &comps, &|_| None, 1000.0, true).await;
     assert_eq!(d.source, RoundSource::Shaper { round: 0 });
     assert!(d.actions.is_empty(), "{:?}", d.actions);
