@@ -20,9 +20,9 @@
 # (`etcd` on PATH, Debian's etcd-server) under the temporary directory, so
 # every round commits its plan and action records to etcd as in a
 # replicated deployment.
-# EARLY_AGENTS=N: N simulated agents, spread over the interval, send every report early (as
-# a memory watch would), so the shaper plans a round for each, at most one
-# per early_round_gap_s: the worst case of early rounds.
+# EARLY_AGENTS=N: N simulated agents, spread over the interval, send every
+# report early (as a memory watch would), so the shaper plans a round for
+# each, at most one per early_round_gap_s: the worst case of early rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
