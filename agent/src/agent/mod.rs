@@ -58,6 +58,7 @@ use tokio::sync::mpsc;
 mod actuate;
 mod hand_changes;
 mod observe;
+mod oom_pairing;
 mod reconcile;
 mod stopped;
 mod watch;
@@ -180,7 +181,7 @@ struct Tracked {
     oom_kills: u32,
     /// Times (daemon clock) of streamed OOM events not yet matched with an
     /// OOM-killed exit seen by `inspect` (newest last, at most
-    /// [`MAX_PENDING_OOMS`]).
+    /// [`oom_pairing::MAX_PENDING_OOMS`]).
     streamed_ooms: Vec<Option<f64>>,
     /// End of an OOM-killed run counted from `inspect` whose streamed event
     /// may still arrive late (then it is not counted again).
@@ -230,16 +231,6 @@ const MAX_LIMIT_CHANGES: usize = 4;
 /// A container throttled within this many rounds keeps its CPU limit
 /// (resizes still apply their memory part).
 const THROTTLE_HOLD_ROUNDS: u64 = 3;
-
-/// Streamed OOM events remembered per container for matching.
-const MAX_PENDING_OOMS: usize = 8;
-
-/// True when an OOM event at `event_s` and an OOM-killed exit at `exit_s`
-/// (both the daemon's clock) are the same kill: the event comes first, the
-/// exit within seconds.
-fn same_oom(event_s: Option<f64>, exit_s: f64) -> bool {
-    event_s.is_none_or(|e| exit_s >= e - 1.0 && exit_s <= e + 10.0)
-}
 
 /// The per-node agent over a container runtime `R`.
 pub struct Agent<R: ContainerRuntime + ?Sized> {

@@ -1,5 +1,6 @@
 //! Observe: runtime events, inspect, stats samples, the kernel's view, the recording.
 
+use super::oom_pairing::{same_oom, MAX_PENDING_OOMS};
 use super::*;
 
 impl<R: ContainerRuntime + ?Sized> Agent<R> {
@@ -18,7 +19,7 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             match ev {
                 RuntimeEvent::Oom { id, at_s } => {
                     if let (Some(e), Some(f)) = (at_s, t.recovered_oom_exit) {
-                        if same_oom(Some(e), f) {
+                        if same_oom(Some(e), f, t.info.started_s) {
                             // counted already: inspect saw the exit before the event came
                             t.recovered_oom_exit = None;
                             continue;
@@ -340,7 +341,12 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             }
         }
         if let (Some(f), Some(t)) = (new_oom_exit, self.tracked.get_mut(&id)) {
-            if let Some(i) = t.streamed_ooms.iter().position(|&e| same_oom(e, f)) {
+            let started_s = t.info.started_s;
+            if let Some(i) = t
+                .streamed_ooms
+                .iter()
+                .position(|&e| same_oom(e, f, started_s))
+            {
                 // the stream told us already
                 t.streamed_ooms.remove(i);
             } else if known {
