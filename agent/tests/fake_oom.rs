@@ -6,13 +6,9 @@ mod fake_rig;
 
 use fake_rig::*;
 
-#[tokio::test]
-async fn oom_kill_makes_the_next_allocation_grow() {
-    let (mut r, before) = oom_rig(true).await;
-    r.fake.oom("tight");
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    let rep = r.step(&[("tight", 90 * MIB, 0.1)]).await;
-    assert_eq!(rep.view.containers[0].oom_kills, 1);
+/// After an OOM kill at `before` bytes the memory limit grows by at least
+/// the 100 MiB bump.
+fn assert_grown_by_the_bump(r: &Rig, before: u64) {
     let mem = r.mem_limit("tight");
     assert!(
         mem >= before + 100 * MIB,
@@ -20,6 +16,16 @@ async fn oom_kill_makes_the_next_allocation_grow() {
         before / MIB,
         mem / MIB
     );
+}
+
+#[tokio::test]
+async fn oom_kill_makes_the_next_allocation_grow() {
+    let (mut r, before) = oom_rig(true).await;
+    r.fake.oom("tight");
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let rep = r.step(&[("tight", 90 * MIB, 0.1)]).await;
+    assert_eq!(rep.view.containers[0].oom_kills, 1);
+    assert_grown_by_the_bump(&r, before);
     assert_eq!(r.agent.shared().metrics.oom_events(), 1);
 }
 
@@ -50,13 +56,7 @@ async fn oom_kill_missed_by_the_event_stream_is_recovered_from_inspect() {
     );
     assert_eq!(r.agent.shared().metrics.oom_events(), 1, "counted once");
     assert_eq!(r.agent.shared().metrics.oom_recovered(), 1);
-    let mem = r.mem_limit("tight");
-    assert!(
-        mem >= before + 100 * MIB,
-        "after an OOM kill at {} MiB the limit grows by >= 100 MiB, got {}",
-        before / MIB,
-        mem / MIB
-    );
+    assert_grown_by_the_bump(&r, before);
 }
 
 #[tokio::test]
@@ -87,22 +87,30 @@ async fn streamed_oom_kill_is_not_counted_again_by_inspect() {
     assert!(r.mem_limit("tight") >= before + 100 * MIB);
 }
 
-#[tokio::test]
-async fn late_stream_event_of_a_recovered_oom_kill_is_not_counted_again() {
+/// A kill whose streamed event the daemon stamped 3 s after the exit (a
+/// loaded daemon; the pairing allows `OOM_PAIR_S`, 10 s, either way), read
+/// after inspect found the exit (`inspected_first`) or before; then the
+/// container runs again.
+async fn killed_with_an_event_3_s_late(inspected_first: bool) -> Rig {
     let (mut r, _) = oom_rig(true).await;
     let killed_at = r.clock_now() + 0.5;
-    // the kill reaches inspect before the stream delivers its event
     r.fake.oom_kill("tight", killed_at, false);
-    r.step(&[]).await;
-    assert_eq!(r.agent.shared().metrics.oom_recovered(), 1);
-    // stamped 3 s after the exit: a daemon that handled it late (the
-    // pairing allows `OOM_PAIR_S`, 10 s, either way)
+    if inspected_first {
+        r.step(&[]).await;
+        assert_eq!(r.agent.shared().metrics.oom_recovered(), 1);
+    }
     r.fake.set_now(killed_at + 3.0);
     r.fake.oom("tight");
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     r.step(&[]).await;
     r.restart("tight").await;
     r.step(&[("tight", 90 * MIB, 0.1)]).await;
+    r
+}
+
+#[tokio::test]
+async fn late_stream_event_of_a_recovered_oom_kill_is_not_counted_again() {
+    let mut r = killed_with_an_event_3_s_late(true).await;
     assert_eq!(r.agent.shared().metrics.oom_events(), 1, "counted once");
     // a later, separate OOM event is counted
     r.fake.oom("tight");
@@ -113,17 +121,7 @@ async fn late_stream_event_of_a_recovered_oom_kill_is_not_counted_again() {
 
 #[tokio::test]
 async fn a_late_stream_event_read_before_inspect_pairs_with_the_exit() {
-    let (mut r, _) = oom_rig(true).await;
-    let killed_at = r.clock_now() + 0.5;
-    // the daemon stamps the event 3 s after the exit, and the agent reads
-    // it before it inspects the exited container
-    r.fake.oom_kill("tight", killed_at, false);
-    r.fake.set_now(killed_at + 3.0);
-    r.fake.oom("tight");
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    r.step(&[]).await;
-    r.restart("tight").await;
-    r.step(&[("tight", 90 * MIB, 0.1)]).await;
+    let r = killed_with_an_event_3_s_late(false).await;
     let m = &r.agent.shared().metrics;
     assert_eq!((m.oom_events(), m.oom_recovered()), (1, 0), "counted once");
 }
