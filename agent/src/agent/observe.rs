@@ -341,11 +341,10 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             }
         }
         if let (Some(f), Some(t)) = (new_oom_exit, self.tracked.get_mut(&id)) {
-            let started_s = t.info.started_s;
             if let Some(i) = t
                 .streamed_ooms
                 .iter()
-                .position(|&e| same_oom(e, f, started_s))
+                .position(|&e| same_oom(e, f, t.info.started_s))
             {
                 // the stream told us already
                 t.streamed_ooms.remove(i);

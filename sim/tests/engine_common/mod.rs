@@ -1,6 +1,5 @@
 //! The small hand-built workloads and the configuration that the engine's
 //! integration tests share.
-#![allow(dead_code)]
 
 use std::sync::Arc;
 
