@@ -14,6 +14,12 @@
 //!   alive.
 //!
 //! Applications appear in key order, components in push order.
+//!
+//! A caller that builds a view every round can hand the builder the
+//! previous round's view ([`ViewBuilder::reusing`]): its host, application
+//! and component lists are emptied and filled again, so a large view's
+//! memory stays with the caller between rounds instead of going back to
+//! the allocator and being faulted in again. The view built is the same.
 
 use crate::model::{AppId, Application, ClusterView, Component, Host, HostId, Resources};
 use crate::oom::OomFloor;
@@ -39,17 +45,34 @@ pub struct AppFacts {
 pub struct ViewBuilder<K> {
     now_s: f64,
     index: BTreeMap<K, usize>,
+    /// `apps[..live]` are this view's applications, in push order; the
+    /// rest are an earlier view's, whose component lists are reused.
     apps: Vec<Application>,
+    live: usize,
     hosts: Vec<Host>,
 }
 
+/// A reused component list is shrunk at [`ViewBuilder::build`] when its
+/// capacity is past this many times its length (plus a few), so that the
+/// memory held between rounds stays within about twice the view's.
+const SPARE_CAPACITY_FACTOR: usize = 2;
+
 impl<K: Ord> ViewBuilder<K> {
     pub fn new(now_s: f64) -> Self {
+        Self::reusing(now_s, ClusterView::default())
+    }
+
+    /// A builder that fills `old`'s lists again (see the module docs):
+    /// the view built is the one [`ViewBuilder::new`] would build.
+    pub fn reusing(now_s: f64, old: ClusterView) -> Self {
+        let ClusterView { mut hosts, apps } = old;
+        hosts.clear();
         Self {
             now_s,
             index: BTreeMap::new(),
-            apps: Vec::new(),
-            hosts: Vec::new(),
+            apps,
+            live: 0,
+            hosts,
         }
     }
 
@@ -70,8 +93,9 @@ impl<K: Ord> ViewBuilder<K> {
         let i = match self.index.get(&app) {
             Some(&i) => i,
             None => {
-                self.index.insert(app, self.apps.len());
-                self.apps.push(Application {
+                let i = self.live;
+                self.index.insert(app, i);
+                let fresh = Application {
                     id: facts.id,
                     submitted_s: submitted,
                     priority: facts.priority,
@@ -79,8 +103,20 @@ impl<K: Ord> ViewBuilder<K> {
                     expected_remaining_s: facts.expected_remaining_s,
                     tenant: facts.tenant,
                     components: Vec::new(),
-                });
-                self.apps.len() - 1
+                };
+                match self.apps.get_mut(i) {
+                    Some(old) => {
+                        let mut components = std::mem::take(&mut old.components);
+                        components.clear();
+                        *old = Application {
+                            components,
+                            ..fresh
+                        };
+                    }
+                    None => self.apps.push(fresh),
+                }
+                self.live += 1;
+                i
             }
         };
         let a = &mut self.apps[i];
@@ -96,16 +132,35 @@ impl<K: Ord> ViewBuilder<K> {
 
     /// The view: hosts in push order, applications in key order.
     pub fn build(self) -> ClusterView {
-        let mut slots: Vec<Option<Application>> = self.apps.into_iter().map(Some).collect();
-        let apps = self
-            .index
-            .into_values()
-            .filter_map(|i| slots.get_mut(i).and_then(Option::take))
-            .collect();
-        ClusterView {
-            hosts: self.hosts,
-            apps,
+        let Self {
+            index,
+            mut apps,
+            live,
+            hosts,
+            ..
+        } = self;
+        apps.truncate(live);
+        for a in &mut apps {
+            let len = a.components.len();
+            if a.components.capacity() > SPARE_CAPACITY_FACTOR * len + 8 {
+                a.components.shrink_to(len);
+            }
         }
+        // Into key order in place: `rank[i]` is where push-order
+        // application `i` goes; each swap puts one application where it
+        // belongs.
+        let mut rank = vec![0usize; live];
+        for (r, i) in index.into_values().enumerate() {
+            rank[i] = r;
+        }
+        for i in 0..live {
+            while rank[i] != i {
+                let r = rank[i];
+                apps.swap(i, r);
+                rank.swap(i, r);
+            }
+        }
+        ClusterView { hosts, apps }
     }
 }
 
@@ -186,5 +241,41 @@ mod tests {
         let mut b = ViewBuilder::new(1000.5);
         b.component(0u32, facts(0, 0, 0), comp(1, 0.0, 1e8), Some(&floor));
         assert_eq!(b.build().apps[0].components[0].oom_floor_bytes, 0.0);
+    }
+
+    /// Builds a view of `pushes` (application key, start time), reusing
+    /// `old` when given.
+    fn view_of(pushes: &[(u8, u16)], old: Option<ClusterView>) -> ClusterView {
+        let mut b = match old {
+            Some(old) => ViewBuilder::reusing(1000.0, old),
+            None => ViewBuilder::new(1000.0),
+        };
+        b.host(HostId(0), Resources::new(4.0, 8e9));
+        for (k, &(app, start)) in pushes.iter().enumerate() {
+            let f = facts(u64::from(app), i32::from(app % 3), u32::from(app % 2));
+            b.component(app, f, comp(k as u64, f64::from(start), 1e8), None);
+        }
+        b.build()
+    }
+
+    proptest::proptest! {
+        /// A view built on an earlier view's memory is the view built
+        /// afresh, whatever the earlier view held.
+        #[test]
+        fn reusing_an_earlier_view_builds_the_same_view(
+            before in proptest::collection::vec((0u8..12, 0u16..900), 0..60),
+            now in proptest::collection::vec((0u8..12, 0u16..900), 0..60),
+        ) {
+            let old = view_of(&before, None);
+            proptest::prop_assert_eq!(view_of(&now, Some(old)), view_of(&now, None));
+        }
+    }
+
+    #[test]
+    fn a_reused_component_list_much_longer_than_needed_is_shrunk() {
+        let big: Vec<(u8, u16)> = (0..1000).map(|_| (0, 0)).collect();
+        let v = view_of(&[(0, 0)], Some(view_of(&big, None)));
+        assert_eq!(v.apps[0].components.len(), 1);
+        assert!(v.apps[0].components.capacity() <= SPARE_CAPACITY_FACTOR + 8);
     }
 }

@@ -18,7 +18,7 @@ use shaper::{Class, Decider, Forecasts, Predictive, Resources, ShaperConfig};
 use shaperd::credentials::Identity;
 use shaperd::limits::ServerLimits;
 use shaperd::protocol::{ComponentReport, ReportRequest};
-use shaperd::state::{ShaperState, StateConfig};
+use shaperd::state::{RoundMemory, ShaperState, StateConfig};
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
@@ -145,6 +145,14 @@ fn bench_round(c: &mut Criterion) {
 
     let snap = state.begin_round(now_s).expect("agents reported");
     group.bench_function("build_view", |b| b.iter(|| black_box(snap.build())));
+    // The same view built into the last one's memory, as the server does.
+    let mut memory = RoundMemory::default();
+    group.bench_function("build_view_reusing", |b| {
+        b.iter(|| {
+            let input = black_box(snap.build_reusing(&mut memory));
+            memory.keep_view(input);
+        })
+    });
     let input = snap.build();
     group.bench_function("decide", |b| {
         b.iter(|| black_box(decider.decide(&input.view, now_s, &cfg)))
@@ -183,7 +191,32 @@ fn bench_round(c: &mut Criterion) {
             let input = snap.build();
             let plan = decider.decide(&input.view, now_s, &cfg);
             let prepared = input.prepare(plan);
-            black_box(state.commit(prepared))
+            let (out, replaced) = state.commit_deferring_drops(prepared);
+            if let Some(plan) = replaced.into_plan() {
+                let mut actions = plan.actions;
+                actions.clear();
+                decider.recycle(actions);
+            }
+            black_box(out)
+        })
+    });
+    // The server's round: the view, the answers and the plan's actions
+    // reuse the last rounds' memory.
+    group.bench_function("whole_round_reusing", |b| {
+        b.iter(|| {
+            now_s += 0.001;
+            let snap = state.begin_round(now_s).expect("agents reported");
+            let input = snap.build_reusing(&mut memory);
+            let plan = decider.decide(&input.view, now_s, &cfg);
+            let prepared = input.prepare_reusing(plan, &mut memory);
+            memory.keep_view(input);
+            let (out, replaced) = state.commit_deferring_drops(prepared);
+            if let Some(plan) = replaced.recycle(&mut memory) {
+                let mut actions = plan.actions;
+                actions.clear();
+                decider.recycle(actions);
+            }
+            black_box(out)
         })
     });
     // An agent's answer (its ~100 actions) as JSON: the server's encoder

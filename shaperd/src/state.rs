@@ -33,6 +33,7 @@ mod durable;
 mod owners;
 mod report;
 mod round;
+pub use round::RoundMemory;
 use round::{parse_action_id, split_out_of_scope, split_over_capacity, LazyAction, Pending};
 
 /// Rounds for which action records are kept (to match late acks).
@@ -177,10 +178,18 @@ impl Replaced {
     /// not in the new round still does), so that its action vector can be
     /// reused by the next `decide()` ([`shaper::Decider::recycle`]).
     pub fn into_plan(self) -> Option<Plan> {
+        self.recycle(&mut RoundMemory::default())
+    }
+
+    /// [`Replaced::into_plan`], keeping the emptied per-agent action lists
+    /// and the largest action-record list in `memory` for the next round.
+    pub fn recycle(self, memory: &mut RoundMemory) -> Option<Plan> {
         let Replaced { pending, records } = self;
         let plan = pending.iter().find_map(|p| p.plan.clone());
-        drop(pending);
-        drop(records);
+        memory.keep_lists(pending.into_iter().map(|p| p.actions));
+        if let Some(r) = records.into_values().max_by_key(Vec::capacity) {
+            memory.keep_records(r);
+        }
         plan.and_then(|p| Arc::try_unwrap(p).ok())
     }
 }

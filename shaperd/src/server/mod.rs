@@ -68,6 +68,8 @@ pub struct Shared {
     clock: Arc<dyn Clock>,
     /// decide()'s buffers, reused round after round.
     decider: Arc<Mutex<shaper::Decider>>,
+    /// The view's and the answers' memory, reused round after round.
+    round_memory: Arc<Mutex<crate::state::RoundMemory>>,
     /// Durable state (write-through; see [`crate::store`]).
     pub(crate) store: Arc<dyn StateStore>,
     /// Serializes writes of ack results, so they land in order.
@@ -128,6 +130,7 @@ impl Shared {
             interval_s,
             clock,
             decider: Arc::new(Mutex::new(shaper::Decider::new())),
+            round_memory: Arc::default(),
             store,
             write_lock: tokio::sync::Mutex::new(()),
             role: RwLock::new((Role::Leader, None)),

@@ -32,13 +32,19 @@ impl Shared {
             }
         };
         let decider = self.decider.clone();
+        let round_memory = self.round_memory.clone();
         let prepared = tokio::task::spawn_blocking(move || {
             let t = Instant::now();
-            let input = snap.build();
+            // Taken for the round (a round that overlaps this one starts
+            // from empty memory) and given back when it is prepared.
+            let mut memory = std::mem::take(&mut *lock(&round_memory));
+            let input = snap.build_reusing(&mut memory);
             let built_s = t.elapsed().as_secs_f64();
             let plan = lock(&decider).decide(&input.view, now_s, &cfg);
             let decided_s = t.elapsed().as_secs_f64() - built_s;
-            let prepared = input.prepare(plan);
+            let prepared = input.prepare_reusing(plan, &mut memory);
+            memory.keep_view(input);
+            *lock(&round_memory) = memory;
             let phases = [
                 built_s,
                 decided_s,
@@ -60,10 +66,12 @@ impl Shared {
         }
         let (out, replaced) = self.with_state(|s| s.commit_deferring_drops(prepared));
         // Freed off the lock and off the round's latency; the replaced
-        // plan's action vector goes back to the decider for the next round.
+        // plan's action vector goes back to the decider, its action lists
+        // to the round memory, for the next round.
         let decider = self.decider.clone();
+        let round_memory = self.round_memory.clone();
         tokio::task::spawn_blocking(move || {
-            if let Some(plan) = replaced.into_plan() {
+            if let Some(plan) = replaced.recycle(&mut lock(&round_memory)) {
                 let mut actions = plan.actions;
                 actions.clear();
                 lock(&decider).recycle(actions);

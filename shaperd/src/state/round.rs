@@ -179,19 +179,83 @@ pub(super) fn split_out_of_scope(
         .collect()
 }
 
+/// What a round leaves for the next one to fill again: its view, the
+/// view's origins, the per-agent action lists of the round it replaced and
+/// an action-record list no longer remembered. A shaper that plans a
+/// round every few seconds keeps them (about twice the memory of one
+/// round's view and actions at most) instead of handing them back to the
+/// allocator and faulting them in again the next round.
+#[derive(Debug, Default)]
+pub struct RoundMemory {
+    view: shaper::ClusterView,
+    origins: Vec<Origin>,
+    lists: Vec<Vec<LazyAction>>,
+    /// How many lists the last round used: more are not kept.
+    lists_used: usize,
+    records: Vec<ActionRecord>,
+}
+
+/// A kept list is shrunk when its capacity is past this many times what it
+/// held (plus a few).
+const SPARE_CAPACITY_FACTOR: usize = 2;
+
+impl RoundMemory {
+    /// Keeps `lists` (emptied) for the next round's actions.
+    pub(super) fn keep_lists(&mut self, lists: impl Iterator<Item = Vec<LazyAction>>) {
+        for mut l in lists {
+            if self.lists.len() >= self.lists_used {
+                break;
+            }
+            if l.capacity() > SPARE_CAPACITY_FACTOR * l.len() + 8 {
+                l.shrink_to(l.len());
+            }
+            l.clear();
+            self.lists.push(l);
+        }
+    }
+
+    /// Keeps `records` (emptied) for the next round's, when it holds more
+    /// than the one kept.
+    pub(super) fn keep_records(&mut self, mut records: Vec<ActionRecord>) {
+        if records.capacity() > self.records.capacity() {
+            records.clear();
+            self.records = records;
+        }
+    }
+
+    /// Takes back the view and its origins once the round is prepared.
+    pub fn keep_view(&mut self, input: RoundInput) {
+        let RoundInput {
+            view, mut origins, ..
+        } = input;
+        origins.clear();
+        self.view = view;
+        self.origins = origins;
+    }
+}
+
 impl RoundSnapshot {
     /// Builds the cluster view (no lock needed). Stale agents' components
     /// are frozen at their last allocation (see the module docs).
     pub fn build(&self) -> RoundInput {
+        self.build_reusing(&mut RoundMemory::default())
+    }
+
+    /// [`RoundSnapshot::build`] into the view and origins `memory` kept
+    /// ([`RoundMemory::keep_view`]); the view is the same.
+    pub fn build_reusing(&self, memory: &mut RoundMemory) -> RoundInput {
         // Keyed by the application's id (a hash of its tenant-qualified
         // key): u64 comparisons, not strings. Ids only break ties in the
         // scheduler order, so the view's application order changes nothing.
-        let mut apps: ViewBuilder<AppId> = ViewBuilder::new(self.now_s);
+        let mut apps: ViewBuilder<AppId> =
+            ViewBuilder::reusing(self.now_s, std::mem::take(&mut memory.view));
         let n_components = self.agents.iter().map(|a| a.report.components.len()).sum();
         // Dense ids: host i is the i-th agent, component k the k-th pushed
         // (its origin is `origins[k]`), so that `decide()` indexes hosts
         // directly and actions map back without hashing.
-        let mut origins: Vec<Origin> = Vec::with_capacity(n_components);
+        let mut origins: Vec<Origin> = std::mem::take(&mut memory.origins);
+        origins.clear();
+        origins.reserve(n_components);
         // Each application's label (to catch id collisions) and the failure
         // count on record for it, looked up once per application.
         let mut app_labels: FxHashMap<AppId, (&str, u32)> = FxHashMap::default();
@@ -383,6 +447,12 @@ impl RoundInput {
     /// needed); [`super::ShaperState::commit`] installs them. Actions for
     /// stale agents are dropped (counted).
     pub fn prepare(&self, plan: Plan) -> PreparedRound {
+        self.prepare_reusing(plan, &mut RoundMemory::default())
+    }
+
+    /// [`RoundInput::prepare`] into the action lists and records `memory`
+    /// kept ([`super::Replaced::recycle`]); the round is the same.
+    pub fn prepare_reusing(&self, plan: Plan, memory: &mut RoundMemory) -> PreparedRound {
         let mut out = RoundOutcome {
             round: self.round,
             agents_live: self.live_agents.len() as u64,
@@ -391,8 +461,12 @@ impl RoundInput {
             duplicates: self.duplicates.len() as u64,
             ..RoundOutcome::default()
         };
-        let mut per_agent: Vec<Vec<LazyAction>> = vec![Vec::new(); self.agents.len()];
-        let mut records: Vec<ActionRecord> = Vec::with_capacity(plan.actions.len());
+        let mut per_agent: Vec<Vec<LazyAction>> = (0..self.agents.len())
+            .map(|_| memory.lists.pop().unwrap_or_default())
+            .collect();
+        memory.lists_used = self.agents.len();
+        let mut records: Vec<ActionRecord> = std::mem::take(&mut memory.records);
+        records.reserve(plan.actions.len());
         for (ai, action) in plan.actions.iter().enumerate() {
             let (components, whole_app): (&[ComponentId], Option<bool>) = match action {
                 Action::Resize { component, .. } => (std::slice::from_ref(component), None),
@@ -448,12 +522,15 @@ impl RoundInput {
                 });
             }
         }
-        let per_agent: HashMap<Arc<str>, Vec<LazyAction>> = per_agent
-            .into_iter()
-            .enumerate()
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(i, v)| (self.agents[i].name.clone(), v))
-            .collect();
+        let mut lists: HashMap<Arc<str>, Vec<LazyAction>> = HashMap::new();
+        for (i, v) in per_agent.into_iter().enumerate() {
+            if v.is_empty() {
+                memory.keep_lists(std::iter::once(v));
+            } else {
+                lists.insert(self.agents[i].name.clone(), v);
+            }
+        }
+        let per_agent = lists;
         let mut in_round: HashSet<Arc<str>> = self.live_agents.iter().cloned().collect();
         in_round.extend(
             self.stale_agents

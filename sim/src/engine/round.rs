@@ -230,8 +230,11 @@ impl Engine<'_> {
 
     pub(super) fn build_view(&mut self) {
         let now = self.now;
-        let mut b: ViewBuilder<u32> = ViewBuilder::new(now);
-        for h in &self.view.hosts {
+        // The last round's view is filled again (its memory reused).
+        let mut old = std::mem::take(&mut self.view);
+        let hosts = std::mem::take(&mut old.hosts);
+        let mut b: ViewBuilder<u32> = ViewBuilder::reusing(now, old);
+        for h in &hosts {
             b.host(h.id, h.capacity);
         }
         for (ai, a) in self.apps.iter().enumerate() {

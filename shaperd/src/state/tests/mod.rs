@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 mod app_failures;
 mod duplicates;
 mod failover;
+mod memory;
 mod tenants;
 
 const GB: f64 = 1e9;
