@@ -111,5 +111,5 @@ pub use plan::{
 };
 pub use prior::{PairMoments, PriorBook, PriorSettings, RelPrior};
 pub use tailor_core::Calibration;
-pub use view::{AppFacts, ViewBuilder};
+pub use view::{shrink_spare, AppFacts, ViewBuilder};
 pub use workloads::VpaWorkloads;

@@ -52,10 +52,19 @@ pub struct ViewBuilder<K> {
     hosts: Vec<Host>,
 }
 
-/// A reused component list is shrunk at [`ViewBuilder::build`] when its
-/// capacity is past this many times its length (plus a few), so that the
-/// memory held between rounds stays within about twice the view's.
-const SPARE_CAPACITY_FACTOR: usize = 2;
+/// A list kept for reuse is shrunk when its capacity is past this many
+/// times its length (plus a few): [`shrink_spare`].
+pub const SPARE_CAPACITY_FACTOR: usize = 2;
+
+/// Shrinks a list kept from one round to the next when it holds far less
+/// than its capacity, so that the memory held between rounds stays within
+/// about twice what the last round used, after a round much larger than
+/// the ones that follow.
+pub fn shrink_spare<T>(v: &mut Vec<T>) {
+    if v.capacity() > SPARE_CAPACITY_FACTOR * v.len() + 8 {
+        v.shrink_to(v.len());
+    }
+}
 
 impl<K: Ord> ViewBuilder<K> {
     pub fn new(now_s: f64) -> Self {
@@ -140,11 +149,9 @@ impl<K: Ord> ViewBuilder<K> {
             ..
         } = self;
         apps.truncate(live);
+        shrink_spare(&mut apps);
         for a in &mut apps {
-            let len = a.components.len();
-            if a.components.capacity() > SPARE_CAPACITY_FACTOR * len + 8 {
-                a.components.shrink_to(len);
-            }
+            shrink_spare(&mut a.components);
         }
         // Into key order in place: `rank[i]` is where push-order
         // application `i` goes; each swap puts one application where it

@@ -182,12 +182,12 @@ impl Replaced {
     }
 
     /// [`Replaced::into_plan`], keeping the emptied per-agent action lists
-    /// and the largest action-record list in `memory` for the next round.
+    /// and the latest action-record list in `memory` for the next round.
     pub fn recycle(self, memory: &mut RoundMemory) -> Option<Plan> {
         let Replaced { pending, records } = self;
         let plan = pending.iter().find_map(|p| p.plan.clone());
         memory.keep_lists(pending.into_iter().map(|p| p.actions));
-        if let Some(r) = records.into_values().max_by_key(Vec::capacity) {
+        if let Some(r) = records.into_values().next_back() {
             memory.keep_records(r);
         }
         plan.and_then(|p| Arc::try_unwrap(p).ok())

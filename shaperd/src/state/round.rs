@@ -17,8 +17,8 @@ use crate::protocol::{
 };
 use rustc_hash::FxHashMap;
 use shaper::{
-    Action, AppFacts, AppId, Component, ComponentId, Explanation, HostId, Plan, Reason, Resources,
-    ViewBuilder,
+    shrink_spare, Action, AppFacts, AppId, Component, ComponentId, Explanation, HostId, Plan,
+    Reason, Resources, ViewBuilder,
 };
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
@@ -195,10 +195,6 @@ pub struct RoundMemory {
     records: Vec<ActionRecord>,
 }
 
-/// A kept list is shrunk when its capacity is past this many times what it
-/// held (plus a few).
-const SPARE_CAPACITY_FACTOR: usize = 2;
-
 impl RoundMemory {
     /// Keeps `lists` (emptied) for the next round's actions.
     pub(super) fn keep_lists(&mut self, lists: impl Iterator<Item = Vec<LazyAction>>) {
@@ -206,21 +202,17 @@ impl RoundMemory {
             if self.lists.len() >= self.lists_used {
                 break;
             }
-            if l.capacity() > SPARE_CAPACITY_FACTOR * l.len() + 8 {
-                l.shrink_to(l.len());
-            }
+            shrink_spare(&mut l);
             l.clear();
             self.lists.push(l);
         }
     }
 
-    /// Keeps `records` (emptied) for the next round's, when it holds more
-    /// than the one kept.
+    /// Keeps `records` (emptied) for the next round's records.
     pub(super) fn keep_records(&mut self, mut records: Vec<ActionRecord>) {
-        if records.capacity() > self.records.capacity() {
-            records.clear();
-            self.records = records;
-        }
+        shrink_spare(&mut records);
+        records.clear();
+        self.records = records;
     }
 
     /// Takes back the view and its origins once the round is prepared.
@@ -228,6 +220,7 @@ impl RoundMemory {
         let RoundInput {
             view, mut origins, ..
         } = input;
+        shrink_spare(&mut origins);
         origins.clear();
         self.view = view;
         self.origins = origins;
