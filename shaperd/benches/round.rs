@@ -211,7 +211,9 @@ fn bench_round(c: &mut Criterion) {
             let prepared = input.prepare_reusing(plan, &mut memory);
             memory.keep_view(input);
             let (out, replaced) = state.commit_deferring_drops(prepared);
-            if let Some(plan) = replaced.recycle(&mut memory) {
+            let (plan, spares) = replaced.into_spares();
+            memory.keep(spares);
+            if let Some(plan) = plan {
                 let mut actions = plan.actions;
                 actions.clear();
                 decider.recycle(actions);

@@ -33,8 +33,10 @@ mod durable;
 mod owners;
 mod report;
 mod round;
-pub use round::RoundMemory;
-use round::{parse_action_id, split_out_of_scope, split_over_capacity, LazyAction, Pending};
+use round::{
+    emptied, parse_action_id, split_out_of_scope, split_over_capacity, LazyAction, Pending,
+};
+pub use round::{RoundMemory, Spares};
 
 /// Rounds for which action records are kept (to match late acks).
 pub const RETAIN_ROUNDS: u64 = 4;
@@ -178,19 +180,21 @@ impl Replaced {
     /// not in the new round still does), so that its action vector can be
     /// reused by the next `decide()` ([`shaper::Decider::recycle`]).
     pub fn into_plan(self) -> Option<Plan> {
-        self.recycle(&mut RoundMemory::default())
+        self.into_spares().0
     }
 
-    /// [`Replaced::into_plan`], keeping the emptied per-agent action lists
-    /// and the latest action-record list in `memory` for the next round.
-    pub fn recycle(self, memory: &mut RoundMemory) -> Option<Plan> {
+    /// [`Replaced::into_plan`], also handing back the emptied per-agent
+    /// action lists and the latest action-record list for the next round
+    /// ([`RoundMemory::keep`]). The drops happen here: call it off any
+    /// lock.
+    pub fn into_spares(self) -> (Option<Plan>, Spares) {
         let Replaced { pending, records } = self;
         let plan = pending.iter().find_map(|p| p.plan.clone());
-        memory.keep_lists(pending.into_iter().map(|p| p.actions));
-        if let Some(r) = records.into_values().next_back() {
-            memory.keep_records(r);
-        }
-        plan.and_then(|p| Arc::try_unwrap(p).ok())
+        let spares = Spares {
+            lists: pending.into_iter().map(|p| emptied(p.actions)).collect(),
+            records: records.into_values().next_back().map(emptied),
+        };
+        (plan.and_then(|p| Arc::try_unwrap(p).ok()), spares)
     }
 }
 

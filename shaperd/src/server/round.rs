@@ -71,7 +71,9 @@ impl Shared {
         let decider = self.decider.clone();
         let round_memory = self.round_memory.clone();
         tokio::task::spawn_blocking(move || {
-            if let Some(plan) = replaced.recycle(&mut lock(&round_memory)) {
+            let (plan, spares) = replaced.into_spares();
+            lock(&round_memory).keep(spares);
+            if let Some(plan) = plan {
                 let mut actions = plan.actions;
                 actions.clear();
                 lock(&decider).recycle(actions);

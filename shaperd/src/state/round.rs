@@ -195,24 +195,30 @@ pub struct RoundMemory {
     records: Vec<ActionRecord>,
 }
 
-impl RoundMemory {
-    /// Keeps `lists` (emptied) for the next round's actions.
-    pub(super) fn keep_lists(&mut self, lists: impl Iterator<Item = Vec<LazyAction>>) {
-        for mut l in lists {
-            if self.lists.len() >= self.lists_used {
-                break;
-            }
-            shrink_spare(&mut l);
-            l.clear();
-            self.lists.push(l);
-        }
-    }
+/// The emptied lists of what a commit replaced
+/// ([`super::Replaced::into_spares`]), for [`RoundMemory::keep`].
+#[derive(Debug, Default)]
+pub struct Spares {
+    pub(super) lists: Vec<Vec<LazyAction>>,
+    pub(super) records: Option<Vec<ActionRecord>>,
+}
 
-    /// Keeps `records` (emptied) for the next round's records.
-    pub(super) fn keep_records(&mut self, mut records: Vec<ActionRecord>) {
-        shrink_spare(&mut records);
-        records.clear();
-        self.records = records;
+/// `v` emptied, its capacity bounded by what it held ([`shrink_spare`]).
+pub(super) fn emptied<T>(mut v: Vec<T>) -> Vec<T> {
+    shrink_spare(&mut v);
+    v.clear();
+    v
+}
+
+impl RoundMemory {
+    /// Keeps `spares` for the next round's actions: as many lists as the
+    /// last round used, and the records list.
+    pub fn keep(&mut self, spares: Spares) {
+        let room = self.lists_used.saturating_sub(self.lists.len());
+        self.lists.extend(spares.lists.into_iter().take(room));
+        if let Some(r) = spares.records {
+            self.records = r;
+        }
     }
 
     /// Takes back the view and its origins once the round is prepared.
@@ -444,7 +450,7 @@ impl RoundInput {
     }
 
     /// [`RoundInput::prepare`] into the action lists and records `memory`
-    /// kept ([`super::Replaced::recycle`]); the round is the same.
+    /// kept ([`RoundMemory::keep`]); the round is the same.
     pub fn prepare_reusing(&self, plan: Plan, memory: &mut RoundMemory) -> PreparedRound {
         let mut out = RoundOutcome {
             round: self.round,
@@ -515,15 +521,19 @@ impl RoundInput {
                 });
             }
         }
-        let mut lists: HashMap<Arc<str>, Vec<LazyAction>> = HashMap::new();
-        for (i, v) in per_agent.into_iter().enumerate() {
-            if v.is_empty() {
-                memory.keep_lists(std::iter::once(v));
-            } else {
-                lists.insert(self.agents[i].name.clone(), v);
-            }
-        }
-        let per_agent = lists;
+        // An agent without actions gives its (empty) list back at once.
+        let per_agent: HashMap<Arc<str>, Vec<LazyAction>> = per_agent
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, v)| {
+                if v.is_empty() {
+                    memory.lists.push(v);
+                    None
+                } else {
+                    Some((self.agents[i].name.clone(), v))
+                }
+            })
+            .collect();
         let mut in_round: HashSet<Arc<str>> = self.live_agents.iter().cloned().collect();
         in_round.extend(
             self.stale_agents

@@ -47,7 +47,7 @@ fn a_round_built_on_kept_memory_is_the_round_built_afresh() {
         let prepared = reused.prepare_reusing(plan, &mut memory);
         memory.keep_view(reused);
         let (out_kept, replaced) = kept.commit_deferring_drops(prepared);
-        drop(replaced.recycle(&mut memory));
+        memory.keep(replaced.into_spares().1);
         assert_eq!(out_fresh, out_kept, "round {k}: the outcome");
         actions += out_kept.resize + out_kept.evict_component + out_kept.evict_application;
     }
