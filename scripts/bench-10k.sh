@@ -23,6 +23,9 @@
 # EARLY_AGENTS=N: N simulated agents, spread over the interval, send every
 # report early (as a memory watch would), so the shaper plans a round for
 # each, at most one per early_round_gap_s: the worst case of early rounds.
+# ENCODING=auto|json: the agents' bodies (default auto: MessagePack once the
+# shaper answers in it, as agents do); CALIBRATED=1: every forecast carries
+# a calibration table, as a real agent's does (larger reports).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +38,9 @@ PORT=${PORT:-19848}
 ETCD=${ETCD:-0}
 ETCD_PORT=${ETCD_PORT:-23790}
 EARLY_AGENTS=${EARLY_AGENTS:-0}
+ENCODING=${ENCODING:-auto}
+CALIBRATED=${CALIBRATED:-0}
+calibrated=(); [[ "$CALIBRATED" == 1 ]] && calibrated=(--calibrated)
 
 if [[ -z "${TAILOR_BIN:-}" ]]; then
   cargo build --release --bin tailor
@@ -117,7 +123,8 @@ wait_ready "http://127.0.0.1:$PORT/healthz" "$shaper_pid" "$log"
 "${loadgen_pin[@]}" "$TAILOR_BIN" shaper loadgen --url "http://127.0.0.1:$PORT" \
   --token-file "$dir/token" --credentials-file "$dir/credentials.toml" \
   --agents "$AGENTS" --containers "$CONTAINERS" --interval-s "$INTERVAL_S" \
-  --duration-s "$DURATION_S" --hosts-per-app "$HOSTS_PER_APP" --early-agents "$EARLY_AGENTS"
+  --duration-s "$DURATION_S" --hosts-per-app "$HOSTS_PER_APP" --early-agents "$EARLY_AGENTS" \
+  --encoding "$ENCODING" "${calibrated[@]}"
 echo "shaper peak RSS (VmHWM): $(awk '/VmHWM/ {print $2, $3}' "/proc/$shaper_pid/status")"
 if [[ -n "$etcd_pid" ]]; then
   echo "etcd peak RSS (VmHWM): $(awk '/VmHWM/ {print $2, $3}' "/proc/$etcd_pid/status"); data dir $(du -sh "$dir/etcd" | cut -f1)"

@@ -55,6 +55,10 @@
 //! unknown fields, so an older shaper refuses a report that carries a field
 //! it does not know: upgrade the shapers before the agents.
 //!
+//! Bodies are JSON, or MessagePack when both sides speak it: a body's
+//! `Content-Type` names its encoding and an answer follows the request's
+//! `Accept` ([`encoding`]). Error bodies are always JSON.
+//!
 //! Also here, because both sides need them: [`auth`] (bearer tokens read
 //! from files whose permissions are checked) and [`ClusterError`].
 //!
@@ -70,7 +74,10 @@
 //! ```
 
 pub mod auth;
+pub mod encoding;
 mod validate;
+
+pub use encoding::{CodecError, Encoding, Negotiated};
 
 pub use validate::{MAX_CALIBRATION_MULTIPLIER, MAX_REPORTED_VALUE};
 

@@ -222,7 +222,8 @@ fn bench_round(c: &mut Criterion) {
         })
     });
     // An agent's answer (its ~100 actions) as JSON: the server's encoder
-    // against axum's `Json`, the reference, in the same run.
+    // against axum's `Json`, the reference, in the same run; and as
+    // MessagePack.
     let snap = state.begin_round(now_s + 0.5).expect("agents reported");
     let input = snap.build();
     let plan = decider.decide(&input.view, now_s, &cfg);
@@ -238,6 +239,14 @@ fn bench_round(c: &mut Criterion) {
     });
     group.bench_function("report_response_json_response", |b| {
         b.iter(|| black_box(shaperd::server::json_response(&resp)))
+    });
+    group.bench_function("report_response_msgpack", |b| {
+        b.iter(|| {
+            black_box(shaperd::server::encoded_response(
+                shaperd::protocol::Encoding::MessagePack,
+                &resp,
+            ))
+        })
     });
     group.finish();
 }

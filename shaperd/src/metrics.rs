@@ -113,6 +113,10 @@ pub struct Metrics {
     pub early_rounds_total: u64,
     /// Early reports taken in (see [`crate::protocol::ReportRequest::early`]).
     pub early_reports_total: u64,
+    /// Report bodies read, in JSON and in MessagePack
+    /// ([`crate::protocol::Encoding`]): how far agents have moved to
+    /// MessagePack.
+    pub report_bodies_total: [u64; 2],
     pub rounds_skipped_warmup: u64,
     pub rounds_skipped_no_agents: u64,
     /// Rounds not handed out: their actions could not be stored.
@@ -132,6 +136,12 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// A report body read in `encoding`.
+    pub fn count_report_body(&mut self, encoding: crate::protocol::Encoding) {
+        let i = usize::from(encoding == crate::protocol::Encoding::MessagePack);
+        self.report_bodies_total[i] += 1;
+    }
+
     pub fn count_request(&mut self, endpoint: &str, code: u16) {
         let e = ENDPOINTS
             .iter()
@@ -216,6 +226,10 @@ pub fn render(m: &Metrics, g: &Gauges, process: Option<ProcessStats>) -> String 
         "Reports an agent sent early (a container used half its memory headroom).",
         m.early_reports_total,
     );
+    let name = "tailor_shaper_report_bodies_total";
+    t.family(name, "counter", "Report bodies read, by encoding.")
+        .sample(name, "encoding=\"json\"", m.report_bodies_total[0])
+        .sample(name, "encoding=\"msgpack\"", m.report_bodies_total[1]);
     let name = "tailor_shaper_rounds_skipped_total";
     t.family(name, "counter", "Rounds not planned, by reason.")
         .sample(name, "reason=\"warmup\"", m.rounds_skipped_warmup)

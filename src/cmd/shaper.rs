@@ -129,6 +129,14 @@ struct LoadgenArgs {
     /// `early_round_gap_s`).
     #[arg(long, default_value_t = 0)]
     early_agents: usize,
+    /// The agents' bodies: `auto` (MessagePack once the shaper answers in
+    /// it, as agents do by default) or `json`.
+    #[arg(long, value_enum, default_value = "auto")]
+    encoding: EncodingArg,
+    /// The agents' forecasts carry a calibration table each, as a real
+    /// agent's do (without it, Gaussian forecasts: smaller reports).
+    #[arg(long)]
+    calibrated: bool,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -209,6 +217,13 @@ fn gen_token(file: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--encoding` of `tailor shaper loadgen`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum EncodingArg {
+    Auto,
+    Json,
+}
+
 fn run_loadgen(a: LoadgenArgs) -> anyhow::Result<()> {
     let cfg = LoadgenConfig {
         url: a.url,
@@ -222,6 +237,11 @@ fn run_loadgen(a: LoadgenArgs) -> anyhow::Result<()> {
         hosts_per_app: a.hosts_per_app,
         seed: a.seed,
         early_agents: a.early_agents,
+        encoding: match a.encoding {
+            EncodingArg::Auto => agent::cluster::config::WireEncoding::Auto,
+            EncodingArg::Json => agent::cluster::config::WireEncoding::Json,
+        },
+        calibrated: a.calibrated,
     };
     let report = runtime()?.block_on(loadgen::run(&cfg))?;
     if a.json {

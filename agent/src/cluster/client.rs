@@ -18,11 +18,11 @@
 //! ```
 
 use super::auth::{read_token_file, Token};
-use super::config::ClusterClientConfig;
+use super::config::{ClusterClientConfig, WireEncoding};
 use super::failsafe::{FailSafe, LinkState};
 use super::protocol::{
-    Ack, AckOutcome, AckRequest, AckResponse, ActionId, ActionKind, ComponentReport, ErrorBody,
-    ReportResponse,
+    Ack, AckOutcome, AckRequest, AckResponse, ActionId, ActionKind, ComponentReport, Encoding,
+    ErrorBody, Negotiated, ReportResponse,
 };
 use super::ClusterError;
 use serde::{Deserialize, Serialize};
@@ -71,6 +71,9 @@ pub struct ClusterClient {
     /// one more than any earlier client of this process.
     boot_id: u64,
     seq: u64,
+    /// The bodies' encoding, negotiated with the shaper
+    /// (`protocol::encoding`).
+    encoding: Negotiated,
 }
 
 /// `e` with its whole `source()` chain, `outer: cause: root cause`.
@@ -190,7 +193,14 @@ impl ClusterClient {
             agent_id: cfg.resolved_agent_id(),
             boot_id: next_boot_id(),
             seq: 0,
+            encoding: Negotiated::new(cfg.encoding == WireEncoding::Auto),
         })
+    }
+
+    /// The encoding of this client's next body (JSON until a shaper has
+    /// answered in MessagePack).
+    pub fn sending(&self) -> Encoding {
+        self.encoding.sending()
     }
 
     pub fn agent_id(&self) -> &str {
@@ -209,6 +219,7 @@ impl ClusterClient {
             agent_id: agent_id.into(),
             boot_id: next_boot_id(),
             seq: 0,
+            encoding: Negotiated::new(self.encoding.allow),
         }
     }
 
@@ -272,7 +283,8 @@ impl ClusterClient {
         path: &str,
         body: &B,
     ) -> Result<R, ClusterError> {
-        let body = serde_json::to_vec(body).map_err(|e| ClusterError::Decode(e.to_string()))?;
+        let mut sent = self.encoding.sending();
+        let mut bytes = encode(sent, body)?;
         // A rotated token file is picked up before the request.
         self.reload_token(Reload::Changed);
         // Every replica once, plus one hop per redirect.
@@ -282,7 +294,7 @@ impl ClusterClient {
         while attempts > 0 {
             attempts -= 1;
             let base = self.current_url().to_string();
-            match self.post_once(&base, path, &body).await {
+            match self.post_once(&base, path, sent, &bytes).await {
                 // The credential may have been rotated under the same file:
                 // read it again and, when it holds a new token, send once
                 // more (a 401 is answered before the report is looked at).
@@ -292,9 +304,26 @@ impl ClusterClient {
                     reloaded = true;
                     attempts += 1;
                 }
-                Ok(Hop::Done(bytes)) => {
-                    return serde_json::from_slice(&bytes)
-                        .map_err(|e| ClusterError::Decode(e.to_string()))
+                // A shaper that reads JSON only (an older replica after a
+                // fail-over) refused the MessagePack body: send it as JSON.
+                Err(ClusterError::Rejected {
+                    status: 400,
+                    message,
+                    ..
+                }) if sent == Encoding::MessagePack
+                    && message.starts_with("malformed JSON body")
+                    && self.encoding.refused_as_malformed() =>
+                {
+                    tracing::info!(shaper = %base, "the shaper reads JSON only: reporting in JSON");
+                    sent = Encoding::Json;
+                    bytes = encode(sent, body)?;
+                    attempts += 1;
+                }
+                Ok(Hop::Done(answered, bytes)) => {
+                    self.encoding.answered(answered);
+                    return answered
+                        .decode(&bytes)
+                        .map_err(|e| ClusterError::Decode(e.to_string()));
                 }
                 Ok(Hop::Redirect(location)) => match self.listed(&location) {
                     Some(i) => {
@@ -323,17 +352,29 @@ impl ClusterClient {
         Err(last)
     }
 
-    async fn post_once(&self, base: &str, path: &str, body: &[u8]) -> Result<Hop, ClusterError> {
+    async fn post_once(
+        &self,
+        base: &str,
+        path: &str,
+        encoding: Encoding,
+        body: &[u8],
+    ) -> Result<Hop, ClusterError> {
         let resp = self
             .http
             .post(format!("{base}{path}"))
             .bearer_auth(self.token.expose())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::CONTENT_TYPE, encoding.media_type())
+            .header(reqwest::header::ACCEPT, self.encoding.accept())
             .body(body.to_vec())
             .send()
             .await
             .map_err(|e| ClusterError::Unreachable(error_chain(&e)))?;
         let status = resp.status();
+        let answered = Encoding::of_content_type(
+            resp.headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok()),
+        );
         if status == reqwest::StatusCode::TEMPORARY_REDIRECT
             || status == reqwest::StatusCode::PERMANENT_REDIRECT
         {
@@ -363,7 +404,7 @@ impl ClusterClient {
                 min_boot_id,
             });
         }
-        Ok(Hop::Done(bytes.to_vec()))
+        Ok(Hop::Done(answered, bytes.to_vec()))
     }
 
     /// `POST /v1/report`. A report refused as stale (409: a new shaper
@@ -435,9 +476,16 @@ impl ClusterClient {
     }
 }
 
-/// One request's answer: a body, or a redirect to follow.
+/// `body` in `encoding`.
+fn encode<B: Serialize + ?Sized>(encoding: Encoding, body: &B) -> Result<Vec<u8>, ClusterError> {
+    encoding
+        .encode(body)
+        .map_err(|e| ClusterError::Decode(e.to_string()))
+}
+
+/// One request's answer: a body in its encoding, or a redirect to follow.
 enum Hop {
-    Done(Vec<u8>),
+    Done(Encoding, Vec<u8>),
     Redirect(String),
 }
 

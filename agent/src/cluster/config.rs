@@ -14,6 +14,7 @@
 //! # ca_cert_file = "/etc/tailor/ca.pem" # trust this CA for https (besides the system roots);
 //! #   the shaper's certificate must be a leaf (CA:FALSE) that it signed
 //! timeout_s = 5.0
+//! # encoding = "auto"                  # MessagePack once the shaper answers in it; "json": always JSON
 //! [cluster.fail_safe]
 //! hold_s = 60.0                        # keep allocations this long after losing the shaper
 //! regrow_fraction = 0.25               # then close this share of the gap to the request per interval
@@ -145,9 +146,25 @@ pub struct ClusterClientConfig {
     /// Timeout of one request to the shaper, seconds. Default 5.
     #[serde(default = "default_timeout_s")]
     pub timeout_s: f64,
+    /// The encoding of reports and acks: `"auto"` (the default) sends
+    /// MessagePack once a shaper has answered in it (a shaper that reads
+    /// it), else JSON; `"json"` always JSON (bodies readable in a capture).
+    #[serde(default)]
+    pub encoding: WireEncoding,
     /// What to do while the shaper is unreachable.
     #[serde(default)]
     pub fail_safe: FailSafeConfig,
+}
+
+/// `[cluster] encoding`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WireEncoding {
+    /// MessagePack when the shaper speaks it, else JSON.
+    #[default]
+    Auto,
+    /// Always JSON.
+    Json,
 }
 
 impl ClusterClientConfig {
@@ -159,6 +176,7 @@ impl ClusterClientConfig {
             agent_id: None,
             ca_cert_file: None,
             timeout_s: default_timeout_s(),
+            encoding: WireEncoding::Auto,
             fail_safe: FailSafeConfig::default(),
         }
     }

@@ -29,7 +29,7 @@ mod early;
 mod round;
 mod routes;
 
-pub use routes::{json_response, router};
+pub use routes::{encoded_response, json_response, router};
 
 use crate::auth::{read_token_file, Token};
 use crate::config::ShaperServerConfig;

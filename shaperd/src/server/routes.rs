@@ -5,12 +5,12 @@ use super::Shared;
 use crate::auth::bearer_token;
 use crate::credentials::Identity;
 use crate::limits::Refusal;
-use crate::protocol::{AckRequest, ErrorBody, ReportRequest};
+use crate::protocol::{AckRequest, Encoding, ErrorBody, ReportRequest};
 use crate::store::StoreError;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Extension, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -25,11 +25,17 @@ use tailor_core::{Clock, SystemClock};
 /// report_response`), and a 10,000-node cluster asks for a thousand of
 /// them a second.
 pub fn json_response<T: serde::Serialize>(v: &T) -> Response {
-    match serde_json::to_vec(v) {
+    encoded_response(Encoding::Json, v)
+}
+
+/// `v` as a response in `encoding` (the request's `Accept`: JSON or
+/// MessagePack, `protocol::encoding`).
+pub fn encoded_response<T: serde::Serialize>(encoding: Encoding, v: &T) -> Response {
+    match encoding.encode(v) {
         Ok(body) => (
             [(
                 header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
+                HeaderValue::from_static(encoding.media_type()),
             )],
             Bytes::from(body),
         )
@@ -159,17 +165,32 @@ fn body_error(rej: BytesRejection) -> Response {
     }
 }
 
-/// The request body as JSON, or the error response (boxed: a `Response` is
-/// large and this is the cold path).
+/// A request's body encoding (its `Content-Type`) and its answer's (its
+/// `Accept`).
+fn encodings(headers: &HeaderMap) -> (Encoding, Encoding) {
+    let get = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
+    (
+        Encoding::of_content_type(get(header::CONTENT_TYPE)),
+        Encoding::for_accept(get(header::ACCEPT)),
+    )
+}
+
+/// The request body in `encoding`, or the error response (boxed: a
+/// `Response` is large and this is the cold path).
 fn parse_body<T: serde::de::DeserializeOwned>(
+    encoding: Encoding,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<T, Box<Response>> {
     let bytes = body.map_err(|rej| Box::new(body_error(rej)))?;
-    serde_json::from_slice(&bytes).map_err(|e| {
+    encoding.decode(&bytes).map_err(|e| {
         Box::new(error(
             StatusCode::BAD_REQUEST,
             "bad_request",
-            format!("malformed JSON body: {e}"),
+            format!("malformed {e}"),
         ))
     })
 }
@@ -177,13 +198,16 @@ fn parse_body<T: serde::de::DeserializeOwned>(
 async fn report(
     State(sh): State<Arc<Shared>>,
     Extension(who): Extension<Identity>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let t0 = Instant::now();
-    let req: ReportRequest = match parse_body(body) {
+    let (sent_in, answer_in) = encodings(&headers);
+    let req: ReportRequest = match parse_body(sent_in, body) {
         Ok(r) => r,
         Err(resp) => return *resp,
     };
+    sh.with_metrics(|m| m.count_report_body(sent_in));
     let now_s = sh.now_s();
     let wall_ms = (SystemClock.now_s() * 1000.0) as u64;
     let early = req.early;
@@ -206,7 +230,7 @@ async fn report(
             (answer.round, answer.actions) = round;
         }
     }
-    let resp = json_response(&answer);
+    let resp = encoded_response(answer_in, &answer);
     let elapsed = t0.elapsed().as_secs_f64();
     sh.with_metrics(|m| m.report_latency.observe(elapsed));
     resp
@@ -215,15 +239,17 @@ async fn report(
 async fn ack(
     State(sh): State<Arc<Shared>>,
     Extension(who): Extension<Identity>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let req: AckRequest = match parse_body(body) {
+    let (sent_in, answer_in) = encodings(&headers);
+    let req: AckRequest = match parse_body(sent_in, body) {
         Ok(r) => r,
         Err(resp) => return *resp,
     };
     match sh.with_state(|s| s.ack_as(&who, &req)) {
         Ok(r) => match sh.persist_writes().await {
-            Ok(()) => json_response(&r),
+            Ok(()) => encoded_response(answer_in, &r),
             Err(e) => store_error(&sh, &e),
         },
         Err(refusal) => refusal_response(&refusal),

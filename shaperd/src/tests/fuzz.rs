@@ -1,6 +1,7 @@
 //! Decoder fuzz of the report endpoint.
 
 use super::*;
+use crate::protocol::Encoding;
 
 fn arb_json() -> impl Strategy<Value = serde_json::Value> {
     let leaf = prop_oneof![
@@ -59,9 +60,10 @@ fn mutate(v: &mut serde_json::Value, path: &[usize], new: serde_json::Value) {
     }
 }
 
-/// Decoder fuzz: arbitrary bytes, arbitrary JSON and mutated valid reports
-/// never crash the server; each gets 200 (and then it was valid) or a JSON
-/// 400/413.
+/// Decoder fuzz: arbitrary bytes, arbitrary JSON and mutated valid reports,
+/// each sent as JSON and as MessagePack (the same value encoded so, the
+/// same bytes typed so), never crash the server; each gets 200 (and then
+/// it was valid) or a JSON 400/413.
 #[test]
 fn decoder_fuzz_never_panics() {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -79,8 +81,14 @@ fn decoder_fuzz_never_panics() {
         .expect("start");
     let url = server.url();
     let n1 = fx.agent_token("n1");
-    let check = |body: Vec<u8>, path: &str| -> Result<(), TestCaseError> {
-        let (status, bytes) = rt.block_on(post_raw(&url, path, Some(&n1), body.clone()));
+    let check_as = |encoding: Encoding, body: Vec<u8>, path: &str| -> Result<(), TestCaseError> {
+        let (status, bytes) = rt.block_on(post_typed(
+            &url,
+            path,
+            Some(&n1),
+            encoding.media_type(),
+            body.clone(),
+        ));
         // 403: the mutation changed agent_id; 409: it made the sequence old.
         prop_assert!(
             [200u16, 400, 403, 409, 413].contains(&status),
@@ -89,7 +97,8 @@ fn decoder_fuzz_never_panics() {
         );
         if status == 200 {
             if path == "/v1/report" {
-                let parsed: ReportRequest = serde_json::from_slice(&body)
+                let parsed: ReportRequest = encoding
+                    .decode(&body)
                     .map_err(|e| TestCaseError::fail(e.to_string()))?;
                 prop_assert!(parsed.validate(10_000).is_ok());
             }
@@ -101,21 +110,29 @@ fn decoder_fuzz_never_panics() {
         }
         Ok(())
     };
+    // A value as JSON and as MessagePack.
+    let check = |v: &serde_json::Value, path: &str| -> Result<(), TestCaseError> {
+        check_as(Encoding::Json, serde_json::to_vec(v).expect("json"), path)?;
+        let packed = rmp_serde::to_vec_named(v).expect("msgpack");
+        check_as(Encoding::MessagePack, packed, path)
+    };
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
         cases: 96,
         ..ProptestConfig::default()
     });
     runner
         .run(&prop::collection::vec(any::<u8>(), 0..512), |bytes| {
-            check(bytes.clone(), "/v1/report")?;
-            check(bytes, "/v1/ack")
+            for encoding in [Encoding::Json, Encoding::MessagePack] {
+                check_as(encoding, bytes.clone(), "/v1/report")?;
+                check_as(encoding, bytes.clone(), "/v1/ack")?;
+            }
+            Ok(())
         })
         .expect("arbitrary bytes");
     runner
         .run(&arb_json(), |v| {
-            let body = serde_json::to_vec(&v).expect("json");
-            check(body.clone(), "/v1/report")?;
-            check(body, "/v1/ack")
+            check(&v, "/v1/report")?;
+            check(&v, "/v1/ack")
         })
         .expect("arbitrary JSON");
     let valid: serde_json::Value = serde_json::from_slice(&valid_report_json(1)).expect("json");
@@ -125,7 +142,7 @@ fn decoder_fuzz_never_panics() {
             |(path, new)| {
                 let mut v = valid.clone();
                 mutate(&mut v, &path, new);
-                check(serde_json::to_vec(&v).expect("json"), "/v1/report")
+                check(&v, "/v1/report")
             },
         )
         .expect("mutated reports");

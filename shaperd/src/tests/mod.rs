@@ -2,6 +2,7 @@
 //! fixtures here; the tests by theme in the submodules.
 
 mod early;
+mod encoding;
 mod flows;
 mod fuzz;
 mod replicas;
@@ -150,10 +151,21 @@ fn client_config(url: &str, token_file: &Path, agent: &str) -> ClusterClientConf
 }
 
 async fn post_raw(url: &str, path: &str, token: Option<&str>, body: Vec<u8>) -> (u16, Vec<u8>) {
+    post_typed(url, path, token, "application/json", body).await
+}
+
+/// [`post_raw`] with that `Content-Type`.
+async fn post_typed(
+    url: &str,
+    path: &str,
+    token: Option<&str>,
+    content_type: &str,
+    body: Vec<u8>,
+) -> (u16, Vec<u8>) {
     let http = reqwest::Client::new();
     let mut req = http
         .post(format!("{url}{path}"))
-        .header("content-type", "application/json")
+        .header("content-type", content_type)
         .body(body);
     if let Some(t) = token {
         req = req.bearer_auth(t);

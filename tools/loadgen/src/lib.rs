@@ -35,12 +35,12 @@
 //! ```
 
 use agent::cluster::client::ClusterClient;
-use agent::cluster::config::ClusterClientConfig;
+use agent::cluster::config::{ClusterClientConfig, WireEncoding};
 use protocol::auth::{read_token_file, Token};
 use protocol::{Ack, AckOutcome, ActionKind, ClusterError, ComponentReport};
 use serde::{Deserialize, Serialize};
 use service::prom::sample;
-use shaper::{Class, ConfigErrors, Forecasts, Predictive, Resources};
+use shaper::{Calibration, Class, ConfigErrors, Forecasts, Predictive, Resources};
 use shaperd::credentials::CredentialsFile;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -103,6 +103,12 @@ pub struct LoadgenConfig {
     /// (as a memory watch would): the shaper's worst case of early rounds.
     #[serde(default)]
     pub early_agents: usize,
+    /// The agents' body encoding (`[cluster] encoding` of an agent).
+    #[serde(default)]
+    pub encoding: WireEncoding,
+    /// Forecasts carry a calibration table each, as a real agent's do.
+    #[serde(default)]
+    pub calibrated: bool,
 }
 
 impl Default for LoadgenConfig {
@@ -119,6 +125,8 @@ impl Default for LoadgenConfig {
             hosts_per_app: 3,
             seed: 1,
             early_agents: 0,
+            encoding: WireEncoding::Auto,
+            calibrated: false,
         }
     }
 }
@@ -278,6 +286,8 @@ struct SimAgent {
     capacity: Resources,
     rng: SplitMix64,
     generation: u64,
+    /// The calibration table its forecasts carry (`calibrated`).
+    calibration: Option<Arc<Calibration>>,
 }
 
 impl SimAgent {
@@ -303,12 +313,22 @@ impl SimAgent {
             .collect::<Vec<_>>();
         let n = cfg.containers_per_agent as f64;
         let capacity = Resources::new(0.6 * n * request.cpu_cores, 0.6 * n * request.mem_bytes);
+        // A calibrated model's bands: wider above than the Gaussian's.
+        let calibration = cfg.calibrated.then(|| {
+            let mut c = Calibration::gaussian();
+            for (i, (u, l)) in c.upper.iter_mut().zip(c.lower.iter_mut()).enumerate() {
+                *u *= 1.2 + 0.01 * i as f32;
+                *l *= 0.9;
+            }
+            Arc::new(c)
+        });
         Self {
             index,
             containers,
             capacity,
             rng,
             generation: 0,
+            calibration,
         }
     }
 
@@ -351,8 +371,14 @@ impl SimAgent {
                 allocation: c.allocation,
                 usage,
                 forecast: Some(Forecasts {
-                    cpu: Predictive::gaussian(usage.cpu_cores, std.cpu_cores),
-                    mem: Predictive::gaussian(usage.mem_bytes, std.mem_bytes),
+                    cpu: Predictive {
+                        calibration: self.calibration.clone(),
+                        ..Predictive::gaussian(usage.cpu_cores, std.cpu_cores)
+                    },
+                    mem: Predictive {
+                        calibration: self.calibration.clone(),
+                        ..Predictive::gaussian(usage.mem_bytes, std.mem_bytes)
+                    },
                     mem_hold_bytes: 0.0,
                     mem_small_hold_bytes: 0.0,
                 }),
@@ -497,6 +523,7 @@ pub async fn run(cfg: &LoadgenConfig) -> Result<LoadgenReport, ClusterError> {
     ccfg.ca_cert_file = cfg.ca_cert_file.clone();
     ccfg.timeout_s = 30.0;
     ccfg.agent_id = Some("loadgen".into());
+    ccfg.encoding = cfg.encoding;
     let base = ClusterClient::new(&ccfg)?;
     let http = reqwest::Client::builder()
         .use_rustls_tls()

@@ -10,11 +10,17 @@ use std::sync::{Arc, Mutex};
 /// A shaper stand-in on loopback: `/v1/report` gets an empty round
 /// when it carries the accepted token, else a 401 as shaperd answers
 /// it; while `down`, a 503. It keeps the `Authorization` headers seen.
+/// While `json_only` it reads bodies as JSON whatever their type, and
+/// refuses another body as an older shaper does (400 "malformed JSON
+/// body"); else it answers in MessagePack when the `Accept` lists it. It
+/// keeps the `Content-Type`s seen.
 #[derive(Clone, Default)]
 struct FakeShaper {
     accepted: Arc<Mutex<String>>,
     down: Arc<std::sync::atomic::AtomicBool>,
     seen: Arc<Mutex<Vec<String>>>,
+    json_only: Arc<std::sync::atomic::AtomicBool>,
+    content_types: Arc<Mutex<Vec<String>>>,
 }
 
 impl FakeShaper {
@@ -28,9 +34,28 @@ impl FakeShaper {
         let state = fake.clone();
         let app = axum::Router::new().route(
             "/v1/report",
-            axum::routing::post(move |headers: HeaderMap| {
+            axum::routing::post(move |headers: HeaderMap, body: axum::body::Bytes| {
                 let st = state.clone();
                 async move {
+                    let header = |name| {
+                        headers
+                            .get(name)
+                            .and_then(|v: &axum::http::HeaderValue| v.to_str().ok())
+                    };
+                    let content_type = header(axum::http::header::CONTENT_TYPE);
+                    st.content_types
+                        .lock()
+                        .expect("types")
+                        .push(content_type.unwrap_or("").to_string());
+                    let json_only = st.json_only.load(std::sync::atomic::Ordering::SeqCst);
+                    let (read_as, answer_in) = if json_only {
+                        (Encoding::Json, Encoding::Json)
+                    } else {
+                        (
+                            Encoding::of_content_type(content_type),
+                            Encoding::for_accept(header(axum::http::header::ACCEPT)),
+                        )
+                    };
                     let auth = headers
                         .get(axum::http::header::AUTHORIZATION)
                         .and_then(|v| v.to_str().ok())
@@ -56,14 +81,26 @@ impl FakeShaper {
                             "invalid bearer token",
                         );
                     }
-                    axum::Json(ReportResponse {
+                    if let Err(e) = read_as.decode::<crate::cluster::protocol::ReportRequest>(&body)
+                    {
+                        return error(
+                            StatusCode::BAD_REQUEST,
+                            "bad_request",
+                            &format!("malformed {e}"),
+                        );
+                    }
+                    let answer = ReportResponse {
                         api_version: 1,
                         round: 1,
                         interval_s: 1.0,
                         actions: Vec::new(),
                         rejected: Vec::new(),
-                    })
-                    .into_response()
+                    };
+                    (
+                        [(axum::http::header::CONTENT_TYPE, answer_in.media_type())],
+                        answer_in.encode(&answer).expect("encodes"),
+                    )
+                        .into_response()
                 }
             }),
         );
@@ -83,6 +120,16 @@ impl FakeShaper {
 
     fn set_down(&self, down: bool) {
         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn set_json_only(&self, json_only: bool) {
+        self.json_only
+            .store(json_only, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The `Content-Type`s of the requests seen so far, and forgets them.
+    fn take_content_types(&self) -> Vec<String> {
+        std::mem::take(&mut *self.content_types.lock().expect("types"))
     }
 
     /// The tokens of the requests seen so far, and forgets them.
@@ -382,5 +429,69 @@ async fn transport_errors_carry_their_cause() {
     assert!(
         text.contains("corrupt message") || text.contains("InvalidContentType"),
         "{text}"
+    );
+}
+
+/// Reports go in JSON until the shaper answers in MessagePack, then in
+/// MessagePack; back in JSON after an older shaper refuses one as
+/// malformed JSON (the report is sent again, not lost); always in JSON
+/// under `encoding = "json"`.
+#[tokio::test]
+async fn the_encoding_follows_what_the_shaper_answers() {
+    let (shaper, url) = FakeShaper::start(T1).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let token = token_file(dir.path(), "token", T1);
+    let mut cfg = ClusterClientConfig::new(url.as_str(), &token);
+    cfg.agent_id = Some("n1".into());
+    let mut client = ClusterClient::new(&cfg).expect("client");
+    let capacity = Resources::new(1.0, 1e9);
+    assert_eq!(client.sending(), Encoding::Json);
+    for _ in 0..2 {
+        client
+            .report(capacity, &[], &[], false)
+            .await
+            .expect("answered");
+    }
+    assert_eq!(client.sending(), Encoding::MessagePack);
+    assert_eq!(
+        shaper.take_content_types(),
+        ["application/json", "application/msgpack"]
+    );
+
+    // An older shaper behind the same URL (a fail-over).
+    shaper.set_json_only(true);
+    client
+        .report(capacity, &[], &[], false)
+        .await
+        .expect("sent again as JSON");
+    assert_eq!(client.sending(), Encoding::Json);
+    assert_eq!(
+        shaper.take_content_types(),
+        ["application/msgpack", "application/json"]
+    );
+    // A newer one again: MessagePack after its first answer.
+    shaper.set_json_only(false);
+    for _ in 0..2 {
+        client
+            .report(capacity, &[], &[], false)
+            .await
+            .expect("answered");
+    }
+    assert_eq!(
+        shaper.take_content_types(),
+        ["application/json", "application/msgpack"]
+    );
+
+    cfg.encoding = WireEncoding::Json;
+    let mut json = ClusterClient::new(&cfg).expect("client");
+    for _ in 0..2 {
+        json.report(capacity, &[], &[], false)
+            .await
+            .expect("answered");
+    }
+    assert_eq!(json.sending(), Encoding::Json);
+    assert_eq!(
+        shaper.take_content_types(),
+        ["application/json", "application/json"]
     );
 }
