@@ -9,8 +9,9 @@
 //!   [`ClusterError`].
 //! * [`config`][]: [`ClusterClientConfig`] (the `[cluster]` table of
 //!   `agent.toml`).
-//! * [`client`]: the agent-side HTTP client and [`client::ClusterSession`],
-//!   which wraps client + fail-safe + idempotent action bookkeeping.
+//! * [`client`]: the agent-side HTTP client.
+//! * [`session`]: [`ClusterSession`], which wraps client + fail-safe +
+//!   idempotent action bookkeeping.
 //! * [`plan_source`]: [`ClusterPlanSource`], the agent loop's `PlanSource`
 //!   in cluster mode.
 //! * [`failsafe`]: what an agent does while the shaper is unreachable.
@@ -19,6 +20,7 @@ pub mod client;
 pub mod config;
 pub mod failsafe;
 pub mod plan_source;
+pub mod session;
 
 pub use ::protocol;
 pub use ::protocol::{auth, ClusterError};
