@@ -283,6 +283,15 @@ pub struct Calibrated<F: Forecaster> {
     abs_errors: VecDeque<f64>,
     /// One-step predictive made before the latest observation.
     pending: Option<Predictive>,
+    /// The multi-step predictive made at the latest observation, with its
+    /// horizon.
+    pending_multi: Option<(usize, Predictive)>,
+    /// Whether `pending` and `pending_multi` are still `inner`'s forecasts
+    /// (nothing changed `inner` since they were made), so that `forecast`
+    /// answers with them instead of computing them again: the simulator
+    /// and the agent ask every model for its forecast once per round, right
+    /// after the round's observation.
+    fresh: bool,
     table: Calibration,
 }
 
@@ -300,10 +309,13 @@ impl<F: Forecaster> Calibrated<F> {
             errors: ErrorWindow::default(),
             abs_errors: VecDeque::new(),
             pending: None,
+            pending_multi: None,
+            fresh: false,
             table: Calibration::gaussian(),
         };
         s.table = s.compute_table(&[], 1.0);
         s.pending = Some(s.inner.forecast(1));
+        s.fresh = true;
         Ok(s)
     }
 
@@ -441,6 +453,7 @@ impl<F: Forecaster> Calibrated<F> {
             });
         }
         let p = self.inner.forecast(h);
+        self.pending_multi = Some((h, p.clone()));
         let sd = self.effective_std(&p);
         let table = if scored {
             self.multi
@@ -523,6 +536,8 @@ impl<F: Forecaster> Forecaster for Calibrated<F> {
         let scored = self.score_multi(value);
         let r = self.inner.observe(value);
         self.pending = Some(self.inner.forecast(1));
+        self.pending_multi = None;
+        self.fresh = true;
         self.table = self.compute_table(self.errors.sorted(), 1.0);
         self.push_multi(scored);
         r
@@ -530,7 +545,15 @@ impl<F: Forecaster> Forecaster for Calibrated<F> {
 
     fn forecast(&self, horizon: usize) -> Predictive {
         let horizon = horizon.max(1);
-        let p = self.inner.forecast(horizon);
+        let made = match (&self.pending, &self.pending_multi) {
+            (Some(p), _) if horizon == 1 => Some(p),
+            (_, Some((h, p))) if *h == horizon => Some(p),
+            _ => None,
+        };
+        let p = match made.filter(|_| self.fresh) {
+            Some(p) => p.clone(),
+            None => self.inner.forecast(horizon),
+        };
         let std = self.effective_std(&p);
         let table = if horizon > 1 {
             self.asked_horizon.set(horizon);
@@ -554,6 +577,7 @@ impl<F: Forecaster> Forecaster for Calibrated<F> {
     }
 
     fn observe_oom(&mut self, alloc: f64) -> Result<(), ForecastError> {
+        self.fresh = false;
         self.inner.observe_oom(alloc)
     }
 }
@@ -674,6 +698,55 @@ mod tests {
         fn observed(&self) -> usize {
             self.n
         }
+    }
+
+    /// Counts its forecasts; an OOM kill raises its level.
+    #[derive(Debug, Default)]
+    struct Counting {
+        last: f64,
+        n: usize,
+        forecasts: std::cell::Cell<usize>,
+    }
+
+    impl Forecaster for Counting {
+        fn name(&self) -> &'static str {
+            "counting"
+        }
+        fn observe(&mut self, value: f64) -> Result<(), ForecastError> {
+            self.last = value;
+            self.n += 1;
+            Ok(())
+        }
+        fn forecast(&self, horizon: usize) -> Predictive {
+            self.forecasts.set(self.forecasts.get() + 1);
+            Predictive::gaussian(self.last + horizon as f64, 1.0)
+        }
+        fn observed(&self) -> usize {
+            self.n
+        }
+        fn observe_oom(&mut self, alloc: f64) -> Result<(), ForecastError> {
+            self.last = alloc;
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_rounds_forecast_reuses_the_one_made_at_its_observation() {
+        let mut c = Calibrated::new(Counting::default(), CalibrationConfig::default()).expect("cfg");
+        for (i, v) in [1.0, 2.0, 4.0, 3.0].into_iter().enumerate() {
+            c.forecast(6); // the horizon the rounds ask (tracked from here on)
+            c.observe(v).expect("finite");
+            let made = c.inner().forecasts.get();
+            let (one, six) = (c.forecast(1), c.forecast(6));
+            assert_eq!(c.inner().forecasts.get(), made, "round {i}: computed again");
+            assert_eq!((one.mean, six.mean), (v + 1.0, v + 6.0));
+            // a horizon not made at the observation is computed
+            assert_eq!(c.forecast(3).mean, v + 3.0);
+            assert_eq!(c.inner().forecasts.get(), made + 1);
+        }
+        // an OOM kill changes the model: its forecasts are computed anew
+        c.observe_oom(10.0).expect("finite");
+        assert_eq!((c.forecast(1).mean, c.forecast(6).mean), (11.0, 16.0));
     }
 
     #[test]

@@ -23,6 +23,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::simd::{self, simd_op};
+
 /// Diagonal jitter always added (scikit-learn's `alpha` default).
 pub const BASE_JITTER: f64 = 1e-10;
 /// Largest jitter tried before a factorisation is declared failed.
@@ -46,7 +48,7 @@ pub enum KernelKind {
 
 impl KernelKind {
     /// Correlation at scaled squared distance `r2`.
-    #[inline]
+    #[inline(always)]
     fn corr(self, r2: f64) -> f64 {
         match self {
             KernelKind::Exponential => exp_neg(-r2.sqrt()),
@@ -85,6 +87,7 @@ impl Bounds {
 
 /// Squared time and history distances of a query to each training input,
 /// into `dt2` and `dh2` (cleared first).
+#[inline(always)]
 pub fn query_distances(x: &[f64], dim: usize, q: &[f64], dt2: &mut Vec<f64>, dh2: &mut Vec<f64>) {
     dt2.clear();
     dh2.clear();
@@ -98,6 +101,35 @@ pub fn query_distances(x: &[f64], dim: usize, q: &[f64], dt2: &mut Vec<f64>, dh2
                 .map(|(a, b)| (a - b) * (a - b))
                 .sum(),
         );
+    }
+}
+
+/// [`query_distances`] to inputs whose history columns are a Hankel matrix
+/// of `xw` (row `r`'s history is `xw[r..r + dim - 1]`, as
+/// [`super::Patterns`] builds them): the same sums in the same order, run
+/// over all rows at once (contiguous columns, which vectorise).
+#[inline(always)]
+pub fn hankel_query_distances(
+    x: &[f64],
+    dim: usize,
+    xw: &[f64],
+    q: &[f64],
+    dt2: &mut Vec<f64>,
+    dh2: &mut Vec<f64>,
+) {
+    let n = x.len() / dim.max(1);
+    dt2.clear();
+    dt2.extend(x.chunks_exact(dim).map(|row| {
+        let t = row[0] - q[0];
+        t * t
+    }));
+    dh2.clear();
+    dh2.resize(n, 0.0);
+    for (c, &qc) in q.iter().enumerate().skip(1) {
+        for (s, &a) in dh2.iter_mut().zip(&xw[c - 1..]) {
+            let u = a - qc;
+            *s += u * u;
+        }
     }
 }
 
@@ -150,6 +182,43 @@ impl TrainSet {
                 dt2[j * n + i] = t * t;
                 dh2[i * n + j] = s;
                 dh2[j * n + i] = s;
+            }
+        }
+    }
+
+    /// [`TrainSet::rebuild`] from patterns, whose history columns are a
+    /// Hankel matrix of their scaled window ([`super::Patterns::xw`]): the
+    /// same sums in the same order, run over all earlier rows of a row at
+    /// once (contiguous, so they vectorise).
+    pub fn rebuild_patterns(&mut self, p: &super::Patterns) {
+        simd::dispatch(RebuildPatterns { ts: self, p })
+    }
+
+    #[inline(always)]
+    fn rebuild_patterns_at(&mut self, p: &super::Patterns) {
+        let (n, d, xw) = (p.y.len(), p.dim, &p.xw[..]);
+        self.n = n;
+        self.y.clear();
+        self.y.extend_from_slice(&p.y);
+        for b in [&mut self.dt2, &mut self.dh2] {
+            b.clear();
+            b.resize(n * n, 0.0);
+        }
+        let (dt2, dh2) = (&mut self.dt2, &mut self.dh2);
+        for i in 0..n {
+            let row = &mut dh2[i * n..i * n + i];
+            for (c, &a) in xw[i..i + d - 1].iter().enumerate() {
+                for (s, &b) in row.iter_mut().zip(&xw[c..c + i]) {
+                    let u = a - b;
+                    *s += u * u;
+                }
+            }
+            let ti = p.x[i * d];
+            for j in 0..i {
+                let t = ti - p.x[j * d];
+                dt2[i * n + j] = t * t;
+                dt2[j * n + i] = t * t;
+                dh2[j * n + i] = dh2[i * n + j];
             }
         }
     }
@@ -231,6 +300,7 @@ fn axpy_neg(a: &mut [f64], f: f64, b: &[f64]) {
 
 /// In-place right-looking Cholesky of the upper triangle of a row-major
 /// `n x n` matrix: `A = U^T U` (every update is a contiguous axpy).
+#[inline(always)]
 fn cholesky_upper(u: &mut [f64], n: usize) -> bool {
     for k in 0..n {
         let rk = k * n;
@@ -256,6 +326,7 @@ fn cholesky_upper(u: &mut [f64], n: usize) -> bool {
 }
 
 /// Solves `U^T x = b` in place (forward substitution, axpy form).
+#[inline(always)]
 fn solve_ut(u: &[f64], n: usize, b: &mut [f64]) {
     for k in 0..n {
         let rk = k * n;
@@ -266,6 +337,7 @@ fn solve_ut(u: &[f64], n: usize, b: &mut [f64]) {
 }
 
 /// Solves `U x = b` in place (back substitution).
+#[inline(always)]
 fn solve_u(u: &[f64], n: usize, b: &mut [f64]) {
     for i in (0..n).rev() {
         let ri = i * n;
@@ -275,7 +347,7 @@ fn solve_u(u: &[f64], n: usize, b: &mut [f64]) {
 }
 
 /// Dot product (4 accumulators, so the compiler can vectorise it).
-#[inline]
+#[inline(always)]
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
@@ -319,6 +391,7 @@ pub struct Workspace {
     corr: Vec<f64>,
     u: Vec<f64>,
     alpha: Vec<f64>,
+    uinv: Vec<f64>,
     m: Vec<f64>,
     kinv: Vec<f64>,
 }
@@ -337,6 +410,8 @@ pub struct Evaluator<'a> {
     /// Cholesky factor `U`.
     u: Vec<f64>,
     alpha: Vec<f64>,
+    /// `U^-1` (upper, row-major).
+    uinv: Vec<f64>,
     /// `M = U^-T = L^-1` (lower, row-major).
     m: Vec<f64>,
     /// `K^-1` (upper).
@@ -372,10 +447,11 @@ impl<'a> Evaluator<'a> {
             mut corr,
             mut u,
             mut alpha,
+            mut uinv,
             mut m,
             mut kinv,
         } = ws;
-        for b in [&mut rr, &mut corr, &mut u, &mut m, &mut kinv] {
+        for b in [&mut rr, &mut corr, &mut u, &mut uinv, &mut m, &mut kinv] {
             b.resize(nn, 0.0);
         }
         alpha.resize(ts.n, 0.0);
@@ -386,6 +462,7 @@ impl<'a> Evaluator<'a> {
             corr,
             u,
             alpha,
+            uinv,
             m,
             kinv,
             theta: [f64::NAN; NP],
@@ -404,6 +481,7 @@ impl<'a> Evaluator<'a> {
             corr: self.corr,
             u: self.u,
             alpha: self.alpha,
+            uinv: self.uinv,
             m: self.m,
             kinv: self.kinv,
         }
@@ -412,6 +490,11 @@ impl<'a> Evaluator<'a> {
     /// Factorises `K(theta)` (jitter retries) and returns the LML; `None`
     /// when even [`MAX_JITTER`] fails or a value is not finite.
     pub fn lml(&mut self, theta: Theta) -> Option<f64> {
+        simd::dispatch(Lml { ev: self, theta })
+    }
+
+    #[inline(always)]
+    fn lml_at(&mut self, theta: Theta) -> Option<f64> {
         self.evals += 1;
         if self.valid && theta == self.theta {
             // the same point again (an optimisation restarted where the
@@ -498,6 +581,11 @@ impl<'a> Evaluator<'a> {
     /// Gradient of the LML with respect to `theta` at the last successful
     /// [`Evaluator::lml`] point (`None` when there is none).
     pub fn grad(&mut self) -> Option<Theta> {
+        simd::dispatch(Grad { ev: self })
+    }
+
+    #[inline(always)]
+    fn grad_at(&mut self) -> Option<Theta> {
         if !self.valid {
             return None;
         }
@@ -510,23 +598,28 @@ impl<'a> Evaluator<'a> {
         let ih2 = (-2.0 * theta[1]).exp();
         let sf2 = theta[2].exp();
         let sn2 = theta[3].exp();
-        // M = U^-T (lower, row-major), from the last column back:
-        // M[j][i] = -(1 / U_ii) * sum_{k=i+1..=j} U[i][k] M[j][k]
-        let (u, m) = (&self.u, &mut self.m);
+        // X = U^-1 (upper, row-major), from the last row up:
+        // X[i][j] = -(1 / U_ii) * sum_{k=i+1..=j} U[i][k] X[k][j]. Each sum
+        // runs over k in rising order, for every j at once (one contiguous
+        // axpy per k, which vectorises where a lone sum cannot).
+        // M = U^-T = X^T (lower, row-major) for the sum below.
+        let (u, x, m) = (&self.u, &mut self.uinv, &mut self.m);
         for i in (0..n).rev() {
             let ri = i * n;
             let inv = 1.0 / u[ri + i];
+            let (top, below) = x.split_at_mut((i + 1) * n);
+            let xi = &mut top[ri + i + 1..ri + n];
+            xi.fill(0.0);
+            for k in i + 1..n {
+                let rk = (k - i - 1) * n;
+                axpy_neg(&mut xi[k - i - 1..], -u[ri + k], &below[rk + k..rk + n]);
+            }
+            top[ri + i] = inv;
             m[ri + i] = inv;
-            let urow = &u[ri + i + 1..ri + n];
             for j in i + 1..n {
-                let rj = j * n;
-                let len = j - i;
-                let (a, b) = (&urow[..len], &m[rj + i + 1..rj + j + 1]);
-                let mut s = 0.0;
-                for k in 0..len {
-                    s += a[k] * b[k];
-                }
-                m[rj + i] = -inv * s;
+                let v = -inv * top[ri + j];
+                top[ri + j] = v;
+                m[j * n + i] = v;
             }
         }
         // K^-1 = V V^T = sum_k m_k m_k^T (upper triangle)
@@ -616,6 +709,18 @@ impl<'a> Evaluator<'a> {
     }
 }
 
+// The hot loops as operations compiled for every instruction set
+// ([`simd`]).
+simd_op!(struct RebuildPatterns<'t, 'p> { ts: &'t mut TrainSet, p: &'p super::Patterns } -> () {
+    ts.rebuild_patterns_at(p)
+});
+simd_op!(struct Lml<'e, 'a> { ev: &'e mut Evaluator<'a>, theta: Theta } -> Option<f64> {
+    ev.lml_at(theta)
+});
+simd_op!(struct Grad<'e, 'a> { ev: &'e mut Evaluator<'a> } -> Option<Theta> {
+    ev.grad_at()
+});
+
 /// Factorises `K(theta)` with jitter retries; `None` when even
 /// [`MAX_JITTER`] fails or a value is not finite.
 pub fn factor(ts: &TrainSet, kernel: KernelKind, theta: Theta) -> Option<Factor> {
@@ -634,6 +739,7 @@ pub fn lml_and_grad(ts: &TrainSet, kernel: KernelKind, theta: Theta) -> Option<(
 /// Predictive mean and latent variance (standardised space) at a test point
 /// given its squared time and history distances to the training inputs;
 /// `v` is a buffer (its contents are overwritten).
+#[inline(always)]
 pub fn predict(
     f: &Factor,
     kernel: KernelKind,
@@ -665,6 +771,7 @@ pub use super::optimise::{
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn toy() -> TrainSet {
         let x: Vec<f64> = (0..12)
@@ -739,6 +846,71 @@ mod tests {
                     gs[j],
                     r.theta
                 );
+            }
+        }
+    }
+
+    /// Patterns of a random window (length, lags, prior mean).
+    fn random_patterns() -> impl Strategy<Value = super::super::Patterns> {
+        (1usize..24, 1usize..32, any::<bool>()).prop_flat_map(|(h, n, last)| {
+            prop::collection::vec(-50.0f64..50.0, h + n).prop_map(move |w| {
+                let prior = if last {
+                    super::super::PriorMean::Last
+                } else {
+                    super::super::PriorMean::Window
+                };
+                super::super::build_patterns_with(
+                    &w,
+                    h,
+                    20.0,
+                    prior,
+                    super::super::Standardise::Buffer,
+                )
+                .expect("h + n finite values")
+            })
+        })
+    }
+
+    fn bits(v: &[f64]) -> Vec<u64> {
+        v.iter().map(|a| a.to_bits()).collect()
+    }
+
+    proptest! {
+        /// The distances from the patterns' Hankel structure, dispatched
+        /// (AVX2 where the CPU has it) or not, are the row-by-row sums to
+        /// the bit; so are the dispatched LML and gradient.
+        #[test]
+        fn vectorised_and_scalar_agree_bit_for_bit(
+            p in random_patterns(),
+            theta in prop::array::uniform4(-4.0f64..3.0),
+            q_hist in prop::collection::vec(-3.0f64..3.0, 24),
+        ) {
+            let rows = TrainSet::new(&p.x, p.dim, &p.y);
+            let mut wide = TrainSet::default();
+            wide.rebuild_patterns(&p);
+            let mut narrow = TrainSet::default();
+            simd::scalar(RebuildPatterns { ts: &mut narrow, p: &p });
+            for ts in [&wide, &narrow] {
+                prop_assert_eq!(bits(&ts.dt2), bits(&rows.dt2));
+                prop_assert_eq!(bits(&ts.dh2), bits(&rows.dh2));
+                prop_assert_eq!(bits(&ts.y), bits(&rows.y));
+            }
+            let mut q = vec![0.35];
+            q.extend_from_slice(&q_hist[..p.dim - 1]);
+            let (mut dt_rows, mut dh_rows, mut dt, mut dh) = Default::default();
+            query_distances(&p.x, p.dim, &q, &mut dt_rows, &mut dh_rows);
+            hankel_query_distances(&p.x, p.dim, &p.xw, &q, &mut dt, &mut dh);
+            prop_assert_eq!(bits(&dt), bits(&dt_rows));
+            prop_assert_eq!(bits(&dh), bits(&dh_rows));
+            for kernel in [KernelKind::Exponential, KernelKind::SquaredExponential] {
+                let mut a = Evaluator::new(&rows, kernel);
+                let mut b = Evaluator::new(&rows, kernel);
+                let la = a.lml(theta).map(f64::to_bits);
+                let lb = simd::scalar(Lml { ev: &mut b, theta }).map(f64::to_bits);
+                prop_assert_eq!(la, lb);
+                let ga = a.grad().map(|g| g.map(f64::to_bits));
+                let gb = simd::scalar(Grad { ev: &mut b }).map(|g| g.map(f64::to_bits));
+                prop_assert_eq!(ga, gb);
             }
         }
     }

@@ -34,6 +34,7 @@ mod config;
 pub mod lml;
 pub mod optimise;
 mod patterns;
+mod simd;
 
 pub use config::{GpConfig, Lengthscales, PriorMean, Standardise, WarmAnchor};
 pub use patterns::{build_patterns, build_patterns_with, Patterns};
@@ -181,7 +182,8 @@ impl Gp {
                     cfg.prior_mean,
                     cfg.standardise,
                 )?;
-                let ts = TrainSet::new(&pats.x, pats.dim, &pats.y);
+                let mut ts = TrainSet::default();
+                ts.rebuild_patterns(&pats);
                 let factor = lml::factor(&ts, cfg.kernel, theta)?;
                 gp.fitted = Some(Fitted {
                     pats,
@@ -289,7 +291,7 @@ impl Gp {
             self.cfg.standardise,
         );
         if built {
-            sc.train.rebuild(&out.pats.x, out.pats.dim, &out.pats.y);
+            sc.train.rebuild_patterns(&out.pats);
             sc.ws = self.fit_patterns(&sc.train, std::mem::take(&mut sc.ws), out);
         } else {
             self.spare = Some(out);
@@ -493,6 +495,7 @@ impl Gp {
 
     /// The predictive of the peak over `horizon` steps (see the module
     /// doc) on the buffers `sc`; `None` when a value is not finite.
+    #[inline(always)]
     fn forecast_fitted(&self, f: &Fitted, horizon: usize, sc: &mut Scratch) -> Option<Predictive> {
         let kernel = self.cfg.kernel;
         let p = &f.pats;
@@ -510,7 +513,7 @@ impl Gp {
             sc.query.push(step as f64 / self.cfg.time_scale_steps);
             sc.query
                 .extend(recent.iter().map(|v| (v - p.x_mean) / p.x_scale));
-            lml::query_distances(&p.x, p.dim, &sc.query, &mut sc.dt2, &mut sc.dh2);
+            lml::hankel_query_distances(&p.x, p.dim, &p.xw, &sc.query, &mut sc.dt2, &mut sc.dh2);
             let (m, latent_var) =
                 lml::predict(&f.factor, kernel, f.theta, &sc.dt2, &sc.dh2, &mut sc.v);
             // one-step variance in standardised space: latent plus noise
@@ -529,6 +532,11 @@ impl Gp {
             .then(|| Predictive::gaussian(best_mean, best_sd))
     }
 }
+
+// The forecast's recursion, compiled for every instruction set ([`simd`]).
+simd::simd_op!(struct Forecast<'a> { gp: &'a Gp, f: &'a Fitted, horizon: usize, sc: &'a mut Scratch } -> Option<Predictive> {
+    gp.forecast_fitted(f, horizon, sc)
+});
 
 impl Forecaster for Gp {
     fn name(&self) -> &'static str {
@@ -555,7 +563,7 @@ impl Forecaster for Gp {
             return fallback_predictive(self.values.iter().copied(), horizon);
         };
         let mut sc = SCRATCH.with(std::cell::RefCell::take);
-        let p = self.forecast_fitted(f, horizon, &mut sc);
+        let p = simd::dispatch(Forecast { gp: self, f, horizon, sc: &mut sc });
         SCRATCH.with(|c| c.replace(sc));
         p.unwrap_or_else(|| fallback_predictive(self.values.iter().copied(), horizon))
     }
@@ -618,6 +626,31 @@ mod tests {
         );
         let p5 = gp.forecast(5);
         assert!(p5.std >= gp.forecast(1).std);
+    }
+
+    #[test]
+    fn the_vectorised_forecast_is_the_scalar_one_bit_for_bit() {
+        let mut gp = Gp::new(GpConfig::default()).expect("cfg");
+        for (i, v) in series(90).into_iter().enumerate() {
+            gp.observe(v).expect("finite");
+            let Some(f) = &gp.fitted else { continue };
+            for horizon in [1, 6] {
+                let wide = gp.forecast(horizon);
+                let mut sc = Scratch::default();
+                let scalar = simd::scalar(Forecast {
+                    gp: &gp,
+                    f,
+                    horizon,
+                    sc: &mut sc,
+                })
+                .expect("finite");
+                assert_eq!(
+                    (wide.mean.to_bits(), wide.std.to_bits()),
+                    (scalar.mean.to_bits(), scalar.std.to_bits()),
+                    "step {i}, horizon {horizon}"
+                );
+            }
+        }
     }
 
     #[test]

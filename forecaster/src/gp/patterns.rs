@@ -10,6 +10,10 @@ pub struct Patterns {
     pub dim: usize,
     /// Row-major training inputs (`n` rows of `dim`).
     pub x: Vec<f64>,
+    /// The window's values scaled as the inputs' history values: row `r`'s
+    /// history is `xw[r..r + dim - 1]` (the inputs' history columns are a
+    /// Hankel matrix of it) and the test input's is the last `dim - 1`.
+    pub xw: Vec<f64>,
     /// Standardised targets.
     pub y: Vec<f64>,
     /// Test input: the pattern that predicts the value after the window.
@@ -85,6 +89,7 @@ impl Patterns {
         Self {
             dim: 0,
             x: Vec::new(),
+            xw: Vec::new(),
             y: Vec::new(),
             x_test: Vec::new(),
             x_mean: 0.0,
@@ -133,19 +138,20 @@ impl Patterns {
         } else {
             1.0
         };
+        self.xw.clear();
+        self.xw
+            .extend(window.iter().map(|v| (v - x_mean) / x_scale));
         self.x.clear();
         for j in h..len {
             self.x.push((j as f64 - len as f64) / ts);
-            self.x
-                .extend(window[j - h..j].iter().map(|v| (v - x_mean) / x_scale));
+            self.x.extend_from_slice(&self.xw[j - h..j]);
         }
         for v in &mut self.y {
             *v = (*v - y_mean) / y_scale;
         }
         self.x_test.clear();
         self.x_test.push(0.0);
-        self.x_test
-            .extend(window[len - h..].iter().map(|v| (v - x_mean) / x_scale));
+        self.x_test.extend_from_slice(&self.xw[len - h..]);
         self.dim = dim;
         self.x_mean = x_mean;
         self.x_scale = x_scale;
