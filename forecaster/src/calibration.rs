@@ -732,7 +732,8 @@ mod tests {
 
     #[test]
     fn the_rounds_forecast_reuses_the_one_made_at_its_observation() {
-        let mut c = Calibrated::new(Counting::default(), CalibrationConfig::default()).expect("cfg");
+        let mut c =
+            Calibrated::new(Counting::default(), CalibrationConfig::default()).expect("cfg");
         for (i, v) in [1.0, 2.0, 4.0, 3.0].into_iter().enumerate() {
             c.forecast(6); // the horizon the rounds ask (tracked from here on)
             c.observe(v).expect("finite");

@@ -391,7 +391,6 @@ pub struct Workspace {
     corr: Vec<f64>,
     u: Vec<f64>,
     alpha: Vec<f64>,
-    uinv: Vec<f64>,
     m: Vec<f64>,
     kinv: Vec<f64>,
 }
@@ -410,8 +409,6 @@ pub struct Evaluator<'a> {
     /// Cholesky factor `U`.
     u: Vec<f64>,
     alpha: Vec<f64>,
-    /// `U^-1` (upper, row-major).
-    uinv: Vec<f64>,
     /// `M = U^-T = L^-1` (lower, row-major).
     m: Vec<f64>,
     /// `K^-1` (upper).
@@ -447,11 +444,10 @@ impl<'a> Evaluator<'a> {
             mut corr,
             mut u,
             mut alpha,
-            mut uinv,
             mut m,
             mut kinv,
         } = ws;
-        for b in [&mut rr, &mut corr, &mut u, &mut uinv, &mut m, &mut kinv] {
+        for b in [&mut rr, &mut corr, &mut u, &mut m, &mut kinv] {
             b.resize(nn, 0.0);
         }
         alpha.resize(ts.n, 0.0);
@@ -462,7 +458,6 @@ impl<'a> Evaluator<'a> {
             corr,
             u,
             alpha,
-            uinv,
             m,
             kinv,
             theta: [f64::NAN; NP],
@@ -481,7 +476,6 @@ impl<'a> Evaluator<'a> {
             corr: self.corr,
             u: self.u,
             alpha: self.alpha,
-            uinv: self.uinv,
             m: self.m,
             kinv: self.kinv,
         }
@@ -598,28 +592,23 @@ impl<'a> Evaluator<'a> {
         let ih2 = (-2.0 * theta[1]).exp();
         let sf2 = theta[2].exp();
         let sn2 = theta[3].exp();
-        // X = U^-1 (upper, row-major), from the last row up:
-        // X[i][j] = -(1 / U_ii) * sum_{k=i+1..=j} U[i][k] X[k][j]. Each sum
-        // runs over k in rising order, for every j at once (one contiguous
-        // axpy per k, which vectorises where a lone sum cannot).
-        // M = U^-T = X^T (lower, row-major) for the sum below.
-        let (u, x, m) = (&self.u, &mut self.uinv, &mut self.m);
+        // M = U^-T (lower, row-major), from the last column back:
+        // M[j][i] = -(1 / U_ii) * sum_{k=i+1..=j} U[i][k] M[j][k]
+        let (u, m) = (&self.u, &mut self.m);
         for i in (0..n).rev() {
             let ri = i * n;
             let inv = 1.0 / u[ri + i];
-            let (top, below) = x.split_at_mut((i + 1) * n);
-            let xi = &mut top[ri + i + 1..ri + n];
-            xi.fill(0.0);
-            for k in i + 1..n {
-                let rk = (k - i - 1) * n;
-                axpy_neg(&mut xi[k - i - 1..], -u[ri + k], &below[rk + k..rk + n]);
-            }
-            top[ri + i] = inv;
             m[ri + i] = inv;
+            let urow = &u[ri + i + 1..ri + n];
             for j in i + 1..n {
-                let v = -inv * top[ri + j];
-                top[ri + j] = v;
-                m[j * n + i] = v;
+                let rj = j * n;
+                let len = j - i;
+                let (a, b) = (&urow[..len], &m[rj + i + 1..rj + j + 1]);
+                let mut s = 0.0;
+                for k in 0..len {
+                    s += a[k] * b[k];
+                }
+                m[rj + i] = -inv * s;
             }
         }
         // K^-1 = V V^T = sum_k m_k m_k^T (upper triangle)

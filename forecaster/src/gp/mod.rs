@@ -563,7 +563,12 @@ impl Forecaster for Gp {
             return fallback_predictive(self.values.iter().copied(), horizon);
         };
         let mut sc = SCRATCH.with(std::cell::RefCell::take);
-        let p = simd::dispatch(Forecast { gp: self, f, horizon, sc: &mut sc });
+        let p = simd::dispatch(Forecast {
+            gp: self,
+            f,
+            horizon,
+            sc: &mut sc,
+        });
         SCRATCH.with(|c| c.replace(sc));
         p.unwrap_or_else(|| fallback_predictive(self.values.iter().copied(), horizon))
     }
