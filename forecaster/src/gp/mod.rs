@@ -35,6 +35,7 @@ pub mod lml;
 pub mod optimise;
 mod patterns;
 mod simd;
+mod train;
 
 pub use config::{GpConfig, Lengthscales, PriorMean, Standardise, WarmAnchor};
 pub use patterns::{build_patterns, build_patterns_with, Patterns};
