@@ -44,7 +44,7 @@ use tailor_core::{CALIBRATION_LEVELS, CALIBRATION_STEP};
 use crate::{Calibration, ConfigErrors, ForecastError, Forecaster, Predictive};
 
 mod sorted;
-use sorted::{deviations_sorted, quantile_sorted, ErrorWindow};
+use sorted::{median_deviation, quantile_sorted, ErrorWindow, Side};
 
 /// Standardised errors are clamped to +-this before they are recorded, so
 /// one wild error (e.g. a model whose std collapsed) cannot dominate the
@@ -129,35 +129,44 @@ struct Levels {
     t_quant: [f64; CALIBRATION_LEVELS],
     /// MAD of the standard Student-t (its 0.75 quantile).
     t_mad: f64,
+    /// Per level whose tail probability `p` is below `tail_threshold`
+    /// (`p0`): how far the Pareto tail's quantile lies beyond its
+    /// threshold per unit of `sigma / xi`, `(p0 / p)^xi - 1` (per unit of
+    /// `sigma`, `ln(p0 / p)`, when `xi` is 0). Unused at the other levels.
+    tail_growth: [f64; CALIBRATION_LEVELS],
 }
 
 impl Levels {
-    /// `new(dof)`, cached per thread for the last `dof` asked: the
+    /// `new(cfg)`, cached per thread for the last settings asked: the
     /// Student-t quantiles were 10-17% of a simulator run's CPU when every
     /// new model recomputed them.
-    fn for_dof(dof: f64) -> Self {
+    fn for_cfg(cfg: &CalibrationConfig) -> Self {
+        type Key = [u64; 3];
         thread_local! {
-            static LAST: std::cell::RefCell<Option<(u64, Levels)>> =
+            static LAST: std::cell::RefCell<Option<(Key, Levels)>> =
                 const { std::cell::RefCell::new(None) };
         }
+        let key = [cfg.prior_dof, cfg.tail_threshold, cfg.tail_shape].map(f64::to_bits);
         LAST.with(|last| {
             let mut last = last.borrow_mut();
             match last.as_ref() {
-                Some((bits, levels)) if *bits == dof.to_bits() => levels.clone(),
+                Some((k, levels)) if *k == key => levels.clone(),
                 _ => {
-                    let levels = Levels::new(dof);
-                    *last = Some((dof.to_bits(), levels.clone()));
+                    let levels = Levels::new(cfg);
+                    *last = Some((key, levels.clone()));
                     levels
                 }
             }
         })
     }
 
-    fn new(dof: f64) -> Self {
+    fn new(cfg: &CalibrationConfig) -> Self {
         let normal = Normal::standard();
-        let t = StudentsT::new(0.0, 1.0, dof).ok();
+        let t = StudentsT::new(0.0, 1.0, cfg.prior_dof).ok();
+        let (p0, xi) = (cfg.tail_threshold, cfg.tail_shape);
         let mut tail = [0.0; CALIBRATION_LEVELS];
         let mut t_quant = [0.0; CALIBRATION_LEVELS];
+        let mut tail_growth = [0.0; CALIBRATION_LEVELS];
         for i in 0..CALIBRATION_LEVELS {
             let k = i as f64 * CALIBRATION_STEP;
             let p = normal.cdf(k);
@@ -166,14 +175,30 @@ impl Levels {
                 Some(t) => t.inverse_cdf(p),
                 None => k,
             };
+            let ratio = p0 / tail[i];
+            tail_growth[i] = if xi.abs() < 1e-9 {
+                ratio.ln()
+            } else {
+                ratio.powf(xi) - 1.0
+            };
         }
         let t_mad = t.as_ref().map_or(0.674_489_75, |t| t.inverse_cdf(0.75));
         Self {
             tail,
             t_quant,
             t_mad,
+            tail_growth,
         }
     }
+}
+
+/// The generalised Pareto tail of one side of the errors: its threshold
+/// `u0`, the side's `1 - tail_threshold` quantile, and the mean excess of
+/// the values above it (`None` when none is above).
+#[derive(Clone, Copy, Debug)]
+struct TailFit {
+    u0: f64,
+    mean_excess: Option<f64>,
 }
 
 /// Level by level the larger multiplier of two tables.
@@ -227,7 +252,7 @@ impl<F: Forecaster> Calibrated<F> {
     /// Wraps `inner`; fails on an invalid config.
     pub fn new(inner: F, cfg: CalibrationConfig) -> Result<Self, ForecastError> {
         cfg.validate().map_err(|e| e.prefixed("calibration"))?;
-        let levels = Levels::for_dof(cfg.prior_dof);
+        let levels = Levels::for_cfg(&cfg);
         let mut s = Self {
             inner,
             cfg,
@@ -285,7 +310,6 @@ impl<F: Forecaster> Calibrated<F> {
     /// (errors of overlapping multi-step windows are that many times less
     /// independent).
     fn compute_table(&self, up: &[f64], overlap: f64) -> Calibration {
-        let down: Vec<f64> = up.iter().rev().map(|z| -z).collect();
         let n = up.len() as f64 / overlap.max(1.0);
         let lv = &self.levels;
         let gauss_mad = 0.674_489_75;
@@ -293,7 +317,7 @@ impl<F: Forecaster> Calibrated<F> {
             (0.0, gauss_mad)
         } else {
             let med = quantile_sorted(up, 0.5);
-            (med, quantile_sorted(&deviations_sorted(up, med), 0.5))
+            (med, median_deviation(up, med))
         };
         let w0 = self.cfg.prior_scale_weight;
         let mad = if n + w0 > 0.0 {
@@ -303,18 +327,19 @@ impl<F: Forecaster> Calibrated<F> {
         };
         let scale = mad / lv.t_mad;
         let w = n / (n + self.cfg.prior_weight);
+        let (up, down) = (Side::Up(up), Side::Down(up));
+        let (tail_up, tail_down) = (self.tail_fit(up), self.tail_fit(down));
         let mut upper = [0.0f32; CALIBRATION_LEVELS];
         let mut lower = [0.0f32; CALIBRATION_LEVELS];
         let (mut prev_u, mut prev_l) = (0.0f64, 0.0f64);
         for i in 1..CALIBRATION_LEVELS {
-            let p = lv.tail[i];
             let prior_u = center + scale * lv.t_quant[i];
             let prior_l = -center + scale * lv.t_quant[i];
-            let u = match self.side_quantile(up, p) {
+            let u = match self.side_quantile(up, tail_up, i) {
                 Some(e) => w * e + (1.0 - w) * prior_u,
                 None => prior_u,
             };
-            let l = match self.side_quantile(&down, p) {
+            let l = match self.side_quantile(down, tail_down, i) {
                 Some(e) => w * e + (1.0 - w) * prior_l,
                 None => prior_l,
             };
@@ -400,40 +425,47 @@ impl<F: Forecaster> Calibrated<F> {
         }
     }
 
-    /// The `1 - p` quantile of the sorted values `v`: empirical where the
-    /// tail holds at least `tail_threshold` of the data, else a generalised
-    /// Pareto tail above the `1 - tail_threshold` quantile with shape
-    /// `tail_shape` and the observed mean excess. `None` without data.
-    fn side_quantile(&self, v: &[f64], p: f64) -> Option<f64> {
-        if v.is_empty() {
+    /// The `1 - p` quantile of side `v`, `p` the tail probability of
+    /// `level`: empirical where the tail holds at least `tail_threshold` of
+    /// the data, else the generalised Pareto tail `tail` (fitted above the
+    /// `1 - tail_threshold` quantile, shape `tail_shape`, scale from the
+    /// mean excess). `None` without data.
+    fn side_quantile(&self, v: Side<'_>, tail: TailFit, level: usize) -> Option<f64> {
+        if v.len() == 0 {
             return None;
         }
-        let p0 = self.cfg.tail_threshold;
-        if p >= p0 {
-            return Some(quantile_sorted(v, 1.0 - p));
+        let p = self.levels.tail[level];
+        if p >= self.cfg.tail_threshold {
+            return Some(v.quantile(1.0 - p));
         }
-        let u0 = quantile_sorted(v, 1.0 - p0);
+        let TailFit { u0, mean_excess } = tail;
+        let Some(beta) = mean_excess else {
+            return Some(u0);
+        };
+        let xi = self.cfg.tail_shape;
+        let sigma = beta * (1.0 - xi);
+        let growth = self.levels.tail_growth[level];
+        let q = if xi.abs() < 1e-9 {
+            u0 + sigma * growth
+        } else {
+            u0 + sigma / xi * growth
+        };
+        Some(q)
+    }
+
+    /// The Pareto tail of side `v` (fitted once per table: every level
+    /// beyond the threshold shares it).
+    fn tail_fit(&self, v: Side<'_>) -> TailFit {
+        let u0 = v.quantile(1.0 - self.cfg.tail_threshold);
         let (mut sum, mut cnt) = (0.0, 0usize);
-        for &z in v.iter().rev() {
-            if z <= u0 {
-                break;
-            }
+        for z in v.above(u0) {
             sum += z - u0;
             cnt += 1;
         }
-        if cnt == 0 {
-            return Some(u0);
+        TailFit {
+            u0,
+            mean_excess: (cnt > 0).then(|| sum / cnt as f64),
         }
-        let beta = sum / cnt as f64;
-        let xi = self.cfg.tail_shape;
-        let sigma = beta * (1.0 - xi);
-        let ratio = p0 / p;
-        let q = if xi.abs() < 1e-9 {
-            u0 + sigma * ratio.ln()
-        } else {
-            u0 + sigma / xi * (ratio.powf(xi) - 1.0)
-        };
-        Some(q)
     }
 }
 
@@ -511,197 +543,4 @@ impl<F: Forecaster> Forecaster for Calibrated<F> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::LastValue;
-
-    /// Deterministic heavy-tailed noise (Cauchy-like mixture).
-    fn noise(i: u64) -> f64 {
-        let mut x = i
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        x ^= x >> 33;
-        x = x.wrapping_mul(0xff51afd7ed558ccd);
-        x ^= x >> 33;
-        let u = (x >> 11) as f64 / (1u64 << 53) as f64;
-        let u = u.clamp(1e-6, 1.0 - 1e-6);
-        // Student-t(3)-like through a Laplace/Pareto mixture
-        if u < 0.5 {
-            (2.0 * u).ln()
-        } else {
-            -(2.0 * (1.0 - u)).ln()
-        }
-    }
-
-    #[test]
-    fn gaussian_prior_before_data_is_heavier_than_gaussian_in_the_tail() {
-        let c = Calibrated::new(LastValue::new(), CalibrationConfig::default()).expect("cfg");
-        let t = c.calibration();
-        assert!(t.upper_mult(3.0) > 3.0);
-        assert!(
-            t.upper_mult(1.0) > 0.8 && t.upper_mult(1.0) < 1.3,
-            "{}",
-            t.upper_mult(1.0)
-        );
-    }
-
-    #[test]
-    fn calibrated_bands_cover_heavy_tailed_errors() {
-        // level 100 + Laplace noise; last-value model's diff-std is sqrt(2) x
-        // the noise std, so it is mis-scaled; calibration must fix coverage.
-        let mut c = Calibrated::new(LastValue::new(), CalibrationConfig::default()).expect("cfg");
-        let (mut in1, mut in2, mut above3, mut n) = (0, 0, 0, 0);
-        for i in 0..4000u64 {
-            let y = 100.0 + noise(i);
-            if i > 300 {
-                let p = c.forecast(1);
-                n += 1;
-                in1 += p.covers(y, 1.0) as usize;
-                in2 += p.covers(y, 2.0) as usize;
-                above3 += (y > p.upper(3.0)) as usize;
-            }
-            c.observe(y).expect("finite");
-        }
-        let (c1, c2, a3) = (
-            in1 as f64 / n as f64,
-            in2 as f64 / n as f64,
-            above3 as f64 / n as f64,
-        );
-        assert!((c1 - 0.683).abs() < 0.04, "coverage 1: {c1}");
-        assert!((c2 - 0.954).abs() < 0.025, "coverage 2: {c2}");
-        assert!(a3 < 0.004, "above 3: {a3}");
-    }
-
-    /// Last value with a fixed std whatever the horizon: its multi-step
-    /// bands are far too narrow for the peak of a random walk.
-    #[derive(Clone, Debug, Default)]
-    struct FixedStd {
-        last: Option<f64>,
-        n: usize,
-    }
-
-    impl Forecaster for FixedStd {
-        fn name(&self) -> &'static str {
-            "fixed"
-        }
-        fn observe(&mut self, value: f64) -> Result<(), ForecastError> {
-            self.last = Some(value);
-            self.n += 1;
-            Ok(())
-        }
-        fn forecast(&self, _horizon: usize) -> Predictive {
-            Predictive::gaussian(self.last.unwrap_or(0.0), 1.4)
-        }
-        fn observed(&self) -> usize {
-            self.n
-        }
-    }
-
-    /// Counts its forecasts; an OOM kill raises its level.
-    #[derive(Debug, Default)]
-    struct Counting {
-        last: f64,
-        n: usize,
-        forecasts: std::cell::Cell<usize>,
-    }
-
-    impl Forecaster for Counting {
-        fn name(&self) -> &'static str {
-            "counting"
-        }
-        fn observe(&mut self, value: f64) -> Result<(), ForecastError> {
-            self.last = value;
-            self.n += 1;
-            Ok(())
-        }
-        fn forecast(&self, horizon: usize) -> Predictive {
-            self.forecasts.set(self.forecasts.get() + 1);
-            Predictive::gaussian(self.last + horizon as f64, 1.0)
-        }
-        fn observed(&self) -> usize {
-            self.n
-        }
-        fn observe_oom(&mut self, alloc: f64) -> Result<(), ForecastError> {
-            self.last = alloc;
-            Ok(())
-        }
-    }
-
-    #[test]
-    fn the_rounds_forecast_reuses_the_one_made_at_its_observation() {
-        let mut c =
-            Calibrated::new(Counting::default(), CalibrationConfig::default()).expect("cfg");
-        for (i, v) in [1.0, 2.0, 4.0, 3.0].into_iter().enumerate() {
-            c.forecast(6); // the horizon the rounds ask (tracked from here on)
-            c.observe(v).expect("finite");
-            let made = c.inner().forecasts.get();
-            let (one, six) = (c.forecast(1), c.forecast(6));
-            assert_eq!(c.inner().forecasts.get(), made, "round {i}: computed again");
-            assert_eq!((one.mean, six.mean), (v + 1.0, v + 6.0));
-            // a horizon not made at the observation is computed
-            assert_eq!(c.forecast(3).mean, v + 3.0);
-            assert_eq!(c.inner().forecasts.get(), made + 1);
-        }
-        // an OOM kill changes the model: its forecasts are computed anew
-        c.observe_oom(10.0).expect("finite");
-        assert_eq!((c.forecast(1).mean, c.forecast(6).mean), (11.0, 16.0));
-    }
-
-    #[test]
-    fn multi_step_peak_gets_its_own_table() {
-        // random walk with Laplace steps (std sqrt 2): the one-step table is
-        // right for one step, far too narrow for the peak of the next 4
-        let h = 4;
-        let mut y = 0.0;
-        let ys: Vec<f64> = (0..4000u64)
-            .map(|i| {
-                y += noise(i);
-                y
-            })
-            .collect();
-        let mut c =
-            Calibrated::new(FixedStd::default(), CalibrationConfig::default()).expect("cfg");
-        let (mut above2, mut above2_one_step, mut n) = (0, 0, 0);
-        for (i, &v) in ys.iter().enumerate() {
-            let p = c.forecast(h);
-            if i > 300 && i + h <= ys.len() {
-                let peak = ys[i..i + h]
-                    .iter()
-                    .copied()
-                    .fold(f64::NEG_INFINITY, f64::max);
-                let one = Predictive {
-                    calibration: Some(std::sync::Arc::new(c.table)),
-                    ..p.clone()
-                };
-                n += 1;
-                above2 += (peak > p.upper(2.0)) as usize;
-                above2_one_step += (peak > one.upper(2.0)) as usize;
-            }
-            c.observe(v).expect("finite");
-        }
-        let multi = c.multi.as_ref().expect("tracked");
-        assert_eq!(multi.horizon, h);
-        let (a2, a2_one) = (above2 as f64 / n as f64, above2_one_step as f64 / n as f64);
-        assert!(a2_one > 0.06, "one-step table above upper(2): {a2_one}");
-        assert!(a2 < 0.0228 + 0.01, "multi-step table above upper(2): {a2}");
-        // one-step forecasts keep the one-step table
-        assert_eq!(
-            c.forecast(1).calibration,
-            Some(std::sync::Arc::new(c.table))
-        );
-    }
-
-    #[test]
-    fn rejects_non_finite() {
-        let mut c = Calibrated::new(LastValue::new(), CalibrationConfig::default()).expect("cfg");
-        assert!(c.observe(f64::INFINITY).is_err());
-        assert_eq!(c.observed(), 0);
-        assert!(CalibrationConfig {
-            window: 1,
-            prior_dof: 0.0,
-            ..Default::default()
-        }
-        .validate()
-        .is_err());
-    }
-}
+mod tests;
