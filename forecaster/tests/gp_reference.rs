@@ -78,8 +78,9 @@ fn features_match_the_fixture() {
             .iter()
             .flat_map(vecf)
             .collect();
-        assert_eq!(p.x.len(), x.len());
-        for (a, b) in p.x.iter().zip(&x) {
+        let px = p.x();
+        assert_eq!(px.len(), x.len());
+        for (a, b) in px.iter().zip(&x) {
             assert!(
                 (a - b).abs() < 1e-9,
                 "{}: X differs {a} vs {b}",

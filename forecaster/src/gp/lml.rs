@@ -700,7 +700,8 @@ mod tests {
             theta in prop::array::uniform4(-4.0f64..3.0),
             q_hist in prop::collection::vec(-3.0f64..3.0, 24),
         ) {
-            let rows = TrainSet::new(&p.x, p.dim, &p.y);
+            let x = p.x();
+            let rows = TrainSet::new(&x, p.dim, &p.y);
             let mut wide = TrainSet::default();
             wide.rebuild_patterns(&p);
             let mut narrow = TrainSet::default();
@@ -713,8 +714,8 @@ mod tests {
             let mut q = vec![0.35];
             q.extend_from_slice(&q_hist[..p.dim - 1]);
             let (mut dt_rows, mut dh_rows, mut dt, mut dh) = Default::default();
-            super::super::train::query_distances(&p.x, p.dim, &q, &mut dt_rows, &mut dh_rows);
-            hankel_query_distances(&p.x, p.dim, &p.xw, &q, &mut dt, &mut dh);
+            super::super::train::query_distances(&x, p.dim, &q, &mut dt_rows, &mut dh_rows);
+            hankel_query_distances(&p.t, &p.xw, &q, &mut dt, &mut dh);
             prop_assert_eq!(bits(&dt), bits(&dt_rows));
             prop_assert_eq!(bits(&dh), bits(&dh_rows));
             for kernel in [KernelKind::Exponential, KernelKind::SquaredExponential] {

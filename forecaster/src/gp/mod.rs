@@ -514,7 +514,7 @@ impl Gp {
             sc.query.push(step as f64 / self.cfg.time_scale_steps);
             sc.query
                 .extend(recent.iter().map(|v| (v - p.x_mean) / p.x_scale));
-            lml::hankel_query_distances(&p.x, p.dim, &p.xw, &sc.query, &mut sc.dt2, &mut sc.dh2);
+            lml::hankel_query_distances(&p.t, &p.xw, &sc.query, &mut sc.dt2, &mut sc.dh2);
             let (m, latent_var) =
                 lml::predict(&f.factor, kernel, f.theta, &sc.dt2, &sc.dh2, &mut sc.v);
             // one-step variance in standardised space: latent plus noise
@@ -600,15 +600,18 @@ mod tests {
         assert!((p.y_scale - 1.25f64.sqrt()).abs() < 1e-12);
         assert_eq!((p.x_mean, p.x_scale), (p.y_mean, p.y_scale));
         // first pattern: time (2-6)/1, history 0,1
-        assert!((p.x[0] + 4.0).abs() < 1e-12);
-        assert!((p.x[1] - (0.0 - 3.5) / p.x_scale).abs() < 1e-12);
+        let x = p.x();
+        assert_eq!(x.len(), 4 * 3);
+        assert!((x[0] + 4.0).abs() < 1e-12);
+        assert!((x[1] - (0.0 - 3.5) / p.x_scale).abs() < 1e-12);
+        assert!((x[3 * 3 + 2] - (4.0 - 3.5) / p.x_scale).abs() < 1e-12);
         assert_eq!(p.x_test[0], 0.0);
         assert!((p.x_test[2] - (5.0 - 3.5) / p.x_scale).abs() < 1e-12);
         // residual targets: all differences are 1, so the scale falls back to 1
         let r = build_patterns(&w, 2, 1.0, PriorMean::Last).expect("patterns");
         assert_eq!((r.y_mean, r.y_scale), (1.0, 1.0));
         assert!(r.y.iter().all(|v| v.abs() < 1e-12));
-        assert_eq!(r.x, p.x);
+        assert_eq!(r.x(), x);
     }
 
     #[test]

@@ -8,8 +8,9 @@ use super::config::{PriorMean, Standardise};
 pub struct Patterns {
     /// Input dimension `h + 1`.
     pub dim: usize,
-    /// Row-major training inputs (`n` rows of `dim`).
-    pub x: Vec<f64>,
+    /// The training inputs' time column (row `r`'s input is `[t[r],
+    /// xw[r..r + dim - 1]]`; [`Patterns::x`] spells them out).
+    pub t: Vec<f64>,
     /// The window's values scaled as the inputs' history values: row `r`'s
     /// history is `xw[r..r + dim - 1]` (the inputs' history columns are a
     /// Hankel matrix of it) and the test input's is the last `dim - 1`.
@@ -84,11 +85,23 @@ pub fn build_patterns_with(
 }
 
 impl Patterns {
+    /// The row-major training inputs (`n` rows of `dim`: time, then
+    /// history), built from `t` and `xw`.
+    pub fn x(&self) -> Vec<f64> {
+        let h = self.dim.saturating_sub(1);
+        let mut x = Vec::with_capacity(self.t.len() * self.dim);
+        for (r, &t) in self.t.iter().enumerate() {
+            x.push(t);
+            x.extend_from_slice(&self.xw[r..r + h]);
+        }
+        x
+    }
+
     /// No patterns yet: buffers for [`Patterns::rebuild`].
     pub fn empty(prior_mean: PriorMean) -> Self {
         Self {
             dim: 0,
-            x: Vec::new(),
+            t: Vec::new(),
             xw: Vec::new(),
             y: Vec::new(),
             x_test: Vec::new(),
@@ -141,11 +154,9 @@ impl Patterns {
         self.xw.clear();
         self.xw
             .extend(window.iter().map(|v| (v - x_mean) / x_scale));
-        self.x.clear();
-        for j in h..len {
-            self.x.push((j as f64 - len as f64) / ts);
-            self.x.extend_from_slice(&self.xw[j - h..j]);
-        }
+        self.t.clear();
+        self.t
+            .extend((h..len).map(|j| (j as f64 - len as f64) / ts));
         for v in &mut self.y {
             *v = (*v - y_mean) / y_scale;
         }

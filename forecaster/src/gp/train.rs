@@ -29,25 +29,26 @@ pub(super) fn query_distances(
     }
 }
 
-/// Squared time and history distances of a query to each training input
-/// (the row-by-row sums of `query_distances`) for inputs whose history columns are a Hankel matrix
-/// of `xw` (row `r`'s history is `xw[r..r + dim - 1]`, as
-/// [`super::Patterns`] builds them): the same sums in the same order, run
-/// over all rows at once (contiguous columns, which vectorise).
+/// Squared time and history distances of a query `q` (time, then
+/// history) to each training input (the row-by-row sums of
+/// `query_distances`) for inputs with time column `t` whose history
+/// columns are a Hankel matrix of `xw` (row `r`'s history is
+/// `xw[r..r + q.len() - 1]`, as [`super::Patterns`] builds them): the same
+/// sums in the same order, run over all rows at once (contiguous columns,
+/// which vectorise).
 #[inline(always)]
 pub fn hankel_query_distances(
-    x: &[f64],
-    dim: usize,
+    t: &[f64],
     xw: &[f64],
     q: &[f64],
     dt2: &mut Vec<f64>,
     dh2: &mut Vec<f64>,
 ) {
-    let n = x.len() / dim.max(1);
+    let n = t.len();
     dt2.clear();
-    dt2.extend(x.chunks_exact(dim).map(|row| {
-        let t = row[0] - q[0];
-        t * t
+    dt2.extend(t.iter().map(|&tr| {
+        let d = tr - q[0];
+        d * d
     }));
     dh2.clear();
     dh2.resize(n, 0.0);
@@ -146,9 +147,9 @@ impl TrainSet {
                     *s += u * u;
                 }
             }
-            let ti = p.x[i * d];
+            let ti = p.t[i];
             for j in 0..i {
-                let t = ti - p.x[j * d];
+                let t = ti - p.t[j];
                 dt2[i * n + j] = t * t;
                 dt2[j * n + i] = t * t;
                 dh2[j * n + i] = dh2[i * n + j];
