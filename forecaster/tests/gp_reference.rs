@@ -94,7 +94,7 @@ fn features_match_the_fixture() {
                 w["series"]
             );
         }
-        for (a, b) in p.x_test.iter().zip(vecf(&w["x_test"])) {
+        for (a, b) in p.x_test().iter().zip(vecf(&w["x_test"])) {
             assert!((a - b).abs() < 1e-9);
         }
     }

@@ -605,8 +605,8 @@ mod tests {
         assert!((x[0] + 4.0).abs() < 1e-12);
         assert!((x[1] - (0.0 - 3.5) / p.x_scale).abs() < 1e-12);
         assert!((x[3 * 3 + 2] - (4.0 - 3.5) / p.x_scale).abs() < 1e-12);
-        assert_eq!(p.x_test[0], 0.0);
-        assert!((p.x_test[2] - (5.0 - 3.5) / p.x_scale).abs() < 1e-12);
+        assert_eq!(p.x_test()[0], 0.0);
+        assert!((p.x_test()[2] - (5.0 - 3.5) / p.x_scale).abs() < 1e-12);
         // residual targets: all differences are 1, so the scale falls back to 1
         let r = build_patterns(&w, 2, 1.0, PriorMean::Last).expect("patterns");
         assert_eq!((r.y_mean, r.y_scale), (1.0, 1.0));

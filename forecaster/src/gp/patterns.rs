@@ -17,8 +17,6 @@ pub struct Patterns {
     pub xw: Vec<f64>,
     /// Standardised targets.
     pub y: Vec<f64>,
-    /// Test input: the pattern that predicts the value after the window.
-    pub x_test: Vec<f64>,
     /// Mean used to scale the history values of the inputs.
     pub x_mean: f64,
     /// Scale used to scale the history values of the inputs.
@@ -97,6 +95,16 @@ impl Patterns {
         x
     }
 
+    /// The test input: the pattern that predicts the value after the
+    /// window (time 0, then the window's last `dim - 1` scaled values).
+    pub fn x_test(&self) -> Vec<f64> {
+        let h = self.dim.saturating_sub(1);
+        let mut x = Vec::with_capacity(self.dim);
+        x.push(0.0);
+        x.extend_from_slice(&self.xw[self.xw.len().saturating_sub(h)..]);
+        x
+    }
+
     /// No patterns yet: buffers for [`Patterns::rebuild`].
     pub fn empty(prior_mean: PriorMean) -> Self {
         Self {
@@ -104,7 +112,6 @@ impl Patterns {
             t: Vec::new(),
             xw: Vec::new(),
             y: Vec::new(),
-            x_test: Vec::new(),
             x_mean: 0.0,
             x_scale: 1.0,
             y_mean: 0.0,
@@ -160,9 +167,6 @@ impl Patterns {
         for v in &mut self.y {
             *v = (*v - y_mean) / y_scale;
         }
-        self.x_test.clear();
-        self.x_test.push(0.0);
-        self.x_test.extend_from_slice(&self.xw[len - h..]);
         self.dim = dim;
         self.x_mean = x_mean;
         self.x_scale = x_scale;
