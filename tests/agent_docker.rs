@@ -687,3 +687,73 @@ async fn shutdown_restores_memory_and_swap() {
     assert_eq!(swap(), 512 * MIB as i64, "memory + swap restored");
     assert!(c.running());
 }
+
+/// A round's stats come from the container's cgroup files, at once (no
+/// wait for dockerd's collector tick), and carry what Docker's own answer
+/// does: the same CPU counter (the API's read falls between two direct
+/// reads), working set, limit and peak.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_read_from_the_cgroup_agree_with_dockers_answer() {
+    use agent::ContainerRuntime;
+    let test = "cgstats";
+    if docker_or_skip(test).is_none() {
+        return;
+    }
+    let c = TestContainer::run(
+        &format!("tailor-t-{test}"),
+        64,
+        0.5,
+        &[("tailor.test", test)],
+        &["20:0.3:600"],
+        &[],
+    );
+    let rt = DockerRuntime::new(agent::docker::DEFAULT_SOCKET).expect("docker client");
+    // until the load holds its 20 MiB
+    let mut direct = None;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let s = rt.stats(&c.id).await.expect("stats");
+        if s.working_set_bytes() >= 20 * MIB {
+            direct = Some(s);
+            break;
+        }
+    }
+    let direct = direct.expect("the load reached 20 MiB");
+    let api = rt.api_stats(&c.id).await.expect("Docker's stats");
+    let after = rt.stats(&c.id).await.expect("stats");
+    // the direct reads are the cgroup's (Docker's answer carries the
+    // host's CPU counter, which the cgroup has not), timed by the local
+    // clock
+    assert_eq!(direct.system_cpu_ns, None, "{direct:?}");
+    assert!(api.system_cpu_ns.is_some(), "{api:?}");
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    let read_s = after.read_s.expect("read time");
+    assert!((now_s - read_s).abs() < 5.0, "{read_s} vs {now_s}");
+    assert!(
+        direct.cpu_total_ns <= api.cpu_total_ns && api.cpu_total_ns <= after.cpu_total_ns,
+        "CPU counter: direct {} <= Docker's {} <= direct {}",
+        direct.cpu_total_ns,
+        api.cpu_total_ns,
+        after.cpu_total_ns
+    );
+    assert!(after.cpu_total_ns > direct.cpu_total_ns, "the load runs");
+    let ws = |s: &agent::runtime::ContainerStats| s.working_set_bytes() as f64 / MIB as f64;
+    assert!(
+        (ws(&direct) - ws(&api)).abs() < 2.0 && (ws(&after) - ws(&api)).abs() < 2.0,
+        "working set (MiB): direct {:.2}, Docker's {:.2}, direct {:.2}",
+        ws(&direct),
+        ws(&api),
+        ws(&after)
+    );
+    assert_eq!(after.mem_limit_bytes, Some(64 * MIB));
+    assert_eq!(api.mem_limit_bytes, Some(64 * MIB));
+    // Docker's answer has a peak on cgroup v1 only (`max_usage`)
+    if let Some(ap) = api.mem_peak_bytes {
+        let p = after.mem_peak_bytes.expect("peak");
+        assert!(p >= ap && p - ap < 2 * MIB, "peak {p} vs Docker's {ap}");
+    }
+    assert!(after.cpu_nr_throttled.is_some(), "{after:?}");
+}

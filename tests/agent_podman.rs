@@ -695,6 +695,9 @@ async fn podman_stats_match_docker_field_by_field() {
     ] {
         let now = now.unwrap_or_else(|| panic!("{engine}: no cgroup memory"));
         assert_eq!(now.limit_bytes, Some(128 * MIB), "{engine}");
+        // and so are the stats: read from the cgroup (no host CPU
+        // counter, which only the engines' answers carry)
+        assert_eq!(s.system_cpu_ns, None, "{engine}: stats from the API");
         let (n, w) = (now.working_set_bytes as f64, s.working_set_bytes() as f64);
         assert!(
             (n - w).abs() <= 0.15 * w,

@@ -1,7 +1,61 @@
-//! Direct reads of a container's memory cgroup, for what the runtimes'
-//! APIs answer slowly or not at all: the memory watch between rounds
-//! ([`read_mem_now`]), and the flat `key value` files both adapters parse
-//! ([`stat_value`]).
+//! Direct reads of a container's cgroup, for what the runtimes' APIs
+//! answer slowly or not at all: a round's stats sample ([`read_stats`]:
+//! Docker serves a stats call only at its collector's next 1 s tick), the
+//! memory watch between rounds ([`read_mem_now`]), and the flat
+//! `key value` files both adapters parse ([`stat_value`],
+//! [`cpu_throttling`]).
+
+use crate::runtime::ContainerStats;
+
+/// Where the cgroup hierarchies are mounted.
+const ROOT: &str = "/sys/fs/cgroup";
+
+/// Where an engine puts a container's cgroup: its directory below a
+/// hierarchy's root (cgroup v1: below each controller's directory, as
+/// `memory/<dir>`; v2: below the unified root), under either cgroup
+/// driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// `system.slice/docker-<id>.scope` (systemd) or `docker/<id>`
+    /// (cgroupfs).
+    Docker,
+    /// `libpod_parent/libpod-<id>` (cgroupfs) or
+    /// `machine.slice/libpod-<id>.scope` (systemd).
+    Podman,
+}
+
+impl Layout {
+    /// Container `id`'s candidate directories, the likelier driver's
+    /// first; none for an id that is not [`plain_id`] (it must not name
+    /// another path).
+    pub fn dirs(&self, id: &str) -> Vec<String> {
+        if !plain_id(id) {
+            return Vec::new();
+        }
+        match self {
+            Layout::Docker => vec![
+                format!("system.slice/docker-{id}.scope"),
+                format!("docker/{id}"),
+            ],
+            Layout::Podman => vec![
+                format!("libpod_parent/libpod-{id}"),
+                format!("machine.slice/libpod-{id}.scope"),
+            ],
+        }
+    }
+}
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(format!("{ROOT}/{path}")).ok()
+}
+
+/// The first of `controllers`' copies of `file` in directory `dir` (cgroup
+/// v1: `cpuacct` and `cpu` are often one hierarchy, `cpu,cpuacct`).
+fn read_v1(controllers: &[&str], dir: &str, file: &str) -> Option<String> {
+    controllers
+        .iter()
+        .find_map(|c| read(&format!("{c}/{dir}/{file}")))
+}
 
 /// A container's memory right now, from its cgroup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,40 +71,49 @@ pub struct MemNow {
 /// 9223372036854771712; v2 writes `max`).
 const UNLIMITED_BYTES: u64 = 1 << 62;
 
-/// Container `id`'s memory from the first readable of its directories,
-/// `dirs(id)`: (cgroup v1's memory hierarchy, the unified one), paths
-/// under `/sys/fs/cgroup/`. `None` for an id that is not [`plain_id`] or
-/// when none is readable (an agent without the host's `/sys/fs/cgroup`, a
-/// container that just went away).
-pub fn read_mem_now(id: &str, dirs: fn(&str) -> ([String; 2], [String; 2])) -> Option<MemNow> {
-    if !plain_id(id) {
-        return None;
-    }
-    let (v1, v2) = dirs(id);
-    let read = |d: &str, f: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/{d}/{f}")).ok();
-    // directories, usage file, limit file, and the memory.stat key of the
-    // inactive file cache
-    let layouts = [
-        (
-            &v1,
-            "memory.usage_in_bytes",
-            "memory.limit_in_bytes",
-            "total_inactive_file",
-        ),
-        (&v2, "memory.current", "memory.max", "inactive_file"),
-    ];
-    layouts
-        .iter()
-        .find_map(|(dirs, usage, limit, inactive_key)| {
-            dirs.iter().find_map(|d| {
-                parse_mem_now(
-                    &read(d, usage)?,
-                    &read(d, limit)?,
-                    &read(d, "memory.stat")?,
-                    inactive_key,
-                )
-            })
-        })
+/// The memory files of one cgroup version: usage, limit, and the
+/// `memory.stat` key of the inactive file cache.
+struct MemFiles {
+    usage: &'static str,
+    limit: &'static str,
+    peak: &'static str,
+    inactive_key: &'static str,
+}
+
+const V1_MEM: MemFiles = MemFiles {
+    usage: "memory.usage_in_bytes",
+    limit: "memory.limit_in_bytes",
+    peak: "memory.max_usage_in_bytes",
+    inactive_key: "total_inactive_file",
+};
+const V2_MEM: MemFiles = MemFiles {
+    usage: "memory.current",
+    limit: "memory.max",
+    peak: "memory.peak",
+    inactive_key: "inactive_file",
+};
+
+/// Container `id`'s memory from the first readable of its directories
+/// (cgroup v1's memory hierarchy, then the unified one). `None` when none
+/// is readable (an agent without the host's `/sys/fs/cgroup`, a container
+/// that just went away).
+pub fn read_mem_now(id: &str, layout: Layout) -> Option<MemNow> {
+    let dirs = layout.dirs(id);
+    let v1 = dirs.iter().find_map(|d| {
+        let d = format!("memory/{d}");
+        mem_now_in(&d, &V1_MEM)
+    });
+    v1.or_else(|| dirs.iter().find_map(|d| mem_now_in(d, &V2_MEM)))
+}
+
+fn mem_now_in(dir: &str, f: &MemFiles) -> Option<MemNow> {
+    let file = |name: &str| read(&format!("{dir}/{name}"));
+    parse_mem_now(
+        &file(f.usage)?,
+        &file(f.limit)?,
+        &file("memory.stat")?,
+        f.inactive_key,
+    )
 }
 
 /// [`MemNow`] from the files' text: usage, limit (`max` or a huge number:
@@ -69,6 +132,84 @@ fn parse_mem_now(usage: &str, limit: &str, stat: &str, inactive_key: &str) -> Op
     })
 }
 
+/// The text of the cgroup files one stats sample is made of.
+struct StatsFiles {
+    usage: String,
+    limit: String,
+    stat: String,
+    peak: Option<String>,
+    /// Cumulative CPU time, ns.
+    cpu_ns: u64,
+    /// `cpu.stat`, for the throttling counters.
+    cpu_stat: Option<String>,
+    inactive_key: &'static str,
+}
+
+/// Container `id`'s stats sample read from its cgroup files at once, the
+/// same counters Docker's stats answer carries (cgroup v1: `memory.*`,
+/// `cpuacct.usage`, `cpu.stat`; v2: `memory.*` and `cpu.stat`), timed by
+/// the local clock at the read. `None` when a counter the sample needs is
+/// not readable (no host `/sys/fs/cgroup`, another cgroup layout, a
+/// container that just went away): then ask the runtime.
+pub fn read_stats(id: &str, layout: Layout) -> Option<ContainerStats> {
+    let dirs = layout.dirs(id);
+    let v1 = dirs.iter().find_map(|d| {
+        let mem = |f: &str| read(&format!("memory/{d}/{f}"));
+        let cpu_ns = read_v1(&["cpuacct", "cpu,cpuacct"], d, "cpuacct.usage")?;
+        Some(StatsFiles {
+            usage: mem(V1_MEM.usage)?,
+            limit: mem(V1_MEM.limit)?,
+            stat: mem("memory.stat")?,
+            peak: mem(V1_MEM.peak),
+            cpu_ns: cpu_ns.trim().parse().ok()?,
+            cpu_stat: read_v1(&["cpu", "cpu,cpuacct"], d, "cpu.stat"),
+            inactive_key: V1_MEM.inactive_key,
+        })
+    });
+    let files = v1.or_else(|| {
+        dirs.iter().find_map(|d| {
+            let file = |f: &str| read(&format!("{d}/{f}"));
+            let cpu_stat = file("cpu.stat")?;
+            Some(StatsFiles {
+                usage: file(V2_MEM.usage)?,
+                limit: file(V2_MEM.limit)?,
+                stat: file("memory.stat")?,
+                peak: file(V2_MEM.peak),
+                cpu_ns: stat_value(&cpu_stat, "usage_usec")?.checked_mul(1000)?,
+                cpu_stat: Some(cpu_stat),
+                inactive_key: V2_MEM.inactive_key,
+            })
+        })
+    })?;
+    let read_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs_f64();
+    parse_stats(&files, read_s)
+}
+
+fn parse_stats(f: &StatsFiles, read_s: f64) -> Option<ContainerStats> {
+    let mem = parse_mem_now(&f.usage, &f.limit, &f.stat, f.inactive_key)?;
+    let usage: u64 = f.usage.trim().parse().ok()?;
+    let throttling = f.cpu_stat.as_deref().and_then(cpu_throttling);
+    Some(ContainerStats {
+        cpu_total_ns: f.cpu_ns,
+        system_cpu_ns: None,
+        online_cpus: None,
+        mem_usage_bytes: usage,
+        mem_inactive_file_bytes: stat_value(&f.stat, f.inactive_key).unwrap_or(0),
+        mem_limit_bytes: mem.limit_bytes,
+        mem_peak_bytes: f
+            .peak
+            .as_deref()
+            .and_then(|p| p.trim().parse().ok())
+            .filter(|&p| p > 0),
+        cpu_nr_throttled: throttling.map(|t| t.0),
+        cpu_throttled_ns: throttling.map(|t| t.1),
+        read_s: Some(read_s),
+    })
+}
+
 /// The value of `key` in a flat `key value` file (`memory.stat`).
 pub fn stat_value(text: &str, key: &str) -> Option<u64> {
     text.lines().find_map(|line| {
@@ -77,6 +218,17 @@ pub fn stat_value(text: &str, key: &str) -> Option<u64> {
             .then(|| it.next().and_then(|v| v.parse().ok()))
             .flatten()
     })
+}
+
+/// (`nr_throttled`, throttled ns) of a `cpu.stat` file: v1
+/// `throttled_time` is in ns, v2 `throttled_usec` in us. `None` without
+/// `nr_throttled` (no CFS quota accounting).
+pub fn cpu_throttling(text: &str) -> Option<(u64, u64)> {
+    let nr = stat_value(text, "nr_throttled")?;
+    let ns = stat_value(text, "throttled_time")
+        .or_else(|| stat_value(text, "throttled_usec").map(|us| us.saturating_mul(1000)))
+        .unwrap_or(0);
+    Some((nr, ns))
 }
 
 /// True when `id` can name a cgroup directory as is: ASCII letters and
@@ -126,6 +278,92 @@ mod tests {
         assert_eq!(stat_value(v1, "inactive_file"), Some(0));
         assert_eq!(stat_value(v1, "anon"), None);
         assert_eq!(stat_value("inactive_file x\n", "inactive_file"), None);
+    }
+
+    #[test]
+    fn cpu_stat_of_cgroup_v1_and_v2() {
+        let v1 = "nr_periods 22\nnr_throttled 7\nthrottled_time 868810261\nnr_bursts 0\n";
+        assert_eq!(cpu_throttling(v1), Some((7, 868_810_261)));
+        let v2 = "usage_usec 100\nnr_periods 5\nnr_throttled 2\nthrottled_usec 1500\n";
+        assert_eq!(cpu_throttling(v2), Some((2, 1_500_000)));
+        assert_eq!(
+            cpu_throttling("usage_usec 1\n"),
+            None,
+            "no counter: unknown"
+        );
+        assert_eq!(cpu_throttling("nr_throttled x\n"), None);
+    }
+
+    fn files(v2: bool) -> StatsFiles {
+        StatsFiles {
+            usage: "22548480\n".into(),
+            limit: if v2 { "max\n" } else { "67108864\n" }.into(),
+            stat: "cache 1000\ninactive_file 892928\ntotal_inactive_file 900000\n".into(),
+            peak: Some("22552576\n".into()),
+            cpu_ns: 1_505_076_099,
+            cpu_stat: Some("nr_periods 51\nnr_throttled 3\nthrottled_time 77\n".into()),
+            inactive_key: if v2 {
+                "inactive_file"
+            } else {
+                "total_inactive_file"
+            },
+        }
+    }
+
+    #[test]
+    fn a_stats_sample_from_cgroup_files_carries_what_dockers_answer_does() {
+        // cgroup v1, as read from a container of Docker 20.10 on this
+        // machine (the same counters its stats answer held a moment later)
+        let s = parse_stats(&files(false), 1_700_000_000.5).expect("sample");
+        assert_eq!(
+            s,
+            ContainerStats {
+                cpu_total_ns: 1_505_076_099,
+                system_cpu_ns: None,
+                online_cpus: None,
+                mem_usage_bytes: 22_548_480,
+                mem_inactive_file_bytes: 900_000,
+                mem_limit_bytes: Some(64 << 20),
+                mem_peak_bytes: Some(22_552_576),
+                cpu_nr_throttled: Some(3),
+                cpu_throttled_ns: Some(77),
+                read_s: Some(1_700_000_000.5),
+            }
+        );
+        assert_eq!(s.working_set_bytes(), 22_548_480 - 900_000);
+        // v2: `max` is no limit, the inactive cache is `inactive_file`
+        let s = parse_stats(&files(true), 1.0).expect("sample");
+        assert_eq!(
+            (s.mem_limit_bytes, s.mem_inactive_file_bytes),
+            (None, 892_928)
+        );
+        // no peak file, no cpu.stat: those stay unknown
+        let mut f = files(false);
+        (f.peak, f.cpu_stat) = (None, None);
+        let s = parse_stats(&f, 1.0).expect("sample");
+        assert_eq!((s.mem_peak_bytes, s.cpu_nr_throttled), (None, None));
+        // a usage that is not a number is no sample (ask the runtime)
+        let mut f = files(false);
+        f.usage = "x".into();
+        assert_eq!(parse_stats(&f, 1.0), None);
+    }
+
+    #[test]
+    fn layouts_name_only_plain_ids() {
+        assert_eq!(
+            Layout::Docker.dirs("ab12"),
+            ["system.slice/docker-ab12.scope", "docker/ab12"]
+        );
+        assert_eq!(
+            Layout::Podman.dirs("ab12"),
+            [
+                "libpod_parent/libpod-ab12",
+                "machine.slice/libpod-ab12.scope"
+            ]
+        );
+        assert!(Layout::Docker.dirs("../x").is_empty());
+        assert_eq!(read_stats("../../etc", Layout::Docker), None);
+        assert_eq!(read_mem_now("a/b", Layout::Podman), None);
     }
 
     #[test]

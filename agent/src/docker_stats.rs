@@ -1,8 +1,9 @@
 //! Docker's stats answer: the raw HTTP/1.x reply of `GET
 //! /containers/{id}/stats?stream=false&one-shot=true` (status, chunked
 //! body) and its lenient decoding into [`ContainerStats`] (bollard's typed
-//! memory stats reject cgroup fields it does not know), plus the cgroup v2
-//! `memory.peak` the answer lacks. Used by [`crate::docker::DockerRuntime`].
+//! memory stats reject cgroup fields it does not know). Used by
+//! [`crate::docker::DockerRuntime`] where it cannot read the container's
+//! cgroup itself.
 
 use crate::runtime::{ContainerStats, RuntimeError};
 use serde::Deserialize;
@@ -110,35 +111,6 @@ struct RawMemStats {
     max_usage: Option<u64>,
     #[serde(default)]
     stats: Option<HashMap<String, serde_json::Value>>,
-}
-
-/// cgroup v2 `memory.peak` of a container (Docker's stats have no peak on
-/// v2): the systemd driver's scope, then the cgroupfs driver's directory.
-/// `None` when neither is readable (older kernels have no `memory.peak`;
-/// an agent in a container without the host's /sys/fs/cgroup).
-pub(crate) fn read_cgroup_v2_peak(id: &str) -> Option<u64> {
-    memory_dirs(id)
-        .1
-        .iter()
-        .find_map(|d| std::fs::read_to_string(format!("/sys/fs/cgroup/{d}/memory.peak")).ok())?
-        .trim()
-        .parse::<u64>()
-        .ok()
-}
-
-/// A Docker container's memory cgroup directories under `/sys/fs/cgroup/`,
-/// systemd and cgroupfs drivers: (cgroup v1, cgroup v2).
-pub(crate) fn memory_dirs(id: &str) -> ([String; 2], [String; 2]) {
-    (
-        [
-            format!("memory/system.slice/docker-{id}.scope"),
-            format!("memory/docker/{id}"),
-        ],
-        [
-            format!("system.slice/docker-{id}.scope"),
-            format!("docker/{id}"),
-        ],
-    )
 }
 
 /// Decodes a Docker stats answer (cgroup v1 or v2) leniently.

@@ -26,7 +26,7 @@
 //! event would.
 //! See `agent/PODMAN.md` for what else differs from Docker.
 
-use crate::cgroup::{read_mem_now, stat_value, MemNow};
+use crate::cgroup::{read_mem_now, stat_value, Layout, MemNow};
 use crate::config::{Actuation, AgentConfig};
 use crate::docker::{raw_request, DockerRuntime};
 use crate::runtime::{
@@ -171,7 +171,7 @@ impl PodmanRuntime {
     /// as [`UpdateRoute::Unprobed`]: no resizing until the agent restarts.
     pub async fn connect(socket: impl AsRef<Path>) -> Result<Self, RuntimeError> {
         let socket = socket.as_ref().to_path_buf();
-        let inner = DockerRuntime::new(&socket)?;
+        let inner = DockerRuntime::new(&socket)?.with_cgroup_layout(Layout::Podman);
         let engine = match raw_request(
             &socket,
             "GET",
@@ -301,99 +301,22 @@ impl PodmanRuntime {
     }
 }
 
-/// A Podman container's CFS throttling counters (periods throttled,
-/// nanoseconds throttled) from its cgroup's `cpu.stat`: cgroup v1 and v2,
-/// cgroupfs (`libpod_parent/libpod-<id>`) and systemd
-/// (`machine.slice/libpod-<id>.scope`) drivers. `None` when none is
-/// readable (an agent without the host's /sys/fs/cgroup). `id` was checked
-/// by the stats call (ASCII letters, digits, `_-.`).
-fn read_cgroup_throttling(id: &str) -> Option<(u64, u64)> {
-    let dirs = [
-        format!("cpu/libpod_parent/libpod-{id}"),
-        format!("cpu/machine.slice/libpod-{id}.scope"),
-        format!("cpu,cpuacct/libpod_parent/libpod-{id}"),
-        format!("cpu,cpuacct/machine.slice/libpod-{id}.scope"),
-        format!("machine.slice/libpod-{id}.scope"),
-        format!("libpod_parent/libpod-{id}"),
-    ];
-    dirs.iter()
-        .find_map(|d| std::fs::read_to_string(format!("/sys/fs/cgroup/{d}/cpu.stat")).ok())
-        .and_then(|text| parse_cpu_stat(&text))
-}
-
-/// A Podman container's memory cgroup directories under `/sys/fs/cgroup/`,
-/// cgroupfs and systemd drivers: (cgroup v1, cgroup v2).
-fn memory_dirs(id: &str) -> ([String; 2], [String; 2]) {
-    (
-        [
-            format!("memory/libpod_parent/libpod-{id}"),
-            format!("memory/machine.slice/libpod-{id}.scope"),
-        ],
-        [
-            format!("machine.slice/libpod-{id}.scope"),
-            format!("libpod_parent/libpod-{id}"),
-        ],
-    )
-}
-
-/// A Podman container's inactive file cache and peak memory (bytes) from
-/// its cgroup: v1 `memory.stat` `total_inactive_file` and
-/// `memory.max_usage_in_bytes`, v2 `memory.stat` `inactive_file` and
-/// `memory.peak` (what Docker's stats carry and Podman 4.3's compat stats
-/// leave out). `None` when no memory cgroup of the container is readable.
-fn read_cgroup_memory(id: &str) -> Option<(Option<u64>, Option<u64>)> {
-    let (v1, v2) = memory_dirs(id);
-    let read = |d: &str, f: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/{d}/{f}")).ok();
-    let number = |t: Option<String>| t.and_then(|t| t.trim().parse::<u64>().ok());
-    if let Some((d, stat)) = v1
-        .iter()
-        .find_map(|d| read(d, "memory.stat").map(|s| (d, s)))
-    {
-        let inactive = stat_value(&stat, "total_inactive_file");
-        return Some((inactive, number(read(d, "memory.max_usage_in_bytes"))));
-    }
-    let (d, stat) = v2
-        .iter()
-        .find_map(|d| read(d, "memory.stat").map(|s| (d, s)))?;
-    Some((
-        stat_value(&stat, "inactive_file"),
-        number(read(d, "memory.peak")),
-    ))
-}
-
 /// A Podman container's cgroup OOM-kill counter: v1 `memory.oom_control`,
 /// v2 `memory.events`, key `oom_kill`. `None` when none is readable.
 fn read_cgroup_oom_kills(id: &str) -> Option<u64> {
-    let files = [
-        format!("memory/libpod_parent/libpod-{id}/memory.oom_control"),
-        format!("memory/machine.slice/libpod-{id}.scope/memory.oom_control"),
-        format!("machine.slice/libpod-{id}.scope/memory.events"),
-        format!("libpod_parent/libpod-{id}/memory.events"),
-    ];
-    files.iter().find_map(|f| {
-        let text = std::fs::read_to_string(format!("/sys/fs/cgroup/{f}")).ok()?;
-        stat_value(&text, "oom_kill")
-    })
-}
-
-/// (`nr_throttled`, throttled ns) of a `cpu.stat` file: v1 `throttled_time`
-/// is in ns, v2 `throttled_usec` in us.
-fn parse_cpu_stat(text: &str) -> Option<(u64, u64)> {
-    let mut nr = None;
-    let mut ns = 0u64;
-    for line in text.lines() {
-        let mut it = line.split_whitespace();
-        let (Some(key), Some(Ok(v))) = (it.next(), it.next().map(str::parse::<u64>)) else {
-            continue;
-        };
-        match key {
-            "nr_throttled" => nr = Some(v),
-            "throttled_time" => ns = v,
-            "throttled_usec" => ns = v.saturating_mul(1000),
-            _ => {}
-        }
-    }
-    Some((nr?, ns))
+    Layout::Podman
+        .dirs(id)
+        .iter()
+        .flat_map(|d| {
+            [
+                format!("memory/{d}/memory.oom_control"),
+                format!("{d}/memory.events"),
+            ]
+        })
+        .find_map(|f| {
+            let text = std::fs::read_to_string(format!("/sys/fs/cgroup/{f}")).ok()?;
+            stat_value(&text, "oom_kill")
+        })
 }
 
 #[async_trait::async_trait]
@@ -427,32 +350,18 @@ impl ContainerRuntime for PodmanRuntime {
         Ok(info)
     }
 
+    /// From the container's cgroup where the agent can read it (the
+    /// inner adapter, [`Layout::Podman`]): Podman 4.3's compat stats report
+    /// zero throttling and no memory breakdown nor peak, which the cgroup
+    /// has. Elsewhere Podman's answer, timed by the local clock when it
+    /// carries no `read`.
     async fn stats(&self, id: &str) -> Result<ContainerStats, RuntimeError> {
         let mut s = self.inner.stats(id).await?;
-        // Podman's compat stats carry `read` (when it read the cgroup); an
-        // answer without one is timed by the local clock at the answer
         if s.read_s.is_none() {
             s.read_s = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .ok()
                 .map(|d| d.as_secs_f64());
-        }
-        // Podman 4.3's compat stats report zero throttling: read the cgroup
-        if s.cpu_nr_throttled.unwrap_or(0) == 0 {
-            if let Some((nr, ns)) = read_cgroup_throttling(id) {
-                s.cpu_nr_throttled = Some(nr);
-                s.cpu_throttled_ns = Some(ns);
-            }
-        }
-        // ... and no memory breakdown nor peak: without the inactive file
-        // cache, the working set would count the page cache.
-        if s.mem_inactive_file_bytes == 0 || s.mem_peak_bytes.is_none() {
-            if let Some((inactive, peak)) = read_cgroup_memory(id) {
-                if s.mem_inactive_file_bytes == 0 {
-                    s.mem_inactive_file_bytes = inactive.unwrap_or(0);
-                }
-                s.mem_peak_bytes = s.mem_peak_bytes.or(peak.filter(|&p| p > 0));
-            }
         }
         if let Some(count) = read_cgroup_oom_kills(id) {
             self.check_oom_counter(id, count);
@@ -531,7 +440,7 @@ impl ContainerRuntime for PodmanRuntime {
     }
 
     fn mem_now(&self, id: &str) -> Option<MemNow> {
-        read_mem_now(id, memory_dirs)
+        read_mem_now(id, Layout::Podman)
     }
 }
 
@@ -632,20 +541,6 @@ mod tests {
             &info(ContainerState::Running, Some(137), Some(64 << 20)),
             None
         ));
-    }
-
-    #[test]
-    fn cpu_stat_of_cgroup_v1_and_v2() {
-        let v1 = "nr_periods 22\nnr_throttled 7\nthrottled_time 868810261\nnr_bursts 0\n";
-        assert_eq!(parse_cpu_stat(v1), Some((7, 868_810_261)));
-        let v2 = "usage_usec 100\nnr_periods 5\nnr_throttled 2\nthrottled_usec 1500\n";
-        assert_eq!(parse_cpu_stat(v2), Some((2, 1_500_000)));
-        assert_eq!(
-            parse_cpu_stat("usage_usec 1\n"),
-            None,
-            "no counter: unknown"
-        );
-        assert_eq!(parse_cpu_stat("nr_throttled x\n"), None);
     }
 
     #[test]

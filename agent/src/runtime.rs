@@ -193,10 +193,11 @@ pub struct ContainerStats {
     /// Time the container was throttled, nanoseconds (cumulative,
     /// `cpu.stat` `throttled_usec` x 1000).
     pub cpu_throttled_ns: Option<u64>,
-    /// When the runtime read these counters (Unix seconds, its clock:
-    /// Docker's `read`), when it says. Docker serves a stats call at its
-    /// collector's next tick, up to ~1 s after the request: the CPU rate
-    /// divides by the time between two reads, not between two requests.
+    /// When these counters were read (Unix seconds: the local clock for a
+    /// read of the cgroup, else the runtime's, Docker's `read`), when
+    /// known. Docker serves a stats call at its collector's next tick, up
+    /// to ~1 s after the request: the CPU rate divides by the time between
+    /// two reads, not between two requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_s: Option<f64>,
 }

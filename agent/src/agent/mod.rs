@@ -66,7 +66,9 @@ mod watch;
 use actuate::{log3, log_outcome};
 pub use watch::EarlyRound;
 
-/// How many stats calls run at once. Docker answers a stats call (even
+/// How many stats samples are taken at once. Read from a container's
+/// cgroup they take microseconds; where the agent cannot read it, Docker
+/// answers a stats call (even
 /// `one-shot`) at its stats collector's next tick (every second), so each
 /// call waits ~1 s whatever the load: calls in flight together are served by
 /// the same tick. With 16 at a time, 200 containers took ~14 s per round
