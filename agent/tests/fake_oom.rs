@@ -59,6 +59,32 @@ async fn oom_kill_missed_by_the_event_stream_is_recovered_from_inspect() {
     assert_grown_by_the_bump(&r, before);
 }
 
+/// Killed and started again by its restart policy between two rounds
+/// while the event stream is down: the list still says running, but the
+/// CPU counter went back (a new cgroup), so the next round inspects it and
+/// counts the kill, without waiting for `reinspect_every`.
+#[tokio::test]
+async fn a_restart_between_rounds_that_the_stream_missed_is_inspected_at_once() {
+    let mut c = config("");
+    c.shaper.max_growth = 2.0;
+    c.reinspect_every = 1_000;
+    let (mut r, before) = tight_rig(c, false, 90 * MIB).await;
+    let killed_at = r.clock_now() + 0.5;
+    r.fake.oom_kill("tight", killed_at, false);
+    r.restart("tight").await;
+    // this round's sample finds the counter gone back, the next inspects
+    r.step(&[("tight", 90 * MIB, 0.1)]).await;
+    let rep = r.step(&[("tight", 90 * MIB, 0.1)]).await;
+    assert_eq!(r.agent.shared().metrics.oom_events(), 1, "found by inspect");
+    assert_eq!(r.agent.shared().metrics.oom_recovered(), 1);
+    assert_eq!(rep.view.containers[0].oom_kills, 1);
+    for _ in 0..4 {
+        r.step(&[("tight", 90 * MIB, 0.1)]).await;
+    }
+    assert_eq!(r.agent.shared().metrics.oom_events(), 1, "counted once");
+    assert_grown_by_the_bump(&r, before);
+}
+
 #[tokio::test]
 async fn an_oom_kill_grows_the_limit_at_most_to_the_ceiling() {
     // max_growth = 1 (the default): the floor (+100 MiB) stops at the

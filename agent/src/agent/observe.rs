@@ -229,6 +229,16 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                         read_s: st.read_s.filter(|r| r.is_finite() && *r > 0.0),
                     };
                     let cpu = t.last_cpu.and_then(|prev| cpu_rate(&prev, &mark));
+                    if t.last_cpu.is_some_and(|prev| mark.ns < prev.ns) {
+                        // the counter went back: a new cgroup, so the
+                        // container stopped and started again since the
+                        // last sample (a restart policy after an OOM kill
+                        // the event stream may have missed): inspect it
+                        // at the next round, not only at the next
+                        // `reinspect_every`
+                        tracing::debug!(container = %t.info.name, "CPU counter went back: restarted since the last round");
+                        t.needs_inspect = true;
+                    }
                     t.last_cpu = Some(mark);
                     t.usage = Resources::new(cpu.unwrap_or(t.usage.cpu_cores), mem);
                     t.max_usage = Resources::new(

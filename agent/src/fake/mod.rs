@@ -408,8 +408,10 @@ impl ContainerRuntime for FakeRuntime {
             .get_mut(id)
             .ok_or_else(|| RuntimeError::NotFound(id.into()))?;
         // like Docker: OOMKilled and FinishedAt describe the last exit and
-        // stay until the next one
+        // stay until the next one; the run gets a new cgroup, whose CPU
+        // counter starts from 0
         c.info.state = ContainerState::Running;
+        c.cpu_total_ns = 0;
         c.info.started_s = Some(now_s);
         c.info.exit_code = Some(0);
         Ok(())
