@@ -71,8 +71,8 @@ pub struct MemNow {
 /// 9223372036854771712; v2 writes `max`).
 const UNLIMITED_BYTES: u64 = 1 << 62;
 
-/// The memory files of one cgroup version: usage, limit, and the
-/// `memory.stat` key of the inactive file cache.
+/// The memory files of one cgroup version: usage, limit, high-water
+/// mark, and the `memory.stat` key of the inactive file cache.
 struct MemFiles {
     usage: &'static str,
     limit: &'static str,
