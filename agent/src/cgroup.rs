@@ -121,15 +121,20 @@ fn mem_now_in(dir: &str, f: &MemFiles) -> Option<MemNow> {
 /// out of the working set.
 fn parse_mem_now(usage: &str, limit: &str, stat: &str, inactive_key: &str) -> Option<MemNow> {
     let usage: u64 = usage.trim().parse().ok()?;
-    let limit = match limit.trim() {
-        "max" => None,
-        l => Some(l.parse::<u64>().ok()?).filter(|&l| l < UNLIMITED_BYTES),
-    };
     let inactive = stat_value(stat, inactive_key).unwrap_or(0);
     Some(MemNow {
         working_set_bytes: usage.saturating_sub(inactive),
-        limit_bytes: limit,
+        limit_bytes: parse_limit(limit)?,
     })
+}
+
+/// A limit file's text: `Some(None)` for no limit (`max`, or v1's huge
+/// number), `None` when it is not a number.
+fn parse_limit(limit: &str) -> Option<Option<u64>> {
+    match limit.trim() {
+        "max" => Some(None),
+        l => Some(Some(l.parse::<u64>().ok()?).filter(|&l| l < UNLIMITED_BYTES)),
+    }
 }
 
 /// The text of the cgroup files one stats sample is made of.
@@ -189,16 +194,14 @@ pub fn read_stats(id: &str, layout: Layout) -> Option<ContainerStats> {
 }
 
 fn parse_stats(f: &StatsFiles, read_s: f64) -> Option<ContainerStats> {
-    let mem = parse_mem_now(&f.usage, &f.limit, &f.stat, f.inactive_key)?;
-    let usage: u64 = f.usage.trim().parse().ok()?;
     let throttling = f.cpu_stat.as_deref().and_then(cpu_throttling);
     Some(ContainerStats {
         cpu_total_ns: f.cpu_ns,
         system_cpu_ns: None,
         online_cpus: None,
-        mem_usage_bytes: usage,
+        mem_usage_bytes: f.usage.trim().parse().ok()?,
         mem_inactive_file_bytes: stat_value(&f.stat, f.inactive_key).unwrap_or(0),
-        mem_limit_bytes: mem.limit_bytes,
+        mem_limit_bytes: parse_limit(&f.limit)?,
         mem_peak_bytes: f
             .peak
             .as_deref()
@@ -229,6 +232,22 @@ pub fn cpu_throttling(text: &str) -> Option<(u64, u64)> {
         .or_else(|| stat_value(text, "throttled_usec").map(|us| us.saturating_mul(1000)))
         .unwrap_or(0);
     Some((nr, ns))
+}
+
+/// Container `id`'s cgroup OOM-kill counter (`oom_kill` in v1's
+/// `memory.oom_control`, v2's `memory.events`). `None` when none is
+/// readable.
+pub fn read_oom_kills(id: &str, layout: Layout) -> Option<u64> {
+    layout
+        .dirs(id)
+        .iter()
+        .flat_map(|d| {
+            [
+                format!("memory/{d}/memory.oom_control"),
+                format!("{d}/memory.events"),
+            ]
+        })
+        .find_map(|f| stat_value(&read(&f)?, "oom_kill"))
 }
 
 /// True when `id` can name a cgroup directory as is: ASCII letters and

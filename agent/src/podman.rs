@@ -26,7 +26,7 @@
 //! event would.
 //! See `agent/PODMAN.md` for what else differs from Docker.
 
-use crate::cgroup::{read_mem_now, stat_value, Layout, MemNow};
+use crate::cgroup::{read_mem_now, read_oom_kills, Layout, MemNow};
 use crate::config::{Actuation, AgentConfig};
 use crate::docker::{raw_request, DockerRuntime};
 use crate::runtime::{
@@ -301,24 +301,6 @@ impl PodmanRuntime {
     }
 }
 
-/// A Podman container's cgroup OOM-kill counter: v1 `memory.oom_control`,
-/// v2 `memory.events`, key `oom_kill`. `None` when none is readable.
-fn read_cgroup_oom_kills(id: &str) -> Option<u64> {
-    Layout::Podman
-        .dirs(id)
-        .iter()
-        .flat_map(|d| {
-            [
-                format!("memory/{d}/memory.oom_control"),
-                format!("{d}/memory.events"),
-            ]
-        })
-        .find_map(|f| {
-            let text = std::fs::read_to_string(format!("/sys/fs/cgroup/{f}")).ok()?;
-            stat_value(&text, "oom_kill")
-        })
-}
-
 #[async_trait::async_trait]
 impl ContainerRuntime for PodmanRuntime {
     async fn host_info(&self) -> Result<HostInfo, RuntimeError> {
@@ -363,7 +345,7 @@ impl ContainerRuntime for PodmanRuntime {
                 .ok()
                 .map(|d| d.as_secs_f64());
         }
-        if let Some(count) = read_cgroup_oom_kills(id) {
+        if let Some(count) = read_oom_kills(id, Layout::Podman) {
             self.check_oom_counter(id, count);
         }
         Ok(s)
