@@ -7,10 +7,12 @@
 # forecasters to leave their fallback (the GP needs history + min_train =
 # 25 samples, then refits cold every 25 samples).
 #
-#   [MODE=recommend|shape] [INTERVAL_S=10] [TAILOR_BIN=path] [PERF_S=60] \
-#       tools/overhead.sh [CONTAINERS] [WARMUP_S] [MEASURE_S]
+#   [MODE=recommend|shape] [INTERVAL_S=10] [MEM_WATCH_S=1] [TAILOR_BIN=path] \
+#       [PERF_S=60] tools/overhead.sh [CONTAINERS] [WARMUP_S] [MEASURE_S]
 #
 # Defaults: MODE=recommend, 200 containers, WARMUP_S=300, MEASURE_S=900.
+# MEM_WATCH_S sets the agent's `mem_watch_s` (the memory watch between
+# rounds, shape mode only; 0 turns it off); unset, the agent's default.
 #
 # Containers: tailor-test:latest running the load generator in a loop
 # (LOADGEN_LOOP=1): memory ramps between 8 and 16 MiB (per-container period
@@ -33,6 +35,8 @@
 # tools/dockerd-start.sh + tools/build-test-image.sh). Removes its
 # containers at the end. Prints one summary line:
 #   mode=... containers=200 running_min=200 ... interval_s=10 window_s=... rounds=...
+#   actions_applied_total=... early_rounds_total=... (since the agent started:
+#   resizes and evictions applied, rounds the memory watch ran early)
 #   cpu_pct_of_one_core=... (CPU time / window)
 #   cpu_ms_per_round=... cpu_pct_at_interval=... (CPU per round / interval: the
 #   share of a core if rounds start exactly every interval; higher than the
@@ -46,6 +50,7 @@ WARMUP_S="${2:-300}"
 MEASURE_S="${3:-900}"
 MODE="${MODE:-recommend}"
 INTERVAL_S="${INTERVAL_S:-10}"
+MEM_WATCH_S="${MEM_WATCH_S:-}"
 PERF_S="${PERF_S:-0}"
 PERF_OUT="${PERF_OUT:-/tmp/tailor-overhead.perf.data}"
 PORT="${PORT:-19847}"
@@ -100,6 +105,7 @@ fi
 cat > "$WORK/agent.toml" <<TOML
 interval_s = $INTERVAL_S
 actuation = "$MODE"
+${MEM_WATCH_S:+mem_watch_s = $MEM_WATCH_S}
 state_file = "$WORK/state.json"
 [selector]
 labels = { "tailor.test" = "overhead" }
@@ -144,13 +150,14 @@ errors1=$(metric tailor_agent_round_errors_total)
 in_view=$(metric 'tailor_agent_managed_containers{state="running"}')
 evicted=$(metric 'tailor_agent_managed_containers{state="evicted"}')
 applied=$(curl -sf "http://127.0.0.1:$PORT/metrics" | awk '/^tailor_agent_actions_total/ && /result="applied"/ {s += $2} END {print s + 0}')
+early=$(curl -sf "http://127.0.0.1:$PORT/metrics" | awk '/^tailor_agent_early_rounds_total/ {s += $2} END {print s + 0}')
 rss_kib=$(awk '/VmRSS/ {print $2}' "/proc/$AGENT_PID/status")
 hwm_kib=$(awk '/VmHWM/ {print $2}' "/proc/$AGENT_PID/status")
 awk -v c0="$c0" -v c1="$c1" -v d0="$d0" -v d1="$d1" -v t0="$t0" -v t1="$t1" -v hz="$ticks" \
     -v rss="$rss_kib" -v hwm="$hwm_kib" -v n="$N" -v rmin="$running_min" -v mode="$MODE" \
     -v iv="$INTERVAL_S" -v rounds=$((rounds1 - rounds0)) -v failed=$((errors1 - errors0)) \
-    -v rs0="$rsum0" -v rs1="$rsum1" -v inview="$in_view" -v evicted="$evicted" -v applied="$applied" -v l0="$load0" -v l1="$load1" \
-    'BEGIN { printf "mode=%s containers=%d running_min=%d in_view=%s evicted=%s interval_s=%s window_s=%.0f rounds=%d failed_rounds=%d actions_applied_total=%s cpu_pct_of_one_core=%.3f cpu_ms_per_round=%.1f cpu_pct_at_interval=%.3f round_wall_s=%.2f rss_mib=%.1f hwm_mib=%.1f dockerd_cpu_pct=%.2f load_start=\"%s\" load_end=\"%s\"\n", mode, n, rmin, inview, evicted, iv, t1 - t0, rounds, failed, applied, 100 * (c1 - c0) / hz / (t1 - t0), 1000 * (c1 - c0) / hz / (rounds > 0 ? rounds : 1), 100 * (c1 - c0) / hz / (rounds > 0 ? rounds : 1) / iv, (rs1 - rs0) / (rounds > 0 ? rounds : 1), rss / 1024, hwm / 1024, 100 * (d1 - d0) / hz / (t1 - t0), l0, l1 }'
+    -v rs0="$rsum0" -v rs1="$rsum1" -v inview="$in_view" -v evicted="$evicted" -v applied="$applied" -v early="$early" -v l0="$load0" -v l1="$load1" \
+    'BEGIN { printf "mode=%s containers=%d running_min=%d in_view=%s evicted=%s interval_s=%s window_s=%.0f rounds=%d failed_rounds=%d actions_applied_total=%s early_rounds_total=%s cpu_pct_of_one_core=%.3f cpu_ms_per_round=%.1f cpu_pct_at_interval=%.3f round_wall_s=%.2f rss_mib=%.1f hwm_mib=%.1f dockerd_cpu_pct=%.2f load_start=\"%s\" load_end=\"%s\"\n", mode, n, rmin, inview, evicted, iv, t1 - t0, rounds, failed, applied, early, 100 * (c1 - c0) / hz / (t1 - t0), 1000 * (c1 - c0) / hz / (rounds > 0 ? rounds : 1), 100 * (c1 - c0) / hz / (rounds > 0 ? rounds : 1) / iv, (rs1 - rs0) / (rounds > 0 ? rounds : 1), rss / 1024, hwm / 1024, 100 * (d1 - d0) / hz / (t1 - t0), l0, l1 }'
 if [ "$running_min" -lt "$N" ] || [ "${in_view:-0}" != "$N" ]; then
     echo "FAIL: not all $N managed containers kept running during the window (min $running_min, agent saw ${in_view:-?})" >&2
     exit 1

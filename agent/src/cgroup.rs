@@ -1,11 +1,14 @@
 //! Direct reads of a container's cgroup, for what the runtimes' APIs
-//! answer slowly or not at all: a round's stats sample ([`read_stats`]:
-//! Docker serves a stats call only at its collector's next 1 s tick), the
-//! memory watch between rounds ([`read_mem_now`]), and the flat
-//! `key value` files both adapters parse ([`stat_value`],
-//! [`cpu_throttling`]).
+//! answer slowly or not at all: a round's stats sample
+//! ([`Cgroups::stats`]: Docker serves a stats call only at its collector's
+//! next 1 s tick), the memory watch between rounds ([`Cgroups::mem_usage`],
+//! [`Cgroups::mem_now`]), Podman's OOM-kill counter
+//! ([`Cgroups::oom_kills`]), and the flat `key value` files both adapters
+//! parse ([`stat_value`], [`cpu_throttling`]).
 
 use crate::runtime::ContainerStats;
+use std::io::Read;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Where the cgroup hierarchies are mounted.
 const ROOT: &str = "/sys/fs/cgroup";
@@ -45,8 +48,22 @@ impl Layout {
     }
 }
 
+/// A cgroup file's text. Read to its end without asking its size first
+/// (`std::fs::read_to_string` does: one `statx` more per file, and cgroup
+/// files all say 4,096 bytes).
 fn read(path: &str) -> Option<String> {
-    std::fs::read_to_string(format!("{ROOT}/{path}")).ok()
+    let mut file = std::fs::File::open(format!("{ROOT}/{path}")).ok()?;
+    let mut buf = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    loop {
+        match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    String::from_utf8(buf).ok()
 }
 
 /// The first of `controllers`' copies of `file` in directory `dir` (cgroup
@@ -63,6 +80,15 @@ pub struct MemNow {
     /// Usage minus inactive file cache (the working set, as the agent's
     /// samples count it).
     pub working_set_bytes: u64,
+    /// The limit in force; `None` when unlimited.
+    pub limit_bytes: Option<u64>,
+}
+
+/// A container's memory usage right now, page cache included: at least
+/// its working set, and cheaper to read ([`Cgroups::mem_usage`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemUsage {
+    pub usage_bytes: u64,
     /// The limit in force; `None` when unlimited.
     pub limit_bytes: Option<u64>,
 }
@@ -93,17 +119,112 @@ const V2_MEM: MemFiles = MemFiles {
     inactive_key: "inactive_file",
 };
 
-/// Container `id`'s memory from the first readable of its directories
-/// (cgroup v1's memory hierarchy, then the unified one). `None` when none
-/// is readable (an agent without the host's `/sys/fs/cgroup`, a container
-/// that just went away).
-pub fn read_mem_now(id: &str, layout: Layout) -> Option<MemNow> {
-    let dirs = layout.dirs(id);
-    let v1 = dirs.iter().find_map(|d| {
-        let d = format!("memory/{d}");
-        mem_now_in(&d, &V1_MEM)
-    });
-    v1.or_else(|| dirs.iter().find_map(|d| mem_now_in(d, &V2_MEM)))
+/// A runtime's way to its containers' cgroup files: where its [`Layout`]
+/// puts them, and which of the candidate places (cgroup v1 or v2, either
+/// driver's directory) answered last, tried first at the next read. On a
+/// host every container sits under the same cgroup version and driver, so
+/// after the first read no read opens a file that is not there (on cgroup
+/// v1 under cgroupfs, one failed open per watch read and two per stats
+/// sample before).
+#[derive(Debug)]
+pub struct Cgroups {
+    layout: Layout,
+    /// The candidate that answered last: `2 * version + directory`, the
+    /// version 0 for v1, 1 for v2, the directory an index into
+    /// [`Layout::dirs`].
+    hint: AtomicUsize,
+}
+
+impl Cgroups {
+    pub fn new(layout: Layout) -> Self {
+        Self {
+            layout,
+            hint: AtomicUsize::new(0),
+        }
+    }
+
+    /// The first answer of `read(v2, dir)` over container `id`'s candidate
+    /// places, the one that answered last first (v1 before v2 and the
+    /// layout's order otherwise). `None` when none answers, or for an id
+    /// that is not [`plain_id`].
+    fn first<T>(&self, id: &str, mut read: impl FnMut(bool, &str) -> Option<T>) -> Option<T> {
+        let dirs = self.layout.dirs(id);
+        let n = 2 * dirs.len();
+        if n == 0 {
+            return None;
+        }
+        let hint = self.hint.load(Ordering::Relaxed) % n;
+        std::iter::once(hint)
+            .chain((0..n).filter(|&i| i != hint))
+            .find_map(|i| {
+                let found = read(i / dirs.len() == 1, &dirs[i % dirs.len()])?;
+                self.hint.store(i, Ordering::Relaxed);
+                Some(found)
+            })
+    }
+
+    /// Container `id`'s memory usage, page cache included (so at least its
+    /// working set), and limit: the memory watch's first read, two small
+    /// files, which rules out most containers without `memory.stat`.
+    /// `None` when not readable (an agent without the host's
+    /// `/sys/fs/cgroup`, a container that just went away).
+    pub fn mem_usage(&self, id: &str) -> Option<MemUsage> {
+        self.first(id, |v2, d| {
+            let (dir, f) = mem_dir(v2, d);
+            Some(MemUsage {
+                usage_bytes: read(&format!("{dir}/{}", f.usage))?.trim().parse().ok()?,
+                limit_bytes: parse_limit(&read(&format!("{dir}/{}", f.limit))?)?,
+            })
+        })
+    }
+
+    /// Container `id`'s memory working set and limit (`None` as for
+    /// [`Self::mem_usage`]).
+    pub fn mem_now(&self, id: &str) -> Option<MemNow> {
+        self.first(id, |v2, d| {
+            let (dir, f) = mem_dir(v2, d);
+            mem_now_in(&dir, f)
+        })
+    }
+
+    /// Container `id`'s stats sample read from its cgroup files at once, the
+    /// same counters Docker's stats answer carries (cgroup v1: `memory.*`,
+    /// `cpuacct.usage`, `cpu.stat`; v2: `memory.*` and `cpu.stat`), timed by
+    /// the local clock at the read. `None` when a counter the sample needs
+    /// is not readable (no host `/sys/fs/cgroup`, another cgroup layout, a
+    /// container that just went away): then ask the runtime.
+    pub fn stats(&self, id: &str) -> Option<ContainerStats> {
+        let files = self.first(id, |v2, d| if v2 { v2_stats(d) } else { v1_stats(d) })?;
+        let read_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_secs_f64();
+        parse_stats(&files, read_s)
+    }
+
+    /// Container `id`'s cgroup OOM-kill counter (`oom_kill` in v1's
+    /// `memory.oom_control`, v2's `memory.events`). `None` when none is
+    /// readable.
+    pub fn oom_kills(&self, id: &str) -> Option<u64> {
+        self.first(id, |v2, d| {
+            let file = if v2 {
+                format!("{d}/memory.events")
+            } else {
+                format!("memory/{d}/memory.oom_control")
+            };
+            stat_value(&read(&file)?, "oom_kill")
+        })
+    }
+}
+
+/// The memory directory of candidate `dir` and its files: v1's below the
+/// memory hierarchy, v2's in the unified one.
+fn mem_dir(v2: bool, dir: &str) -> (String, &'static MemFiles) {
+    if v2 {
+        (dir.to_string(), &V2_MEM)
+    } else {
+        (format!("memory/{dir}"), &V1_MEM)
+    }
 }
 
 fn mem_now_in(dir: &str, f: &MemFiles) -> Option<MemNow> {
@@ -150,47 +271,32 @@ struct StatsFiles {
     inactive_key: &'static str,
 }
 
-/// Container `id`'s stats sample read from its cgroup files at once, the
-/// same counters Docker's stats answer carries (cgroup v1: `memory.*`,
-/// `cpuacct.usage`, `cpu.stat`; v2: `memory.*` and `cpu.stat`), timed by
-/// the local clock at the read. `None` when a counter the sample needs is
-/// not readable (no host `/sys/fs/cgroup`, another cgroup layout, a
-/// container that just went away): then ask the runtime.
-pub fn read_stats(id: &str, layout: Layout) -> Option<ContainerStats> {
-    let dirs = layout.dirs(id);
-    let v1 = dirs.iter().find_map(|d| {
-        let mem = |f: &str| read(&format!("memory/{d}/{f}"));
-        let cpu_ns = read_v1(&["cpuacct", "cpu,cpuacct"], d, "cpuacct.usage")?;
-        Some(StatsFiles {
-            usage: mem(V1_MEM.usage)?,
-            limit: mem(V1_MEM.limit)?,
-            stat: mem("memory.stat")?,
-            peak: mem(V1_MEM.peak),
-            cpu_ns: cpu_ns.trim().parse().ok()?,
-            cpu_stat: read_v1(&["cpu", "cpu,cpuacct"], d, "cpu.stat"),
-            inactive_key: V1_MEM.inactive_key,
-        })
-    });
-    let files = v1.or_else(|| {
-        dirs.iter().find_map(|d| {
-            let file = |f: &str| read(&format!("{d}/{f}"));
-            let cpu_stat = file("cpu.stat")?;
-            Some(StatsFiles {
-                usage: file(V2_MEM.usage)?,
-                limit: file(V2_MEM.limit)?,
-                stat: file("memory.stat")?,
-                peak: file(V2_MEM.peak),
-                cpu_ns: stat_value(&cpu_stat, "usage_usec")?.checked_mul(1000)?,
-                cpu_stat: Some(cpu_stat),
-                inactive_key: V2_MEM.inactive_key,
-            })
-        })
-    })?;
-    let read_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .as_secs_f64();
-    parse_stats(&files, read_s)
+fn v1_stats(d: &str) -> Option<StatsFiles> {
+    let mem = |f: &str| read(&format!("memory/{d}/{f}"));
+    let cpu_ns = read_v1(&["cpuacct", "cpu,cpuacct"], d, "cpuacct.usage")?;
+    Some(StatsFiles {
+        usage: mem(V1_MEM.usage)?,
+        limit: mem(V1_MEM.limit)?,
+        stat: mem("memory.stat")?,
+        peak: mem(V1_MEM.peak),
+        cpu_ns: cpu_ns.trim().parse().ok()?,
+        cpu_stat: read_v1(&["cpu", "cpu,cpuacct"], d, "cpu.stat"),
+        inactive_key: V1_MEM.inactive_key,
+    })
+}
+
+fn v2_stats(d: &str) -> Option<StatsFiles> {
+    let file = |f: &str| read(&format!("{d}/{f}"));
+    let cpu_stat = file("cpu.stat")?;
+    Some(StatsFiles {
+        usage: file(V2_MEM.usage)?,
+        limit: file(V2_MEM.limit)?,
+        stat: file("memory.stat")?,
+        peak: file(V2_MEM.peak),
+        cpu_ns: stat_value(&cpu_stat, "usage_usec")?.checked_mul(1000)?,
+        cpu_stat: Some(cpu_stat),
+        inactive_key: V2_MEM.inactive_key,
+    })
 }
 
 fn parse_stats(f: &StatsFiles, read_s: f64) -> Option<ContainerStats> {
@@ -232,22 +338,6 @@ pub fn cpu_throttling(text: &str) -> Option<(u64, u64)> {
         .or_else(|| stat_value(text, "throttled_usec").map(|us| us.saturating_mul(1000)))
         .unwrap_or(0);
     Some((nr, ns))
-}
-
-/// Container `id`'s cgroup OOM-kill counter (`oom_kill` in v1's
-/// `memory.oom_control`, v2's `memory.events`). `None` when none is
-/// readable.
-pub fn read_oom_kills(id: &str, layout: Layout) -> Option<u64> {
-    layout
-        .dirs(id)
-        .iter()
-        .flat_map(|d| {
-            [
-                format!("memory/{d}/memory.oom_control"),
-                format!("{d}/memory.events"),
-            ]
-        })
-        .find_map(|f| stat_value(&read(&f)?, "oom_kill"))
 }
 
 /// True when `id` can name a cgroup directory as is: ASCII letters and
@@ -381,8 +471,47 @@ mod tests {
             ]
         );
         assert!(Layout::Docker.dirs("../x").is_empty());
-        assert_eq!(read_stats("../../etc", Layout::Docker), None);
-        assert_eq!(read_mem_now("a/b", Layout::Podman), None);
+        assert_eq!(Cgroups::new(Layout::Docker).stats("../../etc"), None);
+        let podman = Cgroups::new(Layout::Podman);
+        assert_eq!(podman.mem_now("a/b"), None);
+        assert_eq!(podman.mem_usage("a/b"), None);
+        assert_eq!(podman.oom_kills(".."), None);
+    }
+
+    #[test]
+    fn the_place_that_answered_last_is_tried_first() {
+        let cg = Cgroups::new(Layout::Docker);
+        let mut tried = Vec::new();
+        let mut v2_cgroupfs = |v2: bool, d: &str| {
+            tried.push((v2, d.to_string()));
+            (v2 && d == "docker/ab").then_some(7)
+        };
+        assert_eq!(cg.first("ab", &mut v2_cgroupfs), Some(7));
+        assert_eq!(tried.len(), 4, "v1 twice, then v2 in the layout's order");
+        tried.clear();
+        assert_eq!(
+            cg.first("cd", |v2, d| {
+                tried.push((v2, d.to_string()));
+                (v2 && d == "docker/cd").then_some(8)
+            }),
+            Some(8)
+        );
+        assert_eq!(
+            tried,
+            [(true, "docker/cd".to_string())],
+            "one open, no probe"
+        );
+        // a container that went away: every place is tried, the hint kept
+        tried.clear();
+        assert_eq!(
+            cg.first("ef", |v2, d| {
+                tried.push((v2, d.to_string()));
+                None::<u8>
+            }),
+            None
+        );
+        assert_eq!(tried.len(), 4);
+        assert_eq!(tried[0], (true, "docker/ef".to_string()));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //!   API 1.41, current engines 1.4x/1.5x). Until a negotiation succeeds
 //!   (daemon down at start, restarting) every call first retries it.
 //! * Stats are read from the container's cgroup files where the agent can
-//!   read them ([`crate::cgroup::read_stats`]: the same counters, at once).
+//!   read them ([`crate::cgroup::Cgroups::stats`]: the same counters, at once).
 //!   Docker answers a stats call only at its collector's next tick, up to
 //!   1 s later (measured: 0.92-0.99 s a call on Docker 20.10), so a round
 //!   sampled through it, and the early round the memory watch asks for,
@@ -37,7 +37,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::cgroup::Layout;
+use crate::cgroup::{Cgroups, Layout, MemNow, MemUsage};
 pub use crate::docker_stats::decode_stats;
 use crate::docker_stats::parse_http_response;
 
@@ -57,7 +57,7 @@ pub struct DockerRuntime {
     api_version: Mutex<String>,
     /// Where the engine puts a container's cgroup (stats and the memory
     /// watch read it directly).
-    cgroup: Layout,
+    cgroup: Cgroups,
 }
 
 impl std::fmt::Debug for DockerRuntime {
@@ -82,15 +82,20 @@ impl DockerRuntime {
             client: Mutex::new(client),
             negotiated: AtomicBool::new(false),
             api_version: Mutex::new(String::new()),
-            cgroup: Layout::Docker,
+            cgroup: Cgroups::new(Layout::Docker),
         })
     }
 
     /// The same client for an engine that puts containers' cgroups
     /// elsewhere (Podman through its Docker-compatible API).
     pub fn with_cgroup_layout(mut self, layout: Layout) -> Self {
-        self.cgroup = layout;
+        self.cgroup = Cgroups::new(layout);
         self
+    }
+
+    /// Its way to the containers' cgroup files.
+    pub fn cgroups(&self) -> &Cgroups {
+        &self.cgroup
     }
 
     /// Container `id`'s stats as the engine's API answers them (at its
@@ -322,7 +327,7 @@ impl ContainerRuntime for DockerRuntime {
     /// for the collector's tick; sysfs files, read in microseconds), else
     /// from the API ([`Self::api_stats`]).
     async fn stats(&self, id: &str) -> Result<ContainerStats, RuntimeError> {
-        match crate::cgroup::read_stats(id, self.cgroup) {
+        match self.cgroup.stats(id) {
             Some(s) => Ok(s),
             None => self.api_stats(id).await,
         }
@@ -370,8 +375,12 @@ impl ContainerRuntime for DockerRuntime {
         }
     }
 
-    fn mem_now(&self, id: &str) -> Option<crate::cgroup::MemNow> {
-        crate::cgroup::read_mem_now(id, self.cgroup)
+    fn mem_now(&self, id: &str) -> Option<MemNow> {
+        self.cgroup.mem_now(id)
+    }
+
+    fn mem_usage(&self, id: &str) -> Option<MemUsage> {
+        self.cgroup.mem_usage(id)
     }
 
     fn events(&self) -> BoxStream<'static, Result<RuntimeEvent, RuntimeError>> {

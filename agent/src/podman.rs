@@ -26,7 +26,7 @@
 //! event would.
 //! See `agent/PODMAN.md` for what else differs from Docker.
 
-use crate::cgroup::{read_mem_now, read_oom_kills, Layout, MemNow};
+use crate::cgroup::{Layout, MemNow, MemUsage};
 use crate::config::{Actuation, AgentConfig};
 use crate::docker::{raw_request, DockerRuntime};
 use crate::runtime::{
@@ -345,7 +345,7 @@ impl ContainerRuntime for PodmanRuntime {
                 .ok()
                 .map(|d| d.as_secs_f64());
         }
-        if let Some(count) = read_oom_kills(id, Layout::Podman) {
+        if let Some(count) = self.inner.cgroups().oom_kills(id) {
             self.check_oom_counter(id, count);
         }
         Ok(s)
@@ -422,7 +422,11 @@ impl ContainerRuntime for PodmanRuntime {
     }
 
     fn mem_now(&self, id: &str) -> Option<MemNow> {
-        read_mem_now(id, Layout::Podman)
+        self.inner.mem_now(id)
+    }
+
+    fn mem_usage(&self, id: &str) -> Option<MemUsage> {
+        self.inner.mem_usage(id)
     }
 }
 

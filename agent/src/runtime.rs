@@ -2,7 +2,7 @@
 //! types, implemented for Docker with bollard ([`crate::docker`]) and by an
 //! in-memory fake ([`crate::fake`]) for unit tests of the logic.
 
-pub use crate::cgroup::MemNow;
+pub use crate::cgroup::{MemNow, MemUsage};
 use futures_util::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -325,6 +325,18 @@ pub trait ContainerRuntime: Send + Sync + 'static {
     /// watch then waits for the next round.
     fn mem_now(&self, _id: &str) -> Option<MemNow> {
         None
+    }
+
+    /// Container `id`'s memory usage, page cache included (so never below
+    /// its working set), and limit right now: the watch's cheaper first
+    /// read, after which it asks [`ContainerRuntime::mem_now`] only for a
+    /// container whose usage has risen enough to matter. By default the
+    /// working set of `mem_now`.
+    fn mem_usage(&self, id: &str) -> Option<MemUsage> {
+        self.mem_now(id).map(|m| MemUsage {
+            usage_bytes: m.working_set_bytes,
+            limit_bytes: m.limit_bytes,
+        })
     }
 }
 

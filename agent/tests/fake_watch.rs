@@ -12,26 +12,24 @@ mod fake_rig;
 
 use fake_rig::*;
 
-/// Cuts `web` (1 GiB, 50 MiB used) over four manual rounds, then runs the
-/// agent's loop at a 1 h interval with the watch on (`watch_s`; 0 = off),
-/// raises its usage to `jump_to` after the loop's first round, and returns
-/// (early rounds, the last report, web's limit then, the `early` flag of
-/// every recorded round) after `wait`. With `cgroups` false the runtime
-/// cannot read cgroup files.
-async fn jump(
-    cgroups: bool,
+/// A rig at `interval_s` with the watch at `watch_s` (recording to
+/// `recording` if given; `cgroups` false: the runtime cannot read cgroup
+/// files) in which `web` (1 GiB, 50 MiB used) was cut over four manual
+/// rounds; and its cut limit.
+async fn cut_web(
+    interval_s: f64,
     watch_s: f64,
-    jump_to: impl Fn(u64) -> u64,
-    wait: Duration,
-) -> (u64, agent::RoundReport, u64, Vec<bool>) {
+    cgroups: bool,
+    recording: Option<&std::path::Path>,
+) -> (Rig, u64) {
     let mut cfg = config("");
-    cfg.interval_s = 3600.0;
+    cfg.interval_s = interval_s;
     cfg.warmup_rounds = 0;
     cfg.mem_watch_s = watch_s;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let recording = dir.path().join("rec.jsonl.gz");
-    cfg.record.enabled = true;
-    cfg.record.path = Some(recording.clone());
+    if let Some(path) = recording {
+        cfg.record.enabled = true;
+        cfg.record.path = Some(path.to_path_buf());
+    }
     let mut r = rig(cfg);
     if !cgroups {
         r.fake.hide_cgroups();
@@ -50,6 +48,24 @@ async fn jump(
     }
     let cut = r.mem_limit("web");
     assert!(cut < 200 * MIB, "cut from 1 GiB first ({cut} bytes)");
+    (r, cut)
+}
+
+/// Cuts `web` (1 GiB, 50 MiB used) over four manual rounds, then runs the
+/// agent's loop at a 1 h interval with the watch on (`watch_s`; 0 = off),
+/// raises its usage to `jump_to` after the loop's first round, and returns
+/// (early rounds, the last report, web's limit then, the `early` flag of
+/// every recorded round) after `wait`. With `cgroups` false the runtime
+/// cannot read cgroup files.
+async fn jump(
+    cgroups: bool,
+    watch_s: f64,
+    jump_to: impl Fn(u64) -> u64,
+    wait: Duration,
+) -> (u64, agent::RoundReport, u64, Vec<bool>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let recording = dir.path().join("rec.jsonl.gz");
+    let (r, cut) = cut_web(3600.0, watch_s, cgroups, Some(&recording)).await;
     let Rig { fake, clock, agent } = r;
     let shared = agent.shared();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -138,4 +154,48 @@ async fn unreadable_cgroups_are_reported_once() {
     let warned = logs.lines("memory watch: cannot read");
     assert_eq!(warned.len(), 1, "{}", logs.text());
     assert!(warned[0].contains("container=web"), "{}", warned[0]);
+}
+
+/// An early round comes between two rounds of the schedule and does not
+/// move it: the next scheduled round comes when it was due (so a
+/// recording's scheduled rounds stay `interval_s` apart, and its replay
+/// keeps the node's time). On tokio's paused clock: the times are exact.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_early_round_leaves_the_schedule_where_it_was() {
+    let (r, cut) = cut_web(60.0, 1.0, true, None).await;
+    let Rig { fake, clock, agent } = r;
+    let shared = agent.shared();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let start = tokio::time::Instant::now();
+    let run = tokio::spawn(agent.run(async {
+        let _ = stop_rx.await;
+    }));
+    // the time (s from the start) at which each of the loop's rounds ended
+    let rounds_before = shared.metrics.rounds().0;
+    let mut ended_s = Vec::new();
+    let mut jumped = false;
+    while ended_s.len() < 4 && start.elapsed() < Duration::from_secs(600) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let done = (shared.metrics.rounds().0 - rounds_before) as usize;
+        while ended_s.len() < done {
+            ended_s.push(start.elapsed().as_secs_f64());
+        }
+        if !jumped && start.elapsed() >= Duration::from_secs(20) {
+            // 20 s after the first round: past half the headroom
+            clock.advance(1.0);
+            fake.set_now(tailor_core::Clock::now_s(clock.as_ref()));
+            fake.set_usage("web", 50 * MIB + (cut - 50 * MIB) / 2 + 2 * MIB, 0);
+            jumped = true;
+        }
+    }
+    let _ = stop_tx.send(());
+    run.await.expect("agent task").expect("agent loop");
+    assert_eq!(shared.metrics.early_rounds(), 1, "rounds at {ended_s:?} s");
+    // at once, then early at ~21 s, then at 60 and 120 s as scheduled
+    // (not 81 s: the early round did not restart the schedule)
+    assert_eq!(ended_s.len(), 4, "{ended_s:?}");
+    assert!(ended_s[0] < 1.0, "{ended_s:?}");
+    assert!((20.0..23.0).contains(&ended_s[1]), "{ended_s:?}");
+    assert!((60.0..61.0).contains(&ended_s[2]), "{ended_s:?}");
+    assert!((120.0..121.0).contains(&ended_s[3]), "{ended_s:?}");
 }

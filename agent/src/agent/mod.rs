@@ -686,14 +686,16 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
             let watching = self
                 .watches_memory()
                 .then(|| (&watch, Duration::from_secs_f64(self.cfg.mem_watch_s)));
+            let mut early_round = false;
             match watch::wait_for_round(watching, &self.runtime, &self.shared, next, &mut shutdown)
                 .await
             {
                 watch::Wake::Shutdown => break,
                 watch::Wake::Due => {}
                 watch::Wake::Early(early) => {
-                    // the schedule restarts from this round
-                    next = tokio::time::Instant::now();
+                    // between two rounds of the schedule, which keeps its
+                    // time: a recording's intervals stay `interval_s` long
+                    early_round = true;
                     self.early = Some(early);
                 }
             }
@@ -719,7 +721,12 @@ impl<R: ContainerRuntime + ?Sized> Agent<R> {
                         actions = report.outcomes.len(),
                         "round done"
                     );
-                    interval
+                    if early_round {
+                        // the scheduled round is still due at `next`
+                        Duration::ZERO
+                    } else {
+                        interval
+                    }
                 }
                 Err(e) => {
                     failures += 1;

@@ -12,8 +12,10 @@
 //! `working set now - at the round > max((limit now - at the round) / 2, 1 MiB)`
 //!
 //! The early round is an ordinary round (the kernel sees the new sample and
-//! sizes from it; nothing is decided here; a recording marks it), and the
-//! schedule restarts from it. A container whose limit is at its ceiling
+//! sizes from it; nothing is decided here; a recording marks it) between
+//! two rounds of the schedule, which keeps its time: the next scheduled
+//! round comes when it was due, so a recording's scheduled rounds stay
+//! `interval_s` apart and its replay keeps the node's time. A container whose limit is at its ceiling
 //! (request x `max_growth`) is not watched: a round could not raise it.
 //! Where a round does not raise a limit (a crowded host), the rise that
 //! triggers the next early round is half of what headroom is left, and at
@@ -21,7 +23,7 @@
 //! triggers a few of them, not one per watch period.
 
 use super::{Agent, Shared};
-use crate::cgroup::MemNow;
+use crate::cgroup::{MemNow, MemUsage};
 use crate::config::Actuation;
 use crate::runtime::ContainerRuntime;
 use crate::view::NodeView;
@@ -82,26 +84,44 @@ impl MemWatch {
         self.watched.is_empty()
     }
 
-    /// The first watched container (in view order) whose memory now,
-    /// as `read` gives it, calls for the next round at once.
+    /// The first watched container (in view order) whose memory now calls
+    /// for the next round at once. `usage` reads a container's usage with
+    /// its page cache (never below its working set: a container whose
+    /// usage has not risen enough is ruled out by that read alone), `now`
+    /// its working set, read only for a container that `usage` did not
+    /// rule out.
     pub(crate) fn pressed(
         &self,
-        mut read: impl FnMut(&str) -> Option<MemNow>,
+        mut usage: impl FnMut(&str) -> Option<MemUsage>,
+        mut now: impl FnMut(&str) -> Option<MemNow>,
     ) -> Option<EarlyRound> {
         self.watched.iter().find_map(|w| {
-            let now = read(&w.id)?;
+            let u = usage(&w.id)?;
+            if !w.rise_calls_round(u.usage_bytes, u.limit_bytes?) {
+                return None;
+            }
+            let now = now(&w.id)?;
             let limit = now.limit_bytes?;
-            let early = (limit as f64) < w.ceiling_bytes
-                && w.at_round_bytes < limit
-                && now.working_set_bytes.saturating_sub(w.at_round_bytes)
-                    > ((limit - w.at_round_bytes) / 2).max(MIN_RISE_BYTES);
-            early.then(|| EarlyRound {
-                container: w.name.clone(),
-                working_set_bytes: now.working_set_bytes,
-                limit_bytes: limit,
-                at_round_bytes: w.at_round_bytes,
-            })
+            w.rise_calls_round(now.working_set_bytes, limit)
+                .then(|| EarlyRound {
+                    container: w.name.clone(),
+                    working_set_bytes: now.working_set_bytes,
+                    limit_bytes: limit,
+                    at_round_bytes: w.at_round_bytes,
+                })
         })
+    }
+}
+
+impl Watched {
+    /// Whether memory at `bytes` under `limit` has used more than half the
+    /// headroom the container had at the round (and at least
+    /// [`MIN_RISE_BYTES`]), where a round could raise that limit.
+    fn rise_calls_round(&self, bytes: u64, limit: u64) -> bool {
+        (limit as f64) < self.ceiling_bytes
+            && self.at_round_bytes < limit
+            && bytes.saturating_sub(self.at_round_bytes)
+                > ((limit - self.at_round_bytes) / 2).max(MIN_RISE_BYTES)
     }
 }
 
@@ -170,10 +190,12 @@ pub(super) async fn wait_for_round<R: ContainerRuntime + ?Sized>(
             return Wake::Due;
         };
         let (w, runtime) = (w.clone(), runtime.clone());
-        let pressed = tokio::task::spawn_blocking(move || w.pressed(|id| runtime.mem_now(id)))
-            .await
-            .ok()
-            .flatten();
+        let pressed = tokio::task::spawn_blocking(move || {
+            w.pressed(|id| runtime.mem_usage(id), |id| runtime.mem_now(id))
+        })
+        .await
+        .ok()
+        .flatten();
         if let Some(early) = pressed {
             tracing::info!(
                 container = %early.container,
@@ -226,13 +248,50 @@ mod tests {
         })
     }
 
+    /// `w.pressed` where usage is the working set (no page cache).
+    fn pressed(w: &MemWatch, read: impl Fn(&str) -> Option<MemNow>) -> Option<EarlyRound> {
+        let usage = |id: &str| {
+            read(id).map(|m| MemUsage {
+                usage_bytes: m.working_set_bytes,
+                limit_bytes: m.limit_bytes,
+            })
+        };
+        w.pressed(usage, &read)
+    }
+
+    #[test]
+    fn the_working_set_is_read_only_where_usage_rose_enough() {
+        let mut w = MemWatch::default();
+        w.arm(&view(&[("a", 20.0, 256.0), ("b", 20.0, 256.0)]), 1.0);
+        // limit 40 MiB: 30 MiB is the line. a's usage is under it; b's is
+        // over it, all of it page cache
+        let usage = |id: &str| {
+            Some(MemUsage {
+                usage_bytes: if id == "a" { 29 } else { 35 } * MIB,
+                limit_bytes: Some(40 * MIB),
+            })
+        };
+        let mut read = Vec::new();
+        let mut ws = |id: &str| {
+            read.push(id.to_string());
+            now(21, Some(40))
+        };
+        assert_eq!(w.pressed(usage, &mut ws), None);
+        assert_eq!(read, ["b"], "a was ruled out by its usage");
+        // b's working set did rise: the round is called, with it
+        let e = w.pressed(usage, |_| now(32, Some(40))).expect("early");
+        assert_eq!((e.container.as_str(), e.working_set_bytes), ("b", 32 * MIB));
+        // a limit raised by hand between the two reads: judged on the second
+        assert_eq!(w.pressed(usage, |_| now(32, Some(80))), None);
+    }
+
     #[test]
     fn a_rise_past_half_the_headroom_calls_the_round() {
         let mut w = MemWatch::default();
         w.arm(&view(&[("a", 20.0, 256.0)]), 1.0);
         // limit 40 MiB: headroom 20 MiB at the round, so 30 MiB is the line
-        assert_eq!(w.pressed(|_| now(30, Some(40))), None);
-        let e = w.pressed(|_| now(31, Some(40))).expect("early");
+        assert_eq!(pressed(&w, |_| now(30, Some(40))), None);
+        let e = pressed(&w, |_| now(31, Some(40))).expect("early");
         assert_eq!(
             (e.container.as_str(), e.working_set_bytes, e.limit_bytes),
             ("a", 31 * MIB, 40 * MIB)
@@ -245,14 +304,14 @@ mod tests {
         let mut w = MemWatch::default();
         w.arm(&view(&[("a", 20.0, 40.0)]), 1.0);
         // at its ceiling (request x max_growth)
-        assert_eq!(w.pressed(|_| now(39, Some(40))), None);
+        assert_eq!(pressed(&w, |_| now(39, Some(40))), None);
         w.arm(&view(&[("a", 20.0, 40.0)]), 1.5);
-        assert!(w.pressed(|_| now(39, Some(40))).is_some());
+        assert!(pressed(&w, |_| now(39, Some(40))).is_some());
         // no limit, unreadable, or already above its limit at the round
-        assert_eq!(w.pressed(|_| now(39, None)), None);
-        assert_eq!(w.pressed(|_| None), None);
+        assert_eq!(pressed(&w, |_| now(39, None)), None);
+        assert_eq!(pressed(&w, |_| None), None);
         w.arm(&view(&[("a", 50.0, 256.0)]), 1.0);
-        assert_eq!(w.pressed(|_| now(60, Some(40))), None);
+        assert_eq!(pressed(&w, |_| now(60, Some(40))), None);
     }
 
     #[test]
@@ -261,33 +320,31 @@ mod tests {
         // headroom 1 MiB: half of it is under the 1 MiB floor
         w.arm(&view(&[("a", 39.0, 256.0)]), 1.0);
         assert_eq!(
-            w.pressed(|_| Some(MemNow {
+            pressed(&w, |_| Some(MemNow {
                 working_set_bytes: 39 * MIB + MIB / 2 + 1,
                 limit_bytes: Some(40 * MIB),
             })),
             None
         );
-        assert!(w
-            .pressed(|_| Some(MemNow {
-                working_set_bytes: 40 * MIB + 1,
-                limit_bytes: Some(40 * MIB),
-            }))
-            .is_some());
+        assert!(pressed(&w, |_| Some(MemNow {
+            working_set_bytes: 40 * MIB + 1,
+            limit_bytes: Some(40 * MIB),
+        }))
+        .is_some());
     }
 
     #[test]
     fn the_first_pressed_container_in_view_order_is_named() {
         let mut w = MemWatch::default();
         w.arm(&view(&[("a", 10.0, 256.0), ("b", 10.0, 256.0)]), 1.0);
-        let e = w
-            .pressed(|id| {
-                if id == "b" {
-                    now(30, Some(40))
-                } else {
-                    now(11, Some(40))
-                }
-            })
-            .expect("b");
+        let e = pressed(&w, |id| {
+            if id == "b" {
+                now(30, Some(40))
+            } else {
+                now(11, Some(40))
+            }
+        })
+        .expect("b");
         assert_eq!(e.container, "b");
         assert!(!w.is_empty());
     }

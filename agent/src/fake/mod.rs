@@ -444,4 +444,17 @@ impl ContainerRuntime for FakeRuntime {
             limit_bytes: c.info.limits.mem_bytes,
         })
     }
+
+    /// A running container's usage (its cache included) and limit.
+    fn mem_usage(&self, id: &str) -> Option<crate::cgroup::MemUsage> {
+        let g = self.lock();
+        if g.no_cgroups {
+            return None;
+        }
+        let c = g.containers.get(id)?;
+        (c.info.state == ContainerState::Running).then_some(crate::cgroup::MemUsage {
+            usage_bytes: c.mem_usage_bytes,
+            limit_bytes: c.info.limits.mem_bytes,
+        })
+    }
 }
