@@ -112,10 +112,25 @@ impl FakeRuntime {
         }
     }
 
-    /// From now on `mem_now` reads nothing, as for an agent without the
-    /// host's `/sys/fs/cgroup`.
+    /// From now on `mem_now` and `mem_usage` read nothing, as for an agent
+    /// without the host's `/sys/fs/cgroup`.
     pub fn hide_cgroups(&self) {
         self.lock().no_cgroups = true;
+    }
+
+    /// A running container's (usage, inactive file cache, limit), as its
+    /// cgroup files would give them; `None` when hidden or not running.
+    fn cgroup_mem(&self, id: &str) -> Option<(u64, u64, Option<u64>)> {
+        let g = self.lock();
+        if g.no_cgroups {
+            return None;
+        }
+        let c = g.containers.get(id)?;
+        (c.info.state == ContainerState::Running).then_some((
+            c.mem_usage_bytes,
+            c.mem_inactive_file_bytes,
+            c.info.limits.mem_bytes,
+        ))
     }
 
     /// Adds a running container.
@@ -434,27 +449,19 @@ impl ContainerRuntime for FakeRuntime {
     /// A running container's working set and limit, as its cgroup files
     /// would give them.
     fn mem_now(&self, id: &str) -> Option<crate::cgroup::MemNow> {
-        let g = self.lock();
-        if g.no_cgroups {
-            return None;
-        }
-        let c = g.containers.get(id)?;
-        (c.info.state == ContainerState::Running).then(|| crate::cgroup::MemNow {
-            working_set_bytes: c.mem_usage_bytes.saturating_sub(c.mem_inactive_file_bytes),
-            limit_bytes: c.info.limits.mem_bytes,
-        })
+        self.cgroup_mem(id)
+            .map(|(usage, inactive, limit)| crate::cgroup::MemNow {
+                working_set_bytes: usage.saturating_sub(inactive),
+                limit_bytes: limit,
+            })
     }
 
     /// A running container's usage (its cache included) and limit.
     fn mem_usage(&self, id: &str) -> Option<crate::cgroup::MemUsage> {
-        let g = self.lock();
-        if g.no_cgroups {
-            return None;
-        }
-        let c = g.containers.get(id)?;
-        (c.info.state == ContainerState::Running).then_some(crate::cgroup::MemUsage {
-            usage_bytes: c.mem_usage_bytes,
-            limit_bytes: c.info.limits.mem_bytes,
-        })
+        self.cgroup_mem(id)
+            .map(|(usage, _, limit)| crate::cgroup::MemUsage {
+                usage_bytes: usage,
+                limit_bytes: limit,
+            })
     }
 }
