@@ -12,6 +12,10 @@
 #    and tests/etcd_store.rs (each test starts its own three-member cluster
 #    on loopback), installed when missing; those tests FAIL when CI=true and
 #    it is missing.
+#    User-Mode Linux (Debian's `user-mode-linux`, /usr/bin/linux.uml) for
+#    agent/tests/cgroup_v2_uml.rs: the agent's cgroup v2 reads on a real
+#    kernel (this host is cgroup v1), installed when missing; that test
+#    FAILS when CI=true and it is missing.
 # 3. cargo fmt --all --check and cargo clippy --workspace --all-targets
 #    -- -D warnings.
 # 4. cargo test --workspace --all-targets, then the doc examples
@@ -48,6 +52,12 @@ fi
 if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
     if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends etcd-server; } >/tmp/tailor-etcd-install.log 2>&1; then
         echo "test.sh: WARNING: could not install etcd-server (log: /tmp/tailor-etcd-install.log); the etcd cluster test will fail in CI / skip outside it" >&2
+    fi
+fi
+
+if [ ! -x /usr/bin/linux.uml ]; then
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends user-mode-linux; } >/tmp/tailor-uml-install.log 2>&1; then
+        echo "test.sh: WARNING: could not install user-mode-linux (log: /tmp/tailor-uml-install.log); the cgroup v2 test will fail in CI / skip outside it" >&2
     fi
 fi
 
