@@ -13,15 +13,18 @@
 #    on loopback), installed when missing; those tests FAIL when CI=true and
 #    it is missing.
 #    User-Mode Linux (Debian's `user-mode-linux`, /usr/bin/linux.uml) for
-#    agent/tests/cgroup_v2_uml.rs: the agent's cgroup v2 reads on a real
-#    kernel (this host is cgroup v1), installed when missing; that test
-#    FAILS when CI=true and it is missing.
+#    agent/tests/cgroup_v2_uml.rs (the agent's cgroup v2 reads on a real
+#    kernel: this host is cgroup v1) and for step 5, installed when
+#    missing; both FAIL when CI=true and it is missing.
 # 3. cargo fmt --all --check and cargo clippy --workspace --all-targets
 #    -- -D warnings.
 # 4. cargo test --workspace --all-targets, then the doc examples
 #    (cargo test --doc --workspace).
 #    systemd-analyze (Debian's systemd) for the .deb test, when missing.
-# 5. With the full traces in ../shared/data (CI always has them): the heavy
+# 5. The agent's real-dockerd tests again on cgroup v2: dockerd and the
+#    test executables inside User-Mode Linux (tools/uml-docker.sh, about 10
+#    minutes; logs in target/uml-docker/).
+# 6. With the full traces in ../shared/data (CI always has them): the heavy
 #    thesis check on Google 2011 part 0 (GP, #[ignore]d in the suite above:
 #    run alone, so that it has both cores). The dev profile is optimized
 #    (dependencies at opt-level 3, ours at 1): it runs in ~115 s against ~98 s
@@ -76,6 +79,7 @@ cargo fmt --all --check || { echo "test.sh: cargo fmt --check failed" >&2; statu
 cargo clippy --workspace --all-targets -- -D warnings || { echo "test.sh: clippy failed" >&2; status=1; }
 cargo test --workspace --all-targets --no-fail-fast || status=$?
 cargo test --doc --workspace || status=$?
+tools/uml-docker.sh || status=$?
 
 if [ -d ../shared/data/google-2011 ]; then
     cargo test --test replay_thesis -- --ignored || status=$?

@@ -251,6 +251,16 @@ fn mib(bytes: u64) -> f64 {
     bytes as f64 / MIB as f64
 }
 
+/// Prints `what` and checks that it lies in `[lo, hi)` MiB.
+fn within_mib(what: &str, bytes: u64, lo: u64, hi: u64) {
+    println!("{what}: {:.1} MiB", mib(bytes));
+    assert!(
+        (lo * MIB..hi * MIB).contains(&bytes),
+        "{what}: {:.1} MiB, not in [{lo}, {hi}) MiB",
+        mib(bytes)
+    );
+}
+
 /// Makes directory `rel` below the unified root with the memory and cpu
 /// controllers enabled for its children.
 fn parent_cgroup(root: &Path, rel: &str) -> PathBuf {
@@ -287,35 +297,16 @@ fn probe() {
     let u = docker
         .mem_usage(&id)
         .expect("mem_usage reads the v2 cgroup");
-    println!(
-        "held 48 MiB: memory.current {:.1} MiB, limit {:?}",
-        mib(u.usage_bytes),
-        u.limit_bytes
-    );
-    assert!((48 * MIB..64 * MIB).contains(&u.usage_bytes), "usage {u:?}");
+    within_mib("held 48 MiB: memory.current", u.usage_bytes, 48, 64);
     assert_eq!(u.limit_bytes, None, "memory.max is `max`: no limit");
     let now = docker.mem_now(&id).expect("mem_now");
-    println!(
-        "held 48 MiB: working set {:.1} MiB",
-        mib(now.working_set_bytes)
-    );
-    assert!(
-        (46 * MIB..64 * MIB).contains(&now.working_set_bytes),
-        "working set {now:?}"
-    );
+    within_mib("held 48 MiB: working set", now.working_set_bytes, 46, 64);
     let s = docker.stats(&id).expect("stats");
+    within_mib("held 48 MiB: stats usage", s.mem_usage_bytes, 48, 64);
     let peak_48 = s.mem_peak_bytes.expect("memory.peak");
-    println!(
-        "held 48 MiB: stats usage {:.1} MiB, peak {:.1} MiB, cpu {} ns",
-        mib(s.mem_usage_bytes),
-        mib(peak_48),
-        s.cpu_total_ns
-    );
-    assert!(
-        (48 * MIB..64 * MIB).contains(&s.mem_usage_bytes),
-        "stats {s:?}"
-    );
+    within_mib("held 48 MiB: stats peak", peak_48, 48, 64);
     assert!(peak_48 >= s.mem_usage_bytes, "peak below usage: {s:?}");
+    assert!(s.cpu_total_ns > 0, "no CPU time: {s:?}");
     assert!(
         s.read_s.is_some() && s.mem_limit_bytes.is_none(),
         "stats {s:?}"
@@ -394,13 +385,11 @@ fn probe() {
     let mut hog2 = Hog::start_in(&cg2);
     hog2.hold_mib(16);
     let u2 = docker.mem_usage(&id2).expect("mem_usage under docker/<id>");
-    println!(
-        "cgroupfs driver, held 16 MiB: {:.1} MiB",
-        mib(u2.usage_bytes)
-    );
-    assert!(
-        (16 * MIB..32 * MIB).contains(&u2.usage_bytes),
-        "usage {u2:?}"
+    within_mib(
+        "cgroupfs driver, held 16 MiB: usage",
+        u2.usage_bytes,
+        16,
+        32,
     );
     let u1 = docker.mem_usage(&id).expect("the systemd one again");
     assert!(
@@ -416,13 +405,11 @@ fn probe() {
     hog3.hold_mib(12);
     let podman = Cgroups::new(Layout::Podman);
     let n3 = podman.mem_now(&id3).expect("mem_now under libpod_parent");
-    println!(
-        "podman layout, held 12 MiB: working set {:.1} MiB",
-        mib(n3.working_set_bytes)
-    );
-    assert!(
-        (12 * MIB..28 * MIB).contains(&n3.working_set_bytes),
-        "{n3:?}"
+    within_mib(
+        "podman layout, held 12 MiB: working set",
+        n3.working_set_bytes,
+        12,
+        28,
     );
     assert_eq!(podman.oom_kills(&id3), Some(0));
     assert!(
