@@ -22,7 +22,7 @@
 #    (cargo test --doc --workspace).
 #    systemd-analyze (Debian's systemd) for the .deb test, when missing.
 # 5. The agent's real-dockerd tests again on cgroup v2: dockerd and the
-#    test executables inside User-Mode Linux (tools/uml-docker.sh, about 10
+#    test executables inside User-Mode Linux (tools/uml-docker.sh, about 15
 #    minutes; logs in target/uml-docker/).
 # 6. With the full traces in ../shared/data (CI always has them): the heavy
 #    thesis check on Google 2011 part 0 (GP, #[ignore]d in the suite above:

@@ -720,7 +720,17 @@ async fn stats_read_from_the_cgroup_agree_with_dockers_answer() {
     }
     let direct = direct.expect("the load reached 20 MiB");
     let api = rt.api_stats(&c.id).await.expect("Docker's stats");
-    let after = rt.stats(&c.id).await.expect("stats");
+    // read again until the counter moves on: a kernel that counts CPU
+    // time by ticks (User-Mode Linux, tools/uml-docker.sh) may show none
+    // over the short wait for Docker's answer
+    let mut after = rt.stats(&c.id).await.expect("stats");
+    for _ in 0..25 {
+        if after.cpu_total_ns > direct.cpu_total_ns {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        after = rt.stats(&c.id).await.expect("stats");
+    }
     // the direct reads are the cgroup's (Docker's answer carries the
     // host's CPU counter, which the cgroup has not), timed by the local
     // clock
